@@ -1,0 +1,40 @@
+import { z } from 'zod';
+
+const Port = z.coerce.number().int().min(0).max(65_535);
+const Flag = z
+  .enum(['true', 'false', '1', '0', ''])
+  .default('')
+  .transform((v) => v === 'true' || v === '1');
+
+/** Every setting the service reads, parsed once at cold start (README § Configuration). */
+const Config = z.object({
+  ADMIN_API_KEY: z.string().default(''),
+  ADMIN_API_KEY_SECRET_ID: z.string().default(''),
+  TABLE_NAME: z.string().min(3).max(255).default('budget-reservations'),
+  DYNAMODB_ENDPOINT: z.url().optional(),
+  AWS_REGION: z.string().default('us-east-1'),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  RUNTIME_PORT: Port.default(7878),
+  ADMIN_PORT: Port.default(7979),
+  EXPIRY_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
+  DATA_DIR: z.string().default('.data'),
+  DYNAMODB_IN_MEMORY: Flag,
+  CURSOR_SECRET: z.string().default(''),
+  MAX_BODY_BYTES: z.coerce.number().int().min(1_024).max(1_048_576).default(65_536),
+  API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(300_000).default(30_000),
+});
+export type Config = z.infer<typeof Config>;
+
+function load(): Config {
+  const parsed = Config.safeParse(process.env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`invalid configuration: ${issue?.path.join('.')}: ${issue?.message}`);
+  }
+  return parsed.data;
+}
+
+export const config: Config = load();
+
+/** Cursors are signed; without an explicit secret the table name keeps them stable across restarts. */
+export const cursorSecret = (): string => config.CURSOR_SECRET || `cursor:${config.TABLE_NAME}`;

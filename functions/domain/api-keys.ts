@@ -1,0 +1,41 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Permission } from './permissions.js';
+
+export const KEY_SECRET_PREFIX = 'cyc_live_';
+/** Shown in listings and logs; never enough to authenticate. */
+export const KEY_PREFIX_LENGTH = KEY_SECRET_PREFIX.length + 5;
+
+export interface ApiKey {
+  readonly keyId: string;
+  readonly keyPrefix: string;
+  readonly tenant: string;
+  readonly name: string;
+  readonly description?: string | undefined;
+  readonly permissions: readonly Permission[];
+  readonly createdAt: string;
+  readonly expiresAt?: string | undefined;
+}
+
+/** 192 bits from the OS CSPRNG, base64url, behind a recognizable prefix. */
+export function generateKeySecret(random: (n: number) => Buffer = randomBytes): string {
+  return `${KEY_SECRET_PREFIX}${random(24).toString('base64url')}`;
+}
+
+export const generateKeyId = (random: (n: number) => Buffer = randomBytes): string =>
+  `key_${random(8).toString('hex')}`;
+
+/** Only this hash is stored. A fast hash is right here: the secret has 192 bits of entropy. */
+export const hashKeySecret = (secret: string): string =>
+  createHash('sha256').update(secret, 'utf8').digest('hex');
+
+export const keyPrefixOf = (secret: string): string => secret.slice(0, KEY_PREFIX_LENGTH);
+
+/** Compares two secrets in time independent of where they differ (hashes have equal length). */
+export function secretsEqual(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb);
+}
+
+export const isExpired = (key: Pick<ApiKey, 'expiresAt'>, nowMs: number): boolean =>
+  key.expiresAt !== undefined && Date.parse(key.expiresAt) <= nowMs;

@@ -1,0 +1,32 @@
+/** SPEC § Errors: the 12 codes, plus DUPLICATE_RESOURCE for the admin plane (see docs/decisions.md). */
+export type ErrorCode =
+  | 'INVALID_REQUEST'
+  | 'UNIT_MISMATCH'
+  | 'UNAUTHORIZED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'BUDGET_EXCEEDED'
+  | 'OVERDRAFT_LIMIT_EXCEEDED'
+  | 'DEBT_OUTSTANDING'
+  | 'RESERVATION_FINALIZED'
+  | 'IDEMPOTENCY_MISMATCH'
+  | 'RESERVATION_EXPIRED'
+  | 'DUPLICATE_RESOURCE'
+  | 'INTERNAL_ERROR';
+
+/** A refusal the caller can act on. Carries an error code, never an HTTP status. */
+export class DomainError extends Error {
+  override readonly name = 'DomainError';
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Readonly<Record<string, unknown>>,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+export const invalidRequest = (message: string, details?: Record<string, unknown>) =>
+  new DomainError('INVALID_REQUEST', message, details);

@@ -1,0 +1,88 @@
+import type { Amount } from './amounts.js';
+import { DomainError } from './errors.js';
+import type { OveragePolicy } from './ledger.js';
+import type { Subject } from './scopes.js';
+
+export type ReservationStatus = 'ACTIVE' | 'COMMITTED' | 'RELEASED' | 'EXPIRED';
+export type Trigger = 'commit' | 'release' | 'extend' | 'expire';
+
+export interface Action {
+  readonly kind: string;
+  readonly name: string;
+  readonly tags?: readonly string[] | undefined;
+}
+
+export interface Reservation {
+  readonly reservationId: string;
+  readonly tenant: string;
+  readonly status: ReservationStatus;
+  readonly idempotencyKey: string;
+  readonly subject: Subject;
+  readonly action: Action;
+  readonly reserved: Amount;
+  readonly committed?: Amount | undefined;
+  readonly createdAtMs: number;
+  readonly expiresAtMs: number;
+  readonly gracePeriodMs: number;
+  readonly finalizedAtMs?: number | undefined;
+  readonly scopePath: string;
+  readonly affectedScopes: readonly string[];
+  readonly overagePolicy: OveragePolicy;
+  readonly metadata?: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** Commit and release stay possible through the grace period; extend does not (SPEC § Limits). */
+export const settleDeadline = (r: Pick<Reservation, 'expiresAtMs' | 'gracePeriodMs'>): number =>
+  r.expiresAtMs + r.gracePeriodMs;
+
+export type Transition =
+  | { readonly kind: 'to'; readonly status: ReservationStatus }
+  /** The reservation is past its deadline but still ACTIVE: finalize it as EXPIRED, then refuse. */
+  | { readonly kind: 'expireThenRefuse' }
+  | { readonly kind: 'refuse'; readonly error: DomainError };
+
+const finalized = (r: Reservation) =>
+  new DomainError(
+    'RESERVATION_FINALIZED',
+    `reservation ${r.reservationId} is already ${r.status}`,
+    {
+      reservation_id: r.reservationId,
+      status: r.status,
+    },
+  );
+
+const expired = (r: Reservation) =>
+  new DomainError('RESERVATION_EXPIRED', `reservation ${r.reservationId} has expired`, {
+    reservation_id: r.reservationId,
+    expires_at_ms: r.expiresAtMs,
+  });
+
+/** SPEC § States and transitions, row by row. `now` is server time. */
+export function transition(r: Reservation, trigger: Trigger, now: number): Transition {
+  const pastDeadline = now >= settleDeadline(r);
+  switch (r.status) {
+    case 'COMMITTED':
+    case 'RELEASED':
+      return { kind: 'refuse', error: finalized(r) };
+    case 'EXPIRED':
+      return { kind: 'refuse', error: expired(r) };
+    case 'ACTIVE':
+      if (trigger === 'expire') {
+        return pastDeadline
+          ? { kind: 'to', status: 'EXPIRED' }
+          : { kind: 'refuse', error: notDue(r) };
+      }
+      if (pastDeadline) return { kind: 'expireThenRefuse' };
+      if (trigger === 'extend') {
+        return now >= r.expiresAtMs
+          ? { kind: 'refuse', error: expired(r) }
+          : { kind: 'to', status: 'ACTIVE' };
+      }
+      return { kind: 'to', status: trigger === 'commit' ? 'COMMITTED' : 'RELEASED' };
+  }
+}
+
+const notDue = (r: Reservation) =>
+  new DomainError('INVALID_REQUEST', `reservation ${r.reservationId} is not due for expiry`);
+
+export const expiredError = expired;

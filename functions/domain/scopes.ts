@@ -1,0 +1,120 @@
+import { invalidRequest } from './errors.js';
+
+/** SPEC § Scope identifiers: canonical order of the standard levels. */
+export const LEVELS = ['tenant', 'workspace', 'app', 'workflow', 'agent', 'toolset'] as const;
+export type Level = (typeof LEVELS)[number];
+export type SegmentKind = Level | 'dimensions';
+
+/** Standard field values and dimension keys/values: no path delimiters, no whitespace. */
+export const SEGMENT_VALUE = /^[A-Za-z0-9_.-]+$/;
+export const MAX_SEGMENT_VALUE = 128;
+export const DIMENSION_KEY = /^[A-Za-z0-9_.-]+$/;
+export const MAX_DIMENSION_KEY = 64;
+export const MAX_DIMENSIONS = 16;
+
+export interface Subject {
+  readonly tenant?: string | undefined;
+  readonly workspace?: string | undefined;
+  readonly app?: string | undefined;
+  readonly workflow?: string | undefined;
+  readonly agent?: string | undefined;
+  readonly toolset?: string | undefined;
+  readonly dimensions?: Readonly<Record<string, string>> | undefined;
+}
+
+export interface DerivedScopes {
+  /** Cumulative prefixes, root first: every scope the subject affects. */
+  readonly scopes: readonly string[];
+  /** The longest of them. */
+  readonly scopePath: string;
+}
+
+export interface Segment {
+  readonly kind: SegmentKind;
+  readonly value: string;
+}
+
+export const segmentText = (s: Segment): string => `${s.kind}:${s.value}`;
+
+function checkValue(field: string, value: string, pattern: RegExp, max: number): void {
+  if (value.length === 0 || value.length > max || !pattern.test(value)) {
+    throw invalidRequest(
+      `${field} must be 1 to ${max} characters of letters, digits, '_', '.' or '-'`,
+      { field },
+    );
+  }
+}
+
+/**
+ * Root `tenant:<effective tenant>`, then workspace, app, workflow, agent, toolset (absent levels
+ * skipped), then one `dimensions:<key>=<value>` per dimension sorted by key.
+ */
+export function subjectSegments(tenant: string, subject: Subject): Segment[] {
+  checkValue('subject.tenant', tenant, SEGMENT_VALUE, MAX_SEGMENT_VALUE);
+  const segments: Segment[] = [{ kind: 'tenant', value: tenant }];
+  for (const level of LEVELS.slice(1)) {
+    const value = subject[level];
+    if (value === undefined) continue;
+    checkValue(`subject.${level}`, value, SEGMENT_VALUE, MAX_SEGMENT_VALUE);
+    segments.push({ kind: level, value });
+  }
+  const dimensions = Object.entries(subject.dimensions ?? {});
+  if (dimensions.length > MAX_DIMENSIONS) {
+    throw invalidRequest(`subject.dimensions may hold at most ${MAX_DIMENSIONS} entries`, {
+      field: 'subject.dimensions',
+    });
+  }
+  dimensions.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const [key, value] of dimensions) {
+    checkValue(`subject.dimensions key '${key}'`, key, DIMENSION_KEY, MAX_DIMENSION_KEY);
+    checkValue(`subject.dimensions.${key}`, value, SEGMENT_VALUE, MAX_SEGMENT_VALUE);
+    segments.push({ kind: 'dimensions', value: `${key}=${value}` });
+  }
+  return segments;
+}
+
+export function deriveScopes(tenant: string, subject: Subject): DerivedScopes {
+  const texts = subjectSegments(tenant, subject).map(segmentText);
+  const scopes = texts.map((_, i) => texts.slice(0, i + 1).join('/'));
+  return { scopes, scopePath: scopes[scopes.length - 1] ?? `tenant:${tenant}` };
+}
+
+/** Parses a scope identifier and insists on the canonical form that subjects derive. */
+export function parseScope(scope: string): Segment[] {
+  if (scope.length === 0 || scope.length > 4096) throw invalidRequest('scope is empty or too long');
+  const segments = scope.split('/').map((text): Segment => {
+    const colon = text.indexOf(':');
+    const kind = text.slice(0, colon);
+    if (colon < 0 || !(LEVELS.includes(kind as Level) || kind === 'dimensions')) {
+      throw invalidRequest(`scope segment '${text}' must be <level>:<value>`, { field: 'scope' });
+    }
+    return { kind: kind as SegmentKind, value: text.slice(colon + 1) };
+  });
+  if (segments[0]?.kind !== 'tenant') {
+    throw invalidRequest('scope must start with tenant:<tenant>', { field: 'scope' });
+  }
+  // Re-deriving from the parsed segments and comparing rejects every non-canonical form at once:
+  // wrong order, repeated levels, unsorted or duplicated dimensions, bad characters.
+  const subject: Record<string, unknown> = { dimensions: {} };
+  const dimensions: Record<string, string> = {};
+  for (const s of segments.slice(1)) {
+    if (s.kind === 'dimensions') {
+      const eq = s.value.indexOf('=');
+      if (eq < 0) throw invalidRequest(`dimension segment '${s.value}' must be key=value`);
+      dimensions[s.value.slice(0, eq)] = s.value.slice(eq + 1);
+    } else {
+      subject[s.kind] = s.value;
+    }
+  }
+  subject.dimensions = dimensions;
+  const canonical = deriveScopes(segments[0].value, subject as Subject).scopePath;
+  if (canonical !== scope) {
+    throw invalidRequest(`scope is not in canonical form; expected '${canonical}'`, {
+      field: 'scope',
+      expected: canonical,
+    });
+  }
+  return segments;
+}
+
+export const tenantOfScope = (segments: readonly Segment[]): string => segments[0]?.value ?? '';

@@ -1,0 +1,76 @@
+import { config } from '../config.js';
+import type { ApiKey } from '../domain/api-keys.js';
+import { hashKeySecret, isExpired, secretsEqual } from '../domain/api-keys.js';
+import { DomainError } from '../domain/errors.js';
+import type { Permission } from '../domain/permissions.js';
+import type { Auth } from '../routes.js';
+import { getApiKeyByHash } from '../store/api-keys.js';
+import { adminApiKey } from '../store/secrets.js';
+
+export interface TenantCaller {
+  readonly kind: 'tenant';
+  readonly tenant: string;
+  readonly keyId: string;
+  readonly permissions: readonly Permission[];
+}
+export type Caller = TenantCaller | { readonly kind: 'admin' } | { readonly kind: 'anonymous' };
+
+type Headers = Record<string, string | undefined>;
+
+const unauthorized = (message: string) => new DomainError('UNAUTHORIZED', message);
+
+/** Resolves the caller a route requires from the request headers (names lower-cased). */
+export async function authenticate(headers: Headers, auth: Auth, now: number): Promise<Caller> {
+  switch (auth.kind) {
+    case 'none':
+      return { kind: 'anonymous' };
+    case 'admin':
+      return authenticateAdmin(headers['x-admin-api-key']);
+    case 'tenant': {
+      const caller = await authenticateKey(
+        headers['x-service-api-key'] ?? headers['x-cycles-api-key'],
+        now,
+      );
+      if (auth.permission && !caller.permissions.includes(auth.permission)) {
+        throw new DomainError('FORBIDDEN', `API key lacks permission ${auth.permission}`, {
+          missing_permission: auth.permission,
+        });
+      }
+      return caller;
+    }
+  }
+}
+
+async function authenticateAdmin(given: string | undefined): Promise<Caller> {
+  const expected = await adminApiKey();
+  if (!expected) throw unauthorized('admin operations are disabled: ADMIN_API_KEY is not set');
+  if (!given) throw unauthorized('X-Admin-API-Key header is required');
+  if (!secretsEqual(given, expected)) throw unauthorized('X-Admin-API-Key is not valid');
+  return { kind: 'admin' };
+}
+
+async function authenticateKey(secret: string | undefined, now: number): Promise<TenantCaller> {
+  if (!secret) throw unauthorized('X-Service-API-Key header is required');
+  const key = await findKey(secret);
+  // Lookup is by SHA-256 of the secret, so response time does not depend on how much of it matched.
+  if (!key) throw unauthorized('API key is not valid');
+  if (isExpired(key, now)) throw unauthorized('API key has expired');
+  return { kind: 'tenant', tenant: key.tenant, keyId: key.keyId, permissions: key.permissions };
+}
+
+// Keys are immutable once written (there is no revoke endpoint yet), so a short positive cache
+// per container saves a read on almost every request. Expiry is still checked on each use.
+const cache = new Map<string, { key: ApiKey; at: number }>();
+const CACHE_MAX = 10_000;
+
+export async function findKey(secret: string): Promise<ApiKey | undefined> {
+  const hash = hashKeySecret(secret);
+  const hit = cache.get(hash);
+  if (hit && Date.now() - hit.at < config.API_KEY_CACHE_TTL_MS) return hit.key;
+  const key = await getApiKeyByHash(hash);
+  if (key && config.API_KEY_CACHE_TTL_MS > 0) {
+    if (cache.size >= CACHE_MAX) cache.clear();
+    cache.set(hash, { key, at: Date.now() });
+  }
+  return key;
+}

@@ -1,0 +1,39 @@
+import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { DomainError, type ErrorCode } from '../domain/errors.js';
+
+// SPEC § Errors. `satisfies` turns a new code without a status into a type error.
+export const STATUS = {
+  INVALID_REQUEST: 400,
+  UNIT_MISMATCH: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  BUDGET_EXCEEDED: 409,
+  OVERDRAFT_LIMIT_EXCEEDED: 409,
+  DEBT_OUTSTANDING: 409,
+  RESERVATION_FINALIZED: 409,
+  IDEMPOTENCY_MISMATCH: 409,
+  DUPLICATE_RESOURCE: 409,
+  RESERVATION_EXPIRED: 410,
+  INTERNAL_ERROR: 500,
+} as const satisfies Record<ErrorCode, number>;
+
+/** The one mapping of anything thrown to SPEC's error body. */
+export function errorResponse(
+  error: unknown,
+  requestId: string,
+): APIGatewayProxyStructuredResultV2 {
+  const refusal = error instanceof DomainError ? error : undefined;
+  const code: ErrorCode = refusal?.code ?? 'INTERNAL_ERROR';
+  return {
+    statusCode: STATUS[code],
+    headers: { 'content-type': 'application/json', 'x-request-id': requestId },
+    body: JSON.stringify({
+      error: code,
+      // An unexpected error's message can name tables or echo key material: never send it.
+      message: refusal?.message ?? 'unexpected server error',
+      request_id: requestId,
+      ...(refusal?.details && { details: refusal.details }),
+    }),
+  };
+}

@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import middy from '@middy/core';
+import type {
+  APIGatewayProxyEventV2,
+  APIGatewayProxyStructuredResultV2,
+  Context,
+} from 'aws-lambda';
+import type { z } from 'zod';
+import { config } from '../config.js';
+import { DomainError, invalidRequest } from '../domain/errors.js';
+import { log } from '../log.js';
+import { type RouteId, routes } from '../routes.js';
+import { authenticate, type Caller, type TenantCaller } from './auth.js';
+import { errorResponse } from './errors.js';
+
+export type Event = APIGatewayProxyEventV2;
+export type Result = APIGatewayProxyStructuredResultV2;
+
+interface Schemas {
+  readonly body?: z.ZodType;
+  readonly query?: z.ZodType;
+  readonly params?: z.ZodType;
+}
+type Parsed<S extends Schemas, K extends keyof Schemas> = S[K] extends z.ZodType
+  ? z.output<S[K]>
+  : undefined;
+type CallerOf<R extends RouteId> = (typeof routes)[R]['auth']['kind'] extends 'tenant'
+  ? TenantCaller
+  : Caller;
+
+export interface RouteInput<R extends RouteId, S extends Schemas> {
+  readonly body: Parsed<S, 'body'>;
+  readonly query: Parsed<S, 'query'>;
+  readonly params: Parsed<S, 'params'>;
+  readonly caller: CallerOf<R>;
+  readonly requestId: string;
+  readonly now: number;
+  readonly event: Event;
+}
+
+export interface Reply {
+  readonly statusCode: number;
+  readonly body: unknown;
+}
+
+export const json = (statusCode: number, body: unknown): Reply => ({ statusCode, body });
+
+/**
+ * The one way to build an HTTP Lambda: request id → authenticate → validate → run → respond,
+ * with every failure mapped to SPEC's error body and one log line per request.
+ */
+export function httpHandler<R extends RouteId, S extends Schemas>(
+  routeId: R,
+  schemas: S,
+  run: (input: RouteInput<R, S>) => Promise<Reply>,
+) {
+  const route = routes[routeId];
+  // Per invocation, keyed by event: the local server runs one handler for many requests at once.
+  const state = new WeakMap<Event, { requestId: string; startedAt: number; tenant?: string }>();
+  const stateOf = (event: Event) =>
+    state.get(event) ?? { requestId: randomUUID(), startedAt: performance.now() };
+  return middy<Event, Result, Error, Context>()
+    .before((request) => {
+      state.set(request.event, {
+        requestId: request.event.requestContext?.requestId || randomUUID(),
+        startedAt: performance.now(),
+      });
+    })
+    .after((request) => {
+      if (request.response)
+        request.response = finish(request.response, stateOf(request.event), routeId);
+    })
+    .onError((request) => {
+      const s = stateOf(request.event);
+      if (!(request.error instanceof DomainError)) {
+        log.error('unhandled error', {
+          request_id: s.requestId,
+          route: routeId,
+          error: request.error,
+        });
+      }
+      request.response = finish(errorResponse(request.error, s.requestId), s, routeId);
+    })
+    .handler(async (event) => {
+      const s = stateOf(event);
+      const now = Date.now();
+      const headers = event.headers ?? {};
+      const caller = await authenticate(headers, route.auth, now);
+      if (caller.kind === 'tenant') s.tenant = caller.tenant;
+      const input = {
+        body: schemas.body ? parseBody(schemas.body, event, headers) : undefined,
+        query: schemas.query
+          ? parse(schemas.query, event.queryStringParameters ?? {}, 'query parameter ')
+          : undefined,
+        params: schemas.params
+          ? parse(schemas.params, decodeParams(event.pathParameters), 'path parameter ')
+          : undefined,
+        caller,
+        requestId: s.requestId,
+        now,
+        event,
+      } as RouteInput<R, S>;
+      const reply = await run(input);
+      return { statusCode: reply.statusCode, headers: {}, body: JSON.stringify(reply.body) };
+    });
+}
+
+function finish(
+  response: Result,
+  { requestId, startedAt, tenant }: { requestId: string; startedAt: number; tenant?: string },
+  routeId: RouteId,
+): Result {
+  const headers: Record<string, string> = {
+    ...(response.headers as Record<string, string> | undefined),
+    'content-type': 'application/json',
+    'x-request-id': requestId,
+  };
+  if (tenant) {
+    headers['x-service-tenant'] = tenant;
+    headers['x-cycles-tenant'] = tenant;
+  }
+  log.info('request', {
+    request_id: requestId,
+    route: routeId,
+    status: response.statusCode,
+    latency_ms: Math.round((performance.now() - startedAt) * 100) / 100,
+    ...(tenant && { tenant }),
+  });
+  return { ...response, headers };
+}
+
+function parseBody(
+  schema: z.ZodType,
+  event: Event,
+  headers: Record<string, string | undefined>,
+): unknown {
+  const contentType = headers['content-type'] ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(contentType)) {
+    throw invalidRequest('Content-Type must be application/json', { field: 'content-type' });
+  }
+  const raw = event.body
+    ? event.isBase64Encoded
+      ? Buffer.from(event.body, 'base64').toString('utf8')
+      : event.body
+    : '';
+  if (Buffer.byteLength(raw) > config.MAX_BODY_BYTES) {
+    throw invalidRequest(`request body exceeds ${config.MAX_BODY_BYTES} bytes`, {
+      limit_bytes: config.MAX_BODY_BYTES,
+    });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw invalidRequest('request body is not valid JSON', { field: 'body' });
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw invalidRequest('request body must be a JSON object', { field: 'body' });
+  }
+  return parse(schema, withHeaderIdempotencyKey(value as Record<string, unknown>, headers), '');
+}
+
+/** SPEC § Idempotency rule 5: X-Idempotency-Key and the body's key must agree; either may be alone. */
+function withHeaderIdempotencyKey(
+  body: Record<string, unknown>,
+  headers: Record<string, string | undefined>,
+) {
+  const header = headers['x-idempotency-key'];
+  if (header === undefined) return body;
+  if (header.length < 1 || header.length > 256) {
+    throw invalidRequest('X-Idempotency-Key must be 1 to 256 characters', {
+      field: 'X-Idempotency-Key',
+    });
+  }
+  if (body.idempotency_key === undefined) return { ...body, idempotency_key: header };
+  if (body.idempotency_key !== header) {
+    throw invalidRequest('X-Idempotency-Key header and body idempotency_key differ', {
+      field: 'idempotency_key',
+    });
+  }
+  return body;
+}
+
+function parse(schema: z.ZodType, value: unknown, what: string): unknown {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((i) => ({
+    field: i.path.map(String).join('.') || '(root)',
+    message: i.message,
+  }));
+  const first = issues[0];
+  throw invalidRequest(first ? `${what}${first.field}: ${first.message}` : 'request is invalid', {
+    issues,
+  });
+}
+
+/** API Gateway may hand path parameters over still percent-encoded (SPEC: `/` as %2F in {scope}). */
+function decodeParams(
+  params: Record<string, string | undefined> | undefined,
+): Record<string, string> {
+  const decoded: Record<string, string> = {};
+  for (const [name, value] of Object.entries(params ?? {})) {
+    if (value === undefined) continue;
+    try {
+      decoded[name] = /%[0-9A-Fa-f]{2}/.test(value) ? decodeURIComponent(value) : value;
+    } catch {
+      throw invalidRequest(`path parameter ${name} is not valid percent-encoding`, { field: name });
+    }
+  }
+  return decoded;
+}
+
+export const tenantCaller = (caller: Caller): TenantCaller => {
+  if (caller.kind !== 'tenant')
+    throw new DomainError('UNAUTHORIZED', 'a tenant API key is required');
+  return caller;
+};

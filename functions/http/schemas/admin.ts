@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { PERMISSIONS } from '../../domain/permissions.js';
+import { Amount, IdempotencyKey, Unit } from './common.js';
+
+/** Tenant ids: 1 to 64 of letters, digits, '_', '.', '-', starting with a letter or digit. */
+export const TenantId = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
+    "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'",
+  );
+
+export const CreateTenantBody = z.object({
+  tenant_id: TenantId,
+  name: z.string().min(1).max(256),
+});
+export type CreateTenantBody = z.infer<typeof CreateTenantBody>;
+
+export const CreateApiKeyBody = z.object({
+  tenant_id: TenantId,
+  name: z.string().min(1).max(256),
+  description: z.string().max(1024).optional(),
+  permissions: z
+    .array(z.enum(PERMISSIONS))
+    .max(PERMISSIONS.length)
+    .default([...PERMISSIONS]),
+  expires_at: z.iso.datetime({ offset: true }).optional(),
+});
+export type CreateApiKeyBody = z.infer<typeof CreateApiKeyBody>;
+
+export const CreateBudgetBody = z.object({
+  scope: z.string().min(1).max(4096),
+  unit: Unit,
+  allocated: Amount,
+  overdraft_limit: Amount.optional(),
+});
+export type CreateBudgetBody = z.infer<typeof CreateBudgetBody>;
+
+export const FundParams = z.object({ scope: z.string().min(1).max(4096), unit: Unit });
+
+export const FundBudgetBody = z.object({
+  operation: z.enum(['CREDIT', 'RESET', 'REPAY_DEBT']),
+  amount: Amount,
+  idempotency_key: IdempotencyKey,
+  reason: z.string().max(1024).optional(),
+});
+export type FundBudgetBody = z.infer<typeof FundBudgetBody>;
+
+export const ValidateKeyBody = z.object({ key_secret: z.string().min(1).max(512) });

@@ -1,0 +1,87 @@
+import { z } from 'zod';
+import { MAX_AMOUNT, UNITS } from '../../domain/amounts.js';
+import {
+  DIMENSION_KEY,
+  LEVELS,
+  MAX_DIMENSION_KEY,
+  MAX_DIMENSIONS,
+  MAX_SEGMENT_VALUE,
+  SEGMENT_VALUE,
+} from '../../domain/scopes.js';
+
+export const Unit = z.enum(UNITS);
+
+/** Integers from the edge inward; above 2^53 − 1 a JSON number can no longer be exact. */
+export const AmountValue = z.number().int().min(0).max(MAX_AMOUNT);
+
+export const Amount = z.object({ unit: Unit, amount: AmountValue });
+export type Amount = z.infer<typeof Amount>;
+
+export const IdempotencyKey = z.string().min(1).max(256);
+
+export const SegmentValue = z
+  .string()
+  .min(1)
+  .max(MAX_SEGMENT_VALUE)
+  .regex(SEGMENT_VALUE, "may hold only letters, digits, '_', '.' and '-'");
+
+export const Subject = z
+  .object({
+    tenant: SegmentValue.optional(),
+    workspace: SegmentValue.optional(),
+    app: SegmentValue.optional(),
+    workflow: SegmentValue.optional(),
+    agent: SegmentValue.optional(),
+    toolset: SegmentValue.optional(),
+    dimensions: z
+      .record(
+        z
+          .string()
+          .min(1)
+          .max(MAX_DIMENSION_KEY)
+          .regex(DIMENSION_KEY, "keys may hold only letters, digits, '_', '.' and '-'"),
+        SegmentValue,
+      )
+      .refine(
+        (d) => Object.keys(d).length <= MAX_DIMENSIONS,
+        `at most ${MAX_DIMENSIONS} dimensions`,
+      )
+      .optional(),
+  })
+  .refine((s) => LEVELS.some((level) => s[level] !== undefined), {
+    message: 'subject needs at least one of tenant, workspace, app, workflow, agent, toolset',
+  });
+export type Subject = z.infer<typeof Subject>;
+
+/** Both required (as in the reference description): a hold without a name cannot be audited. */
+export const Action = z.object({
+  kind: z.string().min(1).max(64),
+  name: z.string().min(1).max(256),
+  tags: z.array(z.string().min(1).max(64)).max(10).optional(),
+});
+
+export const OveragePolicy = z.enum(['REJECT', 'ALLOW_IF_AVAILABLE', 'ALLOW_WITH_OVERDRAFT']);
+
+export const Metadata = z.record(z.string(), z.unknown());
+
+export const StandardMetrics = z.object({
+  tokens_input: z.number().int().min(0).optional(),
+  tokens_output: z.number().int().min(0).optional(),
+  latency_ms: z.number().int().min(0).optional(),
+  model_version: z.string().max(128).optional(),
+  custom: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const PageLimit = z.coerce.number().int().min(1).max(200).default(50);
+export const Cursor = z.string().min(1).max(2048);
+export const BooleanParam = z.enum(['true', 'false']).transform((v) => v === 'true');
+
+/** Subject filters of GET /v1/reservations and GET /v1/balances. */
+export const SubjectFilters = {
+  tenant: SegmentValue.optional(),
+  workspace: SegmentValue.optional(),
+  app: SegmentValue.optional(),
+  workflow: SegmentValue.optional(),
+  agent: SegmentValue.optional(),
+  toolset: SegmentValue.optional(),
+};

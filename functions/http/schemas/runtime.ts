@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import {
+  Action,
+  Amount,
+  BooleanParam,
+  Cursor,
+  IdempotencyKey,
+  Metadata,
+  OveragePolicy,
+  PageLimit,
+  StandardMetrics,
+  Subject,
+  SubjectFilters,
+} from './common.js';
+
+// SPEC § Endpoints. Defaults live here so no later layer re-applies them.
+export const CreateReservationBody = z.object({
+  idempotency_key: IdempotencyKey,
+  subject: Subject,
+  action: Action,
+  estimate: Amount,
+  ttl_ms: z.number().int().min(1_000).max(86_400_000).default(60_000),
+  grace_period_ms: z.number().int().min(0).max(60_000).default(5_000),
+  overage_policy: OveragePolicy.default('REJECT'),
+  dry_run: z.boolean().default(false),
+  metadata: Metadata.optional(),
+});
+export type CreateReservationBody = z.infer<typeof CreateReservationBody>;
+
+export const DecideBody = z.object({
+  idempotency_key: IdempotencyKey,
+  subject: Subject,
+  action: Action,
+  estimate: Amount,
+  metadata: Metadata.optional(),
+});
+export type DecideBody = z.infer<typeof DecideBody>;
+
+export const ReservationIdParams = z.object({ reservation_id: z.string().min(1).max(128) });
+
+export const CommitBody = z.object({
+  idempotency_key: IdempotencyKey,
+  actual: Amount,
+  metrics: StandardMetrics.optional(),
+  metadata: Metadata.optional(),
+});
+export type CommitBody = z.infer<typeof CommitBody>;
+
+export const ReleaseBody = z.object({
+  idempotency_key: IdempotencyKey,
+  reason: z.string().max(256).optional(),
+});
+export type ReleaseBody = z.infer<typeof ReleaseBody>;
+
+export const ExtendBody = z.object({
+  idempotency_key: IdempotencyKey,
+  extend_by_ms: z.number().int().min(1).max(86_400_000),
+  metadata: Metadata.optional(),
+});
+export type ExtendBody = z.infer<typeof ExtendBody>;
+
+export const CreateEventBody = z.object({
+  idempotency_key: IdempotencyKey,
+  subject: Subject,
+  action: Action,
+  actual: Amount,
+  overage_policy: OveragePolicy.default('REJECT'),
+  metrics: StandardMetrics.optional(),
+  client_time_ms: z.number().int().min(0).optional(),
+  metadata: Metadata.optional(),
+});
+export type CreateEventBody = z.infer<typeof CreateEventBody>;
+
+export const ListReservationsQuery = z.object({
+  ...SubjectFilters,
+  status: z.enum(['ACTIVE', 'COMMITTED', 'RELEASED', 'EXPIRED']).optional(),
+  idempotency_key: IdempotencyKey.optional(),
+  limit: PageLimit,
+  cursor: Cursor.optional(),
+});
+export type ListReservationsQuery = z.infer<typeof ListReservationsQuery>;
+
+export const ListBalancesQuery = z.object({
+  ...SubjectFilters,
+  include_children: BooleanParam.default(false),
+  limit: PageLimit,
+  cursor: Cursor.optional(),
+});
+export type ListBalancesQuery = z.infer<typeof ListBalancesQuery>;

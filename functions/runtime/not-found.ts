@@ -1,0 +1,4 @@
+import { httpHandler } from '../http/handler.js';
+import { notFound } from '../use-cases/not-found.js';
+
+export const handler = httpHandler('runtimeNotFound', {}, async ({ event }) => notFound(event));

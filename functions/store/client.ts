@@ -1,0 +1,29 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { config } from '../config.js';
+
+/**
+ * The one DynamoDB client of the process, created at cold start without any network I/O.
+ * Keep-alive sockets: the SDK's default agent keeps connections open; we raise its socket cap
+ * so concurrent requests of the local server do not queue behind 50 sockets.
+ */
+const local = config.DYNAMODB_ENDPOINT !== undefined;
+
+export const dynamoClient = new DynamoDBClient({
+  region: config.AWS_REGION,
+  ...(local && {
+    endpoint: config.DYNAMODB_ENDPOINT,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  }),
+  maxAttempts: 4,
+  requestHandler: {
+    httpAgent: { keepAlive: true, maxSockets: 256 },
+    httpsAgent: { keepAlive: true, maxSockets: 256 },
+  },
+});
+
+export const documentClient = DynamoDBDocumentClient.from(dynamoClient, {
+  marshallOptions: { removeUndefinedValues: true },
+});
+
+export const tableName = (): string => config.TABLE_NAME;

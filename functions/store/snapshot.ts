@@ -1,0 +1,51 @@
+import type { Unit } from '../domain/amounts.js';
+import type { Ledger } from '../domain/ledger.js';
+import type { Reservation } from '../domain/reservation.js';
+import {
+  type IdempotencyScope,
+  idempotencyKey,
+  type StoredResponse,
+  storedResponseOf,
+} from './idempotency.js';
+import { keys } from './keys.js';
+import { ledgerKeys, ledgersByScope } from './ledgers.js';
+import { reservationOf } from './reservations.js';
+import { getItems, type Key } from './transact.js';
+
+export interface SnapshotRequest {
+  readonly reservationId?: string | undefined;
+  readonly eventId?: string | undefined;
+  readonly idempotency?: IdempotencyScope | undefined;
+  readonly ledgers?: { readonly scopes: readonly string[]; readonly unit: Unit } | undefined;
+}
+
+export interface Snapshot {
+  readonly reservation?: Reservation | undefined;
+  /** The response stored with the reservation, event or idempotency record asked for. */
+  readonly stored?: StoredResponse | undefined;
+  readonly ledgers: Map<string, Ledger>;
+}
+
+/**
+ * Everything an operation must know before it writes, in one strongly consistent
+ * BatchGetItem: the record a replay would find, the reservation, and the ledgers.
+ */
+export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
+  const wanted: Key[] = [];
+  if (r.reservationId) wanted.push(keys.reservation(r.reservationId));
+  if (r.eventId) wanted.push(keys.event(r.eventId));
+  if (r.idempotency) wanted.push(idempotencyKey(r.idempotency));
+  if (r.ledgers) wanted.push(...ledgerKeys(r.ledgers.scopes, r.ledgers.unit));
+  const items = await getItems(wanted);
+  const reservationItem = r.reservationId
+    ? items.get(keys.reservation(r.reservationId).pk)
+    : undefined;
+  const reservation =
+    reservationItem?.type === 'reservation' ? reservationOf(reservationItem) : undefined;
+  const storedItem = r.idempotency
+    ? items.get(idempotencyKey(r.idempotency).pk)
+    : r.eventId
+      ? items.get(keys.event(r.eventId).pk)
+      : reservationItem;
+  return { reservation, stored: storedResponseOf(storedItem), ledgers: ledgersByScope(items) };
+}

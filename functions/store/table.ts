@@ -1,0 +1,42 @@
+/**
+ * The table as data: read by the CDK stack and by the local runner / tests to create it,
+ * so both build exactly the same keys and indexes.
+ */
+export interface IndexDefinition {
+  readonly name: string;
+  readonly partitionKey: string;
+  readonly sortKey: string;
+  readonly projection: 'KEYS_ONLY' | 'ALL';
+}
+
+export const tableDefinition = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  /** Epoch seconds; only idempotency records carry it (retention: docs/idempotency.md). */
+  timeToLiveAttribute: 'ttl',
+  indexes: [
+    // Reservation listings. KEYS_ONLY: a status change rewrites no index copy, and pages are
+    // completed with one strongly consistent BatchGetItem.
+    { name: 'byTenant', partitionKey: 'tenant_pk', sortKey: 'list_sk', projection: 'KEYS_ONLY' },
+    { name: 'byStatus', partitionKey: 'status_pk', sortKey: 'list_sk', projection: 'KEYS_ONLY' },
+    {
+      name: 'byWorkspace',
+      partitionKey: 'workspace_pk',
+      sortKey: 'list_sk',
+      projection: 'KEYS_ONLY',
+    },
+    { name: 'byApp', partitionKey: 'app_pk', sortKey: 'list_sk', projection: 'KEYS_ONLY' },
+    {
+      name: 'byWorkflow',
+      partitionKey: 'workflow_pk',
+      sortKey: 'list_sk',
+      projection: 'KEYS_ONLY',
+    },
+    { name: 'byAgent', partitionKey: 'agent_pk', sortKey: 'list_sk', projection: 'KEYS_ONLY' },
+    { name: 'byToolset', partitionKey: 'toolset_pk', sortKey: 'list_sk', projection: 'KEYS_ONLY' },
+    // Sparse: only ACTIVE reservations carry due_pk, sharded so no partition gets hot.
+    { name: 'dueForExpiry', partitionKey: 'due_pk', sortKey: 'due_sk', projection: 'ALL' },
+  ] satisfies IndexDefinition[],
+} as const;
+
+export type IndexName = (typeof tableDefinition.indexes)[number]['name'];

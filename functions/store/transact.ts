@@ -1,0 +1,102 @@
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { documentClient, tableName } from './client.js';
+
+export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+export type Item = Record<string, unknown>;
+export type Key = { readonly pk: string; readonly sk: string };
+
+/** Index-aligned with the items sent: the code and, on a failed condition, the item as it was. */
+export interface CancellationReason {
+  readonly code: string;
+  readonly item?: Item | undefined;
+}
+
+export type TransactOutcome =
+  | { readonly kind: 'committed' }
+  | { readonly kind: 'cancelled'; readonly reasons: readonly CancellationReason[] };
+
+const MAX_CONFLICT_RETRIES = 6;
+
+/** Counters the benchmark reads; cheap enough to keep in production. */
+export const transactStats = { conflictRetries: 0 };
+
+/**
+ * One TransactWriteItems. A condition failure is an outcome for the caller to classify; a
+ * `TransactionConflict` (another transaction touched the same item) is retried with full-jitter
+ * backoff, since nothing was written and the same request may succeed a moment later.
+ */
+export async function transact(items: TransactItem[]): Promise<TransactOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await documentClient.send(new TransactWriteCommand({ TransactItems: items }));
+      return { kind: 'committed' };
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      // CancellationReasons carry raw AttributeValues: lib-dynamodb does not unmarshall errors.
+      const reasons = (error.CancellationReasons ?? []).map(
+        (r): CancellationReason => ({
+          code: r.Code ?? 'None',
+          item: r.Item ? unmarshall(r.Item) : undefined,
+        }),
+      );
+      const conditionFailed = reasons.some((r) => r.code === 'ConditionalCheckFailed');
+      const conflict = reasons.some((r) => r.code === 'TransactionConflict');
+      if (conditionFailed || !conflict) {
+        if (!conditionFailed) throw error;
+        return { kind: 'cancelled', reasons };
+      }
+      if (attempt >= MAX_CONFLICT_RETRIES) throw error;
+      transactStats.conflictRetries++;
+      await sleep(Math.random() * Math.min(400, 10 * 2 ** attempt));
+    }
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export const conditionFailedAt = (reasons: readonly CancellationReason[], index: number) =>
+  reasons[index]?.code === 'ConditionalCheckFailed';
+
+/** Strongly consistent BatchGetItem of any number of keys; returns items by pk. */
+export async function getItems(keyList: readonly Key[]): Promise<Map<string, Item>> {
+  const found = new Map<string, Item>();
+  const unique = [...new Map(keyList.map((k) => [`${k.pk}\u0000${k.sk}`, k])).values()];
+  for (let i = 0; i < unique.length; i += 100) {
+    let pending: Key[] | undefined = unique.slice(i, i + 100);
+    for (let attempt = 0; pending && pending.length > 0; attempt++) {
+      const result = await documentClient.send(
+        new BatchGetCommand({
+          RequestItems: { [tableName()]: { Keys: pending, ConsistentRead: true } },
+        }),
+      );
+      for (const item of result.Responses?.[tableName()] ?? []) found.set(String(item.pk), item);
+      pending = result.UnprocessedKeys?.[tableName()]?.Keys as Key[] | undefined;
+      if (pending && pending.length > 0)
+        await sleep(Math.random() * Math.min(200, 10 * 2 ** attempt));
+    }
+  }
+  return found;
+}
+
+/** SET a = a + :a … for every non-zero counter: one builder for holds, charges and funding. */
+export function counterUpdate(
+  deltas: Record<string, number | undefined>,
+  always: string,
+): { expression: string; names: Record<string, string>; values: Record<string, number> } {
+  const names: Record<string, string> = {};
+  const values: Record<string, number> = {};
+  const parts: string[] = [];
+  for (const [attribute, delta] of Object.entries(deltas)) {
+    if (!delta && attribute !== always) continue;
+    names[`#${attribute}`] = attribute;
+    values[`:d_${attribute}`] = delta ?? 0;
+    parts.push(`#${attribute} = #${attribute} + :d_${attribute}`);
+  }
+  return { expression: `SET ${parts.join(', ')}`, names, values };
+}

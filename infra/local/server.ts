@@ -1,0 +1,208 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import {
+  createServer,
+  type Server as HttpServer,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
+import type {
+  APIGatewayProxyEventV2,
+  APIGatewayProxyStructuredResultV2,
+  Context,
+} from 'aws-lambda';
+import { invalidRequest } from '../../functions/domain/errors.js';
+import { log } from '../../functions/log.js';
+import { errorResponse } from '../../functions/http/errors.js';
+import { type Route, type RouteId, routeEntries, type Server } from '../../functions/routes.js';
+
+/**
+ * Plays API Gateway's part locally: matches a request against functions/routes.ts, builds an
+ * HTTP API payload 2.0 event, invokes the very handler module that is deployed, and writes
+ * its result back, headers included.
+ */
+type Handler = (
+  event: APIGatewayProxyEventV2,
+  context: Context,
+) => Promise<APIGatewayProxyStructuredResultV2>;
+
+interface CompiledRoute {
+  readonly id: RouteId;
+  readonly route: Route;
+  readonly pattern: RegExp | undefined;
+  readonly params: readonly string[];
+}
+
+/** Above this the local server stops reading; handlers enforce the smaller MAX_BODY_BYTES. */
+const READ_LIMIT_BYTES = 1_048_576;
+
+function compile(server: Server): CompiledRoute[] {
+  return routeEntries()
+    .filter(([, r]) => r.server === server)
+    .map(([id, route]) => {
+      const params: string[] = [];
+      if (route.path === '$default') return { id, route, pattern: undefined, params };
+      const source = route.path.replace(/\{([a-z_]+)\}/g, (_, name: string) => {
+        params.push(name);
+        return '([^/]+)';
+      });
+      return { id, route, pattern: new RegExp(`^${source}$`), params };
+    });
+}
+
+const handlers = new Map<string, Promise<Handler>>();
+function loadHandler(entry: string): Promise<Handler> {
+  let loaded = handlers.get(entry);
+  if (!loaded) {
+    // Lazy: a handler module is loaded on first use, like a Lambda cold start.
+    const base = new URL(`../../functions/${entry}`, import.meta.url);
+    const file = existsSync(fileURLToPath(`${base.href}.ts`)) ? `${base.href}.ts` : `${base.href}.js`;
+    loaded = import(/* @vite-ignore */ file).then((m: { handler: Handler }) => m.handler);
+    handlers.set(entry, loaded);
+  }
+  return loaded;
+}
+
+function match(routes: readonly CompiledRoute[], method: string, path: string) {
+  for (const r of routes) {
+    if (!r.pattern || (r.route.method !== method && r.route.method !== 'ANY')) continue;
+    const m = r.pattern.exec(path);
+    if (m)
+      return {
+        route: r,
+        pathParameters: Object.fromEntries(r.params.map((p, i) => [p, m[i + 1] ?? ''])),
+      };
+  }
+  const fallback = routes.find((r) => r.route.path === '$default');
+  return fallback ? { route: fallback, pathParameters: undefined } : undefined;
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer | 'tooLarge'> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > READ_LIMIT_BYTES) return 'tooLarge';
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+export function toEvent(
+  req: IncomingMessage,
+  body: Buffer,
+  routeKey: string,
+  pathParameters: Record<string, string> | undefined,
+): APIGatewayProxyEventV2 {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined)
+      headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
+  }
+  const query: Record<string, string> = {};
+  for (const [name, value] of url.searchParams)
+    query[name] = name in query ? `${query[name]},${value}` : value;
+  const now = new Date();
+  const requestId = randomUUID();
+  return {
+    version: '2.0',
+    routeKey,
+    rawPath: url.pathname,
+    rawQueryString: url.search.slice(1),
+    headers,
+    ...(Object.keys(query).length > 0 && { queryStringParameters: query }),
+    ...(pathParameters && { pathParameters }),
+    requestContext: {
+      accountId: 'local',
+      apiId: 'local',
+      domainName: headers.host ?? 'localhost',
+      domainPrefix: 'localhost',
+      http: {
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        protocol: `HTTP/${req.httpVersion}`,
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId,
+      routeKey,
+      stage: '$default',
+      time: now.toISOString(),
+      timeEpoch: now.getTime(),
+    },
+    ...(body.length > 0 && { body: body.toString('utf8') }),
+    isBase64Encoded: false,
+  };
+}
+
+function lambdaContext(requestId: string, name: string): Context {
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName: name,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${name}`,
+    memoryLimitInMB: '256',
+    awsRequestId: requestId,
+    logGroupName: `/aws/lambda/${name}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => 10_000,
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+function write(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): void {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(result.headers ?? {})) headers[name] = String(value);
+  const body =
+    result.body === undefined
+      ? ''
+      : result.isBase64Encoded
+        ? Buffer.from(result.body, 'base64')
+        : result.body;
+  headers['content-length'] = String(Buffer.byteLength(body));
+  res.writeHead(result.statusCode ?? 200, headers);
+  res.end(body);
+}
+
+export function createLocalServer(server: Server): HttpServer {
+  const routes = compile(server);
+  return createServer((req, res) => {
+    void (async () => {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const matched = match(routes, req.method ?? 'GET', url.pathname);
+      const body = await readBody(req);
+      if (body === 'tooLarge' || !matched) {
+        const error =
+          body === 'tooLarge'
+            ? invalidRequest(`request body exceeds ${READ_LIMIT_BYTES} bytes`)
+            : new Error('no route');
+        return write(res, errorResponse(error, randomUUID()));
+      }
+      const { route, pathParameters } = matched;
+      const routeKey =
+        route.route.path === '$default' ? '$default' : `${route.route.method} ${route.route.path}`;
+      const event = toEvent(req, body, routeKey, pathParameters);
+      const handler = await loadHandler(route.route.entry);
+      write(res, await handler(event, lambdaContext(event.requestContext.requestId, route.id)));
+    })().catch((error: unknown) => {
+      log.error('local server failed to invoke a handler', { error });
+      if (!res.headersSent) write(res, errorResponse(error, randomUUID()));
+      else res.destroy();
+    });
+  });
+}
+
+export function listen(server: HttpServer, port: number, host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const address = server.address();
+      resolveListen(typeof address === 'object' && address ? address.port : port);
+    });
+  });
+}

@@ -1,0 +1,132 @@
+import type { Server as HttpServer } from 'node:http';
+import {
+  ensureTable,
+  type LocalDynamo,
+  localClient,
+  StartupError,
+  startDynamoDbLocal,
+} from './dynamodb.js';
+import { createLocalServer, listen } from './server.js';
+
+export interface LocalStack {
+  readonly runtimeUrl: string;
+  readonly adminUrl: string;
+  readonly dynamoEndpoint: string;
+  stop(): Promise<void>;
+}
+
+export interface LocalStackOptions {
+  readonly inMemory?: boolean;
+  readonly announce?: boolean;
+  /** Overrides RUNTIME_PORT / ADMIN_PORT (0 picks a free port). */
+  readonly runtimePort?: number;
+  readonly adminPort?: number;
+  /** false: no sweeper interval (tests drive the sweeper themselves). */
+  readonly sweeper?: boolean;
+}
+
+/**
+ * Starts everything `npm start` runs, in this process. The configuration module reads the
+ * environment once, so DYNAMODB_ENDPOINT is settled before any function module is imported.
+ */
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  let dynamo: LocalDynamo | undefined;
+  if (!process.env.DYNAMODB_ENDPOINT) {
+    const inMemory =
+      options.inMemory || ['1', 'true'].includes(process.env.DYNAMODB_IN_MEMORY ?? '');
+    dynamo = await startDynamoDbLocal({
+      dataDir: inMemory ? undefined : (process.env.DATA_DIR ?? '.data'),
+    });
+    process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
+  }
+  const servers: HttpServer[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const stop = async () => {
+    if (timer) clearInterval(timer);
+    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+    for (const s of servers) s.closeAllConnections();
+    await dynamo?.stop();
+  };
+  try {
+    const { config } = await import('../../functions/config.js');
+    const client = localClient(process.env.DYNAMODB_ENDPOINT ?? '', config.AWS_REGION);
+    const table = await ensureTable(client, config.TABLE_NAME);
+    client.destroy();
+
+    const runtime = createLocalServer('runtime');
+    const admin = createLocalServer('admin');
+    servers.push(runtime, admin);
+    const runtimePort = await listenOrExplain(
+      runtime,
+      options.runtimePort ?? config.RUNTIME_PORT,
+      'RUNTIME_PORT',
+    );
+    const adminPort = await listenOrExplain(
+      admin,
+      options.adminPort ?? config.ADMIN_PORT,
+      'ADMIN_PORT',
+    );
+
+    if (options.sweeper !== false) {
+      const { sweepOnce } = await import('../../functions/jobs/expire-reservations.js');
+      const { log } = await import('../../functions/log.js');
+      let running = false;
+      timer = setInterval(() => {
+        if (running) return; // never two local sweeps at once
+        running = true;
+        sweepOnce()
+          .catch((error: unknown) => log.error('sweep failed', { error }))
+          .finally(() => {
+            running = false;
+          });
+      }, config.EXPIRY_SWEEP_INTERVAL_MS);
+      timer.unref();
+    }
+
+    const stack = {
+      runtimeUrl: `http://127.0.0.1:${runtimePort}`,
+      adminUrl: `http://127.0.0.1:${adminPort}`,
+      dynamoEndpoint: process.env.DYNAMODB_ENDPOINT ?? '',
+      stop,
+    };
+    if (options.announce) {
+      const where = dynamo
+        ? options.inMemory
+          ? 'embedded DynamoDB Local, in memory'
+          : `embedded DynamoDB Local, data in ${process.env.DATA_DIR ?? '.data'}/`
+        : `DynamoDB at ${stack.dynamoEndpoint}`;
+      console.log(`budget reservation service — table ${config.TABLE_NAME} (${table}) on ${where}`);
+      console.log(`  runtime server: ${stack.runtimeUrl}   (GET /actuator/health)`);
+      console.log(`  admin server:   ${stack.adminUrl}   (GET /actuator/health)`);
+      console.log(`  expiry sweeper: every ${config.EXPIRY_SWEEP_INTERVAL_MS} ms`);
+      if (!config.ADMIN_API_KEY) {
+        console.log('  ADMIN_API_KEY is not set: admin operations answer 401. Start with e.g.');
+        console.log('    ADMIN_API_KEY=change-me npm start');
+      }
+      console.log(
+        '  bootstrap: create a tenant, then an API key (X-Admin-API-Key), then budgets (X-Service-API-Key) — see README.md',
+      );
+    }
+    return stack;
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+async function listenOrExplain(
+  server: HttpServer,
+  port: number,
+  variable: string,
+): Promise<number> {
+  try {
+    return await listen(server, port);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new StartupError(
+        `port ${port} is already in use; stop the other process or set ${variable}`,
+      );
+    }
+    throw error;
+  }
+}

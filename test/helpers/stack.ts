@@ -1,0 +1,24 @@
+import { randomUUID } from 'node:crypto';
+import { inject } from 'vitest';
+import type { LocalStack } from '../../infra/local/stack.js';
+
+/**
+ * The local stack (both servers, real sockets) in this test file's process, on its own table of
+ * the shared DynamoDB Local. Files are isolated module graphs, so each reads its own config.
+ */
+export async function startTestStack(env: Record<string, string> = {}): Promise<LocalStack> {
+  const endpoint = inject('dynamoEndpoint');
+  if (!/^http:\/\/(127\.0\.0\.1|localhost):\d+$/.test(endpoint)) throw new Error(`not a local endpoint: ${endpoint}`);
+  Object.assign(process.env, {
+    DYNAMODB_ENDPOINT: endpoint,
+    TABLE_NAME: `test-${randomUUID().slice(0, 8)}`,
+    ADMIN_API_KEY: ADMIN_KEY,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    API_KEY_CACHE_TTL_MS: '0',
+    ...env,
+  });
+  const { startLocalStack } = await import('../../infra/local/stack.js');
+  return startLocalStack({ runtimePort: 0, adminPort: 0, sweeper: false });
+}
+
+export const ADMIN_KEY = 'test-admin-key';

@@ -1,0 +1,408 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalStack } from '../../infra/local/stack.js';
+import { adminHeaders, type GivenTenant, givenBudget, givenTenant } from '../helpers/fixtures.js';
+import { errorOf, request } from '../helpers/http.js';
+import { startTestStack } from '../helpers/stack.js';
+
+let stack: LocalStack;
+beforeAll(async () => {
+  stack = await startTestStack();
+});
+afterAll(async () => {
+  await stack.stop();
+});
+
+const admin = (path: string) => `${stack.adminUrl}${path}`;
+const fundUrl = (scope: string, unit = 'USD_MICROCENTS') =>
+  admin(`/v1/admin/budgets/${encodeURIComponent(scope)}/${unit}/fund`);
+
+describe('POST /v1/admin/tenants', () => {
+  it('creates a tenant and answers 201 with the tenant record', async () => {
+    const id = `acme-${randomUUID().slice(0, 8)}`;
+
+    const res = await request('POST', admin('/v1/admin/tenants'), { headers: adminHeaders, body: { tenant_id: id, name: 'Acme' } });
+
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({ tenant_id: id, name: 'Acme', status: 'ACTIVE', created_at: expect.any(String) });
+    expect(res.headers.get('x-request-id')).toBeTruthy();
+  });
+
+  it('refuses an existing id with 409 and the error body', async () => {
+    const id = `dup-${randomUUID().slice(0, 8)}`;
+    await request('POST', admin('/v1/admin/tenants'), { headers: adminHeaders, body: { tenant_id: id, name: 'A' } });
+
+    const res = await request('POST', admin('/v1/admin/tenants'), { headers: adminHeaders, body: { tenant_id: id, name: 'B' } });
+
+    expect(res.status).toBe(409);
+    expect(errorOf(res)).toMatchObject({ error: 'DUPLICATE_RESOURCE', request_id: expect.any(String) });
+  });
+
+  it.each([
+    [{ tenant_id: 'has space', name: 'x' }, 'tenant_id'],
+    [{ tenant_id: 'a/b', name: 'x' }, 'tenant_id'],
+    [{ tenant_id: 'x'.repeat(65), name: 'x' }, 'tenant_id'],
+    [{ tenant_id: 'ok-id' }, 'name'],
+    [{ tenant_id: 12, name: 'x' }, 'tenant_id'],
+  ])('refuses %j with 400 naming %s', async (body, field) => {
+    const res = await request('POST', admin('/v1/admin/tenants'), { headers: adminHeaders, body });
+
+    expect(res.status).toBe(400);
+    expect(errorOf(res).error).toBe('INVALID_REQUEST');
+    expect(errorOf(res).message).toContain(field);
+  });
+
+  it('answers 401 without the admin key, or with a wrong one', async () => {
+    const body = { tenant_id: 'nope', name: 'x' };
+
+    const missing = await request('POST', admin('/v1/admin/tenants'), { body });
+    const wrong = await request('POST', admin('/v1/admin/tenants'), { headers: { 'x-admin-api-key': 'wrong' }, body });
+
+    expect(missing.status).toBe(401);
+    expect(errorOf(missing).error).toBe('UNAUTHORIZED');
+    expect(wrong.status).toBe(401);
+  });
+
+  it('does not accept a tenant API key in place of the admin key', async () => {
+    const t = await givenTenant(stack);
+
+    const res = await request('POST', admin('/v1/admin/tenants'), { headers: { 'x-admin-api-key': t.key }, body: { tenant_id: 'x1', name: 'x' } });
+
+    expect(res.status).toBe(401);
+  });
+});
+
+describe('POST /v1/admin/api-keys', () => {
+  it('issues a key whose secret is returned once, with a recognizable prefix', async () => {
+    const t = await givenTenant(stack);
+
+    const res = await request('POST', admin('/v1/admin/api-keys'), {
+      headers: adminHeaders,
+      body: { tenant_id: t.tenant, name: 'ci', description: 'for CI', permissions: ['decide', 'balances:read'] },
+    });
+
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      key_id: expect.stringMatching(/^key_/),
+      key_prefix: expect.stringMatching(/^cyc_live_/),
+      key_secret: expect.stringMatching(/^cyc_live_[A-Za-z0-9_-]{32}$/),
+      tenant_id: t.tenant,
+      name: 'ci',
+      description: 'for CI',
+      permissions: ['decide', 'balances:read'],
+      created_at: expect.any(String),
+    });
+    expect(String(res.body.key_secret).startsWith(String(res.body.key_prefix))).toBe(true);
+  });
+
+  it('gives every key a different secret', async () => {
+    const t = await givenTenant(stack);
+    const body = { tenant_id: t.tenant, name: 'k' };
+
+    const a = await request('POST', admin('/v1/admin/api-keys'), { headers: adminHeaders, body });
+    const b = await request('POST', admin('/v1/admin/api-keys'), { headers: adminHeaders, body });
+
+    expect(a.body.key_secret).not.toBe(b.body.key_secret);
+  });
+
+  it('answers 404 for an unknown tenant', async () => {
+    const res = await request('POST', admin('/v1/admin/api-keys'), { headers: adminHeaders, body: { tenant_id: 'no-such-tenant', name: 'k' } });
+
+    expect(res.status).toBe(404);
+    expect(errorOf(res).error).toBe('NOT_FOUND');
+  });
+
+  it('refuses an unknown permission with 400', async () => {
+    const t = await givenTenant(stack);
+
+    const res = await request('POST', admin('/v1/admin/api-keys'), {
+      headers: adminHeaders,
+      body: { tenant_id: t.tenant, name: 'k', permissions: ['reservations:create', 'admin:all'] },
+    });
+
+    expect(res.status).toBe(400);
+    expect(errorOf(res).message).toContain('permissions');
+  });
+
+  it('keeps an optional expires_at, and refuses one in the past', async () => {
+    const t = await givenTenant(stack);
+    const future = new Date(Date.now() + 3_600_000).toISOString();
+
+    const ok = await request('POST', admin('/v1/admin/api-keys'), { headers: adminHeaders, body: { tenant_id: t.tenant, name: 'k', expires_at: future } });
+    const past = await request('POST', admin('/v1/admin/api-keys'), { headers: adminHeaders, body: { tenant_id: t.tenant, name: 'k', expires_at: '2020-01-01T00:00:00Z' } });
+
+    expect(ok.status).toBe(201);
+    expect(ok.body.expires_at).toBe(future);
+    expect(past.status).toBe(400);
+  });
+});
+
+describe('POST /v1/auth/validate', () => {
+  it('describes a valid key', async () => {
+    const t = await givenTenant(stack, ['decide']);
+
+    const res = await request('POST', admin('/v1/auth/validate'), { headers: adminHeaders, body: { key_secret: t.key } });
+
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ valid: true, tenant_id: t.tenant, key_id: t.keyId, permissions: ['decide'] });
+  });
+
+  it('answers valid: false for an unknown key', async () => {
+    const res = await request('POST', admin('/v1/auth/validate'), { headers: adminHeaders, body: { key_secret: 'cyc_live_unknown' } });
+
+    expect(res.status).toBe(200);
+    expect(res.body.valid).toBe(false);
+  });
+
+  it('needs the admin key', async () => {
+    const res = await request('POST', admin('/v1/auth/validate'), { body: { key_secret: 'x' } });
+
+    expect(res.status).toBe(401);
+  });
+});
+
+describe('POST /v1/admin/budgets', () => {
+  let t: GivenTenant;
+  beforeAll(async () => {
+    t = await givenTenant(stack);
+  });
+
+  it('creates a ledger whose allocation is spendable at once, with every Balance field', async () => {
+    const scope = `tenant:${t.tenant}/workspace:prod`;
+
+    const res = await request('POST', admin('/v1/admin/budgets'), {
+      headers: t.headers,
+      body: { scope, unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 5000 }, overdraft_limit: { unit: 'TOKENS', amount: 100 } },
+    });
+
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({
+      tenant_id: t.tenant,
+      scope,
+      scope_path: scope,
+      unit: 'TOKENS',
+      allocated: { unit: 'TOKENS', amount: 5000 },
+      remaining: { unit: 'TOKENS', amount: 5000 },
+      spent: { unit: 'TOKENS', amount: 0 },
+      reserved: { unit: 'TOKENS', amount: 0 },
+      debt: { unit: 'TOKENS', amount: 0 },
+      overdraft_limit: { unit: 'TOKENS', amount: 100 },
+      is_over_limit: false,
+    });
+  });
+
+  it('refuses an existing (scope, unit) with 409, but takes another unit', async () => {
+    await givenBudget(stack, t, 'app:dup', 10);
+
+    const again = await request('POST', admin('/v1/admin/budgets'), {
+      headers: t.headers,
+      body: { scope: `tenant:${t.tenant}/app:dup`, unit: 'USD_MICROCENTS', allocated: { unit: 'USD_MICROCENTS', amount: 1 } },
+    });
+    const otherUnit = await givenBudget(stack, t, 'app:dup', 10, { unit: 'CREDITS' });
+
+    expect(again.status).toBe(409);
+    expect(otherUnit.unit).toBe('CREDITS');
+  });
+
+  it("answers 403 for another tenant's scope", async () => {
+    const res = await request('POST', admin('/v1/admin/budgets'), {
+      headers: t.headers,
+      body: { scope: 'tenant:someone-else', unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 1 } },
+    });
+
+    expect(res.status).toBe(403);
+    expect(errorOf(res).error).toBe('FORBIDDEN');
+  });
+
+  it.each([
+    'workspace:w',
+    'tenant:T/app:a/workspace:w',
+    'tenant:T/workspace:',
+    'tenant:T/galaxy:far',
+    'tenant:T/workspace:a b',
+    'tenant:T//workspace:w',
+  ])('refuses the malformed scope %s with 400', async (raw) => {
+    const scope = raw.replace('T', t.tenant);
+
+    const res = await request('POST', admin('/v1/admin/budgets'), {
+      headers: t.headers,
+      body: { scope, unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 1 } },
+    });
+
+    expect(res.status).toBe(400);
+    expect(errorOf(res).error).toBe('INVALID_REQUEST');
+  });
+
+  it.each([
+    [{ unit: 'DOLLARS', allocated: { unit: 'DOLLARS', amount: 1 } }],
+    [{ unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: -1 } }],
+    [{ unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 1.5 } }],
+    [{ unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 2 ** 53 } }],
+    [{ unit: 'TOKENS', allocated: { unit: 'CREDITS', amount: 1 } }],
+  ])('refuses invalid amounts or units %j with 400', async (fields) => {
+    const res = await request('POST', admin('/v1/admin/budgets'), {
+      headers: t.headers,
+      body: { scope: `tenant:${t.tenant}/agent:x`, ...fields },
+    });
+
+    expect(res.status).toBe(400);
+  });
+
+  it('needs a tenant key (401 without, 401 with the admin key)', async () => {
+    const body = { scope: `tenant:${t.tenant}`, unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 1 } };
+
+    const none = await request('POST', admin('/v1/admin/budgets'), { body });
+    const adminOnly = await request('POST', admin('/v1/admin/budgets'), { headers: adminHeaders, body });
+
+    expect(none.status).toBe(401);
+    expect(adminOnly.status).toBe(401);
+  });
+
+  it('accepts X-Cycles-API-Key as an alias of X-Service-API-Key', async () => {
+    const res = await request('POST', admin('/v1/admin/budgets'), {
+      headers: { 'x-cycles-api-key': t.key },
+      body: { scope: `tenant:${t.tenant}/toolset:alias`, unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 1 } },
+    });
+
+    expect(res.status).toBe(201);
+  });
+});
+
+describe('POST /v1/admin/budgets/{scope}/{unit}/fund', () => {
+  let t: GivenTenant;
+  let scope: string;
+  beforeAll(async () => {
+    t = await givenTenant(stack);
+    scope = `tenant:${t.tenant}/workspace:fund`;
+    await givenBudget(stack, t, 'workspace:fund', 10_000_000);
+  });
+
+  const fund = (operation: string, amount: number, key = randomUUID(), extra = {}) =>
+    request('POST', fundUrl(scope), {
+      headers: t.headers,
+      body: { operation, amount: { unit: 'USD_MICROCENTS', amount }, idempotency_key: key, ...extra },
+    });
+
+  it('CREDIT adds to the allocation (10M + 10M = 20M)', async () => {
+    const res = await fund('CREDIT', 10_000_000);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      operation: 'CREDIT',
+      previous_allocated: { amount: 10_000_000 },
+      new_allocated: { amount: 20_000_000 },
+      previous_remaining: { amount: 10_000_000 },
+      new_remaining: { amount: 20_000_000 },
+      previous_debt: { amount: 0 },
+      new_debt: { amount: 0 },
+      balance: { allocated: { amount: 20_000_000 }, remaining: { amount: 20_000_000 } },
+    });
+  });
+
+  it('replays the original response for the same key and payload, applied once', async () => {
+    const key = randomUUID();
+
+    const first = await fund('CREDIT', 5, key);
+    const again = await fund('CREDIT', 5, key);
+
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    const after = await fund('CREDIT', 0);
+    expect((after.body.previous_allocated as { amount: number }).amount).toBe(
+      (first.body.new_allocated as { amount: number }).amount,
+    );
+  });
+
+  it('answers 409 IDEMPOTENCY_MISMATCH for the same key with another payload', async () => {
+    const key = randomUUID();
+    await fund('CREDIT', 5, key);
+
+    const res = await fund('CREDIT', 6, key);
+
+    expect(res.status).toBe(409);
+    expect(errorOf(res).error).toBe('IDEMPOTENCY_MISMATCH');
+  });
+
+  it('RESET sets allocated and recomputes remaining = amount − reserved − spent − debt', async () => {
+    const res = await fund('RESET', 1_000);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ new_allocated: { amount: 1_000 }, new_remaining: { amount: 1_000 } });
+  });
+
+  it('REPAY_DEBT with no debt credits the whole amount to the allocation', async () => {
+    const before = await fund('CREDIT', 0);
+
+    const res = await fund('REPAY_DEBT', 50);
+
+    const allocated = (before.body.new_allocated as { amount: number }).amount;
+    expect(res.body).toMatchObject({ new_debt: { amount: 0 }, new_allocated: { amount: allocated + 50 } });
+  });
+
+  it('answers 404 for an unknown ledger and 403 for another tenant', async () => {
+    const unknown = await request('POST', fundUrl(`tenant:${t.tenant}/agent:none`), {
+      headers: t.headers,
+      body: { operation: 'CREDIT', amount: { unit: 'USD_MICROCENTS', amount: 1 }, idempotency_key: 'k' },
+    });
+    const foreign = await request('POST', fundUrl('tenant:other'), {
+      headers: t.headers,
+      body: { operation: 'CREDIT', amount: { unit: 'USD_MICROCENTS', amount: 1 }, idempotency_key: 'k' },
+    });
+
+    expect(unknown.status).toBe(404);
+    expect(foreign.status).toBe(403);
+  });
+
+  it('refuses an unknown operation, a bad unit and a missing idempotency key with 400', async () => {
+    const op = await fund('DEBIT', 1);
+    const unit = await request('POST', fundUrl(scope, 'EUROS'), {
+      headers: t.headers,
+      body: { operation: 'CREDIT', amount: { unit: 'USD_MICROCENTS', amount: 1 }, idempotency_key: 'k' },
+    });
+    const noKey = await request('POST', fundUrl(scope), {
+      headers: t.headers,
+      body: { operation: 'CREDIT', amount: { unit: 'USD_MICROCENTS', amount: 1 } },
+    });
+
+    expect([op.status, unit.status, noKey.status]).toEqual([400, 400, 400]);
+  });
+
+  it('loses no update under concurrent funding', async () => {
+    const before = await fund('CREDIT', 0);
+
+    const results = await Promise.all(Array.from({ length: 20 }, () => fund('CREDIT', 7)));
+
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    const after = await fund('CREDIT', 0);
+    const start = (before.body.new_allocated as { amount: number }).amount;
+    expect((after.body.new_allocated as { amount: number }).amount).toBe(start + 140);
+  });
+});
+
+describe('permissions', () => {
+  it('answers 403 FORBIDDEN naming the missing permission', async () => {
+    const t = await givenTenant(stack, ['decide']);
+
+    const res = await request('GET', `${stack.runtimeUrl}/v1/balances?tenant=${t.tenant}`, { headers: t.headers });
+
+    expect(res.status).toBe(403);
+    expect(errorOf(res)).toMatchObject({ error: 'FORBIDDEN', details: { missing_permission: 'balances:read' } });
+  });
+
+  it('answers 401 for an expired key', async () => {
+    const t = await givenTenant(stack);
+    const created = await request('POST', admin('/v1/admin/api-keys'), {
+      headers: adminHeaders,
+      body: { tenant_id: t.tenant, name: 'short', expires_at: new Date(Date.now() + 1_500).toISOString() },
+    });
+    await new Promise((r) => setTimeout(r, 1_700));
+
+    const res = await request('GET', `${stack.runtimeUrl}/v1/balances?tenant=${t.tenant}`, {
+      headers: { 'x-service-api-key': String(created.body.key_secret) },
+    });
+    const validated = await request('POST', admin('/v1/auth/validate'), { headers: adminHeaders, body: { key_secret: created.body.key_secret } });
+
+    expect(res.status).toBe(401);
+    expect(validated.body.valid).toBe(false);
+  });
+});
