@@ -1,20 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import {
   createServer,
   type Server as HttpServer,
   type IncomingMessage,
   type ServerResponse,
 } from 'node:http';
+import { fileURLToPath } from 'node:url';
 import type {
   APIGatewayProxyEventV2,
   APIGatewayProxyStructuredResultV2,
   Context,
 } from 'aws-lambda';
 import { invalidRequest } from '../../functions/domain/errors.js';
-import { log } from '../../functions/log.js';
 import { errorResponse } from '../../functions/http/errors.js';
+import { log } from '../../functions/log.js';
 import { type Route, type RouteId, routeEntries, type Server } from '../../functions/routes.js';
 
 /**
@@ -57,7 +57,9 @@ function loadHandler(entry: string): Promise<Handler> {
   if (!loaded) {
     // Lazy: a handler module is loaded on first use, like a Lambda cold start.
     const base = new URL(`../../functions/${entry}`, import.meta.url);
-    const file = existsSync(fileURLToPath(`${base.href}.ts`)) ? `${base.href}.ts` : `${base.href}.js`;
+    const file = existsSync(fileURLToPath(`${base.href}.ts`))
+      ? `${base.href}.ts`
+      : `${base.href}.js`;
     loaded = import(/* @vite-ignore */ file).then((m: { handler: Handler }) => m.handler);
     handlers.set(entry, loaded);
   }

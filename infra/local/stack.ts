@@ -6,7 +6,6 @@ import {
   StartupError,
   startDynamoDbLocal,
 } from './dynamodb.js';
-import { createLocalServer, listen } from './server.js';
 
 export interface LocalStack {
   readonly runtimeUrl: string;
@@ -32,6 +31,7 @@ export interface LocalStackOptions {
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   let dynamo: LocalDynamo | undefined;
   if (!process.env.DYNAMODB_ENDPOINT) {
+    delete process.env.DYNAMODB_ENDPOINT;
     const inMemory =
       options.inMemory || ['1', 'true'].includes(process.env.DYNAMODB_IN_MEMORY ?? '');
     dynamo = await startDynamoDbLocal({
@@ -48,7 +48,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     await dynamo?.stop();
   };
   try {
+    // Imported only now: the function modules read their configuration once, at import.
     const { config } = await import('../../functions/config.js');
+    const { createLocalServer } = await import('./server.js');
     const client = localClient(process.env.DYNAMODB_ENDPOINT ?? '', config.AWS_REGION);
     const table = await ensureTable(client, config.TABLE_NAME);
     client.destroy();
@@ -119,6 +121,7 @@ async function listenOrExplain(
   port: number,
   variable: string,
 ): Promise<number> {
+  const { listen } = await import('./server.js');
   try {
     return await listen(server, port);
   } catch (error) {

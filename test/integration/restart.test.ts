@@ -1,0 +1,164 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../infra/local/dynamodb.js';
+import { request } from '../helpers/http.js';
+
+// `npm start` as a user runs it: a separate process with DynamoDB Local persisted on disk.
+const dataDir = mkdtempSync(join(tmpdir(), 'brs-restart-'));
+const children: ChildProcess[] = [];
+
+afterAll(() => {
+  for (const c of children) c.kill('SIGKILL');
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function startRunner(
+  runtimePort: number,
+  adminPort: number,
+): Promise<{ child: ChildProcess; output: () => string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/main.ts'], {
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      RUNTIME_PORT: String(runtimePort),
+      ADMIN_PORT: String(adminPort),
+      ADMIN_API_KEY: 'restart-admin',
+      DYNAMODB_ENDPOINT: '',
+      TABLE_NAME: 'restart-table',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  child.stderr?.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  const deadline = Date.now() + 45_000;
+  for (;;) {
+    try {
+      const [runtime, admin] = await Promise.all([
+        request('GET', `http://127.0.0.1:${runtimePort}/actuator/health`),
+        request('GET', `http://127.0.0.1:${adminPort}/actuator/health`),
+      ]);
+      if (runtime.status === 200 && admin.status === 200) return { child, output: () => output };
+    } catch {
+      // not listening yet
+    }
+    if (child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`runner did not come up: ${output}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function stop(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    child.once('exit', (code) => resolve(code));
+    child.kill('SIGTERM');
+  });
+}
+
+const javaProcessesFor = (dir: string): string[] => {
+  const out = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
+  return out.split('\n').filter((line) => line.includes('DynamoDBLocal') && line.includes(dir));
+};
+
+describe('npm start', () => {
+  it('keeps tenants, keys and budgets across a restart, and leaves no Java process behind', async () => {
+    const [runtimePort, adminPort] = [await freePort(), await freePort()];
+    const first = await startRunner(runtimePort, adminPort);
+    const admin = `http://127.0.0.1:${adminPort}`;
+    const headers = { 'x-admin-api-key': 'restart-admin' };
+    await request('POST', `${admin}/v1/admin/tenants`, {
+      headers,
+      body: { tenant_id: 'keeper', name: 'Keeper' },
+    });
+    const key = await request('POST', `${admin}/v1/admin/api-keys`, {
+      headers,
+      body: { tenant_id: 'keeper', name: 'k' },
+    });
+    const secret = String(key.body.key_secret);
+    await request('POST', `${admin}/v1/admin/budgets`, {
+      headers: { 'x-service-api-key': secret },
+      body: { scope: 'tenant:keeper', unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 777 } },
+    });
+
+    expect(await stop(first.child)).toBe(0);
+    expect(javaProcessesFor(dataDir)).toEqual([]);
+    await startRunner(runtimePort, adminPort);
+
+    const tenantAgain = await request('POST', `${admin}/v1/admin/tenants`, {
+      headers,
+      body: { tenant_id: 'keeper', name: 'Keeper' },
+    });
+    const balances = await request<{ balances: { allocated: { amount: number } }[] }>(
+      'GET',
+      `http://127.0.0.1:${runtimePort}/v1/balances?tenant=keeper`,
+      { headers: { 'x-service-api-key': secret } },
+    );
+    expect(tenantAgain.status).toBe(409);
+    expect(balances.status).toBe(200);
+    expect(balances.body.balances.map((b) => b.allocated.amount)).toEqual([777]);
+  });
+
+  it('exits non-zero with one clear line when a port is taken', async () => {
+    const runtimePort = await freePort();
+    const blocker = (await import('node:net')).createServer().listen(runtimePort, '127.0.0.1');
+    const adminPort = await freePort();
+
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'infra/local/main.ts', '--in-memory'],
+      {
+        env: {
+          ...process.env,
+          RUNTIME_PORT: String(runtimePort),
+          ADMIN_PORT: String(adminPort),
+          DYNAMODB_ENDPOINT: '',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    children.push(child);
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    blocker.close();
+
+    expect(code).not.toBe(0);
+    expect(stderr).toContain(`port ${runtimePort} is already in use`);
+  });
+
+  it('exits non-zero with one clear line when Java is missing', async () => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'infra/local/main.ts', '--in-memory'],
+      {
+        env: { ...process.env, PATH: '/nonexistent', DYNAMODB_ENDPOINT: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    children.push(child);
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+
+    expect(code).toBe(1);
+    expect(
+      stderr
+        .trim()
+        .split('\n')
+        .filter((l) => l.startsWith('error:')),
+    ).toEqual([expect.stringContaining('Java 17+ is required')]);
+  });
+});
