@@ -43,8 +43,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   let timer: NodeJS.Timeout | undefined;
   const stop = async () => {
     if (timer) clearInterval(timer);
-    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-    for (const s of servers) s.closeAllConnections();
+    const closed = Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+    for (const s of servers) s.closeAllConnections(); // keep-alive sockets would hold close() open
+    await closed;
     await dynamo?.stop();
   };
   try {
