@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 const Port = z.coerce.number().int().min(0).max(65_535);
 const Flag = z
@@ -10,6 +10,8 @@ const Flag = z
 const Config = z.object({
   ADMIN_API_KEY: z.string().default(''),
   ADMIN_API_KEY_SECRET_ID: z.string().default(''),
+  /** How long a container reuses the admin key read from Secrets Manager (rotation delay). */
+  ADMIN_API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(300_000),
   TABLE_NAME: z.string().min(3).max(255).default('budget-reservations'),
   DYNAMODB_ENDPOINT: z.url().optional(),
   AWS_REGION: z.string().default('us-east-1'),
@@ -26,7 +28,9 @@ const Config = z.object({
 export type Config = z.infer<typeof Config>;
 
 function load(): Config {
-  const parsed = Config.safeParse(process.env);
+  // An empty variable means "not set", as in a shell `VAR= cmd`.
+  const set = Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== ''));
+  const parsed = Config.safeParse(set);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new Error(`invalid configuration: ${issue?.path.join('.')}: ${issue?.message}`);

@@ -11,8 +11,10 @@ export async function handler(
   _event: unknown,
   context?: Pick<Context, 'getRemainingTimeInMillis'>,
 ) {
+  // Without a Lambda context (a direct call) it makes exactly one full pass.
+  if (!context) return { expired: (await sweepOnce()).expired };
   const interval = config.EXPIRY_SWEEP_INTERVAL_MS;
-  const endAt = Date.now() + (context ? context.getRemainingTimeInMillis() - 5_000 : 0);
+  const endAt = Date.now() + context.getRemainingTimeInMillis() - 5_000;
   let expired = 0;
   do {
     const startedAt = Date.now();

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { PERMISSIONS } from '../../domain/permissions.js';
 import { Amount, IdempotencyKey, Unit } from './common.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { MAX_AMOUNT, UNITS } from '../../domain/amounts.js';
 import {
   DIMENSION_KEY,

@@ -1,0 +1,342 @@
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import {
+  ApiMapping,
+  DomainName,
+  HttpApi,
+  HttpMethod,
+  HttpRoute,
+  HttpRouteKey,
+  HttpStage,
+  LogGroupLogDestination,
+  type ThrottleSettings,
+} from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
+import {
+  Alarm,
+  ComparisonOperator,
+  type IMetric,
+  MathExpression,
+  TreatMissingData,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { type ITable, Operation } from 'aws-cdk-lib/aws-dynamodb';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import type { Construct } from 'constructs';
+import {
+  type Route,
+  type RouteId,
+  routeEntries,
+  type Server,
+  sweeper,
+} from '../functions/routes.js';
+import type { IndexName } from '../functions/store/table.js';
+import type { AdminApiKeySecret } from './data-stack.js';
+import { ServiceFunction, type TableUse } from './service-function.js';
+
+export interface CustomDomain {
+  /** e.g. budgets.example.com; point a CNAME / alias at the `DomainTarget` output. */
+  readonly domainName: string;
+  /** An ACM certificate for it, in the stack's region. */
+  readonly certificateArn: string;
+  /** Where the admin API lives under the domain; the runtime API has the root. @default 'admin' */
+  readonly adminBasePath?: string;
+}
+
+export interface ApiStackProps extends StackProps {
+  readonly table: ITable;
+  readonly adminApiKey: AdminApiKeySecret;
+  /** Logs are deleted with the stack. @default false */
+  readonly ephemeral?: boolean;
+  /** @default - the execute-api endpoints only */
+  readonly domain?: CustomDomain;
+  /** Subscribed to the alarm topic. @default - no subscription */
+  readonly alarmEmail?: string;
+  /** Default route throttling of the runtime API. @default 500 rps, burst 1000 */
+  readonly runtimeThrottle?: ThrottleSettings;
+  /** Default route throttling of the admin API. @default 20 rps, burst 50 */
+  readonly adminThrottle?: ThrottleSettings;
+  /** Function and access logs. @default RetentionDays.ONE_MONTH */
+  readonly logRetention?: RetentionDays;
+  /** EXPIRY_SWEEP_INTERVAL_MS of the sweeper. @default Duration.seconds(5) */
+  readonly sweepInterval?: Duration;
+  /**
+   * Reserve concurrency 1 for the sweeper. Lambda keeps 100 of an account's concurrency
+   * unreserved, so accounts still at the new-account quota of 10 must set this to false.
+   * @default true
+   */
+  readonly reserveSweeperConcurrency?: boolean;
+}
+
+// The listing indexes: GET /v1/reservations picks one by its most specific filter.
+const LISTING_INDEXES: readonly IndexName[] = [
+  'byTenant',
+  'byStatus',
+  'byWorkspace',
+  'byApp',
+  'byWorkflow',
+  'byAgent',
+  'byToolset',
+];
+
+/**
+ * What each route does to the table, refined from its `access` (checked against
+ * functions/store/*): only the listing queries indexes, the health checks only describe the
+ * table, and the not-found handlers never touch it.
+ */
+function tableUseOf(id: RouteId, route: Route): TableUse {
+  if (route.path === '$default') return {};
+  if (route.path === '/actuator/health') return { describe: true };
+  if (id === 'listReservations') return { items: route.access, indexes: LISTING_INDEXES };
+  return { items: route.access };
+}
+
+/** Memory and timeout: API Gateway waits at most 30 s, the use cases take milliseconds. */
+function sizingOf(route: Route) {
+  const trivial = route.path === '$default' || route.path === '/actuator/health';
+  return trivial
+    ? { memorySize: 256, timeout: Duration.seconds(5) }
+    : { memorySize: 512, timeout: Duration.seconds(10) };
+}
+
+const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
+
+/** The stateless half: one function per route, the two HTTP APIs, the sweeper and alarms. */
+export class ApiStack extends Stack {
+  readonly apis: Record<Server, { readonly api: HttpApi; readonly stage: HttpStage }>;
+  readonly functions: Record<RouteId | 'sweeper', ServiceFunction>;
+
+  constructor(scope: Construct, id: string, props: ApiStackProps) {
+    super(scope, id, props);
+    const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
+    const logRemovalPolicy = props.ephemeral ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
+    const common = {
+      logRetention,
+      logRemovalPolicy,
+      environment: { TABLE_NAME: props.table.tableName, LOG_LEVEL: 'info' },
+    };
+
+    this.apis = {
+      runtime: this.httpApi(
+        'Runtime',
+        props.runtimeThrottle ?? { rateLimit: 500, burstLimit: 1000 },
+        logRetention,
+        logRemovalPolicy,
+      ),
+      admin: this.httpApi(
+        'Admin',
+        props.adminThrottle ?? { rateLimit: 20, burstLimit: 50 },
+        logRetention,
+        logRemovalPolicy,
+      ),
+    };
+
+    const functions: Partial<Record<RouteId | 'sweeper', ServiceFunction>> = {};
+    for (const [routeId, route] of routeEntries()) {
+      const name = pascal(routeId);
+      const adminAuth = route.auth.kind === 'admin';
+      const fn = new ServiceFunction(this, name, {
+        ...common,
+        ...sizingOf(route),
+        entry: route.entry,
+        description: `${route.server} ${route.method} ${route.path}`,
+        environment: {
+          ...common.environment,
+          // Only the functions that check X-Admin-API-Key learn where the key is, or may read it.
+          ...(adminAuth && { ADMIN_API_KEY_SECRET_ID: props.adminApiKey.secretId }),
+        },
+      });
+      fn.grantTable(props.table, tableUseOf(routeId, route));
+      if (adminAuth) fn.grantSecretRead(props.adminApiKey.policyArn);
+      new HttpRoute(this, `${name}Route`, {
+        httpApi: this.apis[route.server].api,
+        routeKey:
+          route.path === '$default'
+            ? HttpRouteKey.DEFAULT
+            : HttpRouteKey.with(route.path, HttpMethod[route.method]),
+        integration: new HttpLambdaIntegration(`${name}Integration`, fn),
+      });
+      functions[routeId] = fn;
+    }
+    functions.sweeper = this.sweeper(props, common);
+    this.functions = functions as Record<RouteId | 'sweeper', ServiceFunction>;
+
+    const urls = props.domain ? this.customDomain(props.domain) : undefined;
+    new CfnOutput(this, 'RuntimeUrl', {
+      value: urls?.runtime ?? this.apis.runtime.api.apiEndpoint,
+      description: 'Base URL of the runtime server',
+    });
+    new CfnOutput(this, 'AdminUrl', {
+      value: urls?.admin ?? this.apis.admin.api.apiEndpoint,
+      description: 'Base URL of the admin server',
+    });
+    this.alarms(props);
+  }
+
+  private httpApi(
+    name: string,
+    throttle: ThrottleSettings,
+    retention: RetentionDays,
+    removalPolicy: RemovalPolicy,
+  ) {
+    const api = new HttpApi(this, `${name}Api`, {
+      apiName: `${this.stackName}-${name.toLowerCase()}`,
+      createDefaultStage: false,
+    });
+    const accessLogs = new LogGroup(this, `${name}AccessLogs`, { retention, removalPolicy });
+    const stage = new HttpStage(this, `${name}Stage`, {
+      httpApi: api,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle,
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(accessLogs),
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            ip: '$context.identity.sourceIp',
+            time: '$context.requestTime',
+            method: '$context.httpMethod',
+            path: '$context.path',
+            routeKey: '$context.routeKey',
+            status: '$context.status',
+            responseLength: '$context.responseLength',
+            latencyMs: '$context.responseLatency',
+            integrationLatencyMs: '$context.integrationLatency',
+            integrationError: '$context.integrationErrorMessage',
+          }),
+        ),
+      },
+    });
+    return { api, stage };
+  }
+
+  private sweeper(
+    props: ApiStackProps,
+    common: { environment: Record<string, string>; logRetention: RetentionDays },
+  ): ServiceFunction {
+    const interval = props.sweepInterval ?? Duration.seconds(5);
+    // One minute: the handler stops sweeping ~5 s before it, just before the next tick starts.
+    const fn = new ServiceFunction(this, 'Sweeper', {
+      ...common,
+      entry: sweeper.entry,
+      description: 'expires reservations past their grace period',
+      memorySize: 512,
+      timeout: Duration.minutes(1),
+      // At most one sweeper at a time. A second one would still be safe (every expiry is a
+      // transaction conditioned on ACTIVE-and-due), only wasteful.
+      ...(props.reserveSweeperConcurrency !== false && { reservedConcurrentExecutions: 1 }),
+      environment: {
+        ...common.environment,
+        EXPIRY_SWEEP_INTERVAL_MS: String(interval.toMilliseconds()),
+      },
+    });
+    fn.grantTable(props.table, { items: sweeper.access, indexes: ['dueForExpiry'] });
+    // A crashed or throttled sweep is not retried: nothing is lost, since whatever it did not
+    // expire is still in the due index for the next minute's sweep.
+    fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
+    new Rule(this, 'SweeperSchedule', {
+      description: 'runs the reservation expiry sweeper every minute',
+      schedule: Schedule.rate(Duration.minutes(1)),
+      targets: [new LambdaFunction(fn, { retryAttempts: 2, maxEventAge: Duration.minutes(1) })],
+    });
+    return fn;
+  }
+
+  private customDomain(domain: CustomDomain) {
+    const adminBasePath = domain.adminBasePath ?? 'admin';
+    const domainName = new DomainName(this, 'Domain', {
+      domainName: domain.domainName,
+      certificate: Certificate.fromCertificateArn(this, 'Certificate', domain.certificateArn),
+    });
+    new ApiMapping(this, 'RuntimeMapping', {
+      api: this.apis.runtime.api,
+      stage: this.apis.runtime.stage,
+      domainName,
+    });
+    new ApiMapping(this, 'AdminMapping', {
+      api: this.apis.admin.api,
+      stage: this.apis.admin.stage,
+      domainName,
+      apiMappingKey: adminBasePath,
+    });
+    new CfnOutput(this, 'DomainTarget', {
+      value: domainName.regionalDomainName,
+      description: `CNAME (or alias) target for ${domain.domainName}`,
+    });
+    return {
+      runtime: `https://${domain.domainName}`,
+      admin: `https://${domain.domainName}/${adminBasePath}`,
+    };
+  }
+
+  private alarms(props: ApiStackProps): void {
+    const topic = new Topic(this, 'Alarms', { displayName: `${this.stackName} alarms` });
+    if (props.alarmEmail) topic.addSubscription(new EmailSubscription(props.alarmEmail));
+    const action = new SnsAction(topic);
+    const alarm = (id: string, metric: IMetric, threshold: number, description: string) =>
+      new Alarm(this, id, {
+        metric,
+        threshold,
+        alarmDescription: description,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }).addAlarmAction(action);
+    const period = Duration.minutes(5);
+
+    for (const [server, { api }] of Object.entries(this.apis)) {
+      alarm(
+        `${pascal(server)}Api5xxRate`,
+        new MathExpression({
+          expression: 'IF(requests > 0, 100 * errors / requests, 0)',
+          usingMetrics: {
+            errors: api.metricServerError({ period, statistic: 'Sum' }),
+            requests: api.metricCount({ period, statistic: 'Sum' }),
+          },
+          period,
+          label: `${server} API 5xx %`,
+        }),
+        1,
+        `more than 1% of ${server} API requests answered 5xx over 5 minutes`,
+      );
+    }
+    // Lambda throttles mean the account's concurrency is exhausted: requests fail with 503.
+    // The sweeper is left out: with reserved concurrency 1 a late tick may be throttled on purpose.
+    for (const [routeId] of routeEntries()) {
+      alarm(
+        `${pascal(routeId)}Throttles`,
+        this.functions[routeId].metricThrottles({ period, statistic: 'Sum' }),
+        1,
+        `${routeId} was throttled`,
+      );
+    }
+    alarm(
+      'TableThrottles',
+      props.table.metricThrottledRequestsForOperations({
+        operations: [
+          Operation.GET_ITEM,
+          Operation.BATCH_GET_ITEM,
+          Operation.QUERY,
+          Operation.PUT_ITEM,
+          Operation.UPDATE_ITEM,
+          Operation.TRANSACT_WRITE_ITEMS,
+        ],
+        period,
+      }),
+      1,
+      'DynamoDB throttled requests to the table',
+    );
+    alarm(
+      'SweeperErrors',
+      this.functions.sweeper.metricErrors({ period, statistic: 'Sum' }),
+      1,
+      'the expiry sweeper failed (or timed out); reservations may expire late',
+    );
+  }
+}

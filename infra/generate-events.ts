@@ -1,0 +1,212 @@
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { derivedId } from '../functions/domain/fingerprint.js';
+import { type Route, type RouteId, routeEntries } from '../functions/routes.js';
+
+/**
+ * `npm run events`: one API Gateway HTTP API (payload 2.0) event per route in events/<routeId>.json,
+ * plus the sweeper's EventBridge event, for `sam local invoke -e` and the handler fixture test.
+ * Output is deterministic, so test/unit/events.test.ts can tell when events/ is stale.
+ *
+ * The values are one coherent walkthrough (README § bootstrap): the admin key `change-me`
+ * creates tenant `acme` and its API key; that key funds and spends. Only the key secret cannot be
+ * known in advance: replace SAMPLE.apiKeySecret with the one createApiKey returned.
+ */
+export const SAMPLE = {
+  adminApiKey: 'change-me',
+  tenant: 'acme',
+  apiKeySecret: 'cyc_live_REPLACE_WITH_KEY_SECRET_FROM_CREATE_API_KEY',
+  reserveKey: 'run-1-step-1',
+  /** A second reservation, so that release has one that commit did not finalize. */
+  releaseKey: 'run-1-step-2',
+} as const;
+
+/** Reservation ids are derived from (tenant, idempotency key), so fixtures can name them. */
+export const reservationIdOf = (idempotencyKey: string): string =>
+  derivedId('rsv', SAMPLE.tenant, idempotencyKey);
+
+interface Example {
+  readonly pathParameters?: Readonly<Record<string, string>>;
+  readonly query?: Readonly<Record<string, string>>;
+  readonly body?: unknown;
+  /** For the $default routes: the unmatched path. */
+  readonly rawPath?: string;
+}
+
+const usd = (amount: number) => ({ unit: 'USD_MICROCENTS', amount });
+const action = { kind: 'llm.completion', name: 'gpt-4o' };
+const subject = { tenant: SAMPLE.tenant };
+
+// A Record over RouteId: a new route does not typecheck until it has an example here.
+const EXAMPLES: Record<RouteId, Example> = {
+  createReservation: {
+    body: {
+      idempotency_key: SAMPLE.reserveKey,
+      subject,
+      action,
+      estimate: usd(500_000),
+      ttl_ms: 60_000,
+    },
+  },
+  listReservations: { query: { tenant: SAMPLE.tenant, limit: '20' } },
+  getReservation: { pathParameters: { reservation_id: reservationIdOf(SAMPLE.reserveKey) } },
+  commitReservation: {
+    pathParameters: { reservation_id: reservationIdOf(SAMPLE.reserveKey) },
+    body: {
+      idempotency_key: `${SAMPLE.reserveKey}-commit`,
+      actual: usd(420_000),
+      metrics: { tokens_input: 1_200, tokens_output: 350, latency_ms: 900 },
+    },
+  },
+  releaseReservation: {
+    pathParameters: { reservation_id: reservationIdOf(SAMPLE.releaseKey) },
+    body: { idempotency_key: `${SAMPLE.releaseKey}-release`, reason: 'step skipped' },
+  },
+  extendReservation: {
+    pathParameters: { reservation_id: reservationIdOf(SAMPLE.reserveKey) },
+    body: { idempotency_key: `${SAMPLE.reserveKey}-extend`, extend_by_ms: 30_000 },
+  },
+  decide: {
+    body: { idempotency_key: 'decide-1', subject, action, estimate: usd(250_000) },
+  },
+  listBalances: { query: { tenant: SAMPLE.tenant, include_children: 'true' } },
+  createEvent: {
+    body: {
+      idempotency_key: 'event-1',
+      subject,
+      action: { kind: 'tool.call', name: 'web-search' },
+      actual: usd(1_000),
+    },
+  },
+  runtimeHealth: {},
+  runtimeNotFound: { rawPath: '/v1/no-such-endpoint' },
+  createTenant: { body: { tenant_id: SAMPLE.tenant, name: 'Acme Corp' } },
+  createApiKey: { body: { tenant_id: SAMPLE.tenant, name: 'agents' } },
+  createBudget: {
+    body: {
+      scope: `tenant:${SAMPLE.tenant}`,
+      unit: 'USD_MICROCENTS',
+      allocated: usd(100_000_000),
+    },
+  },
+  fundBudget: {
+    // API Gateway hands over path parameters as sent: the scope's ':' and '/' stay encoded.
+    pathParameters: {
+      scope: encodeURIComponent(`tenant:${SAMPLE.tenant}`),
+      unit: 'USD_MICROCENTS',
+    },
+    body: { operation: 'CREDIT', amount: usd(50_000_000), idempotency_key: 'fund-1' },
+  },
+  validateKey: { body: { key_secret: SAMPLE.apiKeySecret } },
+  adminHealth: {},
+  adminNotFound: { rawPath: '/v1/admin/no-such-endpoint' },
+};
+
+const API_ID = { runtime: 'r4nt1me001', admin: 'adm1n00001' } as const;
+const TIME = new Date(Date.UTC(2025, 0, 15, 12, 0, 0));
+const REGION = 'us-east-1';
+const ACCOUNT = '123456789012';
+
+function authHeaders(route: Route): Record<string, string> {
+  if (route.auth.kind === 'admin') return { 'x-admin-api-key': SAMPLE.adminApiKey };
+  if (route.auth.kind === 'tenant') return { 'x-service-api-key': SAMPLE.apiKeySecret };
+  return {};
+}
+
+/** The event API Gateway sends for `example` on `route` (lower-case headers, as it does). */
+export function httpApiEvent(id: RouteId, route: Route, example: Example) {
+  const isDefault = route.path === '$default';
+  const method = route.method === 'ANY' ? 'GET' : route.method;
+  const routeKey = isDefault ? '$default' : `${route.method} ${route.path}`;
+  const rawPath = isDefault
+    ? (example.rawPath ?? '/')
+    : route.path.replace(
+        /\{([a-z_]+)\}/g,
+        (_, name: string) => example.pathParameters?.[name] ?? '',
+      );
+  const rawQueryString = new URLSearchParams(example.query ?? {}).toString();
+  const domainName = `${API_ID[route.server]}.execute-api.${REGION}.amazonaws.com`;
+  const body = example.body === undefined ? undefined : JSON.stringify(example.body);
+  return {
+    version: '2.0',
+    routeKey,
+    rawPath,
+    rawQueryString,
+    headers: {
+      accept: 'application/json',
+      ...(body !== undefined && {
+        'content-length': String(Buffer.byteLength(body)),
+        'content-type': 'application/json',
+      }),
+      host: domainName,
+      'user-agent': 'curl/8.5.0',
+      'x-forwarded-for': '198.51.100.7',
+      'x-forwarded-port': '443',
+      'x-forwarded-proto': 'https',
+      ...authHeaders(route),
+    },
+    ...(example.query && { queryStringParameters: example.query }),
+    ...(example.pathParameters && { pathParameters: example.pathParameters }),
+    requestContext: {
+      accountId: ACCOUNT,
+      apiId: API_ID[route.server],
+      domainName,
+      domainPrefix: API_ID[route.server],
+      http: {
+        method,
+        path: rawPath,
+        protocol: 'HTTP/1.1',
+        sourceIp: '198.51.100.7',
+        userAgent: 'curl/8.5.0',
+      },
+      requestId: `fixture-${id}`,
+      routeKey,
+      stage: '$default',
+      time: '15/Jan/2025:12:00:00 +0000',
+      timeEpoch: TIME.getTime(),
+    },
+    ...(body !== undefined && { body }),
+    isBase64Encoded: false,
+  };
+}
+
+/** What EventBridge sends the sweeper every minute. */
+export function scheduledEvent() {
+  return {
+    version: '0',
+    id: 'fixture-sweeper',
+    'detail-type': 'Scheduled Event',
+    source: 'aws.events',
+    account: ACCOUNT,
+    time: TIME.toISOString().replace('.000Z', 'Z'),
+    region: REGION,
+    resources: [`arn:aws:events:${REGION}:${ACCOUNT}:rule/BudgetReservationsApi-SweeperSchedule`],
+    detail: {},
+  };
+}
+
+/** File name → file text, for every route and the sweeper. */
+export function generateEvents(): Record<string, string> {
+  const text = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+  const files: Record<string, string> = {};
+  for (const [id, route] of routeEntries()) {
+    files[`${id}.json`] = text(httpApiEvent(id, route, EXAMPLES[id]));
+  }
+  files['sweeper.json'] = text(scheduledEvent());
+  return files;
+}
+
+export const eventsDir = fileURLToPath(new URL('../events/', import.meta.url));
+
+async function main(): Promise<void> {
+  const files = generateEvents();
+  await mkdir(eventsDir, { recursive: true });
+  for (const stale of await readdir(eventsDir)) {
+    if (stale.endsWith('.json') && !(stale in files)) await rm(join(eventsDir, stale));
+  }
+  for (const [name, text] of Object.entries(files)) await writeFile(join(eventsDir, name), text);
+  console.log(`wrote ${Object.keys(files).length} events to events/`);
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

@@ -1,0 +1,133 @@
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { Architecture, LoggingFormat, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import type { IndexName } from '../functions/store/table.js';
+
+export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * The esbuild options of every function, shared with `npm run build` so the sizes it prints are
+ * the sizes deployed. The AWS SDK is left out: the Node.js 22 runtime provides it (docs/deploy.md
+ * § Bundling explains why). ESM output needs a `require` for the CommonJS code it inlines.
+ */
+export const esbuildOptions = {
+  platform: 'node',
+  format: 'esm',
+  target: 'node22',
+  mainFields: ['module', 'main'],
+  minify: true,
+  sourcemap: true,
+  sourcesContent: false,
+  external: ['@aws-sdk/*'],
+  banner:
+    "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+} as const;
+
+/** A handler module under functions/, e.g. 'runtime/create-reservation'. */
+export const entryFile = (entry: string): string => join(repoRoot, 'functions', `${entry}.ts`);
+
+export interface ServiceFunctionProps {
+  /** Handler module under functions/ without extension; it exports `handler`. */
+  readonly entry: string;
+  /** @default 512 */
+  readonly memorySize?: number;
+  /** @default Duration.seconds(10) */
+  readonly timeout?: Duration;
+  /** Merged over the house default NODE_OPTIONS=--enable-source-maps. @default {} */
+  readonly environment?: Readonly<Record<string, string>>;
+  /** @default RetentionDays.ONE_MONTH */
+  readonly logRetention?: RetentionDays;
+  /** What deleting the stack does to the function's logs. @default RemovalPolicy.RETAIN */
+  readonly logRemovalPolicy?: RemovalPolicy;
+  /** @default - no reserved concurrency */
+  readonly reservedConcurrentExecutions?: number;
+  /** @default - none */
+  readonly description?: string;
+}
+
+/** What a function does to the table: item access, the indexes it queries, DescribeTable. */
+export interface TableUse {
+  /** @default - no item access */
+  readonly items?: 'read' | 'write';
+  /** Indexes it queries. @default [] */
+  readonly indexes?: readonly IndexName[];
+  /** DescribeTable (health checks). @default false */
+  readonly describe?: boolean;
+}
+
+// Exactly the calls functions/store/*.ts makes. TransactWriteItems has no action of its own: each
+// Put / Update / ConditionCheck item is authorized by PutItem / UpdateItem / ConditionCheckItem.
+export const READ_ACTIONS = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query'];
+export const WRITE_ACTIONS = [
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:ConditionCheckItem',
+];
+
+/** NodejsFunction with the house defaults: Node.js 22, arm64, minified ESM, JSON logs. */
+export class ServiceFunction extends NodejsFunction {
+  constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
+    // Our own log group, so retention is set without the LogRetention custom-resource Lambda.
+    const logGroup = new LogGroup(scope, `${id}Logs`, {
+      retention: props.logRetention ?? RetentionDays.ONE_MONTH,
+      removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
+    });
+    super(scope, id, {
+      entry: entryFile(props.entry),
+      handler: 'handler',
+      projectRoot: repoRoot,
+      depsLockFilePath: join(repoRoot, 'package-lock.json'),
+      runtime: Runtime.NODEJS_22_X,
+      architecture: Architecture.ARM_64,
+      memorySize: props.memorySize ?? 512,
+      timeout: props.timeout ?? Duration.seconds(10),
+      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
+      description: props.description,
+      logGroup,
+      loggingFormat: LoggingFormat.JSON,
+      environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
+      bundling: {
+        format: OutputFormat.ESM,
+        target: esbuildOptions.target,
+        mainFields: [...esbuildOptions.mainFields],
+        minify: esbuildOptions.minify,
+        sourceMap: esbuildOptions.sourcemap,
+        sourcesContent: esbuildOptions.sourcesContent,
+        bundleAwsSDK: false,
+        externalModules: [...esbuildOptions.external],
+        banner: esbuildOptions.banner,
+        logLevel: LogLevel.WARNING,
+      },
+    });
+  }
+
+  /** Grants exactly `use` on the table and the named indexes; never a wildcard. */
+  grantTable(table: ITable, use: TableUse): void {
+    const items = use.items === 'write' ? [...READ_ACTIONS, ...WRITE_ACTIONS] : READ_ACTIONS;
+    if (use.items) this.allow(items, [table.tableArn]);
+    const indexes = use.indexes ?? [];
+    if (indexes.length > 0) {
+      // Only Query applies to an index; items are fetched back from the table.
+      this.allow(
+        ['dynamodb:Query'],
+        indexes.map((name) => `${table.tableArn}/index/${name}`),
+      );
+    }
+    if (use.describe) this.allow(['dynamodb:DescribeTable'], [table.tableArn]);
+  }
+
+  /** Lets the function read one secret: GetSecretValue on that ARN, nothing else. */
+  grantSecretRead(secretPolicyArn: string): void {
+    this.allow(['secretsmanager:GetSecretValue'], [secretPolicyArn]);
+  }
+
+  private allow(actions: string[], resources: string[]): void {
+    this.addToRolePolicy(new PolicyStatement({ effect: Effect.ALLOW, actions, resources }));
+  }
+}

@@ -1,0 +1,344 @@
+import { readFileSync } from 'node:fs';
+import { App, type CfnElement, type Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type RouteId, routeEntries } from '../../functions/routes.js';
+import { tableDefinition } from '../../functions/store/table.js';
+import { createStacks } from '../../infra/app.js';
+import { READ_ACTIONS } from '../../infra/service-function.js';
+
+type Resources = Record<string, { Type: string; Properties: Record<string, unknown> }>;
+type Statement = { Action: string | string[]; Resource: unknown; Effect: string };
+
+const cdkJson = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')) as {
+  context: Record<string, unknown>;
+};
+
+/**
+ * Both stacks, in-process, with cdk.json's feature flags as `cdk synth` applies them. Without
+ * esbuild bundling and CloudFormation validation (`npm run synth` does both) it takes seconds.
+ */
+function synth(context: Record<string, unknown> = {}) {
+  const app = new App({
+    context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [], ...context },
+    builtinCloudFormationValidation: false,
+  });
+  const { data, api } = createStacks(app);
+  return {
+    dataStack: data,
+    apiStack: api,
+    data: Template.fromStack(data),
+    api: Template.fromStack(api),
+  };
+}
+
+const logicalId = (stack: Stack, element: { node: { defaultChild?: unknown } }) =>
+  stack.getLogicalId(element.node.defaultChild as CfnElement);
+
+const actionsOf = (statement: Statement) =>
+  Array.isArray(statement.Action) ? statement.Action : [statement.Action];
+
+/** Every statement of the policies attached to the role of function `fnId`. */
+function statementsOf(resources: Resources, fnId: string): Statement[] {
+  const role = (resources[fnId]?.Properties.Role as { 'Fn::GetAtt': [string] } | undefined)?.[
+    'Fn::GetAtt'
+  ][0];
+  return Object.values(resources)
+    .filter((r) => r.Type === 'AWS::IAM::Policy')
+    .filter((r) => ((r.Properties.Roles ?? []) as { Ref: string }[]).some((x) => x.Ref === role))
+    .flatMap((r) => (r.Properties.PolicyDocument as { Statement: Statement[] }).Statement ?? []);
+}
+
+describe('CDK app', () => {
+  let synthesized: ReturnType<typeof synth>;
+  let resources: Resources;
+  const fnIds = {} as Record<RouteId | 'sweeper', string>;
+  beforeAll(() => {
+    synthesized = synth();
+    resources = synthesized.api.toJSON().Resources as Resources;
+    for (const [id, fn] of Object.entries(synthesized.apiStack.functions)) {
+      fnIds[id as RouteId] = logicalId(synthesized.apiStack, fn);
+    }
+  });
+
+  describe('functions', () => {
+    it('has one function per route plus the sweeper, each its own', () => {
+      const count = routeEntries().length + 1;
+
+      synthesized.api.resourceCountIs('AWS::Lambda::Function', count);
+      expect(new Set(Object.values(fnIds)).size).toBe(count);
+    });
+
+    it('runs every function on Node.js 22, arm64, JSON logs, its own log group with retention', () => {
+      const functions = synthesized.api.findResources('AWS::Lambda::Function');
+
+      for (const fn of Object.values(functions)) {
+        expect(fn.Properties).toMatchObject({
+          Runtime: 'nodejs22.x',
+          Architectures: ['arm64'],
+          Handler: 'index.handler',
+          LoggingConfig: { LogFormat: 'JSON', LogGroup: { Ref: expect.any(String) } },
+          Environment: { Variables: { NODE_OPTIONS: '--enable-source-maps' } },
+          MemorySize: expect.any(Number),
+          Timeout: expect.any(Number),
+        });
+        const logGroup = resources[fn.Properties.LoggingConfig.LogGroup.Ref];
+        expect(logGroup?.Properties?.RetentionInDays).toBe(30);
+      }
+    });
+
+    it('wires every route to its own function on the API of its server', () => {
+      const api = synthesized.apiStack;
+
+      for (const [id, route] of routeEntries()) {
+        const apiId = logicalId(api, api.apis[route.server].api);
+        const routeKey = route.path === '$default' ? '$default' : `${route.method} ${route.path}`;
+        const [wired] = Object.values(
+          synthesized.api.findResources('AWS::ApiGatewayV2::Route', {
+            Properties: { RouteKey: routeKey, ApiId: { Ref: apiId } },
+          }),
+        );
+        const integrationId = (wired?.Properties.Target['Fn::Join'][1][1].Ref ?? '') as string;
+        const integration = resources[integrationId]?.Properties;
+        expect(integration?.IntegrationUri, id).toEqual({ 'Fn::GetAtt': [fnIds[id], 'Arn'] });
+        expect(integration?.PayloadFormatVersion, id).toBe('2.0');
+      }
+      synthesized.api.resourceCountIs('AWS::ApiGatewayV2::Route', routeEntries().length);
+    });
+  });
+
+  describe('least privilege', () => {
+    it('gives no function a write action unless its route writes', () => {
+      for (const [id, route] of routeEntries()) {
+        const actions = statementsOf(resources, fnIds[id]).flatMap(actionsOf);
+        const writes = actions.filter(
+          (a) =>
+            a.startsWith('dynamodb:') && ![...READ_ACTIONS, 'dynamodb:DescribeTable'].includes(a),
+        );
+
+        if (route.access === 'read') expect(writes, id).toEqual([]);
+        else
+          expect(writes, id).toEqual(
+            expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:UpdateItem']),
+          );
+      }
+    });
+
+    it('lets only list-reservations and the sweeper query indexes, each only its own', () => {
+      const indexResources = (fnId: string) =>
+        JSON.stringify(statementsOf(resources, fnId).map((s) => s.Resource)).match(
+          /\/index\/\w+/g,
+        ) ?? [];
+
+      for (const [id] of routeEntries()) {
+        if (id !== 'listReservations') expect(indexResources(fnIds[id]), id).toEqual([]);
+      }
+      expect(indexResources(fnIds.listReservations)).toHaveLength(7);
+      expect(indexResources(fnIds.sweeper)).toEqual(['/index/dueForExpiry']);
+    });
+
+    it('has no wildcard action and no wildcard resource in any policy', () => {
+      const statements = [synthesized.data, synthesized.api]
+        .flatMap((template) => Object.values(template.findResources('AWS::IAM::Policy')))
+        .flatMap((policy) => policy.Properties.PolicyDocument.Statement as Statement[]);
+
+      expect(statements.length).toBeGreaterThan(0);
+      for (const statement of statements) {
+        expect(actionsOf(statement).filter((a) => a.includes('*'))).toEqual([]);
+        expect(JSON.stringify(statement.Resource)).not.toContain('*');
+      }
+    });
+
+    it('lets only the admin-key routes read the admin key secret', () => {
+      for (const [id, route] of routeEntries()) {
+        const reads = statementsOf(resources, fnIds[id]).some((s) =>
+          actionsOf(s).includes('secretsmanager:GetSecretValue'),
+        );
+
+        expect(reads, id).toBe(route.auth.kind === 'admin');
+      }
+    });
+  });
+
+  describe('table', () => {
+    it('has on-demand billing, PITR, deletion protection, retain, TTL and exactly the store indexes', () => {
+      const tables = synthesized.data.findResources('AWS::DynamoDB::Table');
+      const [table] = Object.values(tables);
+
+      expect(Object.keys(tables)).toHaveLength(1);
+      expect(table?.DeletionPolicy).toBe('Retain');
+      expect(table?.Properties).toMatchObject({
+        BillingMode: 'PAY_PER_REQUEST',
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        DeletionProtectionEnabled: true,
+        TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
+      });
+      expect(table?.Properties.TableName).toBeUndefined();
+      expect(
+        ((table?.Properties.GlobalSecondaryIndexes ?? []) as { IndexName: string }[]).map(
+          (i) => i.IndexName,
+        ),
+      ).toEqual(tableDefinition.indexes.map((i) => i.name));
+    });
+
+    it('switches to destroy and no deletion protection with -c ephemeral=true', () => {
+      const { data, dataStack } = synth({ ephemeral: 'true' });
+
+      data.hasResource('AWS::DynamoDB::Table', {
+        DeletionPolicy: 'Delete',
+        Properties: Match.objectLike({ DeletionProtectionEnabled: false }),
+      });
+      expect(dataStack.terminationProtection).toBe(false);
+    });
+
+    it('protects the data stack from termination by default', () => {
+      expect(synthesized.dataStack.terminationProtection).toBe(true);
+    });
+  });
+
+  describe('sweeper', () => {
+    it('is scheduled every minute, one at a time, not retried', () => {
+      synthesized.api.hasResourceProperties('AWS::Events::Rule', {
+        ScheduleExpression: 'rate(1 minute)',
+        State: 'ENABLED',
+        Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [fnIds.sweeper, 'Arn'] } })],
+      });
+      expect(resources[fnIds.sweeper]?.Properties).toMatchObject({
+        ReservedConcurrentExecutions: 1,
+        Timeout: 60,
+        Environment: { Variables: { EXPIRY_SWEEP_INTERVAL_MS: '5000' } },
+      });
+      synthesized.api.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+        FunctionName: { Ref: fnIds.sweeper },
+        MaximumRetryAttempts: 0,
+      });
+    });
+
+    it('can run unreserved where the account quota leaves no concurrency to reserve', () => {
+      const { api, apiStack } = synth({ reserveSweeperConcurrency: 'false' });
+      const sweeperId = logicalId(apiStack, apiStack.functions.sweeper);
+
+      expect(
+        api.toJSON().Resources[sweeperId].Properties.ReservedConcurrentExecutions,
+      ).toBeUndefined();
+    });
+  });
+
+  describe('admin key', () => {
+    it('is a generated secret, referenced by id, never a plaintext value', () => {
+      const text = JSON.stringify([synthesized.data.toJSON(), synthesized.api.toJSON()]);
+
+      synthesized.data.hasResourceProperties('AWS::SecretsManager::Secret', {
+        GenerateSecretString: Match.objectLike({ PasswordLength: 48 }),
+      });
+      expect(text).not.toContain('"SecretString"');
+      expect(text).not.toMatch(/"ADMIN_API_KEY"\s*:/);
+      expect(text).not.toContain('change-me');
+      for (const fn of Object.values(synthesized.api.findResources('AWS::Lambda::Function'))) {
+        expect(Object.keys(fn.Properties.Environment.Variables)).not.toContain('ADMIN_API_KEY');
+      }
+    });
+
+    it('can name an existing secret instead, granted by name pattern', () => {
+      const { api } = synth({ adminApiKeySecretName: 'budgets/admin-key' });
+
+      api.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: {
+          Variables: Match.objectLike({ ADMIN_API_KEY_SECRET_ID: 'budgets/admin-key' }),
+        },
+      });
+      expect(JSON.stringify(api.toJSON())).toContain(':secret:budgets/admin-key-??????');
+    });
+  });
+
+  describe('HTTP APIs', () => {
+    it('gives each API its own $default stage with throttling and access logs', () => {
+      const stages = Object.values(synthesized.api.findResources('AWS::ApiGatewayV2::Stage'));
+
+      expect(stages).toHaveLength(2);
+      for (const stage of stages) {
+        expect(stage.Properties).toMatchObject({
+          StageName: '$default',
+          AutoDeploy: true,
+          DefaultRouteSettings: {
+            ThrottlingRateLimit: expect.any(Number),
+            ThrottlingBurstLimit: expect.any(Number),
+          },
+          AccessLogSettings: {
+            DestinationArn: expect.anything(),
+            Format: expect.stringContaining('$context.status'),
+          },
+        });
+      }
+    });
+
+    it('outputs both base URLs', () => {
+      synthesized.api.hasOutput('RuntimeUrl', {});
+      synthesized.api.hasOutput('AdminUrl', {});
+    });
+
+    it('maps both APIs on a custom domain set by context, admin under /admin', () => {
+      const { api } = synth({
+        domainName: 'budgets.example.com',
+        certificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/abc',
+      });
+
+      api.resourceCountIs('AWS::ApiGatewayV2::DomainName', 1);
+      api.resourceCountIs('AWS::ApiGatewayV2::ApiMapping', 2);
+      api.hasResourceProperties('AWS::ApiGatewayV2::ApiMapping', { ApiMappingKey: 'admin' });
+      api.hasOutput('AdminUrl', { Value: 'https://budgets.example.com/admin' });
+    });
+  });
+
+  describe('alarms', () => {
+    it('watches the 5xx rate of both APIs, throttles and sweeper errors', () => {
+      const alarms = Object.keys(synthesized.api.findResources('AWS::CloudWatch::Alarm'));
+
+      expect(alarms.filter((id) => id.includes('5xxRate'))).toHaveLength(2);
+      for (const [id] of routeEntries()) {
+        expect(
+          alarms.some((alarm) =>
+            alarm.startsWith(`${id[0]?.toUpperCase()}${id.slice(1)}Throttles`),
+          ),
+          id,
+        ).toBe(true);
+      }
+      expect(alarms.filter((id) => id.startsWith('TableThrottles'))).toHaveLength(1);
+      expect(alarms.filter((id) => id.startsWith('SweeperErrors'))).toHaveLength(1);
+    });
+  });
+
+  it('keeps the same resource types and counts (update deliberately when the stack changes)', () => {
+    const counts = (template: Template) => {
+      const result: Record<string, number> = {};
+      for (const r of Object.values(template.toJSON().Resources as Resources)) {
+        result[r.Type] = (result[r.Type] ?? 0) + 1;
+      }
+      return Object.fromEntries(Object.entries(result).sort(([a], [b]) => a.localeCompare(b)));
+    };
+
+    expect({ data: counts(synthesized.data), api: counts(synthesized.api) }).toMatchInlineSnapshot(`
+      {
+        "api": {
+          "AWS::ApiGatewayV2::Api": 2,
+          "AWS::ApiGatewayV2::Integration": 18,
+          "AWS::ApiGatewayV2::Route": 18,
+          "AWS::ApiGatewayV2::Stage": 2,
+          "AWS::CloudWatch::Alarm": 22,
+          "AWS::Events::Rule": 1,
+          "AWS::IAM::Policy": 17,
+          "AWS::IAM::Role": 19,
+          "AWS::Lambda::EventInvokeConfig": 1,
+          "AWS::Lambda::Function": 19,
+          "AWS::Lambda::Permission": 19,
+          "AWS::Logs::LogGroup": 21,
+          "AWS::SNS::Topic": 1,
+        },
+        "data": {
+          "AWS::DynamoDB::Table": 1,
+          "AWS::SecretsManager::Secret": 1,
+        },
+      }
+    `);
+  });
+});
