@@ -4,6 +4,7 @@ import {
   applyDelta,
   chargeAll,
   emptyLedger,
+  firstRefusal,
   refusalError,
   scopeRefusal,
 } from '../domain/ledger.js';
@@ -35,11 +36,16 @@ export async function createEvent(
   for (let attempt = 0; ; attempt++) {
     const snapshot = await readSnapshot({ eventId, ledgers: { scopes, unit } });
     if (snapshot.stored) return replayOrMismatch(snapshot.stored, print);
-    const missing = scopes.find((s) => !snapshot.ledgers.has(s));
-    if (missing) await refuseMissingLedger(caller.tenant, missing, unit, amount);
-
-    const ledgers = scopes.map((s) => snapshot.ledgers.get(s) ?? emptyLedger(s, unit));
+    const missing = scopes.filter((s) => !snapshot.ledgers.has(s));
+    if (missing[0] !== undefined) await checkUnit(caller.tenant, missing[0], unit);
+    const ledgers = scopes.flatMap((s) => snapshot.ledgers.get(s) ?? []);
     const charge = chargeAll(ledgers, 0, amount, policy);
+    // A missing ledger is zero allocation (BUDGET_EXCEEDED), ranked with the other refusals.
+    const refusal = firstRefusal([
+      ...missing.map((s) => scopeRefusal(s, unit, undefined, amount)),
+      'refusal' in charge ? charge.refusal : undefined,
+    ]);
+    if (refusal) throw refusalError(refusal);
     if ('refusal' in charge) throw refusalError(charge.refusal);
     const response = {
       status: 'APPLIED',
@@ -84,17 +90,15 @@ export async function createEvent(
 }
 
 /**
- * SPEC core behaviour 6: no ledger means zero allocation → BUDGET_EXCEEDED; but when the scope
- * has ledgers in other units the request is in the wrong unit → 400 UNIT_MISMATCH.
+ * A scope without a ledger in this unit is zero allocation (SPEC core behaviour 6), unless it has
+ * ledgers in other units: then the request is in the wrong unit → 400 UNIT_MISMATCH.
  */
-async function refuseMissingLedger(
+async function checkUnit(
   tenant: string,
   scope: string,
   unit: CreateEventBody['actual']['unit'],
-  amount: number,
-): Promise<never> {
-  const last = scope.slice(scope.lastIndexOf('/') + 1);
-  const units = await unitsOfScope(tenant, scope, last);
+): Promise<void> {
+  const units = await unitsOfScope(tenant, scope, scope.slice(scope.lastIndexOf('/') + 1));
   if (units.length > 0) {
     throw new DomainError('UNIT_MISMATCH', `scope ${scope} has no budget in ${unit}`, {
       scope,
@@ -102,8 +106,4 @@ async function refuseMissingLedger(
       expected_units: units,
     });
   }
-  const refusal = scopeRefusal(scope, unit, undefined, amount);
-  throw refusal
-    ? refusalError(refusal)
-    : new DomainError('BUDGET_EXCEEDED', `scope ${scope} has no budget`);
 }

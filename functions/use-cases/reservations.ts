@@ -149,7 +149,10 @@ async function settle(
     const snapshot = await readSnapshot({ reservationId, idempotency });
     if (snapshot.stored) return replayOrMismatch(snapshot.stored, print);
     const reservation = ownedReservation(caller, reservationId, snapshot.reservation);
-    await checkTransition(reservation, trigger, now);
+    if ((await checkTransition(reservation, trigger, now)) === 'stale') {
+      if (attempt >= MAX_STALE_RETRIES) throw new Error(`${trigger} kept conflicting`);
+      continue;
+    }
     const ledgers = await getLedgers(reservation.affectedScopes, reservation.reserved.unit);
     const settled = plan(reservation, ledgers);
     const body = settled.body(balancesAfter(ledgers, settled.changes));
@@ -181,17 +184,20 @@ function ownedReservation(
   return r;
 }
 
+/** Throws SPEC's refusal; `stale` when the reservation changed under us (read it again). */
 async function checkTransition(
   r: Reservation,
   trigger: SettleTrigger | 'extend',
   now: number,
-): Promise<void> {
+): Promise<'ok' | 'stale'> {
   const t = transition(r, trigger, now);
   if (t.kind === 'refuse') throw t.error;
   if (t.kind === 'expireThenRefuse') {
-    await expireReservation(r, now);
+    // Only our own expiry proves it expired; if something settled or extended it first, re-read.
+    if (!(await expireReservation(r, now))) return 'stale';
     throw expiredError(r);
   }
+  return 'ok';
 }
 
 /** Returns the hold of a reservation past its deadline; a no-op if anything settled it first. */
@@ -279,7 +285,10 @@ export async function extendReservation(
     const snapshot = await readSnapshot({ reservationId, idempotency });
     if (snapshot.stored) return replayOrMismatch(snapshot.stored, print);
     const reservation = ownedReservation(caller, reservationId, snapshot.reservation);
-    await checkTransition(reservation, 'extend', now);
+    if ((await checkTransition(reservation, 'extend', now)) === 'stale') {
+      if (attempt >= MAX_STALE_RETRIES) throw new Error('extend kept conflicting');
+      continue;
+    }
     const newExpiresAtMs = reservation.expiresAtMs + body.extend_by_ms;
     const ledgers = await getLedgers(reservation.affectedScopes, reservation.reserved.unit);
     const response = {
