@@ -80,15 +80,18 @@ function match(routes: readonly CompiledRoute[], method: string, path: string) {
   return fallback ? { route: fallback, pathParameters: undefined } : undefined;
 }
 
+/**
+ * Reads the body; past the limit it keeps reading but discards, so the answer reaches a client
+ * still sending and the connection stays usable (breaking off would reset it mid-request).
+ */
 async function readBody(req: IncomingMessage): Promise<Buffer | 'tooLarge'> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > READ_LIMIT_BYTES) return 'tooLarge';
-    chunks.push(chunk as Buffer);
+    if (size <= READ_LIMIT_BYTES) chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks);
+  return size > READ_LIMIT_BYTES ? 'tooLarge' : Buffer.concat(chunks);
 }
 
 export function toEvent(
