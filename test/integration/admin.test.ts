@@ -21,21 +21,38 @@ describe('POST /v1/admin/tenants', () => {
   it('creates a tenant and answers 201 with the tenant record', async () => {
     const id = `acme-${randomUUID().slice(0, 8)}`;
 
-    const res = await request('POST', admin('/v1/admin/tenants'), { headers: adminHeaders, body: { tenant_id: id, name: 'Acme' } });
+    const res = await request('POST', admin('/v1/admin/tenants'), {
+      headers: adminHeaders,
+      body: { tenant_id: id, name: 'Acme' },
+    });
 
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ tenant_id: id, name: 'Acme', status: 'ACTIVE', created_at: expect.any(String) });
+    expect(res.body).toEqual({
+      tenant_id: id,
+      name: 'Acme',
+      status: 'ACTIVE',
+      created_at: expect.any(String),
+    });
     expect(res.headers.get('x-request-id')).toBeTruthy();
   });
 
   it('refuses an existing id with 409 and the error body', async () => {
     const id = `dup-${randomUUID().slice(0, 8)}`;
-    await request('POST', admin('/v1/admin/tenants'), { headers: adminHeaders, body: { tenant_id: id, name: 'A' } });
+    await request('POST', admin('/v1/admin/tenants'), {
+      headers: adminHeaders,
+      body: { tenant_id: id, name: 'A' },
+    });
 
-    const res = await request('POST', admin('/v1/admin/tenants'), { headers: adminHeaders, body: { tenant_id: id, name: 'B' } });
+    const res = await request('POST', admin('/v1/admin/tenants'), {
+      headers: adminHeaders,
+      body: { tenant_id: id, name: 'B' },
+    });
 
     expect(res.status).toBe(409);
-    expect(errorOf(res)).toMatchObject({ error: 'DUPLICATE_RESOURCE', request_id: expect.any(String) });
+    expect(errorOf(res)).toMatchObject({
+      error: 'DUPLICATE_RESOURCE',
+      request_id: expect.any(String),
+    });
   });
 
   it.each([
@@ -56,7 +73,10 @@ describe('POST /v1/admin/tenants', () => {
     const body = { tenant_id: 'nope', name: 'x' };
 
     const missing = await request('POST', admin('/v1/admin/tenants'), { body });
-    const wrong = await request('POST', admin('/v1/admin/tenants'), { headers: { 'x-admin-api-key': 'wrong' }, body });
+    const wrong = await request('POST', admin('/v1/admin/tenants'), {
+      headers: { 'x-admin-api-key': 'wrong' },
+      body,
+    });
 
     expect(missing.status).toBe(401);
     expect(errorOf(missing).error).toBe('UNAUTHORIZED');
@@ -66,7 +86,10 @@ describe('POST /v1/admin/tenants', () => {
   it('does not accept a tenant API key in place of the admin key', async () => {
     const t = await givenTenant(stack);
 
-    const res = await request('POST', admin('/v1/admin/tenants'), { headers: { 'x-admin-api-key': t.key }, body: { tenant_id: 'x1', name: 'x' } });
+    const res = await request('POST', admin('/v1/admin/tenants'), {
+      headers: { 'x-admin-api-key': t.key },
+      body: { tenant_id: 'x1', name: 'x' },
+    });
 
     expect(res.status).toBe(401);
   });
@@ -78,7 +101,12 @@ describe('POST /v1/admin/api-keys', () => {
 
     const res = await request('POST', admin('/v1/admin/api-keys'), {
       headers: adminHeaders,
-      body: { tenant_id: t.tenant, name: 'ci', description: 'for CI', permissions: ['decide', 'balances:read'] },
+      body: {
+        tenant_id: t.tenant,
+        name: 'ci',
+        description: 'for CI',
+        permissions: ['decide', 'balances:read'],
+      },
     });
 
     expect(res.status).toBe(201);
@@ -106,7 +134,10 @@ describe('POST /v1/admin/api-keys', () => {
   });
 
   it('answers 404 for an unknown tenant', async () => {
-    const res = await request('POST', admin('/v1/admin/api-keys'), { headers: adminHeaders, body: { tenant_id: 'no-such-tenant', name: 'k' } });
+    const res = await request('POST', admin('/v1/admin/api-keys'), {
+      headers: adminHeaders,
+      body: { tenant_id: 'no-such-tenant', name: 'k' },
+    });
 
     expect(res.status).toBe(404);
     expect(errorOf(res).error).toBe('NOT_FOUND');
@@ -128,8 +159,14 @@ describe('POST /v1/admin/api-keys', () => {
     const t = await givenTenant(stack);
     const future = new Date(Date.now() + 3_600_000).toISOString();
 
-    const ok = await request('POST', admin('/v1/admin/api-keys'), { headers: adminHeaders, body: { tenant_id: t.tenant, name: 'k', expires_at: future } });
-    const past = await request('POST', admin('/v1/admin/api-keys'), { headers: adminHeaders, body: { tenant_id: t.tenant, name: 'k', expires_at: '2020-01-01T00:00:00Z' } });
+    const ok = await request('POST', admin('/v1/admin/api-keys'), {
+      headers: adminHeaders,
+      body: { tenant_id: t.tenant, name: 'k', expires_at: future },
+    });
+    const past = await request('POST', admin('/v1/admin/api-keys'), {
+      headers: adminHeaders,
+      body: { tenant_id: t.tenant, name: 'k', expires_at: '2020-01-01T00:00:00Z' },
+    });
 
     expect(ok.status).toBe(201);
     expect(ok.body.expires_at).toBe(future);
@@ -141,14 +178,25 @@ describe('POST /v1/auth/validate', () => {
   it('describes a valid key', async () => {
     const t = await givenTenant(stack, ['decide']);
 
-    const res = await request('POST', admin('/v1/auth/validate'), { headers: adminHeaders, body: { key_secret: t.key } });
+    const res = await request('POST', admin('/v1/auth/validate'), {
+      headers: adminHeaders,
+      body: { key_secret: t.key },
+    });
 
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ valid: true, tenant_id: t.tenant, key_id: t.keyId, permissions: ['decide'] });
+    expect(res.body).toEqual({
+      valid: true,
+      tenant_id: t.tenant,
+      key_id: t.keyId,
+      permissions: ['decide'],
+    });
   });
 
   it('answers valid: false for an unknown key', async () => {
-    const res = await request('POST', admin('/v1/auth/validate'), { headers: adminHeaders, body: { key_secret: 'cyc_live_unknown' } });
+    const res = await request('POST', admin('/v1/auth/validate'), {
+      headers: adminHeaders,
+      body: { key_secret: 'cyc_live_unknown' },
+    });
 
     expect(res.status).toBe(200);
     expect(res.body.valid).toBe(false);
@@ -172,7 +220,12 @@ describe('POST /v1/admin/budgets', () => {
 
     const res = await request('POST', admin('/v1/admin/budgets'), {
       headers: t.headers,
-      body: { scope, unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 5000 }, overdraft_limit: { unit: 'TOKENS', amount: 100 } },
+      body: {
+        scope,
+        unit: 'TOKENS',
+        allocated: { unit: 'TOKENS', amount: 5000 },
+        overdraft_limit: { unit: 'TOKENS', amount: 100 },
+      },
     });
 
     expect(res.status).toBe(201);
@@ -196,7 +249,11 @@ describe('POST /v1/admin/budgets', () => {
 
     const again = await request('POST', admin('/v1/admin/budgets'), {
       headers: t.headers,
-      body: { scope: `tenant:${t.tenant}/app:dup`, unit: 'USD_MICROCENTS', allocated: { unit: 'USD_MICROCENTS', amount: 1 } },
+      body: {
+        scope: `tenant:${t.tenant}/app:dup`,
+        unit: 'USD_MICROCENTS',
+        allocated: { unit: 'USD_MICROCENTS', amount: 1 },
+      },
     });
     const otherUnit = await givenBudget(stack, t, 'app:dup', 10, { unit: 'CREDITS' });
 
@@ -207,7 +264,11 @@ describe('POST /v1/admin/budgets', () => {
   it("answers 403 for another tenant's scope", async () => {
     const res = await request('POST', admin('/v1/admin/budgets'), {
       headers: t.headers,
-      body: { scope: 'tenant:someone-else', unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 1 } },
+      body: {
+        scope: 'tenant:someone-else',
+        unit: 'TOKENS',
+        allocated: { unit: 'TOKENS', amount: 1 },
+      },
     });
 
     expect(res.status).toBe(403);
@@ -249,10 +310,17 @@ describe('POST /v1/admin/budgets', () => {
   });
 
   it('needs a tenant key (401 without, 401 with the admin key)', async () => {
-    const body = { scope: `tenant:${t.tenant}`, unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 1 } };
+    const body = {
+      scope: `tenant:${t.tenant}`,
+      unit: 'TOKENS',
+      allocated: { unit: 'TOKENS', amount: 1 },
+    };
 
     const none = await request('POST', admin('/v1/admin/budgets'), { body });
-    const adminOnly = await request('POST', admin('/v1/admin/budgets'), { headers: adminHeaders, body });
+    const adminOnly = await request('POST', admin('/v1/admin/budgets'), {
+      headers: adminHeaders,
+      body,
+    });
 
     expect(none.status).toBe(401);
     expect(adminOnly.status).toBe(401);
@@ -261,7 +329,11 @@ describe('POST /v1/admin/budgets', () => {
   it('accepts X-Cycles-API-Key as an alias of X-Service-API-Key', async () => {
     const res = await request('POST', admin('/v1/admin/budgets'), {
       headers: { 'x-cycles-api-key': t.key },
-      body: { scope: `tenant:${t.tenant}/toolset:alias`, unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 1 } },
+      body: {
+        scope: `tenant:${t.tenant}/toolset:alias`,
+        unit: 'TOKENS',
+        allocated: { unit: 'TOKENS', amount: 1 },
+      },
     });
 
     expect(res.status).toBe(201);
@@ -280,7 +352,12 @@ describe('POST /v1/admin/budgets/{scope}/{unit}/fund', () => {
   const fund = (operation: string, amount: number, key = randomUUID(), extra = {}) =>
     request('POST', fundUrl(scope), {
       headers: t.headers,
-      body: { operation, amount: { unit: 'USD_MICROCENTS', amount }, idempotency_key: key, ...extra },
+      body: {
+        operation,
+        amount: { unit: 'USD_MICROCENTS', amount },
+        idempotency_key: key,
+        ...extra,
+      },
     });
 
   it('CREDIT adds to the allocation (10M + 10M = 20M)', async () => {
@@ -327,7 +404,10 @@ describe('POST /v1/admin/budgets/{scope}/{unit}/fund', () => {
     const res = await fund('RESET', 1_000);
 
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ new_allocated: { amount: 1_000 }, new_remaining: { amount: 1_000 } });
+    expect(res.body).toMatchObject({
+      new_allocated: { amount: 1_000 },
+      new_remaining: { amount: 1_000 },
+    });
   });
 
   it('REPAY_DEBT with no debt credits the whole amount to the allocation', async () => {
@@ -336,17 +416,28 @@ describe('POST /v1/admin/budgets/{scope}/{unit}/fund', () => {
     const res = await fund('REPAY_DEBT', 50);
 
     const allocated = (before.body.new_allocated as { amount: number }).amount;
-    expect(res.body).toMatchObject({ new_debt: { amount: 0 }, new_allocated: { amount: allocated + 50 } });
+    expect(res.body).toMatchObject({
+      new_debt: { amount: 0 },
+      new_allocated: { amount: allocated + 50 },
+    });
   });
 
   it('answers 404 for an unknown ledger and 403 for another tenant', async () => {
     const unknown = await request('POST', fundUrl(`tenant:${t.tenant}/agent:none`), {
       headers: t.headers,
-      body: { operation: 'CREDIT', amount: { unit: 'USD_MICROCENTS', amount: 1 }, idempotency_key: 'k' },
+      body: {
+        operation: 'CREDIT',
+        amount: { unit: 'USD_MICROCENTS', amount: 1 },
+        idempotency_key: 'k',
+      },
     });
     const foreign = await request('POST', fundUrl('tenant:other'), {
       headers: t.headers,
-      body: { operation: 'CREDIT', amount: { unit: 'USD_MICROCENTS', amount: 1 }, idempotency_key: 'k' },
+      body: {
+        operation: 'CREDIT',
+        amount: { unit: 'USD_MICROCENTS', amount: 1 },
+        idempotency_key: 'k',
+      },
     });
 
     expect(unknown.status).toBe(404);
@@ -357,7 +448,11 @@ describe('POST /v1/admin/budgets/{scope}/{unit}/fund', () => {
     const op = await fund('DEBIT', 1);
     const unit = await request('POST', fundUrl(scope, 'EUROS'), {
       headers: t.headers,
-      body: { operation: 'CREDIT', amount: { unit: 'USD_MICROCENTS', amount: 1 }, idempotency_key: 'k' },
+      body: {
+        operation: 'CREDIT',
+        amount: { unit: 'USD_MICROCENTS', amount: 1 },
+        idempotency_key: 'k',
+      },
     });
     const noKey = await request('POST', fundUrl(scope), {
       headers: t.headers,
@@ -383,24 +478,36 @@ describe('permissions', () => {
   it('answers 403 FORBIDDEN naming the missing permission', async () => {
     const t = await givenTenant(stack, ['decide']);
 
-    const res = await request('GET', `${stack.runtimeUrl}/v1/balances?tenant=${t.tenant}`, { headers: t.headers });
+    const res = await request('GET', `${stack.runtimeUrl}/v1/balances?tenant=${t.tenant}`, {
+      headers: t.headers,
+    });
 
     expect(res.status).toBe(403);
-    expect(errorOf(res)).toMatchObject({ error: 'FORBIDDEN', details: { missing_permission: 'balances:read' } });
+    expect(errorOf(res)).toMatchObject({
+      error: 'FORBIDDEN',
+      details: { missing_permission: 'balances:read' },
+    });
   });
 
   it('answers 401 for an expired key', async () => {
     const t = await givenTenant(stack);
     const created = await request('POST', admin('/v1/admin/api-keys'), {
       headers: adminHeaders,
-      body: { tenant_id: t.tenant, name: 'short', expires_at: new Date(Date.now() + 1_500).toISOString() },
+      body: {
+        tenant_id: t.tenant,
+        name: 'short',
+        expires_at: new Date(Date.now() + 1_500).toISOString(),
+      },
     });
     await new Promise((r) => setTimeout(r, 1_700));
 
     const res = await request('GET', `${stack.runtimeUrl}/v1/balances?tenant=${t.tenant}`, {
       headers: { 'x-service-api-key': String(created.body.key_secret) },
     });
-    const validated = await request('POST', admin('/v1/auth/validate'), { headers: adminHeaders, body: { key_secret: created.body.key_secret } });
+    const validated = await request('POST', admin('/v1/auth/validate'), {
+      headers: adminHeaders,
+      body: { key_secret: created.body.key_secret },
+    });
 
     expect(res.status).toBe(401);
     expect(validated.body.valid).toBe(false);
