@@ -1,15 +1,17 @@
 import { defineConfig } from 'vitest/config';
 
+// Node 20 is supported by the pinned SDK; its notice about future versions is noise here.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+
 // Two projects: `unit` (pure code, no network) and `integration` (real sockets against
 // DynamoDB Local, started once for the whole run by the global setup).
 export default defineConfig({
   test: {
-    // Node 20 is supported by the pinned SDK; its notice about future versions is noise here.
-    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     projects: [
       {
         test: {
           name: 'unit',
+          sequence: { groupOrder: 0 },
           include: ['test/unit/**/*.test.ts'],
           environment: 'node',
         },
@@ -17,6 +19,8 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
+          // After the unit project; two files at a time share the one DynamoDB Local.
+          sequence: { groupOrder: 1 },
           include: ['test/integration/**/*.test.ts'],
           environment: 'node',
           globalSetup: ['test/helpers/global-setup.ts'],

@@ -22,6 +22,7 @@ import type {
   ReleaseBody,
 } from '../http/schemas/runtime.js';
 import { amountView, balanceView } from '../http/views.js';
+import type { IdempotencyScope } from '../store/idempotency.js';
 import { getLedgers, ledgerOf } from '../store/ledgers.js';
 import {
   insertReservation,
@@ -149,7 +150,11 @@ async function settle(
     const snapshot = await readSnapshot({ reservationId, idempotency });
     if (snapshot.stored) return replayOrMismatch(snapshot.stored, print);
     const reservation = ownedReservation(caller, reservationId, snapshot.reservation);
-    if ((await checkTransition(reservation, trigger, now)) === 'stale') {
+    const verdict = await checkTransition(reservation, trigger, now).catch((refusal: unknown) =>
+      replayIfRecorded(idempotency, print, refusal),
+    );
+    if (verdict !== 'ok' && verdict !== 'stale') return verdict;
+    if (verdict === 'stale') {
       if (attempt >= MAX_STALE_RETRIES) throw new Error(`${trigger} kept conflicting`);
       continue;
     }
@@ -182,6 +187,21 @@ function ownedReservation(
     throw new DomainError('FORBIDDEN', `reservation ${reservationId} belongs to another tenant`);
   }
   return r;
+}
+
+/**
+ * BatchGetItem is not isolated from transactions as a whole: it may see a settle's new status
+ * yet miss the idempotency record written with it. Before refusing, look for the record again,
+ * so a concurrent duplicate of the request that won replays instead of being refused.
+ */
+async function replayIfRecorded(
+  idempotency: IdempotencyScope,
+  print: string,
+  refusal: unknown,
+): Promise<Reply> {
+  const again = await readSnapshot({ idempotency });
+  if (again.stored) return replayOrMismatch(again.stored, print);
+  throw refusal;
 }
 
 /** Throws SPEC's refusal; `stale` when the reservation changed under us (read it again). */
@@ -285,7 +305,11 @@ export async function extendReservation(
     const snapshot = await readSnapshot({ reservationId, idempotency });
     if (snapshot.stored) return replayOrMismatch(snapshot.stored, print);
     const reservation = ownedReservation(caller, reservationId, snapshot.reservation);
-    if ((await checkTransition(reservation, 'extend', now)) === 'stale') {
+    const verdict = await checkTransition(reservation, 'extend', now).catch((refusal: unknown) =>
+      replayIfRecorded(idempotency, print, refusal),
+    );
+    if (verdict !== 'ok' && verdict !== 'stale') return verdict;
+    if (verdict === 'stale') {
       if (attempt >= MAX_STALE_RETRIES) throw new Error('extend kept conflicting');
       continue;
     }
