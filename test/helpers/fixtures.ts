@@ -22,14 +22,20 @@ export async function givenTenant(stack: LocalStack, permissions?: string[]): Pr
     headers: adminHeaders,
     body: { tenant_id: tenant, name: `Tenant ${tenant}` },
   });
-  if (created.status !== 201) throw new Error(`tenant: ${created.status} ${JSON.stringify(created.body)}`);
+  if (created.status !== 201)
+    throw new Error(`tenant: ${created.status} ${JSON.stringify(created.body)}`);
   const key = await request('POST', `${stack.adminUrl}/v1/admin/api-keys`, {
     headers: adminHeaders,
     body: { tenant_id: tenant, name: 'test key', ...(permissions && { permissions }) },
   });
   if (key.status !== 201) throw new Error(`api key: ${key.status} ${JSON.stringify(key.body)}`);
   const secret = String(key.body.key_secret);
-  return { tenant, key: secret, keyId: String(key.body.key_id), headers: { 'x-service-api-key': secret } };
+  return {
+    tenant,
+    key: secret,
+    keyId: String(key.body.key_id),
+    headers: { 'x-service-api-key': secret },
+  };
 }
 
 /** A budget ledger at `scope` (relative paths get the tenant root prepended). */
@@ -41,14 +47,18 @@ export async function givenBudget(
   options: { unit?: Unit; overdraftLimit?: number } = {},
 ): Promise<Json> {
   const unit = options.unit ?? 'USD_MICROCENTS';
-  const full = scope.startsWith('tenant:') ? scope : `tenant:${t.tenant}${scope ? `/${scope}` : ''}`;
+  const full = scope.startsWith('tenant:')
+    ? scope
+    : `tenant:${t.tenant}${scope ? `/${scope}` : ''}`;
   const res = await request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
     headers: t.headers,
     body: {
       scope: full,
       unit,
       allocated: { unit, amount: allocated },
-      ...(options.overdraftLimit !== undefined && { overdraft_limit: { unit, amount: options.overdraftLimit } }),
+      ...(options.overdraftLimit !== undefined && {
+        overdraft_limit: { unit, amount: options.overdraftLimit },
+      }),
     },
   });
   if (res.status !== 201) throw new Error(`budget: ${res.status} ${JSON.stringify(res.body)}`);
@@ -65,7 +75,8 @@ export async function balancesOf(stack: LocalStack, t: GivenTenant): Promise<Map
       `${stack.runtimeUrl}/v1/balances?tenant=${t.tenant}&include_children=true&limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
       { headers: t.headers },
     );
-    for (const b of res.body.balances) out.set(`${String(b.scope)}#${String((b.allocated as Json).unit)}`, b);
+    for (const b of res.body.balances)
+      out.set(`${String(b.scope)}#${String((b.allocated as Json).unit)}`, b);
     cursor = res.body.next_cursor;
   } while (cursor);
   return out;

@@ -24,6 +24,16 @@ export async function request<T = Json>(
 }
 
 /** Asserts SPEC's error body shape and returns it. */
-export function errorOf(res: Response): { error: string; message: string; request_id: string; details?: Json } {
-  return res.body as unknown as { error: string; message: string; request_id: string; details?: Json };
+export function errorOf(res: Response): {
+  error: string;
+  message: string;
+  request_id: string;
+  details?: Json;
+} {
+  return res.body as unknown as {
+    error: string;
+    message: string;
+    request_id: string;
+    details?: Json;
+  };
 }

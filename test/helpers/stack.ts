@@ -8,7 +8,8 @@ import type { LocalStack } from '../../infra/local/stack.js';
  */
 export async function startTestStack(env: Record<string, string> = {}): Promise<LocalStack> {
   const endpoint = inject('dynamoEndpoint');
-  if (!/^http:\/\/(127\.0\.0\.1|localhost):\d+$/.test(endpoint)) throw new Error(`not a local endpoint: ${endpoint}`);
+  if (!/^http:\/\/(127\.0\.0\.1|localhost):\d+$/.test(endpoint))
+    throw new Error(`not a local endpoint: ${endpoint}`);
   Object.assign(process.env, {
     DYNAMODB_ENDPOINT: endpoint,
     TABLE_NAME: `test-${randomUUID().slice(0, 8)}`,
