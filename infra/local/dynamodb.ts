@@ -140,6 +140,10 @@ export async function startDynamoDbLocal(options: {
   child.once('exit', () => {
     exited = true;
   });
+  // Whatever ends this process (even an uncaught error), the Java child must not outlive it.
+  const killChild = () => child.kill('SIGKILL');
+  process.once('exit', killChild);
+  child.once('exit', () => process.off('exit', killChild));
   const endpoint = `http://127.0.0.1:${port}`;
   const client = localClient(endpoint);
   const deadline = Date.now() + 30_000;

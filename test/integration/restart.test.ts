@@ -10,8 +10,9 @@ import { request } from '../helpers/http.js';
 const dataDir = mkdtempSync(join(tmpdir(), 'brs-restart-'));
 const children: ChildProcess[] = [];
 
-afterAll(() => {
-  for (const c of children) c.kill('SIGKILL');
+afterAll(async () => {
+  // SIGTERM, not SIGKILL: the runner must get to stop its DynamoDB Local (a Java grandchild).
+  await Promise.all(children.filter((c) => c.exitCode === null && c.signalCode === null).map(stop));
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -91,7 +92,7 @@ describe('npm start', () => {
 
     expect(await stop(first.child)).toBe(0);
     expect(javaProcessesFor(dataDir)).toEqual([]);
-    await startRunner(runtimePort, adminPort);
+    const second = await startRunner(runtimePort, adminPort);
 
     const tenantAgain = await request('POST', `${admin}/v1/admin/tenants`, {
       headers,
@@ -105,6 +106,8 @@ describe('npm start', () => {
     expect(tenantAgain.status).toBe(409);
     expect(balances.status).toBe(200);
     expect(balances.body.balances.map((b) => b.allocated.amount)).toEqual([777]);
+    expect(await stop(second.child)).toBe(0);
+    expect(javaProcessesFor(dataDir)).toEqual([]);
   });
 
   it('exits non-zero with one clear line when a port is taken', async () => {
