@@ -92,3 +92,25 @@ export function reserveBody(overrides: Json = {}): Json {
     ...overrides,
   };
 }
+
+export const usd = (amount: number) => ({ unit: 'USD_MICROCENTS', amount });
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A scope of the tenant from a path relative to its root ('' is the root). */
+export const scopeOf = (t: GivenTenant, rel: string) => `tenant:${t.tenant}${rel ? `/${rel}` : ''}`;
+
+/** Wire shapes, as SPEC writes them. */
+export interface WireAmount {
+  unit: string;
+  amount: number;
+}
+export interface WireBalance {
+  scope: string;
+  scope_path: string;
+  remaining: WireAmount;
+  allocated: WireAmount;
+  spent: WireAmount;
+  reserved: WireAmount;
+  debt: WireAmount;
+  overdraft_limit: WireAmount;
+  is_over_limit: boolean;
+}

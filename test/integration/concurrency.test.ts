@@ -8,6 +8,8 @@ import {
   givenBudget,
   givenTenant,
   reserveBody,
+  sleep,
+  usd,
 } from '../helpers/fixtures.js';
 import { errorOf, type Json, type Response, request } from '../helpers/http.js';
 import { startTestStack } from '../helpers/stack.js';
@@ -62,7 +64,6 @@ async function ledgers(t: GivenTenant): Promise<Record<string, Counters>> {
 }
 
 const url = (path: string) => `${stack.runtimeUrl}${path}`;
-const usd = (amount: number) => ({ unit: 'USD_MICROCENTS', amount });
 
 const reserve = (t: GivenTenant, body: Json) =>
   request('POST', url('/v1/reservations'), { headers: t.headers, body });
@@ -90,7 +91,6 @@ async function statusOf(t: GivenTenant, idempotencyKey: unknown): Promise<string
   return res.body.reservations[0]?.status as string | undefined;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const sleepUntil = (epochMs: number) => sleep(Math.max(0, epochMs - Date.now()));
 
 async function givenTenantWith(budgets: Record<string, number>): Promise<GivenTenant> {

@@ -8,6 +8,7 @@ import {
   givenBudget,
   givenTenant,
   reserveBody,
+  usd,
 } from '../helpers/fixtures.js';
 import { type Json, type Response, request } from '../helpers/http.js';
 import { startTestStack } from '../helpers/stack.js';
@@ -182,7 +183,6 @@ afterAll(async () => {
 });
 
 const rt = (path: string) => `${stack.runtimeUrl}${path}`;
-const usd = (amount: number) => ({ unit: 'USD_MICROCENTS', amount });
 
 /** Every runtime operation, driven with the given auth headers. */
 function client(headers: Record<string, string>) {

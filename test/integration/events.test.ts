@@ -7,6 +7,10 @@ import {
   givenBudget,
   givenTenant,
   reserveBody,
+  scopeOf,
+  usd,
+  type WireAmount,
+  type WireBalance,
 } from '../helpers/fixtures.js';
 import { errorOf, type Json, request } from '../helpers/http.js';
 import { startTestStack } from '../helpers/stack.js';
@@ -20,24 +24,9 @@ afterAll(async () => {
 });
 
 const rt = (path: string) => `${stack.runtimeUrl}${path}`;
-const scopeOf = (t: GivenTenant, rel: string) => `tenant:${t.tenant}${rel ? `/${rel}` : ''}`;
-const usd = (amount: number) => ({ unit: 'USD_MICROCENTS', amount });
 
-interface Amount {
-  unit: string;
-  amount: number;
-}
-interface Balance {
-  scope: string;
-  scope_path: string;
-  remaining: Amount;
-  allocated: Amount;
-  spent: Amount;
-  reserved: Amount;
-  debt: Amount;
-  overdraft_limit: Amount;
-  is_over_limit: boolean;
-}
+type Amount = WireAmount;
+type Balance = WireBalance;
 
 const eventBody = (overrides: Json = {}): Json => ({
   idempotency_key: randomUUID(),

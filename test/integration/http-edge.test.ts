@@ -10,6 +10,7 @@ import {
   givenBudget,
   givenTenant,
   reserveBody,
+  usd,
 } from '../helpers/fixtures.js';
 import { type Json, type Response, request } from '../helpers/http.js';
 import { startTestStack } from '../helpers/stack.js';
@@ -24,7 +25,6 @@ afterAll(async () => {
 
 const rt = (path: string) => `${stack.runtimeUrl}${path}`;
 const admin = (path: string) => `${stack.adminUrl}${path}`;
-const usd = (amount: number) => ({ unit: 'USD_MICROCENTS', amount });
 
 /** SPEC § Errors: the twelve codes and their statuses; DUPLICATE_RESOURCE is the admin plane's own. */
 const SPEC_STATUS: Record<string, number> = {

@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../infra/local/stack.js';
-import { balancesOf, type GivenTenant, givenBudget, givenTenant } from '../helpers/fixtures.js';
+import {
+  balancesOf,
+  type GivenTenant,
+  givenBudget,
+  givenTenant,
+  usd,
+} from '../helpers/fixtures.js';
 import { errorOf, type Json, type Response, request } from '../helpers/http.js';
 import { startTestStack } from '../helpers/stack.js';
 
@@ -228,7 +234,6 @@ const scenario = fc.record({
 
 // ---- running a scenario over HTTP ------------------------------------------------------------
 
-const usd = (amount: number) => ({ unit: 'USD_MICROCENTS', amount });
 const url = (path: string) => `${stack.runtimeUrl}${path}`;
 const amountOf = (value: unknown): number => (value as { amount: number }).amount;
 

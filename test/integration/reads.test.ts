@@ -9,7 +9,11 @@ import {
   givenBudget,
   givenTenant,
   reserveBody,
+  scopeOf,
+  sleep,
   type Unit,
+  type WireAmount,
+  type WireBalance,
 } from '../helpers/fixtures.js';
 import { errorOf, type Json, request } from '../helpers/http.js';
 import { startTestStack } from '../helpers/stack.js';
@@ -23,24 +27,9 @@ afterAll(async () => {
 });
 
 const rt = (path: string) => `${stack.runtimeUrl}${path}`;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const scopeOf = (t: GivenTenant, rel: string) => `tenant:${t.tenant}${rel ? `/${rel}` : ''}`;
 
-interface Amount {
-  unit: string;
-  amount: number;
-}
-interface Balance {
-  scope: string;
-  scope_path: string;
-  remaining: Amount;
-  allocated: Amount;
-  spent: Amount;
-  reserved: Amount;
-  debt: Amount;
-  overdraft_limit: Amount;
-  is_over_limit: boolean;
-}
+type Amount = WireAmount;
+type Balance = WireBalance;
 interface Reservation {
   reservation_id: string;
   status: string;

@@ -7,6 +7,8 @@ import {
   givenBudget,
   givenTenant,
   reserveBody,
+  sleep,
+  usd,
 } from '../helpers/fixtures.js';
 import { errorOf, type Json, type Response, request } from '../helpers/http.js';
 import { startTestStack } from '../helpers/stack.js';
@@ -171,8 +173,6 @@ const commit = settle('commit');
 const release = settle('release');
 const extend = settle('extend');
 
-const usd = (amount: number) => ({ unit: 'USD_MICROCENTS', amount });
-
 const getReservation = (t: GivenTenant, id: unknown) =>
   request('GET', url(`/v1/reservations/${String(id)}`), { headers: t.headers });
 
@@ -197,7 +197,6 @@ function expectError(res: Response, status: number, code: string): void {
   expect(res.headers.get('x-request-id')).toBe(errorOf(res).request_id);
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const sleepUntil = (epochMs: number) => sleep(Math.max(0, epochMs - Date.now()));
 
 /** Budgets by relative scope: '' is the tenant root. */
