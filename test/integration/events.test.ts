@@ -9,7 +9,6 @@ import {
   reserveBody,
   scopeOf,
   usd,
-  type WireAmount,
   type WireBalance,
 } from '../helpers/fixtures.js';
 import { errorOf, type Json, request } from '../helpers/http.js';
@@ -25,7 +24,6 @@ afterAll(async () => {
 
 const rt = (path: string) => `${stack.runtimeUrl}${path}`;
 
-type Amount = WireAmount;
 type Balance = WireBalance;
 
 const eventBody = (overrides: Json = {}): Json => ({

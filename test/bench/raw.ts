@@ -1,0 +1,154 @@
+/**
+ * The raw engine: the very TransactWriteItems a reserve or a commit sends, built by the
+ * store's own builders and sent by the store's own `transact` (same client settings, same
+ * conflict retries) from the bench process, without HTTP or the service around it.
+ * Imported only once the environment names the table and the endpoint.
+ */
+
+import type { Amount } from '../../functions/domain/amounts.js';
+import { derivedId, fingerprint } from '../../functions/domain/fingerprint.js';
+import {
+  applyDelta,
+  chargeAll,
+  holdChange,
+  type Ledger,
+  type LedgerChange,
+} from '../../functions/domain/ledger.js';
+import type { Reservation } from '../../functions/domain/reservation.js';
+import { deriveScopes, type Subject } from '../../functions/domain/scopes.js';
+import { amountView, balanceView } from '../../functions/http/views.js';
+import { dynamoClient } from '../../functions/store/client.js';
+import { reserveTransaction, settleTransaction } from '../../functions/store/reservations.js';
+import { readSnapshot } from '../../functions/store/snapshot.js';
+import { type TransactItem, transact, transactStats } from '../../functions/store/transact.js';
+import { ALLOCATED, TTL_MS, UNIT } from './provision.js';
+import { installTally, type Tally, type TallyControl } from './tally.js';
+
+export const rawTally: Tally = {};
+export const rawControl: TallyControl = { sizing: true };
+installTally(dynamoClient, rawTally, rawControl);
+
+export const rawConflictRetries = () => transactStats.conflictRetries;
+
+/** A ledger as a busy budget looks, so stored responses have the service's size. */
+const typicalLedger = (scope: string): Ledger => ({
+  scope,
+  unit: UNIT,
+  allocated: ALLOCATED,
+  spent: 123_456_800,
+  reserved: 4_567_000,
+  debt: 0,
+  overdraftLimit: 0,
+  remaining: ALLOCATED - 123_456_800 - 4_567_000,
+});
+
+const balancesAfter = (changes: readonly LedgerChange[]) =>
+  changes.map((c) => balanceView(applyDelta(typicalLedger(c.scope), c.delta)));
+
+/** The reservation and the items a reserve of `amount` on `subject` would send. */
+export function buildReserve(
+  tenant: string,
+  subject: Subject,
+  amount: number,
+  idempotencyKey: string,
+  now: number,
+): { reservation: Reservation; items: TransactItem[] } {
+  const { scopes, scopePath } = deriveScopes(tenant, subject);
+  const action = { kind: 'llm.completion', name: 'bench-model' };
+  const reservation: Reservation = {
+    reservationId: derivedId('rsv', tenant, idempotencyKey),
+    tenant,
+    status: 'ACTIVE',
+    idempotencyKey,
+    subject,
+    action,
+    reserved: { unit: UNIT, amount },
+    createdAtMs: now,
+    expiresAtMs: now + TTL_MS,
+    gracePeriodMs: 5_000,
+    scopePath,
+    affectedScopes: scopes,
+    overagePolicy: 'REJECT',
+    metadata: undefined,
+  };
+  const holds = scopes.map((s) => holdChange(s, UNIT, amount));
+  const body = {
+    reservation_id: reservation.reservationId,
+    decision: 'ALLOW',
+    expires_at_ms: reservation.expiresAtMs,
+    affected_scopes: scopes,
+    scope_path: scopePath,
+    reserved: amountView(UNIT, amount),
+    balances: balancesAfter(holds),
+  };
+  const items = reserveTransaction({
+    reservation,
+    holds,
+    response: {
+      fingerprint: fingerprint({ idempotency_key: idempotencyKey, subject, action }),
+      statusCode: 200,
+      body,
+    },
+  });
+  return { reservation, items };
+}
+
+async function mustCommit(items: TransactItem[], what: string): Promise<void> {
+  const outcome = await transact(items);
+  if (outcome.kind !== 'committed')
+    throw new Error(`raw ${what} cancelled: ${JSON.stringify(outcome.reasons.map((r) => r.code))}`);
+}
+
+export async function rawReserve(
+  tenant: string,
+  subject: Subject,
+  amount: number,
+  idempotencyKey: string,
+): Promise<Reservation> {
+  const { reservation, items } = buildReserve(tenant, subject, amount, idempotencyKey, Date.now());
+  await mustCommit(items, 'reserve');
+  return reservation;
+}
+
+/** The commit transaction: reservation update, one charge per scope, the idempotency record. */
+export async function rawCommit(r: Reservation, actual: number, key: string): Promise<void> {
+  const ledgers = r.affectedScopes.map(typicalLedger);
+  const charge = chargeAll(ledgers, r.reserved.amount, actual, r.overagePolicy);
+  if ('refusal' in charge) throw new Error('raw commit refused');
+  const committed: Amount = { unit: r.reserved.unit, amount: actual };
+  const body = {
+    status: 'COMMITTED',
+    charged: amountView(UNIT, actual),
+    released: amountView(UNIT, Math.max(0, r.reserved.amount - actual)),
+    balances: balancesAfter(charge.changes),
+  };
+  const now = Date.now();
+  await mustCommit(
+    settleTransaction({
+      reservation: r,
+      to: 'COMMITTED',
+      now,
+      changes: charge.changes,
+      committed,
+      detail: {},
+      idempotency: {
+        scope: { tenant: r.tenant, operation: 'commit', key },
+        response: {
+          fingerprint: fingerprint({ reservation_id: r.reservationId, key, actual: committed }),
+          statusCode: 200,
+          body,
+        },
+      },
+    }),
+    'commit',
+  );
+}
+
+/** The one read a reserve makes before it writes: reservation + ledgers, strongly consistent. */
+export async function rawReserveRead(tenant: string, subject: Subject, key: string) {
+  const { scopes } = deriveScopes(tenant, subject);
+  return readSnapshot({
+    reservationId: derivedId('rsv', tenant, key),
+    ledgers: { scopes, unit: UNIT },
+  });
+}

@@ -1,0 +1,302 @@
+/**
+ * `npm run bench`: the service over real HTTP against DynamoDB Local, next to the raw engine
+ * (the same transactions sent directly), with DynamoDB requests counted, ledgers audited after
+ * every phase, and the results written to bench/results/ and BENCHMARKS.md. Timing is never
+ * asserted in `npm test`; this command is where it is measured. See BENCHMARKS.md.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname } from 'node:path';
+import { ApiAuditor, TableAuditor } from './audit.js';
+import { Bench, say } from './context.js';
+import { HttpTarget } from './http.js';
+import { commandLine, type Phase, parseOptions } from './options.js';
+import type { Memory, Results } from './report.js';
+import { ServerProcess } from './server.js';
+import { findJavaPid, machineInfo, processMemory } from './system.js';
+import { PRICES } from './tally.js';
+
+const argv = process.argv.slice(2);
+const opts = parseOptions(argv);
+if (opts.render) {
+  const { markdown, updateBenchmarksMd } = await import('./report.js');
+  const results = JSON.parse(readFileSync(opts.render, 'utf8')) as Results;
+  updateBenchmarksMd('BENCHMARKS.md', markdown(results));
+  say(`BENCHMARKS.md: generated section rewritten from ${opts.render}`);
+  process.exit(0);
+}
+const command = commandLine(argv);
+const started = new Date();
+const startedMs = performance.now();
+const machine = machineInfo();
+const runId = randomBytes(3).toString('hex');
+const mib = (bytes: number | undefined) =>
+  bytes === undefined ? undefined : Math.round(bytes / 2 ** 20);
+
+say(`${command}`);
+say(
+  `machine: ${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.java}, load ${machine.loadAverageAtStart.join(' / ')}`,
+);
+say(
+  `options: samples ${opts.samples} (+${opts.warmupSamples} warm-up), ${opts.durationMs / 1000} s per load run after ${opts.warmupMs / 1000} s warm-up, clients ${opts.clients.join(',')}, listing 100 vs ${opts.listSize}, phases ${[...opts.phases].join(',')}`,
+);
+
+say(
+  `prices: ${PRICES.mode} ${PRICES.region}: $${PRICES.usdPerMillionWriteUnits} per million WRU, $${PRICES.usdPerMillionReadUnits} per million RRU (${PRICES.note})`,
+);
+
+// Function modules read their configuration once, at import: settle it first.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+process.env.LOG_LEVEL = 'silent';
+process.env.TABLE_NAME = opts.table;
+
+const setup: string[] = [];
+let stopDynamo: (() => Promise<void>) | undefined;
+let server: ServerProcess | undefined;
+const closers: (() => void)[] = [];
+
+async function cleanUp(): Promise<void> {
+  for (const close of closers) close();
+  await server?.stop();
+  await stopDynamo?.();
+}
+
+process.once('SIGINT', () => {
+  void cleanUp().finally(() => process.exit(130));
+});
+// However the bench ends, it leaves no server or JVM of its own behind.
+let javaToKill: number | undefined;
+process.on('exit', () => {
+  server?.killNow();
+  if (javaToKill !== undefined && stopDynamo) {
+    try {
+      process.kill(javaToKill, 'SIGKILL');
+    } catch {
+      // Already stopped.
+    }
+  }
+});
+
+async function main(): Promise<number> {
+  const adminKey = opts.adminKey ?? `bench-${randomBytes(12).toString('hex')}`;
+  let endpoint = opts.dynamodbEndpoint;
+  let runtimeUrl = opts.runtimeUrl;
+  let adminUrl = opts.adminUrl;
+  if (!runtimeUrl) {
+    const { ensureTable, localClient, startDynamoDbLocal } = await import(
+      '../../infra/local/dynamodb.js'
+    );
+    const dynamo = await startDynamoDbLocal({});
+    stopDynamo = dynamo.stop;
+    endpoint = dynamo.endpoint;
+    const client = localClient(endpoint);
+    await ensureTable(client, opts.table);
+    client.destroy();
+    server = await ServerProcess.start({
+      DYNAMODB_ENDPOINT: endpoint,
+      TABLE_NAME: opts.table,
+      ADMIN_API_KEY: adminKey,
+      LOG_LEVEL: 'silent',
+      // The sweeper is a Lambda of its own in AWS; here it would add queries to the counts.
+      EXPIRY_SWEEP_INTERVAL_MS: '3600000',
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    });
+    runtimeUrl = server.runtimeUrl;
+    adminUrl = server.adminUrl;
+    setup.push(
+      `Service: \`infra/local/main.ts\` (what \`npm start\` runs) in a child Node process of its own, with \`test/bench/probe.ts\` preloaded to count its DynamoDB requests; the sweeper interval set to 1 h (in AWS it is a Lambda of its own). Peak RSS is that process's VmHWM; the Java process and the load generator are apart.`,
+      `DynamoDB Local in memory (table \`${opts.table}\`), started by the bench; the load generator and the raw engine run in the bench process. All three share the machine's ${machine.cpus} cores.`,
+    );
+  } else {
+    setup.push(
+      `Service: a running server at ${runtimeUrl} / ${adminUrl}. Its DynamoDB requests cannot be counted from outside: per-operation counts and costs are n/a for the service${endpoint ? '' : ', and without --dynamodb-endpoint the raw engine is skipped and the audit reads through the API'}.`,
+    );
+  }
+  if (endpoint) process.env.DYNAMODB_ENDPOINT = endpoint;
+  else delete process.env.DYNAMODB_ENDPOINT;
+
+  const raw = endpoint ? await import('./raw.js') : undefined;
+  const runtime = new HttpTarget(runtimeUrl ?? '');
+  const admin = new HttpTarget(adminUrl ?? '');
+  closers.push(
+    () => runtime.close(),
+    () => admin.close(),
+  );
+  let db:
+    | { doc: import('@aws-sdk/lib-dynamodb').DynamoDBDocumentClient; table: string }
+    | undefined;
+  if (endpoint) {
+    const { DynamoDBDocumentClient } = await import('@aws-sdk/lib-dynamodb');
+    const { localClient } = await import('../../infra/local/dynamodb.js');
+    const client = localClient(endpoint);
+    db = { doc: DynamoDBDocumentClient.from(client), table: opts.table };
+    closers.push(() => client.destroy());
+    const { dynamoClient } = await import('../../functions/store/client.js');
+    closers.push(() => dynamoClient.destroy());
+  }
+  const javaPid = endpoint ? findJavaPid(new URL(endpoint).port) : undefined;
+  javaToKill = stopDynamo ? javaPid : undefined;
+  const serverPid = server?.pid ?? opts.serverPid;
+  const bench = new Bench({
+    opts,
+    runtime,
+    admin,
+    adminKey,
+    runId,
+    server,
+    serverPid,
+    javaPid,
+    raw,
+    db,
+    auditor: db ? new TableAuditor(db.doc, db.table) : new ApiAuditor(runtime),
+  });
+  if (raw) {
+    setup.push(
+      'Raw engine: the TransactWriteItems the service would send, built by `reserveTransaction` / `settleTransaction` and sent by the store’s own `transact` (same client settings and conflict retries) from the bench process, against ledgers of the same shape on the same DynamoDB Local, at the same concurrency.',
+    );
+  }
+  setup.push(
+    'Warm-up before anything is measured: reserve→commit from 10 clients, through the service then the raw engine (10 s; 1 s with --quick). Single-client reserve and commit alternate one service request and one raw request, so drift hits both alike.',
+    'Audit after every phase: every ledger of the tenants it touched, read from the table (ledger index, byTenant index, BatchGetItem): reserved = Σ ACTIVE holds, spent = Σ commit and event charges, debt = 0, allocated as created, remaining = allocated − spent − reserved − debt.',
+  );
+
+  const peakAfter: Record<string, number> = {};
+  const phaseSeconds: Record<string, number> = {
+    startup: Math.round((performance.now() - startedMs) / 100) / 10,
+  };
+  const notePeak = (phase: string) => {
+    const peak = serverPid ? mib(processMemory(serverPid)?.peak) : undefined;
+    if (peak !== undefined) peakAfter[phase] = peak;
+  };
+  const runPhase = async <T>(phase: Phase, title: string, fn: () => Promise<T>) => {
+    if (!opts.phases.has(phase)) return undefined;
+    say(`\n== ${title}`);
+    const from = performance.now();
+    const value = await fn();
+    phaseSeconds[phase] = Math.round((performance.now() - from) / 100) / 10;
+    say(`  (${phaseSeconds[phase]} s)`);
+    notePeak(phase);
+    return value;
+  };
+
+  const { latencyPhase } = await import('./latency.js');
+  const { throughputPhase, warmUp } = await import('./throughput.js');
+  const { listingPhase } = await import('./listing.js');
+  const { profilePhase } = await import('./profile.js');
+  const report = await import('./report.js');
+
+  if (opts.phases.has('latency') || opts.phases.has('throughput')) {
+    const seconds = opts.quick ? 1 : 10;
+    say(`\n== warm-up: ${seconds} s of reserve→commit from 10 clients, service then raw engine`);
+    const from = performance.now();
+    await warmUp(bench, seconds * 1000);
+    phaseSeconds['warm-up'] = Math.round((performance.now() - from) / 100) / 10;
+  }
+  const single = await runPhase('latency', 'single-client latency (ms)', () =>
+    latencyPhase(bench, machine.cpus),
+  );
+  const latency = single?.ops;
+  const throughput = await runPhase('throughput', 'throughput: service, then raw engine', () =>
+    throughputPhase(bench, machine.cpus),
+  );
+  const listing = await runPhase('listing', 'listing: 100 vs many reservations', () =>
+    listingPhase(bench),
+  );
+  const profile = await runPhase('profile', 'server CPU profile', () => profilePhase(bench));
+  say('\n== final check of every ledger of the run');
+  const auditFrom = performance.now();
+  await bench.finalCheck();
+  phaseSeconds.final = Math.round((performance.now() - auditFrom) / 100) / 10;
+
+  const memory: Memory = {
+    how: server
+      ? 'VmHWM of the server process from /proc, the server running apart from the load generator'
+      : serverPid
+        ? `VmHWM of --server-pid ${serverPid}`
+        : 'not measured (no --server-pid)',
+    serverPeakMiB: serverPid ? mib(processMemory(serverPid)?.peak) : undefined,
+    serverPeakAfterPhaseMiB: peakAfter,
+    javaPeakMiB: javaPid ? mib(processMemory(javaPid)?.peak) : undefined,
+    benchPeakMiB: mib(process.resourceUsage().maxRSS * 1024) ?? 0,
+  };
+  const statuses = Object.fromEntries([...bench.outcomes].map(([p, o]) => [p, o.statuses]));
+  const failures = [...bench.outcomes].flatMap(([p, o]) => o.failures.map((x) => `${p}: ${x}`));
+  const targets = report.evaluateTargets({ latency, throughput, audits: bench.audits, statuses });
+  const unexpected = [...bench.outcomes.values()].reduce((a, o) => a + o.unexpected, 0);
+  const mismatches = bench.audits.reduce((a, x) => a + x.mismatches, 0);
+  const ok = unexpected === 0 && mismatches === 0;
+  const results: Results = {
+    schema: 1,
+    startedAt: started.toISOString(),
+    durationSeconds: Math.round((performance.now() - startedMs) / 1000),
+    phaseSeconds,
+    command,
+    options: {
+      quick: opts.quick,
+      samples: opts.samples,
+      warmupSamples: opts.warmupSamples,
+      durationS: opts.durationMs / 1000,
+      warmupS: opts.warmupMs / 1000,
+      clients: opts.clients,
+      listSize: opts.listSize,
+      phases: [...opts.phases],
+      target: opts.runtimeUrl ? 'running server' : 'started by the bench',
+    },
+    machine: { ...machine, loadAverageAtEnd: os.loadavg().map((l) => Math.round(l * 100) / 100) },
+    setup,
+    prices: PRICES,
+    latency,
+    itemSizes: single?.items,
+    throughput,
+    listing,
+    profile,
+    memory,
+    audits: bench.audits,
+    statuses,
+    staleSocketRetries: runtime.staleSocketRetries + admin.staleSocketRetries,
+    failures,
+    targets,
+    ok,
+  };
+
+  say('\n== targets');
+  for (const t of targets)
+    say(
+      `  [${t.met === undefined ? 'n/a' : t.met ? 'met' : 'MISSED'}] ${t.target}\n      ${t.detail}`,
+    );
+  say(
+    `\nserver peak RSS ${memory.serverPeakMiB ?? 'n/a'} MiB (${memory.how}); DynamoDB Local ${memory.javaPeakMiB ?? 'n/a'} MiB; bench ${memory.benchPeakMiB} MiB`,
+  );
+  const file =
+    opts.out ??
+    `bench/results/${started.toISOString().slice(0, 10)}${opts.quick ? '-quick' : ''}.json`;
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  say(`results: ${file}`);
+  if (opts.markdown) {
+    report.updateBenchmarksMd('BENCHMARKS.md', report.markdown(results));
+    say('BENCHMARKS.md: generated section updated');
+  }
+  say(`rerun: ${command}   (${results.durationSeconds} s)`);
+  if (!ok) {
+    say(`\nFAILED: ${mismatches} ledger mismatches, ${unexpected} unexpected responses`);
+    for (const x of failures.slice(0, 10)) say(`  ${x}`);
+  }
+  return ok ? 0 : 1;
+}
+
+main()
+  .then(async (code) => {
+    await cleanUp();
+    javaToKill = undefined;
+    process.exit(code);
+  })
+  .catch(async (error: unknown) => {
+    say(
+      `\nbench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+    );
+    if (server) say(server.recentOutput);
+    await cleanUp();
+    process.exit(1);
+  });
