@@ -363,5 +363,8 @@ export async function queryDueReservations(
       Limit: limit,
     }),
   );
-  return (page.Items ?? []).filter(isReservationItem).map(reservationOf);
+  const dueKeys = (page.Items ?? []).map((i) => ({ pk: String(i.pk), sk: String(i.sk) }));
+  if (dueKeys.length === 0) return [];
+  const items = await getItems(dueKeys);
+  return [...items.values()].filter(isReservationItem).map(reservationOf);
 }

@@ -34,8 +34,9 @@ export const tableDefinition = {
     },
     { name: 'byAgent', partitionKey: 'agent_pk', sortKey: 'list_sk', projection: 'KEYS_ONLY' },
     { name: 'byToolset', partitionKey: 'toolset_pk', sortKey: 'list_sk', projection: 'KEYS_ONLY' },
-    // Sparse: only ACTIVE reservations carry due_pk, sharded so no partition gets hot.
-    { name: 'dueForExpiry', partitionKey: 'due_pk', sortKey: 'due_sk', projection: 'ALL' },
+    // Sparse: only ACTIVE reservations carry due_pk, sharded so no partition gets hot. Keys only:
+    // a reserve writes a small entry, and the sweeper reads the items it expires consistently.
+    { name: 'dueForExpiry', partitionKey: 'due_pk', sortKey: 'due_sk', projection: 'KEYS_ONLY' },
   ] satisfies IndexDefinition[],
 } as const;
 

@@ -175,7 +175,7 @@ function write(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): 
 
 export function createLocalServer(server: Server): HttpServer {
   const routes = compile(server);
-  return createServer((req, res) => {
+  const http = createServer((req, res) => {
     void (async () => {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const matched = match(routes, req.method ?? 'GET', url.pathname);
@@ -199,6 +199,11 @@ export function createLocalServer(server: Server): HttpServer {
       else res.destroy();
     });
   });
+  // Longer than clients' idle pools keep sockets (Node's 5 s default races their reuse), as
+  // API Gateway does.
+  http.keepAliveTimeout = 65_000;
+  http.headersTimeout = 66_000;
+  return http;
 }
 
 export function listen(server: HttpServer, port: number, host = '127.0.0.1'): Promise<number> {

@@ -1,4 +1,4 @@
-import { tableDefinition } from '../../functions/store/table.js';
+import { type IndexDefinition, tableDefinition } from '../../functions/store/table.js';
 
 /**
  * AWS's capacity rules applied to the items a request reads and writes. DynamoDB Local reports
@@ -115,10 +115,7 @@ export function applyUpdate(
 
 const KEY_ATTRIBUTES = [tableDefinition.partitionKey, tableDefinition.sortKey];
 
-function indexEntry(
-  index: (typeof tableDefinition.indexes)[number],
-  item: Item | undefined,
-): Item | undefined {
+function indexEntry(index: IndexDefinition, item: Item | undefined): Item | undefined {
   if (!item || item[index.partitionKey] === undefined || item[index.sortKey] === undefined)
     return undefined;
   if (index.projection === 'ALL') return item;
