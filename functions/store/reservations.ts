@@ -80,7 +80,6 @@ export interface NewReservation {
   readonly reservation: Reservation;
   readonly holds: readonly LedgerChange[];
   readonly response: StoredResponse;
-  readonly extra?: { readonly metadata?: Record<string, unknown> | undefined };
 }
 
 export type InsertOutcome =
