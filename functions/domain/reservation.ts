@@ -51,7 +51,7 @@ const finalized = (r: Reservation) =>
     },
   );
 
-const expired = (r: Reservation) =>
+export const expiredError = (r: Reservation) =>
   new DomainError('RESERVATION_EXPIRED', `reservation ${r.reservationId} has expired`, {
     reservation_id: r.reservationId,
     expires_at_ms: r.expiresAtMs,
@@ -65,7 +65,7 @@ export function transition(r: Reservation, trigger: Trigger, now: number): Trans
     case 'RELEASED':
       return { kind: 'refuse', error: finalized(r) };
     case 'EXPIRED':
-      return { kind: 'refuse', error: expired(r) };
+      return { kind: 'refuse', error: expiredError(r) };
     case 'ACTIVE':
       if (trigger === 'expire') {
         return pastDeadline
@@ -75,7 +75,7 @@ export function transition(r: Reservation, trigger: Trigger, now: number): Trans
       if (pastDeadline) return { kind: 'expireThenRefuse' };
       if (trigger === 'extend') {
         return now >= r.expiresAtMs
-          ? { kind: 'refuse', error: expired(r) }
+          ? { kind: 'refuse', error: expiredError(r) }
           : { kind: 'to', status: 'ACTIVE' };
       }
       return { kind: 'to', status: trigger === 'commit' ? 'COMMITTED' : 'RELEASED' };
@@ -84,5 +84,3 @@ export function transition(r: Reservation, trigger: Trigger, now: number): Trans
 
 const notDue = (r: Reservation) =>
   new DomainError('INVALID_REQUEST', `reservation ${r.reservationId} is not due for expiry`);
-
-export const expiredError = expired;

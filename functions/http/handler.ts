@@ -209,9 +209,3 @@ function decodeParams(
   }
   return decoded;
 }
-
-export const tenantCaller = (caller: Caller): TenantCaller => {
-  if (caller.kind !== 'tenant')
-    throw new DomainError('UNAUTHORIZED', 'a tenant API key is required');
-  return caller;
-};

@@ -16,11 +16,7 @@ export function evaluate(
   const refusal = firstRefusal(
     scopes.map((s) => scopeRefusal(s, estimate.unit, ledgers.get(s), estimate.amount)),
   );
-  const balances = scopes.flatMap((s) => {
-    const l = ledgers.get(s);
-    return l ? [balanceView(l)] : [];
-  });
-  return { refusal, balances };
+  return { refusal, balances: currentBalances(scopes, ledgers) };
 }
 
 /** The decision fields of dry runs and decide: DENY carries reason_code, nothing is null. */
@@ -28,3 +24,10 @@ export const decisionFields = (e: Evaluation) =>
   e.refusal
     ? { decision: 'DENY' as const, reason_code: e.refusal.code }
     : { decision: 'ALLOW' as const };
+
+/** The balances of those scopes that have a ledger, in scope order. */
+export const currentBalances = (scopes: readonly string[], ledgers: Map<string, Ledger>) =>
+  scopes.flatMap((s) => {
+    const l = ledgers.get(s);
+    return l ? [balanceView(l)] : [];
+  });

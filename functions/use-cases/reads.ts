@@ -2,7 +2,7 @@ import { cursorSecret } from '../config.js';
 import { decodeCursor, encodeCursor } from '../domain/cursor.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { derivedId } from '../domain/fingerprint.js';
-import type { Reservation } from '../domain/reservation.js';
+import { type Reservation, settleDeadline } from '../domain/reservation.js';
 import { LEVELS, type Level, segmentText } from '../domain/scopes.js';
 import type { TenantCaller } from '../http/auth.js';
 import type { Reply } from '../http/handler.js';
@@ -45,7 +45,7 @@ export async function getReservation(
   const r = found.reservation;
   if (r.tenant !== caller.tenant)
     throw new DomainError('FORBIDDEN', `reservation ${reservationId} belongs to another tenant`);
-  if (r.status === 'EXPIRED' || (r.status === 'ACTIVE' && now >= r.expiresAtMs + r.gracePeriodMs)) {
+  if (r.status === 'EXPIRED' || (r.status === 'ACTIVE' && now >= settleDeadline(r))) {
     throw new DomainError('RESERVATION_EXPIRED', `reservation ${reservationId} has expired`, {
       reservation: reservationView({ ...r, status: 'EXPIRED' }, { withMetadata: true }),
     });

@@ -30,7 +30,7 @@ import {
   extendReservation as storeExtension,
 } from '../store/reservations.js';
 import { readSnapshot } from '../store/snapshot.js';
-import { decisionFields, evaluate } from './evaluate.js';
+import { currentBalances, decisionFields, evaluate } from './evaluate.js';
 import { MAX_STALE_RETRIES, replayOrMismatch } from './replay.js';
 import { scopesFor } from './subjects.js';
 
@@ -318,10 +318,7 @@ export async function extendReservation(
     const response = {
       status: 'ACTIVE',
       expires_at_ms: newExpiresAtMs,
-      balances: reservation.affectedScopes.flatMap((s) => {
-        const l = ledgers.get(s);
-        return l ? [balanceView(l)] : [];
-      }),
+      balances: currentBalances(reservation.affectedScopes, ledgers),
     };
     const outcome = await storeExtension({
       reservation,

@@ -22,7 +22,7 @@ import { type Route, type RouteId, routeEntries, type Server } from '../../funct
  * HTTP API payload 2.0 event, invokes the very handler module that is deployed, and writes
  * its result back, headers included.
  */
-type Handler = (
+export type Handler = (
   event: APIGatewayProxyEventV2,
   context: Context,
 ) => Promise<APIGatewayProxyStructuredResultV2>;

@@ -1,13 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type {
-  APIGatewayProxyEventV2,
-  APIGatewayProxyStructuredResultV2,
-  Context,
-} from 'aws-lambda';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RouteId, routeEntries, routes, sweeper } from '../../functions/routes.js';
 import { eventsDir, SAMPLE } from '../../infra/generate-events.js';
+import type { Handler } from '../../infra/local/server.js';
 import type { LocalStack } from '../../infra/local/stack.js';
 import { startTestStack } from '../helpers/stack.js';
 
@@ -17,10 +14,6 @@ import { startTestStack } from '../helpers/stack.js';
  * tenant `acme` and the admin key `change-me`; only the tenant key secret is substituted once
  * createApiKey has issued it.
  */
-type Handler = (
-  event: APIGatewayProxyEventV2,
-  context: Context,
-) => Promise<APIGatewayProxyStructuredResultV2>;
 
 // Each route's fixture and the status it must produce; the order builds the state the next needs.
 const SCENARIO: readonly (readonly [RouteId, number])[] = [
