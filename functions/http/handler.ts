@@ -6,6 +6,7 @@ import type {
   Context,
 } from 'aws-lambda';
 import type { z } from 'zod';
+import { serverNow } from '../clock.js';
 import { config } from '../config.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { log } from '../log.js';
@@ -83,7 +84,7 @@ export function httpHandler<R extends RouteId, S extends Schemas>(
     })
     .handler(async (event) => {
       const s = stateOf(event);
-      const now = Date.now();
+      const now = serverNow();
       const headers = event.headers ?? {};
       const caller = await authenticate(headers, route.auth, now);
       if (caller.kind === 'tenant') s.tenant = caller.tenant;

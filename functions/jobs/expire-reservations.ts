@@ -1,4 +1,5 @@
 import type { Context } from 'aws-lambda';
+import { serverNow } from '../clock.js';
 import { config } from '../config.js';
 import { log } from '../log.js';
 import { sweepExpiredReservations } from '../use-cases/expiry.js';
@@ -28,7 +29,7 @@ export async function handler(
 
 /** One pass over the due index; the local runner calls it on its interval. */
 export async function sweepOnce(stopAt?: number) {
-  const result = await sweepExpiredReservations(Date.now(), stopAt);
+  const result = await sweepExpiredReservations(serverNow(), stopAt);
   if (result.expired > 0)
     log.info('expired reservations', { expired: result.expired, examined: result.examined });
   return result;

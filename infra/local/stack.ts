@@ -22,6 +22,8 @@ export interface LocalStackOptions {
   readonly adminPort?: number;
   /** false: no sweeper interval (tests drive the sweeper themselves). */
   readonly sweeper?: boolean;
+  /** Server time for every handler and the sweeper (tests advance it instead of sleeping). */
+  readonly clock?: () => number;
 }
 
 /**
@@ -51,6 +53,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   try {
     // Imported only now: the function modules read their configuration once, at import.
     const { config } = await import('../../functions/config.js');
+    if (options.clock) {
+      const { useClock } = await import('../../functions/clock.js');
+      useClock(options.clock);
+    }
     const { createLocalServer } = await import('./server.js');
     const client = localClient(process.env.DYNAMODB_ENDPOINT ?? '', config.AWS_REGION);
     const table = await ensureTable(client, config.TABLE_NAME);
