@@ -1,4 +1,4 @@
-import { config } from './config.js';
+import { config } from './config/settings.js';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const RANK: Record<Level | 'silent', number> = {

@@ -1,15 +1,27 @@
 import type { Permission } from './domain/permissions.js';
+import type { IndexName } from './store/table.js';
 
 /**
  * THE route table (data only: no handler imports, so `cdk synth` never loads runtime code).
- * The local server and the CDK stack both read it. `entry` is the handler module under
- * functions/; `access` is what the route does to the table, and so its IAM grant.
+ * The local server and the CDK stack both read it: everything about a route is here — its
+ * handler module (`entry`, under functions/), who may call it, its success status, what it
+ * does to the table (and so its IAM grant), and its sizing where it differs from the default.
  */
 export type Server = 'runtime' | 'admin';
 export type Auth =
   | { readonly kind: 'none' }
   | { readonly kind: 'admin' }
   | { readonly kind: 'tenant'; readonly permission?: Permission };
+
+/** What a function does to the table, checked against functions/store/*: its IAM grant. */
+export interface TableAccess {
+  /** Item reads, or reads and writes. @default - no item access */
+  readonly items?: 'read' | 'write';
+  /** The indexes it queries. @default - none */
+  readonly indexes?: readonly IndexName[];
+  /** DescribeTable (health checks). @default false */
+  readonly describe?: boolean;
+}
 
 export interface Route {
   readonly server: Server;
@@ -18,8 +30,28 @@ export interface Route {
   readonly path: string;
   readonly entry: string;
   readonly auth: Auth;
-  readonly access: 'read' | 'write';
+  /** The status of a success. */
+  readonly status: 200 | 201;
+  readonly table: TableAccess;
+  /** @default 512 */
+  readonly memoryMb?: number;
+  /** API Gateway waits at most 30 s; the use cases take milliseconds. @default 10 */
+  readonly timeoutSeconds?: number;
 }
+
+/** The trivial routes (health, not found) need neither memory nor time. */
+const small = { memoryMb: 256, timeoutSeconds: 5 } as const;
+
+/** GET /v1/reservations picks one of these by its most specific filter. */
+const LISTING_INDEXES: readonly IndexName[] = [
+  'byTenant',
+  'byStatus',
+  'byWorkspace',
+  'byApp',
+  'byWorkflow',
+  'byAgent',
+  'byToolset',
+];
 
 const tenant = (
   permission?: Permission,
@@ -33,7 +65,8 @@ export const routes = {
     path: '/v1/reservations',
     entry: 'runtime/create-reservation',
     auth: tenant('reservations:create'),
-    access: 'write',
+    status: 200,
+    table: { items: 'write' },
   },
   listReservations: {
     server: 'runtime',
@@ -41,7 +74,8 @@ export const routes = {
     path: '/v1/reservations',
     entry: 'runtime/list-reservations',
     auth: tenant('reservations:list'),
-    access: 'read',
+    status: 200,
+    table: { items: 'read', indexes: LISTING_INDEXES },
   },
   getReservation: {
     server: 'runtime',
@@ -49,7 +83,8 @@ export const routes = {
     path: '/v1/reservations/{reservation_id}',
     entry: 'runtime/get-reservation',
     auth: tenant('reservations:list'),
-    access: 'read',
+    status: 200,
+    table: { items: 'read' },
   },
   commitReservation: {
     server: 'runtime',
@@ -57,7 +92,8 @@ export const routes = {
     path: '/v1/reservations/{reservation_id}/commit',
     entry: 'runtime/commit-reservation',
     auth: tenant('reservations:commit'),
-    access: 'write',
+    status: 200,
+    table: { items: 'write' },
   },
   releaseReservation: {
     server: 'runtime',
@@ -65,7 +101,8 @@ export const routes = {
     path: '/v1/reservations/{reservation_id}/release',
     entry: 'runtime/release-reservation',
     auth: tenant('reservations:release'),
-    access: 'write',
+    status: 200,
+    table: { items: 'write' },
   },
   extendReservation: {
     server: 'runtime',
@@ -73,7 +110,8 @@ export const routes = {
     path: '/v1/reservations/{reservation_id}/extend',
     entry: 'runtime/extend-reservation',
     auth: tenant('reservations:extend'),
-    access: 'write',
+    status: 200,
+    table: { items: 'write' },
   },
   decide: {
     server: 'runtime',
@@ -81,7 +119,8 @@ export const routes = {
     path: '/v1/decide',
     entry: 'runtime/decide',
     auth: tenant('decide'),
-    access: 'write',
+    status: 200,
+    table: { items: 'write' },
   },
   listBalances: {
     server: 'runtime',
@@ -89,7 +128,8 @@ export const routes = {
     path: '/v1/balances',
     entry: 'runtime/list-balances',
     auth: tenant('balances:read'),
-    access: 'read',
+    status: 200,
+    table: { items: 'read' },
   },
   createEvent: {
     server: 'runtime',
@@ -97,7 +137,8 @@ export const routes = {
     path: '/v1/events',
     entry: 'runtime/create-event',
     auth: tenant('events:create'),
-    access: 'write',
+    status: 201,
+    table: { items: 'write' },
   },
   runtimeHealth: {
     server: 'runtime',
@@ -105,7 +146,9 @@ export const routes = {
     path: '/actuator/health',
     entry: 'runtime/health',
     auth: { kind: 'none' },
-    access: 'read',
+    status: 200,
+    table: { describe: true },
+    ...small,
   },
   runtimeNotFound: {
     server: 'runtime',
@@ -113,7 +156,9 @@ export const routes = {
     path: '$default',
     entry: 'runtime/not-found',
     auth: { kind: 'none' },
-    access: 'read',
+    status: 200,
+    table: {},
+    ...small,
   },
 
   createTenant: {
@@ -122,7 +167,8 @@ export const routes = {
     path: '/v1/admin/tenants',
     entry: 'admin/create-tenant',
     auth: { kind: 'admin' },
-    access: 'write',
+    status: 201,
+    table: { items: 'write' },
   },
   createApiKey: {
     server: 'admin',
@@ -130,7 +176,8 @@ export const routes = {
     path: '/v1/admin/api-keys',
     entry: 'admin/create-api-key',
     auth: { kind: 'admin' },
-    access: 'write',
+    status: 201,
+    table: { items: 'write' },
   },
   createBudget: {
     server: 'admin',
@@ -138,7 +185,8 @@ export const routes = {
     path: '/v1/admin/budgets',
     entry: 'admin/create-budget',
     auth: tenant(),
-    access: 'write',
+    status: 201,
+    table: { items: 'write' },
   },
   fundBudget: {
     server: 'admin',
@@ -146,7 +194,8 @@ export const routes = {
     path: '/v1/admin/budgets/{scope}/{unit}/fund',
     entry: 'admin/fund-budget',
     auth: tenant(),
-    access: 'write',
+    status: 200,
+    table: { items: 'write' },
   },
   validateKey: {
     server: 'admin',
@@ -154,7 +203,8 @@ export const routes = {
     path: '/v1/auth/validate',
     entry: 'admin/validate-key',
     auth: { kind: 'admin' },
-    access: 'read',
+    status: 200,
+    table: { items: 'read' },
   },
   adminHealth: {
     server: 'admin',
@@ -162,7 +212,9 @@ export const routes = {
     path: '/actuator/health',
     entry: 'admin/health',
     auth: { kind: 'none' },
-    access: 'read',
+    status: 200,
+    table: { describe: true },
+    ...small,
   },
   adminNotFound: {
     server: 'admin',
@@ -170,7 +222,9 @@ export const routes = {
     path: '$default',
     entry: 'admin/not-found',
     auth: { kind: 'none' },
-    access: 'read',
+    status: 200,
+    table: {},
+    ...small,
   },
 } as const satisfies Record<string, Route>;
 
@@ -179,4 +233,9 @@ export type RouteId = keyof typeof routes;
 export const routeEntries = (): [RouteId, Route][] => Object.entries(routes) as [RouteId, Route][];
 
 /** The sweeper is not an HTTP route, but it is a function of the stack all the same. */
-export const sweeper = { entry: 'jobs/expire-reservations', access: 'write' } as const;
+export const sweeper = {
+  entry: 'jobs/expire-reservations',
+  table: { items: 'write', indexes: ['dueForExpiry'] },
+  memoryMb: 512,
+  timeoutSeconds: 60,
+} as const satisfies Pick<Route, 'entry' | 'table' | 'memoryMb' | 'timeoutSeconds'>;

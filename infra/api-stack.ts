@@ -35,9 +35,8 @@ import {
   type Server,
   sweeper,
 } from '../functions/routes.js';
-import type { IndexName } from '../functions/store/table.js';
 import type { AdminApiKeySecret } from './data-stack.js';
-import { ServiceFunction, type TableUse } from './service-function.js';
+import { ServiceFunction } from './service-function.js';
 
 export interface CustomDomain {
   /** e.g. budgets.example.com; point a CNAME / alias at the `DomainTarget` output. */
@@ -73,36 +72,11 @@ export interface ApiStackProps extends StackProps {
   readonly reserveSweeperConcurrency?: boolean;
 }
 
-// The listing indexes: GET /v1/reservations picks one by its most specific filter.
-const LISTING_INDEXES: readonly IndexName[] = [
-  'byTenant',
-  'byStatus',
-  'byWorkspace',
-  'byApp',
-  'byWorkflow',
-  'byAgent',
-  'byToolset',
-];
-
-/**
- * What each route does to the table, refined from its `access` (checked against
- * functions/store/*): only the listing queries indexes, the health checks only describe the
- * table, and the not-found handlers never touch it.
- */
-function tableUseOf(id: RouteId, route: Route): TableUse {
-  if (route.path === '$default') return {};
-  if (route.path === '/actuator/health') return { describe: true };
-  if (id === 'listReservations') return { items: route.access, indexes: LISTING_INDEXES };
-  return { items: route.access };
-}
-
-/** Memory and timeout: API Gateway waits at most 30 s, the use cases take milliseconds. */
-function sizingOf(route: Route) {
-  const trivial = route.path === '$default' || route.path === '/actuator/health';
-  return trivial
-    ? { memorySize: 256, timeout: Duration.seconds(5) }
-    : { memorySize: 512, timeout: Duration.seconds(10) };
-}
+/** A route's sizing, from the route table's defaults. */
+const sizingOf = (r: Pick<Route, 'memoryMb' | 'timeoutSeconds'>) => ({
+  memorySize: r.memoryMb ?? 512,
+  timeout: Duration.seconds(r.timeoutSeconds ?? 10),
+});
 
 const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
 
@@ -151,7 +125,7 @@ export class ApiStack extends Stack {
           ...(adminAuth && { ADMIN_API_KEY_SECRET_ID: props.adminApiKey.secretId }),
         },
       });
-      fn.grantTable(props.table, tableUseOf(routeId, route));
+      fn.grantTable(props.table, route.table);
       if (adminAuth) fn.grantSecretRead(props.adminApiKey.policyArn);
       new HttpRoute(this, `${name}Route`, {
         httpApi: this.apis[route.server].api,
@@ -226,8 +200,7 @@ export class ApiStack extends Stack {
       ...common,
       entry: sweeper.entry,
       description: 'expires reservations past their grace period',
-      memorySize: 512,
-      timeout: Duration.minutes(1),
+      ...sizingOf(sweeper),
       // At most one sweeper at a time. A second one would still be safe (every expiry is a
       // transaction conditioned on ACTIVE-and-due), only wasteful.
       ...(props.reserveSweeperConcurrency !== false && { reservedConcurrentExecutions: 1 }),
@@ -236,7 +209,7 @@ export class ApiStack extends Stack {
         EXPIRY_SWEEP_INTERVAL_MS: String(interval.toMilliseconds()),
       },
     });
-    fn.grantTable(props.table, { items: sweeper.access, indexes: ['dueForExpiry'] });
+    fn.grantTable(props.table, sweeper.table);
     // A crashed or throttled sweep is not retried: nothing is lost, since whatever it did not
     // expire is still in the due index for the next minute's sweep.
     fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });

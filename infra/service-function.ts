@@ -7,7 +7,7 @@ import { Architecture, LoggingFormat, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import type { IndexName } from '../functions/store/table.js';
+import type { TableAccess } from '../functions/routes.js';
 
 export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 
@@ -49,16 +49,6 @@ export interface ServiceFunctionProps {
   readonly reservedConcurrentExecutions?: number;
   /** @default - none */
   readonly description?: string;
-}
-
-/** What a function does to the table: item access, the indexes it queries, DescribeTable. */
-export interface TableUse {
-  /** @default - no item access */
-  readonly items?: 'read' | 'write';
-  /** Indexes it queries. @default [] */
-  readonly indexes?: readonly IndexName[];
-  /** DescribeTable (health checks). @default false */
-  readonly describe?: boolean;
 }
 
 // Exactly the calls functions/store/*.ts makes. TransactWriteItems has no action of its own: each
@@ -108,7 +98,7 @@ export class ServiceFunction extends NodejsFunction {
   }
 
   /** Grants exactly `use` on the table and the named indexes; never a wildcard. */
-  grantTable(table: ITable, use: TableUse): void {
+  grantTable(table: ITable, use: TableAccess): void {
     const items = use.items === 'write' ? [...READ_ACTIONS, ...WRITE_ACTIONS] : READ_ACTIONS;
     if (use.items) this.allow(items, [table.tableArn]);
     const indexes = use.indexes ?? [];

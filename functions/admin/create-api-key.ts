@@ -1,7 +1,10 @@
 import { httpHandler } from '../http/handler.js';
 import { CreateApiKeyBody } from '../http/schemas/admin.js';
-import { createApiKey } from '../use-cases/admin.js';
+import { createdApiKeyView } from '../http/views.js';
+import { createApiKey } from '../use-cases/api-keys.js';
 
-export const handler = httpHandler('createApiKey', { body: CreateApiKeyBody }, ({ body, now }) =>
-  createApiKey(body, now),
+export const handler = httpHandler(
+  'createApiKey',
+  { body: CreateApiKeyBody },
+  async ({ body, now }) => createdApiKeyView(await createApiKey(body, now)),
 );

@@ -1,9 +1,10 @@
 import { httpHandler } from '../http/handler.js';
 import { CreateBudgetBody } from '../http/schemas/admin.js';
-import { createBudget } from '../use-cases/admin.js';
+import { budgetView } from '../http/views.js';
+import { createBudget } from '../use-cases/budgets.js';
 
 export const handler = httpHandler(
   'createBudget',
   { body: CreateBudgetBody },
-  ({ caller, body, now }) => createBudget(caller, body, now),
+  async ({ caller, body, now }) => budgetView(await createBudget(caller, body, now)),
 );

@@ -1,7 +1,10 @@
 import { httpHandler } from '../http/handler.js';
 import { CreateTenantBody } from '../http/schemas/admin.js';
-import { createTenant } from '../use-cases/admin.js';
+import { tenantView } from '../http/views.js';
+import { createTenant } from '../use-cases/tenants.js';
 
-export const handler = httpHandler('createTenant', { body: CreateTenantBody }, ({ body, now }) =>
-  createTenant(body, now),
+export const handler = httpHandler(
+  'createTenant',
+  { body: CreateTenantBody },
+  async ({ body, now }) => tenantView(await createTenant(body, now)),
 );

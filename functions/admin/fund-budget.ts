@@ -1,9 +1,11 @@
 import { httpHandler } from '../http/handler.js';
-import { FundBudgetBody, FundParams } from '../http/schemas/admin.js';
-import { fundBudget } from '../use-cases/admin.js';
+import { FundBudgetBody, FundParams, fundRequest } from '../http/schemas/admin.js';
+import { fundedView } from '../http/views.js';
+import { fundBudget } from '../use-cases/budgets.js';
 
 export const handler = httpHandler(
   'fundBudget',
   { params: FundParams, body: FundBudgetBody },
-  ({ caller, params, body, now }) => fundBudget(caller, params, body, now),
+  async ({ caller, params, body, now }) =>
+    fundedView(await fundBudget(caller, fundRequest(params, body), now)),
 );

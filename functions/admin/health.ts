@@ -1,4 +1,5 @@
 import { httpHandler } from '../http/handler.js';
+import { healthView } from '../http/views.js';
 import { health } from '../use-cases/health.js';
 
-export const handler = httpHandler('adminHealth', {}, () => health());
+export const handler = httpHandler('adminHealth', {}, async () => healthView(await health()));

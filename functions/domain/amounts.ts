@@ -11,5 +11,3 @@ export interface Amount {
   readonly unit: Unit;
   readonly amount: number;
 }
-
-export const amountOf = (unit: Unit, amount: number): Amount => ({ unit, amount });

@@ -1,4 +1,4 @@
-import type { Unit } from './amounts.js';
+import type { Amount, Unit } from './amounts.js';
 import { DomainError } from './errors.js';
 
 /** One budget ledger per (scope, unit). Invariant: remaining = allocated − spent − reserved − debt. */
@@ -145,6 +145,34 @@ export function refusalError(r: ScopeRefusal): DomainError {
     overdraft_limit: r.overdraftLimit,
   });
 }
+
+/** Admission exactly as a live reservation decides it: the refusal to answer, if any. */
+export function admissionRefusal(
+  scopes: readonly string[],
+  estimate: Amount,
+  ledgers: ReadonlyMap<string, Ledger>,
+): ScopeRefusal | undefined {
+  return firstRefusal(
+    scopes.map((s) => scopeRefusal(s, estimate.unit, ledgers.get(s), estimate.amount)),
+  );
+}
+
+/** The ledgers of those scopes that have one, in scope order (what `balances` lists). */
+export const presentLedgers = (
+  scopes: readonly string[],
+  ledgers: ReadonlyMap<string, Ledger>,
+): Ledger[] =>
+  scopes.flatMap((s) => {
+    const l = ledgers.get(s);
+    return l ? [l] : [];
+  });
+
+/** The ledgers as the changes leave them, from the ledgers read just before. */
+export const ledgersAfter = (
+  ledgers: ReadonlyMap<string, Ledger>,
+  changes: readonly LedgerChange[],
+): Ledger[] =>
+  changes.map((c) => applyDelta(ledgers.get(c.scope) ?? emptyLedger(c.scope, c.unit), c.delta));
 
 export const holdChange = (scope: string, unit: Unit, amount: number): LedgerChange => ({
   scope,

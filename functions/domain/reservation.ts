@@ -1,6 +1,6 @@
 import type { Amount } from './amounts.js';
 import { DomainError } from './errors.js';
-import type { OveragePolicy } from './ledger.js';
+import { type LedgerChange, type OveragePolicy, releaseChange } from './ledger.js';
 import type { Subject } from './scopes.js';
 
 export type ReservationStatus = 'ACTIVE' | 'COMMITTED' | 'RELEASED' | 'EXPIRED';
@@ -35,6 +35,26 @@ export interface Reservation {
 export const settleDeadline = (r: Pick<Reservation, 'expiresAtMs' | 'gracePeriodMs'>): number =>
   r.expiresAtMs + r.gracePeriodMs;
 
+/**
+ * Past its deadline a reservation is expired for every purpose, whether or not the sweeper has
+ * written EXPIRED yet: reads answer 410 and settles finalize it first.
+ */
+export const isEffectivelyExpired = (r: Reservation, now: number): boolean =>
+  r.status === 'EXPIRED' || (r.status === 'ACTIVE' && now >= settleDeadline(r));
+
+/** Every scope gets the whole hold back: release, and expiry alike. */
+export const releaseChanges = (r: Reservation): LedgerChange[] =>
+  r.affectedScopes.map((s) => releaseChange(s, r.reserved.unit, r.reserved.amount));
+
+/**
+ * The sweeper's transition (SPEC: ACTIVE, TTL plus grace elapsed → EXPIRED): the ledger changes
+ * that return the hold, or undefined when the reservation is not (or no longer) due.
+ */
+export function expiryChanges(r: Reservation, now: number): LedgerChange[] | undefined {
+  const t = transition(r, 'expire', now);
+  return t.kind === 'to' ? releaseChanges(r) : undefined;
+}
+
 export type Transition =
   | { readonly kind: 'to'; readonly status: ReservationStatus }
   /** The reservation is past its deadline but still ACTIVE: finalize it as EXPIRED, then refuse. */
@@ -56,6 +76,13 @@ export const expiredError = (r: Reservation) =>
     reservation_id: r.reservationId,
     expires_at_ms: r.expiresAtMs,
   });
+
+/** A read of an expired reservation: 410, with the reservation itself in the error's details. */
+export class ReservationExpiredError extends DomainError {
+  constructor(readonly reservation: Reservation) {
+    super('RESERVATION_EXPIRED', `reservation ${reservation.reservationId} has expired`);
+  }
+}
 
 /** SPEC § States and transitions, row by row. `now` is server time. */
 export function transition(r: Reservation, trigger: Trigger, now: number): Transition {

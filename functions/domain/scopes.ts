@@ -1,3 +1,4 @@
+import { type Caller, requireOwnTenant } from './caller.js';
 import { invalidRequest } from './errors.js';
 
 /** SPEC § Scope identifiers: canonical order of the standard levels. */
@@ -77,6 +78,16 @@ export function deriveScopes(tenant: string, subject: Subject): DerivedScopes {
   const texts = subjectSegments(tenant, subject).map(segmentText);
   const scopes = texts.map((_, i) => texts.slice(0, i + 1).join('/'));
   return { scopes, scopePath: scopes[scopes.length - 1] ?? `tenant:${tenant}` };
+}
+
+/** SPEC § Subject: the scopes a caller's subject affects; subject.tenant must be the key's (403). */
+export function callerScopes(caller: Caller, subject: Subject): DerivedScopes {
+  if (subject.tenant !== undefined) {
+    requireOwnTenant(caller, subject.tenant, `subject.tenant '${subject.tenant}'`, {
+      tenant: subject.tenant,
+    });
+  }
+  return deriveScopes(caller.tenant, subject);
 }
 
 /** Parses a scope identifier and insists on the canonical form that subjects derive. */

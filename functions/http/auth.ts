@@ -1,26 +1,31 @@
-import { config } from '../config.js';
+import { adminApiKey } from '../config/admin-key.js';
+import { config } from '../config/settings.js';
 import type { ApiKey } from '../domain/api-keys.js';
 import { hashKeySecret, isExpired, secretsEqual } from '../domain/api-keys.js';
+import type { Caller } from '../domain/caller.js';
 import { DomainError } from '../domain/errors.js';
-import type { Permission } from '../domain/permissions.js';
 import type { Auth } from '../routes.js';
 import { getApiKeyByHash } from '../store/api-keys.js';
-import { adminApiKey } from '../store/secrets.js';
 
-export interface TenantCaller {
+/** A tenant key's caller is the domain's Caller; admin and anonymous callers never reach a use case that needs one. */
+export interface TenantCaller extends Caller {
   readonly kind: 'tenant';
-  readonly tenant: string;
-  readonly keyId: string;
-  readonly permissions: readonly Permission[];
 }
-export type Caller = TenantCaller | { readonly kind: 'admin' } | { readonly kind: 'anonymous' };
+export type RouteCaller =
+  | TenantCaller
+  | { readonly kind: 'admin' }
+  | { readonly kind: 'anonymous' };
 
 type Headers = Record<string, string | undefined>;
 
 const unauthorized = (message: string) => new DomainError('UNAUTHORIZED', message);
 
 /** Resolves the caller a route requires from the request headers (names lower-cased). */
-export async function authenticate(headers: Headers, auth: Auth, now: number): Promise<Caller> {
+export async function authenticate(
+  headers: Headers,
+  auth: Auth,
+  now: number,
+): Promise<RouteCaller> {
   switch (auth.kind) {
     case 'none':
       return { kind: 'anonymous' };
@@ -41,7 +46,7 @@ export async function authenticate(headers: Headers, auth: Auth, now: number): P
   }
 }
 
-async function authenticateAdmin(given: string | undefined): Promise<Caller> {
+async function authenticateAdmin(given: string | undefined): Promise<RouteCaller> {
   const expected = await adminApiKey();
   if (!expected) throw unauthorized('admin operations are disabled: ADMIN_API_KEY is not set');
   if (!given) throw unauthorized('X-Admin-API-Key header is required');

@@ -1,5 +1,7 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { DomainError, type ErrorCode } from '../domain/errors.js';
+import { ReservationExpiredError } from '../domain/reservation.js';
+import { reservationDetailView } from './views.js';
 
 // SPEC § Errors. `satisfies` turns a new code without a status into a type error.
 export const STATUS = {
@@ -25,6 +27,10 @@ export function errorResponse(
 ): APIGatewayProxyStructuredResultV2 {
   const refusal = error instanceof DomainError ? error : undefined;
   const code: ErrorCode = refusal?.code ?? 'INTERNAL_ERROR';
+  const details =
+    error instanceof ReservationExpiredError
+      ? { reservation: reservationDetailView(error.reservation) }
+      : refusal?.details;
   return {
     statusCode: STATUS[code],
     headers: { 'content-type': 'application/json', 'x-request-id': requestId },
@@ -33,7 +39,7 @@ export function errorResponse(
       // An unexpected error's message can name tables or echo key material: never send it.
       message: refusal?.message ?? 'unexpected server error',
       request_id: requestId,
-      ...(refusal?.details && { details: refusal.details }),
+      ...(details && { details }),
     }),
   };
 }

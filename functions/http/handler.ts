@@ -7,12 +7,13 @@ import type {
 } from 'aws-lambda';
 import type { z } from 'zod';
 import { serverNow } from '../clock.js';
-import { config } from '../config.js';
+import { config } from '../config/settings.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { log } from '../log.js';
 import { type RouteId, routes } from '../routes.js';
-import { authenticate, type Caller, type TenantCaller } from './auth.js';
+import { authenticate, type RouteCaller, type TenantCaller } from './auth.js';
 import { errorResponse } from './errors.js';
+import { Reply } from './reply.js';
 
 export type Event = APIGatewayProxyEventV2;
 export type Result = APIGatewayProxyStructuredResultV2;
@@ -27,7 +28,7 @@ type Parsed<S extends Schemas, K extends keyof Schemas> = S[K] extends z.ZodType
   : undefined;
 type CallerOf<R extends RouteId> = (typeof routes)[R]['auth']['kind'] extends 'tenant'
   ? TenantCaller
-  : Caller;
+  : RouteCaller;
 
 export interface RouteInput<R extends RouteId, S extends Schemas> {
   readonly body: Parsed<S, 'body'>;
@@ -39,21 +40,15 @@ export interface RouteInput<R extends RouteId, S extends Schemas> {
   readonly event: Event;
 }
 
-export interface Reply {
-  readonly statusCode: number;
-  readonly body: unknown;
-}
-
-export const json = (statusCode: number, body: unknown): Reply => ({ statusCode, body });
-
 /**
  * The one way to build an HTTP Lambda: request id → authenticate → validate → run → respond,
- * with every failure mapped to SPEC's error body and one log line per request.
+ * with every failure mapped to SPEC's error body and one log line per request. `run` returns
+ * the wire body, answered with the route's success status.
  */
 export function httpHandler<R extends RouteId, S extends Schemas>(
   routeId: R,
   schemas: S,
-  run: (input: RouteInput<R, S>) => Promise<Reply>,
+  run: (input: RouteInput<R, S>) => Promise<unknown>,
 ) {
   const route = routes[routeId];
   // Per invocation, keyed by event: the local server runs one handler for many requests at once.
@@ -101,7 +96,8 @@ export function httpHandler<R extends RouteId, S extends Schemas>(
         now,
         event,
       } as RouteInput<R, S>;
-      const reply = await run(input);
+      const answer = await run(input);
+      const reply = answer instanceof Reply ? answer : new Reply(route.status, answer);
       return { statusCode: reply.statusCode, headers: {}, body: JSON.stringify(reply.body) };
     });
 }

@@ -1,28 +1,36 @@
-import type { Amount, Unit } from '../domain/amounts.js';
+import type { Amount } from '../domain/amounts.js';
+import type { ApiKey } from '../domain/api-keys.js';
 import { isOverLimit, type Ledger } from '../domain/ledger.js';
 import type { Reservation } from '../domain/reservation.js';
+import type { Tenant } from '../domain/tenant.js';
+import type { KeyValidation } from '../use-cases/api-keys.js';
+import type { Budget, Funded } from '../use-cases/budgets.js';
+import type { Decision } from '../use-cases/decide.js';
+import type { EventApplied } from '../use-cases/events.js';
+import type { Page } from '../use-cases/reads.js';
+import type { Committed, DryRun, Extended, Released, Reserved } from '../use-cases/reservations.js';
+import { Reply } from './reply.js';
 
 // Domain results → wire JSON. Exactly SPEC's fields: optional ones are omitted, never null.
+// A replay renders the stored result through the same view, so it answers the same bytes.
 
-export const amountView = (unit: Unit, amount: number) => ({ unit, amount });
+const amountView = (a: Amount) => ({ unit: a.unit, amount: a.amount });
+const ledgerAmount = (l: Ledger, amount: number) => ({ unit: l.unit, amount });
 
 /** SPEC § Balance: exactly nine fields; `scope` is the full path, like `scope_path`. */
 export function balanceView(l: Ledger) {
   return {
     scope: l.scope,
     scope_path: l.scope,
-    remaining: amountView(l.unit, l.remaining),
-    allocated: amountView(l.unit, l.allocated),
-    spent: amountView(l.unit, l.spent),
-    reserved: amountView(l.unit, l.reserved),
-    debt: amountView(l.unit, l.debt),
-    overdraft_limit: amountView(l.unit, l.overdraftLimit),
+    remaining: ledgerAmount(l, l.remaining),
+    allocated: ledgerAmount(l, l.allocated),
+    spent: ledgerAmount(l, l.spent),
+    reserved: ledgerAmount(l, l.reserved),
+    debt: ledgerAmount(l, l.debt),
+    overdraft_limit: ledgerAmount(l, l.overdraftLimit),
     is_over_limit: isOverLimit(l),
   };
 }
-export type BalanceView = ReturnType<typeof balanceView>;
-
-const amount = (a: Amount) => amountView(a.unit, a.amount);
 
 function subjectView(s: Reservation['subject']) {
   return {
@@ -48,8 +56,8 @@ export function reservationView(r: Reservation, { withMetadata }: { withMetadata
     idempotency_key: r.idempotencyKey,
     subject: subjectView(r.subject),
     action: actionView(r.action),
-    reserved: amount(r.reserved),
-    ...(r.committed && { committed: amount(r.committed) }),
+    reserved: amountView(r.reserved),
+    ...(r.committed && { committed: amountView(r.committed) }),
     created_at_ms: r.createdAtMs,
     expires_at_ms: r.expiresAtMs,
     ...(r.finalizedAtMs !== undefined && { finalized_at_ms: r.finalizedAtMs }),
@@ -58,3 +66,125 @@ export function reservationView(r: Reservation, { withMetadata }: { withMetadata
     ...(withMetadata && r.metadata !== undefined && { metadata: r.metadata }),
   };
 }
+
+export const reservationDetailView = (r: Reservation) => reservationView(r, { withMetadata: true });
+
+/** SPEC § POST /v1/reservations: the live reservation, or a dry run's decision. */
+export function reservationCreatedView(r: Reserved | DryRun) {
+  const placement = {
+    affected_scopes: r.affectedScopes,
+    scope_path: r.scopePath,
+    reserved: amountView(r.reserved),
+    balances: r.balances.map(balanceView),
+  };
+  if (r.kind === 'dryRun') return { ...decisionFields(r.refusal), ...placement };
+  return {
+    reservation_id: r.reservationId,
+    decision: 'ALLOW',
+    expires_at_ms: r.expiresAtMs,
+    ...placement,
+  };
+}
+
+/** DENY carries reason_code; ALLOW has none (never null). */
+const decisionFields = (refusal: string | undefined) =>
+  refusal ? { decision: 'DENY' as const, reason_code: refusal } : { decision: 'ALLOW' as const };
+
+export const decisionView = (d: Decision) => ({
+  ...decisionFields(d.refusal),
+  affected_scopes: d.affectedScopes,
+});
+
+export const committedView = (c: Committed) => ({
+  status: c.status,
+  charged: amountView(c.charged),
+  released: amountView(c.released),
+  balances: c.balances.map(balanceView),
+});
+
+export const releasedView = (r: Released) => ({
+  status: r.status,
+  released: amountView(r.released),
+  balances: r.balances.map(balanceView),
+});
+
+export const extendedView = (e: Extended) => ({
+  status: e.status,
+  expires_at_ms: e.expiresAtMs,
+  balances: e.balances.map(balanceView),
+});
+
+export const eventView = (e: EventApplied) => ({
+  status: 'APPLIED',
+  event_id: e.eventId,
+  balances: e.balances.map(balanceView),
+});
+
+export const reservationPageView = (p: Page<Reservation>) => ({
+  reservations: p.items.map((r) => reservationView(r, { withMetadata: false })),
+  has_more: p.nextCursor !== undefined,
+  ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
+});
+
+export const balancePageView = (p: Page<Ledger>) => ({
+  balances: p.items.map(balanceView),
+  has_more: p.nextCursor !== undefined,
+  ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
+});
+
+// ---- admin ----------------------------------------------------------------------------------
+
+export const tenantView = (t: Tenant) => ({
+  tenant_id: t.tenantId,
+  name: t.name,
+  status: t.status,
+  created_at: t.createdAt,
+});
+
+/** The secret appears in this one response and nowhere else. */
+export const createdApiKeyView = ({ key, secret }: { key: ApiKey; secret: string }) => ({
+  key_id: key.keyId,
+  key_prefix: key.keyPrefix,
+  key_secret: secret,
+  tenant_id: key.tenant,
+  name: key.name,
+  ...(key.description !== undefined && { description: key.description }),
+  permissions: key.permissions,
+  created_at: key.createdAt,
+  ...(key.expiresAt !== undefined && { expires_at: key.expiresAt }),
+});
+
+export const keyValidationView = (v: KeyValidation) =>
+  v.valid
+    ? {
+        valid: true,
+        tenant_id: v.key.tenant,
+        key_id: v.key.keyId,
+        permissions: v.key.permissions,
+        ...(v.key.expiresAt !== undefined && { expires_at: v.key.expiresAt }),
+      }
+    : { valid: false, reason: v.reason };
+
+export const budgetView = (b: Budget) => ({
+  tenant_id: b.tenant,
+  ...balanceView(b.ledger),
+  unit: b.ledger.unit,
+  created_at: b.createdAt,
+});
+
+export const fundedView = ({ operation, before, after }: Funded) => ({
+  operation,
+  scope: after.scope,
+  unit: after.unit,
+  previous_allocated: ledgerAmount(before, before.allocated),
+  new_allocated: ledgerAmount(after, after.allocated),
+  previous_remaining: ledgerAmount(before, before.remaining),
+  new_remaining: ledgerAmount(after, after.remaining),
+  previous_debt: ledgerAmount(before, before.debt),
+  new_debt: ledgerAmount(after, after.debt),
+  balance: balanceView(after),
+});
+
+/** Health answers 503 when DOWN, so load balancers and probes see it without parsing. */
+export const healthView = (status: 'UP' | 'DOWN') =>
+  status === 'UP' ? { status } : new Reply(503, { status });

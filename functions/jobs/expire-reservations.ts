@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { serverNow } from '../clock.js';
-import { config } from '../config.js';
+import { config } from '../config/settings.js';
 import { log } from '../log.js';
 import { sweepExpiredReservations } from '../use-cases/expiry.js';
 

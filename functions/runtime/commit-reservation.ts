@@ -1,9 +1,11 @@
 import { httpHandler } from '../http/handler.js';
 import { CommitBody, ReservationIdParams } from '../http/schemas/runtime.js';
+import { committedView } from '../http/views.js';
 import { commitReservation } from '../use-cases/reservations.js';
 
 export const handler = httpHandler(
   'commitReservation',
   { params: ReservationIdParams, body: CommitBody },
-  ({ caller, params, body, now }) => commitReservation(caller, params.reservation_id, body, now),
+  async ({ caller, params, body, now }) =>
+    committedView(await commitReservation(caller, params.reservation_id, body, now)),
 );

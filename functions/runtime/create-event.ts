@@ -1,9 +1,10 @@
 import { httpHandler } from '../http/handler.js';
 import { CreateEventBody } from '../http/schemas/runtime.js';
+import { eventView } from '../http/views.js';
 import { createEvent } from '../use-cases/events.js';
 
 export const handler = httpHandler(
   'createEvent',
   { body: CreateEventBody },
-  ({ caller, body, now }) => createEvent(caller, body, now),
+  async ({ caller, body, now }) => eventView(await createEvent(caller, body, now)),
 );

@@ -1,9 +1,11 @@
 import { httpHandler } from '../http/handler.js';
 import { CreateReservationBody } from '../http/schemas/runtime.js';
+import { reservationCreatedView } from '../http/views.js';
 import { createReservation } from '../use-cases/reservations.js';
 
 export const handler = httpHandler(
   'createReservation',
   { body: CreateReservationBody },
-  ({ caller, body, now }) => createReservation(caller, body, now),
+  async ({ caller, body, now }) =>
+    reservationCreatedView(await createReservation(caller, body, now)),
 );

@@ -1,7 +1,8 @@
 import { httpHandler } from '../http/handler.js';
 import { DecideBody } from '../http/schemas/runtime.js';
+import { decisionView } from '../http/views.js';
 import { decide } from '../use-cases/decide.js';
 
-export const handler = httpHandler('decide', { body: DecideBody }, ({ caller, body, now }) =>
-  decide(caller, body, now),
+export const handler = httpHandler('decide', { body: DecideBody }, async ({ caller, body, now }) =>
+  decisionView(await decide(caller, body, now)),
 );

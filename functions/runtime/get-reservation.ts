@@ -1,9 +1,11 @@
 import { httpHandler } from '../http/handler.js';
 import { ReservationIdParams } from '../http/schemas/runtime.js';
+import { reservationDetailView } from '../http/views.js';
 import { getReservation } from '../use-cases/reads.js';
 
 export const handler = httpHandler(
   'getReservation',
   { params: ReservationIdParams },
-  ({ caller, params, now }) => getReservation(caller, params.reservation_id, now),
+  async ({ caller, params, now }) =>
+    reservationDetailView(await getReservation(caller, params.reservation_id, now)),
 );

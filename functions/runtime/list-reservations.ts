@@ -1,9 +1,10 @@
 import { httpHandler } from '../http/handler.js';
 import { ListReservationsQuery } from '../http/schemas/runtime.js';
+import { reservationPageView } from '../http/views.js';
 import { listReservations } from '../use-cases/reads.js';
 
 export const handler = httpHandler(
   'listReservations',
   { query: ListReservationsQuery },
-  ({ caller, query }) => listReservations(caller, query),
+  async ({ caller, query }) => reservationPageView(await listReservations(caller, query)),
 );

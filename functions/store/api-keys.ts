@@ -1,16 +1,13 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { ApiKey } from '../domain/api-keys.js';
-import type { Permission } from '../domain/permissions.js';
 import { documentClient, tableName } from './client.js';
+import { apiKeyOf } from './items.js';
 import { keys } from './keys.js';
 import { type TransactItem, transact } from './transact.js';
 
-/** Stores the key under the SHA-256 of its secret, only if its tenant exists. */
-export async function insertApiKey(
-  secretHash: string,
-  key: ApiKey,
-): Promise<'inserted' | 'noTenant'> {
-  const items: TransactItem[] = [
+/** The key under the SHA-256 of its secret, conditioned on its tenant existing. */
+export function newApiKeyTransaction(secretHash: string, key: ApiKey): TransactItem[] {
+  return [
     {
       ConditionCheck: {
         TableName: tableName(),
@@ -39,7 +36,13 @@ export async function insertApiKey(
       },
     },
   ];
-  const outcome = await transact(items);
+}
+
+export async function insertApiKey(
+  secretHash: string,
+  key: ApiKey,
+): Promise<'inserted' | 'noTenant'> {
+  const outcome = await transact(newApiKeyTransaction(secretHash, key));
   return outcome.kind === 'committed' ? 'inserted' : 'noTenant';
 }
 
@@ -47,15 +50,5 @@ export async function getApiKeyByHash(secretHash: string): Promise<ApiKey | unde
   const { Item: item } = await documentClient.send(
     new GetCommand({ TableName: tableName(), Key: keys.apiKey(secretHash), ConsistentRead: true }),
   );
-  if (item?.type !== 'api-key') return undefined;
-  return {
-    keyId: String(item.key_id),
-    keyPrefix: String(item.key_prefix),
-    tenant: String(item.tenant),
-    name: String(item.name),
-    description: item.description as string | undefined,
-    permissions: item.permissions as Permission[],
-    createdAt: String(item.created_at),
-    expiresAt: item.expires_at as string | undefined,
-  };
+  return item?.type === 'api-key' ? apiKeyOf(item) : undefined;
 }

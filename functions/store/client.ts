@@ -1,6 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { config } from '../config.js';
+import { config } from '../config/settings.js';
 
 /**
  * The one DynamoDB client of the process, created at cold start without any network I/O.

@@ -1,25 +1,29 @@
-import type { LedgerChange } from '../domain/ledger.js';
+import type { Amount } from '../domain/amounts.js';
+import type { LedgerChange, OveragePolicy } from '../domain/ledger.js';
+import type { Action } from '../domain/reservation.js';
+import type { Subject } from '../domain/scopes.js';
 import { tableName } from './client.js';
-import { type StoredResponse, storedResponseAttributes, storedResponseOf } from './idempotency.js';
+import { type StoredOutcome, storedOutcomeAttributes } from './idempotency.js';
 import { keys } from './keys.js';
 import { ledgerUpdate } from './ledgers.js';
-import { conditionFailedAt, type Item, type TransactItem, transact } from './transact.js';
+import type { TransactItem } from './transact.js';
+import { transactWrite, type WriteOutcome } from './write.js';
 
 export interface NewEvent {
   readonly eventId: string;
   readonly tenant: string;
-  readonly record: Record<string, unknown>;
+  readonly createdAtMs: number;
+  readonly subject: Subject;
+  readonly action: Action;
+  readonly actual: Amount;
+  readonly scopes: readonly string[];
+  readonly overagePolicy: OveragePolicy;
+  readonly metrics?: Record<string, unknown> | undefined;
+  readonly metadata?: Record<string, unknown> | undefined;
+  readonly clientTimeMs?: number | undefined;
   readonly charges: readonly LedgerChange[];
-  readonly response: StoredResponse;
+  readonly outcome: StoredOutcome;
 }
-
-export type EventOutcome =
-  | { readonly kind: 'applied' }
-  | { readonly kind: 'duplicate'; readonly stored: StoredResponse | undefined }
-  | {
-      readonly kind: 'refused';
-      readonly refused: readonly { readonly index: number; readonly item: Item | undefined }[];
-    };
 
 /** The debit on every scope and the event record (its own idempotency record): scopes + 1 items. */
 export function eventTransaction(e: NewEvent): TransactItem[] {
@@ -33,8 +37,17 @@ export function eventTransaction(e: NewEvent): TransactItem[] {
           type: 'event',
           event_id: e.eventId,
           tenant: e.tenant,
-          ...e.record,
-          ...storedResponseAttributes(e.response),
+          created_at_ms: e.createdAtMs,
+          subject: e.subject,
+          action: e.action,
+          unit: e.actual.unit,
+          actual: e.actual.amount,
+          scopes: e.scopes,
+          overage_policy: e.overagePolicy,
+          metrics: e.metrics,
+          metadata: e.metadata,
+          client_time_ms: e.clientTimeMs,
+          ...storedOutcomeAttributes(e.outcome),
         },
         ConditionExpression: 'attribute_not_exists(#pk)',
         ExpressionAttributeNames: { '#pk': 'pk' },
@@ -44,16 +57,10 @@ export function eventTransaction(e: NewEvent): TransactItem[] {
   ];
 }
 
-export async function insertEvent(e: NewEvent): Promise<EventOutcome> {
-  const outcome = await transact(eventTransaction(e));
-  if (outcome.kind === 'committed') return { kind: 'applied' };
-  const record = outcome.reasons[e.charges.length];
-  if (record?.code === 'ConditionalCheckFailed')
-    return { kind: 'duplicate', stored: storedResponseOf(record.item) };
-  const refused = e.charges.flatMap((_, index) =>
-    conditionFailedAt(outcome.reasons, index)
-      ? [{ index, item: outcome.reasons[index]?.item }]
-      : [],
-  );
-  return { kind: 'refused', refused };
+export function insertEvent(e: NewEvent): Promise<WriteOutcome> {
+  return transactWrite(eventTransaction(e), {
+    recordAt: e.charges.length,
+    ledgersFrom: 0,
+    ledgerCount: e.charges.length,
+  });
 }

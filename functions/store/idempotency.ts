@@ -4,16 +4,21 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { documentClient, tableName } from './client.js';
 import { keys } from './keys.js';
 import type { Item, TransactItem } from './transact.js';
+import type { WriteOutcome } from './write.js';
 
 /** Records outlive the SPEC's 24 h minimum; DynamoDB TTL deletes them some time after. */
 export const IDEMPOTENCY_RETENTION_MS = 7 * 24 * 3_600_000;
 
-export interface StoredResponse {
+/**
+ * What a replay needs: the payload's fingerprint and the operation's result (a domain value,
+ * rendered by the edge exactly as the first answer was).
+ */
+export interface StoredOutcome {
   readonly fingerprint: string;
-  readonly statusCode: number;
-  readonly body: unknown;
+  readonly result: unknown;
 }
 
+/** The idempotency records of operations whose effect has no item of its own to carry one. */
 export interface IdempotencyScope {
   readonly tenant: string;
   readonly operation: string;
@@ -26,7 +31,7 @@ export const idempotencyKey = (s: IdempotencyScope) =>
 /** Written in the same transaction as the effect it records, so it exists iff the effect does. */
 export function idempotencyPut(
   s: IdempotencyScope,
-  response: StoredResponse,
+  outcome: StoredOutcome,
   nowMs: number,
 ): TransactItem {
   return {
@@ -35,7 +40,7 @@ export function idempotencyPut(
       Item: {
         ...idempotencyKey(s),
         type: 'idempotency',
-        ...storedResponseAttributes(response),
+        ...storedOutcomeAttributes(outcome),
         ttl: Math.ceil((nowMs + IDEMPOTENCY_RETENTION_MS) / 1000),
       },
       ConditionExpression: 'attribute_not_exists(#pk)',
@@ -45,39 +50,34 @@ export function idempotencyPut(
   };
 }
 
-export const storedResponseAttributes = (r: StoredResponse) => ({
-  fingerprint: r.fingerprint,
-  response_status: r.statusCode,
-  response_body: JSON.stringify(r.body),
+export const storedOutcomeAttributes = (o: StoredOutcome) => ({
+  fingerprint: o.fingerprint,
+  result: JSON.stringify(o.result),
 });
 
-export function storedResponseOf(item: Item | undefined): StoredResponse | undefined {
-  if (!item || typeof item.fingerprint !== 'string' || typeof item.response_body !== 'string')
+export function storedOutcomeOf(item: Item | undefined): StoredOutcome | undefined {
+  if (!item || typeof item.fingerprint !== 'string' || typeof item.result !== 'string')
     return undefined;
-  return {
-    fingerprint: item.fingerprint,
-    statusCode: Number(item.response_status),
-    body: JSON.parse(item.response_body),
-  };
+  return { fingerprint: item.fingerprint, result: JSON.parse(item.result) };
 }
 
 /** A record on its own (decide has no other effect); `duplicate` carries the one that won. */
 export async function putIdempotencyRecord(
   s: IdempotencyScope,
-  response: StoredResponse,
+  outcome: StoredOutcome,
   nowMs: number,
-): Promise<{ kind: 'inserted' } | { kind: 'duplicate'; stored: StoredResponse | undefined }> {
+): Promise<WriteOutcome> {
   // A plain conditional PutItem: half the write units of a one-item transaction.
-  const put = idempotencyPut(s, response, nowMs).Put;
+  const put = idempotencyPut(s, outcome, nowMs).Put;
   if (!put) throw new Error('idempotencyPut builds a Put');
   try {
     await documentClient.send(new PutCommand(put));
-    return { kind: 'inserted' };
+    return { kind: 'written' };
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
     return {
       kind: 'duplicate',
-      stored: storedResponseOf(error.Item ? unmarshall(error.Item) : undefined),
+      stored: storedOutcomeOf(error.Item ? unmarshall(error.Item) : undefined),
     };
   }
 }

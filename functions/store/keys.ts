@@ -39,10 +39,12 @@ export const listPartitions = {
   level: (tenant: string, level: Level, value: string) => `T#${tenant}#${level}#${value}`,
 };
 
+export const duePartition = (shard: number): string => `DUE#${shard}`;
+
 export function dueShard(reservationId: string): string {
   let h = 0;
   for (const c of reservationId) h = (h * 31 + c.charCodeAt(0)) >>> 0;
-  return `DUE#${h % DUE_SHARDS}`;
+  return duePartition(h % DUE_SHARDS);
 }
 
 export const dueSortKey = (deadlineMs: number, reservationId: string): string =>

@@ -4,14 +4,11 @@ import type { Ledger, LedgerChange, LedgerField } from '../domain/ledger.js';
 import type { Segment, SegmentKind } from '../domain/scopes.js';
 import { segmentText } from '../domain/scopes.js';
 import { documentClient, tableName } from './client.js';
-import {
-  type IdempotencyScope,
-  idempotencyPut,
-  type StoredResponse,
-  storedResponseOf,
-} from './idempotency.js';
+import { type IdempotencyScope, idempotencyPut, type StoredOutcome } from './idempotency.js';
+import { isLedgerItem, ledgerOf, ledgersByScope } from './items.js';
 import { keys, ledgerIndexPartition } from './keys.js';
-import { counterUpdate, getItems, type Item, type TransactItem, transact } from './transact.js';
+import { counterUpdate, getItems, type TransactItem, transact } from './transact.js';
+import { transactWrite, type WriteOutcome } from './write.js';
 
 const FIELD: Record<LedgerField, string> = {
   allocated: 'allocated',
@@ -21,21 +18,6 @@ const FIELD: Record<LedgerField, string> = {
   overdraftLimit: 'overdraft_limit',
   remaining: 'remaining',
 };
-
-export function ledgerOf(item: Item): Ledger {
-  return {
-    scope: String(item.scope),
-    unit: item.unit as Unit,
-    allocated: Number(item.allocated),
-    spent: Number(item.spent),
-    reserved: Number(item.reserved),
-    debt: Number(item.debt),
-    overdraftLimit: Number(item.overdraft_limit),
-    remaining: Number(item.remaining),
-  };
-}
-
-export const isLedgerItem = (item: Item | undefined): item is Item => item?.type === 'ledger';
 
 /** The conditional Update that applies one LedgerChange inside a transaction. */
 export function ledgerUpdate(change: LedgerChange): TransactItem {
@@ -105,14 +87,7 @@ export async function getLedgers(
   unit: Unit,
 ): Promise<Map<string, Ledger>> {
   const items = await getItems(ledgerKeys(scopes, unit));
-  return ledgersByScope(items);
-}
-
-export function ledgersByScope(items: Map<string, Item>): Map<string, Ledger> {
-  const byScope = new Map<string, Ledger>();
-  for (const item of items.values())
-    if (isLedgerItem(item)) byScope.set(String(item.scope), ledgerOf(item));
-  return byScope;
+  return ledgersByScope(items.values());
 }
 
 export interface NewLedger {
@@ -122,8 +97,8 @@ export interface NewLedger {
   readonly createdAt: string;
 }
 
-/** The ledger and one index entry per path segment, all or nothing; `duplicate` if it exists. */
-export async function insertLedger(n: NewLedger): Promise<'inserted' | 'duplicate'> {
+/** The ledger and one index entry per path segment, all or nothing. */
+export function newLedgerTransaction(n: NewLedger): TransactItem[] {
   const { ledger } = n;
   const texts = n.segments.map(segmentText);
   const level: SegmentKind = n.segments[n.segments.length - 1]?.kind ?? 'tenant';
@@ -167,7 +142,12 @@ export async function insertLedger(n: NewLedger): Promise<'inserted' | 'duplicat
       }),
     ),
   ];
-  const outcome = await transact(items);
+  return items;
+}
+
+/** `duplicate` when a ledger for that scope and unit exists. */
+export async function insertLedger(n: NewLedger): Promise<'inserted' | 'duplicate'> {
+  const outcome = await transact(newLedgerTransaction(n));
   return outcome.kind === 'committed' ? 'inserted' : 'duplicate';
 }
 
@@ -236,34 +216,21 @@ export async function queryLedgerIndex(q: LedgerIndexQuery): Promise<LedgerIndex
   return { entries: entries.slice(0, q.limit), hasMore: entries.length > q.limit || false };
 }
 
-export type FundOutcome =
-  | { readonly kind: 'applied' }
-  | { readonly kind: 'replayed'; readonly stored: StoredResponse | undefined }
-  | { readonly kind: 'stale'; readonly item: Item | undefined };
-
 /** One funding change and its idempotency record, in one transaction. */
-export async function fundLedger(
+export function applyFunding(
   change: LedgerChange,
-  idempotency: { scope: IdempotencyScope; response: StoredResponse },
+  idempotency: { scope: IdempotencyScope; outcome: StoredOutcome },
   now: number,
-): Promise<FundOutcome> {
-  const outcome = await transact([
-    ledgerUpdate(change),
-    idempotencyPut(idempotency.scope, idempotency.response, now),
-  ]);
-  if (outcome.kind === 'committed') return { kind: 'applied' };
-  if (outcome.reasons[1]?.code === 'ConditionalCheckFailed') {
-    return { kind: 'replayed', stored: storedResponseOf(outcome.reasons[1].item) };
-  }
-  return { kind: 'stale', item: outcome.reasons[0]?.item };
+): Promise<WriteOutcome> {
+  return transactWrite(
+    [ledgerUpdate(change), idempotencyPut(idempotency.scope, idempotency.outcome, now)],
+    { recordAt: 1, ledgersFrom: 0, ledgerCount: 1 },
+  );
 }
 
 /** The units in which `scope` has a ledger (used only to explain a refusal). */
-export async function unitsOfScope(
-  tenant: string,
-  scope: string,
-  lastSegment: string,
-): Promise<Unit[]> {
+export async function unitsOfScope(tenant: string, scope: string): Promise<Unit[]> {
+  const lastSegment = scope.slice(scope.lastIndexOf('/') + 1);
   const page = await documentClient.send(
     new QueryCommand({
       TableName: tableName(),

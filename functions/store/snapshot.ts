@@ -4,12 +4,12 @@ import type { Reservation } from '../domain/reservation.js';
 import {
   type IdempotencyScope,
   idempotencyKey,
-  type StoredResponse,
-  storedResponseOf,
+  type StoredOutcome,
+  storedOutcomeOf,
 } from './idempotency.js';
+import { isReservationItem, ledgersByScope, reservationOf } from './items.js';
 import { keys } from './keys.js';
-import { ledgerKeys, ledgersByScope } from './ledgers.js';
-import { reservationOf } from './reservations.js';
+import { ledgerKeys } from './ledgers.js';
 import { getItems, type Key } from './transact.js';
 
 export interface SnapshotRequest {
@@ -20,10 +20,10 @@ export interface SnapshotRequest {
 }
 
 export interface Snapshot {
+  /** The outcome stored with the reservation, event or idempotency record asked for. */
+  readonly replay?: StoredOutcome | undefined;
   readonly reservation?: Reservation | undefined;
-  /** The response stored with the reservation, event or idempotency record asked for. */
-  readonly stored?: StoredResponse | undefined;
-  readonly ledgers: Map<string, Ledger>;
+  readonly ledgers: ReadonlyMap<string, Ledger>;
 }
 
 /**
@@ -40,12 +40,14 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   const reservationItem = r.reservationId
     ? items.get(keys.reservation(r.reservationId).pk)
     : undefined;
-  const reservation =
-    reservationItem?.type === 'reservation' ? reservationOf(reservationItem) : undefined;
-  const storedItem = r.idempotency
+  const recordItem = r.idempotency
     ? items.get(idempotencyKey(r.idempotency).pk)
     : r.eventId
       ? items.get(keys.event(r.eventId).pk)
       : reservationItem;
-  return { reservation, stored: storedResponseOf(storedItem), ledgers: ledgersByScope(items) };
+  return {
+    replay: storedOutcomeOf(recordItem),
+    reservation: isReservationItem(reservationItem) ? reservationOf(reservationItem) : undefined,
+    ledgers: ledgersByScope(items.values()),
+  };
 }

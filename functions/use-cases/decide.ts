@@ -1,35 +1,44 @@
+import type { Amount } from '../domain/amounts.js';
+import type { Caller } from '../domain/caller.js';
 import { fingerprint } from '../domain/fingerprint.js';
-import type { TenantCaller } from '../http/auth.js';
-import type { Reply } from '../http/handler.js';
-import type { DecideBody } from '../http/schemas/runtime.js';
+import { admissionRefusal, type RefusalCode } from '../domain/ledger.js';
+import type { Action } from '../domain/reservation.js';
+import { callerScopes, type Subject } from '../domain/scopes.js';
 import { putIdempotencyRecord } from '../store/idempotency.js';
 import { readSnapshot } from '../store/snapshot.js';
-import { decisionFields, evaluate } from './evaluate.js';
-import { replayOrMismatch } from './replay.js';
-import { scopesFor } from './subjects.js';
+import { guardedWrite } from './guarded-write.js';
+
+export interface DecideRequest {
+  readonly idempotencyKey: string;
+  readonly subject: Subject;
+  readonly action: Action;
+  readonly estimate: Amount;
+  readonly metadata?: Record<string, unknown> | undefined;
+}
+export interface Decision {
+  /** Undefined: ALLOW. */
+  readonly refusal?: RefusalCode | undefined;
+  readonly affectedScopes: readonly string[];
+}
 
 /**
  * POST /v1/decide: the reservation's evaluation, answered 200 with DENY for budget and debt
  * conditions. Idempotent: the first answer is recorded and replayed for the same key.
  */
-export async function decide(caller: TenantCaller, body: DecideBody, now: number): Promise<Reply> {
-  const { scopes } = scopesFor(caller, body.subject);
-  const idempotency = { tenant: caller.tenant, operation: 'decide', key: body.idempotency_key };
-  const print = fingerprint(body);
-  const snapshot = await readSnapshot({
-    idempotency,
-    ledgers: { scopes, unit: body.estimate.unit },
+export function decide(caller: Caller, request: DecideRequest, now: number): Promise<Decision> {
+  const { scopes } = callerScopes(caller, request.subject);
+  const idempotency = { tenant: caller.tenant, operation: 'decide', key: request.idempotencyKey };
+  const print = fingerprint(request);
+  return guardedWrite({
+    name: 'decide',
+    fingerprint: print,
+    read: () => readSnapshot({ idempotency, ledgers: { scopes, unit: request.estimate.unit } }),
+    decide: ({ ledgers }) => ({
+      result: {
+        refusal: admissionRefusal(scopes, request.estimate, ledgers)?.code,
+        affectedScopes: scopes,
+      },
+    }),
+    write: ({ result }) => putIdempotencyRecord(idempotency, { fingerprint: print, result }, now),
   });
-  if (snapshot.stored) return replayOrMismatch(snapshot.stored, print);
-  const response = {
-    ...decisionFields(evaluate(scopes, body.estimate, snapshot.ledgers)),
-    affected_scopes: scopes,
-  };
-  const outcome = await putIdempotencyRecord(
-    idempotency,
-    { fingerprint: print, statusCode: 200, body: response },
-    now,
-  );
-  if (outcome.kind === 'duplicate') return replayOrMismatch(outcome.stored, print);
-  return { statusCode: 200, body: response };
 }

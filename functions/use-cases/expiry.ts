@@ -1,5 +1,4 @@
-import { DUE_SHARDS } from '../store/keys.js';
-import { queryDueReservations } from '../store/reservations.js';
+import { walkDueReservations } from '../store/reservation-queries.js';
 import { expireReservation } from './reservations.js';
 
 export interface SweepResult {
@@ -10,7 +9,7 @@ export interface SweepResult {
 /**
  * Expires every reservation past expires_at_ms + grace_period_ms. Each expiry is its own
  * transaction conditioned on ACTIVE-and-due, so two sweepers at once, or a sweep racing a
- * commit, settle each reservation exactly once. Stops early when `stopAt` is reached.
+ * commit, settle each reservation exactly once. Stops early when `stopAt` (real time) is reached.
  */
 export async function sweepExpiredReservations(
   now: number,
@@ -18,17 +17,12 @@ export async function sweepExpiredReservations(
 ): Promise<SweepResult> {
   let expired = 0;
   let examined = 0;
-  for (let shard = 0; shard < DUE_SHARDS; shard++) {
-    for (;;) {
-      if (Date.now() >= stopAt) return { expired, examined };
-      const due = await queryDueReservations(shard, now, 100);
-      examined += due.length;
-      let progressed = 0;
-      for (const r of due) if (await expireReservation(r, now)) progressed++;
-      expired += progressed;
-      // A page with nothing expired is made of index entries not yet caught up: move on.
-      if (due.length < 100 || progressed === 0) break;
-    }
-  }
+  await walkDueReservations(now, { pageSize: 100, stopAt }, async (due) => {
+    examined += due.length;
+    let progressed = 0;
+    for (const r of due) if (await expireReservation(r, now)) progressed++;
+    expired += progressed;
+    return progressed;
+  });
   return { expired, examined };
 }

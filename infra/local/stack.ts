@@ -52,7 +52,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   };
   try {
     // Imported only now: the function modules read their configuration once, at import.
-    const { config } = await import('../../functions/config.js');
+    const { config } = await import('../../functions/config/settings.js');
     if (options.clock) {
       const { useClock } = await import('../../functions/clock.js');
       useClock(options.clock);

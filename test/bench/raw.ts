@@ -16,9 +16,8 @@ import {
 } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
 import { deriveScopes, type Subject } from '../../functions/domain/scopes.js';
-import { amountView, balanceView } from '../../functions/http/views.js';
 import { dynamoClient } from '../../functions/store/client.js';
-import { reserveTransaction, settleTransaction } from '../../functions/store/reservations.js';
+import { reserveTransaction, settleTransaction } from '../../functions/store/reservation-writes.js';
 import { readSnapshot } from '../../functions/store/snapshot.js';
 import { type TransactItem, transact, transactStats } from '../../functions/store/transact.js';
 import { ALLOCATED, TTL_MS, UNIT } from './provision.js';
@@ -43,7 +42,7 @@ const typicalLedger = (scope: string): Ledger => ({
 });
 
 const balancesAfter = (changes: readonly LedgerChange[]) =>
-  changes.map((c) => balanceView(applyDelta(typicalLedger(c.scope), c.delta)));
+  changes.map((c) => applyDelta(typicalLedger(c.scope), c.delta));
 
 /** The reservation and the items a reserve of `amount` on `subject` would send. */
 export function buildReserve(
@@ -72,23 +71,20 @@ export function buildReserve(
     metadata: undefined,
   };
   const holds = scopes.map((s) => holdChange(s, UNIT, amount));
-  const body = {
-    reservation_id: reservation.reservationId,
-    decision: 'ALLOW',
-    expires_at_ms: reservation.expiresAtMs,
-    affected_scopes: scopes,
-    scope_path: scopePath,
-    reserved: amountView(UNIT, amount),
+  // The service's stored result: the same size as what it stores for a reserve.
+  const result = {
+    kind: 'reserved',
+    affectedScopes: scopes,
+    scopePath,
+    reserved: reservation.reserved,
+    reservationId: reservation.reservationId,
+    expiresAtMs: reservation.expiresAtMs,
     balances: balancesAfter(holds),
   };
   const items = reserveTransaction({
     reservation,
     holds,
-    response: {
-      fingerprint: fingerprint({ idempotency_key: idempotencyKey, subject, action }),
-      statusCode: 200,
-      body,
-    },
+    outcome: { fingerprint: fingerprint({ idempotencyKey, subject, action }), result },
   });
   return { reservation, items };
 }
@@ -116,10 +112,10 @@ export async function rawCommit(r: Reservation, actual: number, key: string): Pr
   const charge = chargeAll(ledgers, r.reserved.amount, actual, r.overagePolicy);
   if ('refusal' in charge) throw new Error('raw commit refused');
   const committed: Amount = { unit: r.reserved.unit, amount: actual };
-  const body = {
+  const result = {
     status: 'COMMITTED',
-    charged: amountView(UNIT, actual),
-    released: amountView(UNIT, Math.max(0, r.reserved.amount - actual)),
+    charged: committed,
+    released: { unit: UNIT, amount: Math.max(0, r.reserved.amount - actual) },
     balances: balancesAfter(charge.changes),
   };
   const now = Date.now();
@@ -133,10 +129,9 @@ export async function rawCommit(r: Reservation, actual: number, key: string): Pr
       detail: {},
       idempotency: {
         scope: { tenant: r.tenant, operation: 'commit', key },
-        response: {
-          fingerprint: fingerprint({ reservation_id: r.reservationId, key, actual: committed }),
-          statusCode: 200,
-          body,
+        outcome: {
+          fingerprint: fingerprint({ reservationId: r.reservationId, key, actual: committed }),
+          result,
         },
       },
     }),

@@ -43,12 +43,12 @@ describe('POST /v1/decide', () => {
   it('finds the winning record when its conditional put loses (PutItem ALL_OLD on DynamoDB Local)', async () => {
     const { putIdempotencyRecord } = await import('../../functions/store/idempotency.js');
     const scope = { tenant: 't', operation: 'decide', key: randomUUID() };
-    const first = { fingerprint: 'f1', statusCode: 200, body: { decision: 'ALLOW' } };
+    const first = { fingerprint: 'f1', result: { refusal: 'BUDGET_EXCEEDED', affectedScopes: [] } };
 
     const won = await putIdempotencyRecord(scope, first, Date.now());
     const lost = await putIdempotencyRecord(scope, { ...first, fingerprint: 'f2' }, Date.now());
 
-    expect(won).toEqual({ kind: 'inserted' });
+    expect(won).toEqual({ kind: 'written' });
     expect(lost).toEqual({ kind: 'duplicate', stored: first });
   });
 });

@@ -1,9 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { holdChange, releaseChange } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
+import { newApiKeyTransaction } from '../../functions/store/api-keys.js';
 import { eventTransaction } from '../../functions/store/events.js';
-import { ledgerUpdate } from '../../functions/store/ledgers.js';
-import { reserveTransaction, settleTransaction } from '../../functions/store/reservations.js';
+import { idempotencyPut } from '../../functions/store/idempotency.js';
+import { ledgerUpdate, newLedgerTransaction } from '../../functions/store/ledgers.js';
+import {
+  extensionTransaction,
+  reserveTransaction,
+  settleTransaction,
+} from '../../functions/store/reservation-writes.js';
+import { newTenantPut } from '../../functions/store/tenants.js';
+import { classifyCancellation } from '../../functions/store/write.js';
 
 const scopes = ['tenant:t', 'tenant:t/workspace:w', 'tenant:t/workspace:w/agent:a'];
 const reservation: Reservation = {
@@ -21,14 +29,14 @@ const reservation: Reservation = {
   affectedScopes: scopes,
   overagePolicy: 'REJECT',
 };
-const response = { fingerprint: 'f', statusCode: 200, body: {} };
+const outcome = { fingerprint: 'f', result: {} };
 
 describe('reserveTransaction', () => {
   it('is one conditional hold per scope plus the reservation record: scopes + 1 items', () => {
     const items = reserveTransaction({
       reservation,
       holds: scopes.map((s) => holdChange(s, 'TOKENS', 10)),
-      response,
+      outcome,
     });
 
     expect(items).toHaveLength(scopes.length + 1);
@@ -55,7 +63,7 @@ describe('settleTransaction', () => {
       now: 2_000,
       changes: scopes.map((s) => releaseChange(s, 'TOKENS', 10)),
       committed: { unit: 'TOKENS', amount: 7 },
-      idempotency: { scope: { tenant: 't', operation: 'commit', key: 'c' }, response },
+      idempotency: { scope: { tenant: 't', operation: 'commit', key: 'c' }, outcome },
     });
 
     expect(items).toHaveLength(scopes.length + 2);
@@ -97,19 +105,159 @@ describe('eventTransaction', () => {
     const items = eventTransaction({
       eventId: 'evt_1',
       tenant: 't',
-      record: {},
+      createdAtMs: 1_000,
+      subject: { workspace: 'w' },
+      action: { kind: 'llm', name: 'm' },
+      actual: { unit: 'TOKENS', amount: 5 },
+      scopes,
+      overagePolicy: 'REJECT',
       charges: scopes.map((s) => ({
         scope: s,
         unit: 'TOKENS' as const,
         delta: { spent: 5, remaining: -5 },
         guard: { kind: 'covers' as const, amount: 5 },
       })),
-      response,
+      outcome,
     });
 
     expect(items).toHaveLength(scopes.length + 1);
     expect(items[0]?.Update?.ConditionExpression).toBe(
       'attribute_exists(#pk) AND #remaining >= :g_amount',
     );
+  });
+});
+
+describe('extensionTransaction', () => {
+  it('moves expiry, deadline and due key, conditioned on the expiry that was read', () => {
+    const items = extensionTransaction({
+      reservation,
+      newExpiresAtMs: 71_000,
+      now: 2_000,
+      idempotency: { scope: { tenant: 't', operation: 'extend', key: 'e' }, outcome },
+    });
+
+    expect(items).toHaveLength(2);
+    expect(items[0]?.Update?.ConditionExpression).toBe(
+      '#status = :active AND #tenant = :tenant AND #expires = :seen AND #expires > :now',
+    );
+    expect(items[0]?.Update?.ExpressionAttributeValues).toMatchObject({
+      ':seen': 61_000,
+      ':expires': 71_000,
+      ':deadline': 76_000,
+    });
+    expect(items[1]?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
+  });
+});
+
+describe('idempotencyPut', () => {
+  it('stores the fingerprint and the result, and expires seven days later', () => {
+    const put = idempotencyPut({ tenant: 't', operation: 'fund', key: 'k' }, outcome, 1_000);
+
+    expect(put.Put?.Item).toMatchObject({ fingerprint: 'f', result: '{}', ttl: 604_801 });
+    expect(put.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
+  });
+});
+
+describe('newLedgerTransaction', () => {
+  it('puts the ledger and one index entry per path segment, each only if absent', () => {
+    const items = newLedgerTransaction({
+      tenant: 't',
+      segments: [
+        { kind: 'tenant', value: 't' },
+        { kind: 'workspace', value: 'w' },
+      ],
+      ledger: {
+        scope: 'tenant:t/workspace:w',
+        unit: 'TOKENS',
+        allocated: 10,
+        spent: 0,
+        reserved: 0,
+        debt: 0,
+        overdraftLimit: 0,
+        remaining: 10,
+      },
+      createdAt: '2026-01-01T00:00:00.000Z',
+    });
+
+    expect(items).toHaveLength(3);
+    for (const item of items)
+      expect(item.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
+    expect(items[2]?.Put?.Item).toMatchObject({ type: 'ledger-index', level: 'workspace' });
+  });
+});
+
+describe('newApiKeyTransaction and newTenantPut', () => {
+  it('stores a key only under an existing tenant, and a tenant only once', () => {
+    const key = {
+      keyId: 'key_1',
+      keyPrefix: 'cyc_live_abcde',
+      tenant: 't',
+      name: 'n',
+      permissions: [],
+      createdAt: '2026-01-01T00:00:00.000Z',
+    };
+
+    const items = newApiKeyTransaction('hash', key);
+    const tenant = newTenantPut({ tenantId: 't', name: 'T', status: 'ACTIVE', createdAt: 'x' });
+
+    expect(items[0]?.ConditionCheck?.ConditionExpression).toBe('attribute_exists(#pk)');
+    expect(items[1]?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
+    expect(JSON.stringify(items)).not.toContain('cyc_live_abcdefgh');
+    expect(tenant.ConditionExpression).toBe('attribute_not_exists(#pk)');
+  });
+});
+
+describe('classifyCancellation', () => {
+  const ledgerItem = {
+    type: 'ledger',
+    scope: 'tenant:t',
+    unit: 'TOKENS',
+    allocated: 10,
+    spent: 0,
+    reserved: 8,
+    debt: 0,
+    overdraft_limit: 0,
+    remaining: 2,
+  };
+  const layout = { recordAt: 2, ledgersFrom: 0, ledgerCount: 2 };
+
+  it('reads a failed record condition as a duplicate carrying the stored outcome', () => {
+    const reasons = [
+      { code: 'None' },
+      { code: 'None' },
+      { code: 'ConditionalCheckFailed', item: { fingerprint: 'f', result: '{"a":1}' } },
+    ];
+
+    expect(classifyCancellation(reasons, layout)).toEqual({
+      kind: 'duplicate',
+      stored: { fingerprint: 'f', result: { a: 1 } },
+    });
+  });
+
+  it('reads failed ledger conditions as stale, with each ledger decoded as it was (or missing)', () => {
+    const reasons = [
+      { code: 'ConditionalCheckFailed', item: ledgerItem },
+      { code: 'ConditionalCheckFailed' },
+      { code: 'None' },
+    ];
+
+    const outcome = classifyCancellation(reasons, layout);
+
+    expect(outcome).toEqual({
+      kind: 'stale',
+      refused: [
+        { index: 0, ledger: expect.objectContaining({ scope: 'tenant:t', remaining: 2 }) },
+        { index: 1, ledger: undefined },
+      ],
+    });
+  });
+
+  it('reads a failed reservation condition (before the ledgers) as stale with no ledger evidence', () => {
+    const reasons = [{ code: 'ConditionalCheckFailed' }, { code: 'None' }, { code: 'None' }];
+
+    expect(classifyCancellation(reasons, { recordAt: 2, ledgersFrom: 1, ledgerCount: 1 })).toEqual({
+      kind: 'stale',
+      refused: [],
+    });
   });
 });

@@ -1,5 +1,8 @@
 import * as z from 'zod';
 import { PERMISSIONS } from '../../domain/permissions.js';
+import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
+import type { BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
+import type { TenantRequest } from '../../use-cases/tenants.js';
 import { Amount, IdempotencyKey, Unit } from './common.js';
 
 /** Tenant ids: 1 to 64 of letters, digits, '_', '.', '-', starting with a letter or digit. */
@@ -12,30 +15,51 @@ export const TenantId = z
     "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'",
   );
 
-export const CreateTenantBody = z.object({
-  tenant_id: TenantId,
-  name: z.string().min(1).max(256),
-});
+export const CreateTenantBody = z
+  .object({
+    tenant_id: TenantId,
+    name: z.string().min(1).max(256),
+  })
+  .transform((b): TenantRequest => ({ tenantId: b.tenant_id, name: b.name }));
 export type CreateTenantBody = z.infer<typeof CreateTenantBody>;
 
-export const CreateApiKeyBody = z.object({
-  tenant_id: TenantId,
-  name: z.string().min(1).max(256),
-  description: z.string().max(1024).optional(),
-  permissions: z
-    .array(z.enum(PERMISSIONS))
-    .max(PERMISSIONS.length)
-    .default([...PERMISSIONS]),
-  expires_at: z.iso.datetime({ offset: true }).optional(),
-});
+export const CreateApiKeyBody = z
+  .object({
+    tenant_id: TenantId,
+    name: z.string().min(1).max(256),
+    description: z.string().max(1024).optional(),
+    permissions: z
+      .array(z.enum(PERMISSIONS))
+      .max(PERMISSIONS.length)
+      .default([...PERMISSIONS]),
+    expires_at: z.iso.datetime({ offset: true }).optional(),
+  })
+  .transform(
+    (b): ApiKeyRequest => ({
+      tenantId: b.tenant_id,
+      name: b.name,
+      description: b.description,
+      permissions: b.permissions,
+      expiresAt: b.expires_at,
+    }),
+  );
 export type CreateApiKeyBody = z.infer<typeof CreateApiKeyBody>;
 
-export const CreateBudgetBody = z.object({
-  scope: z.string().min(1).max(4096),
-  unit: Unit,
-  allocated: Amount,
-  overdraft_limit: Amount.optional(),
-});
+export const CreateBudgetBody = z
+  .object({
+    scope: z.string().min(1).max(4096),
+    unit: Unit,
+    allocated: Amount,
+    overdraft_limit: Amount.optional(),
+  })
+  .transform(
+    (b): BudgetRequest => ({
+      scope: b.scope,
+      unit: b.unit,
+      allocated: b.allocated,
+      overdraftLimit: b.overdraft_limit,
+    }),
+  );
 export type CreateBudgetBody = z.infer<typeof CreateBudgetBody>;
 
 export const FundParams = z.object({ scope: z.string().min(1).max(4096), unit: Unit });
@@ -45,6 +69,18 @@ export const FundBudgetBody = z.object({
   amount: Amount,
   idempotency_key: IdempotencyKey,
   reason: z.string().max(1024).optional(),
+});
+/** The fund request: the budget from the path, the operation from the body. */
+export const fundRequest = (
+  params: z.infer<typeof FundParams>,
+  b: FundBudgetBody,
+): FundRequest => ({
+  scope: params.scope,
+  unit: params.unit,
+  operation: b.operation,
+  amount: b.amount,
+  idempotencyKey: b.idempotency_key,
+  reason: b.reason,
 });
 export type FundBudgetBody = z.infer<typeof FundBudgetBody>;
 

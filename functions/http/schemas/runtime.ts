@@ -1,4 +1,13 @@
 import * as z from 'zod';
+import type { DecideRequest } from '../../use-cases/decide.js';
+import type { EventRequest } from '../../use-cases/events.js';
+import type { BalanceFilters, ReservationFilters } from '../../use-cases/reads.js';
+import type {
+  CommitRequest,
+  ExtendRequest,
+  ReleaseRequest,
+  ReservationRequest,
+} from '../../use-cases/reservations.js';
 import {
   Action,
   Amount,
@@ -14,76 +23,140 @@ import {
 } from './common.js';
 
 // SPEC § Endpoints. Defaults live here so no later layer re-applies them.
-export const CreateReservationBody = z.object({
-  idempotency_key: IdempotencyKey,
-  subject: Subject,
-  action: Action,
-  estimate: Amount,
-  ttl_ms: z.number().int().min(1_000).max(86_400_000).default(60_000),
-  grace_period_ms: z.number().int().min(0).max(60_000).default(5_000),
-  overage_policy: OveragePolicy.default('REJECT'),
-  dry_run: z.boolean().default(false),
-  metadata: Metadata.optional(),
-});
+export const CreateReservationBody = z
+  .object({
+    idempotency_key: IdempotencyKey,
+    subject: Subject,
+    action: Action,
+    estimate: Amount,
+    ttl_ms: z.number().int().min(1_000).max(86_400_000).default(60_000),
+    grace_period_ms: z.number().int().min(0).max(60_000).default(5_000),
+    overage_policy: OveragePolicy.default('REJECT'),
+    dry_run: z.boolean().default(false),
+    metadata: Metadata.optional(),
+  })
+  .transform(
+    (b): ReservationRequest => ({
+      idempotencyKey: b.idempotency_key,
+      subject: b.subject,
+      action: b.action,
+      estimate: b.estimate,
+      ttlMs: b.ttl_ms,
+      gracePeriodMs: b.grace_period_ms,
+      overagePolicy: b.overage_policy,
+      dryRun: b.dry_run,
+      metadata: b.metadata,
+    }),
+  );
 export type CreateReservationBody = z.infer<typeof CreateReservationBody>;
 
-export const DecideBody = z.object({
-  idempotency_key: IdempotencyKey,
-  subject: Subject,
-  action: Action,
-  estimate: Amount,
-  metadata: Metadata.optional(),
-});
+export const DecideBody = z
+  .object({
+    idempotency_key: IdempotencyKey,
+    subject: Subject,
+    action: Action,
+    estimate: Amount,
+    metadata: Metadata.optional(),
+  })
+  .transform(
+    (b): DecideRequest => ({
+      idempotencyKey: b.idempotency_key,
+      subject: b.subject,
+      action: b.action,
+      estimate: b.estimate,
+      metadata: b.metadata,
+    }),
+  );
 export type DecideBody = z.infer<typeof DecideBody>;
 
 export const ReservationIdParams = z.object({ reservation_id: z.string().min(1).max(128) });
 
-export const CommitBody = z.object({
-  idempotency_key: IdempotencyKey,
-  actual: Amount,
-  metrics: StandardMetrics.optional(),
-  metadata: Metadata.optional(),
-});
+export const CommitBody = z
+  .object({
+    idempotency_key: IdempotencyKey,
+    actual: Amount,
+    metrics: StandardMetrics.optional(),
+    metadata: Metadata.optional(),
+  })
+  .transform(
+    (b): CommitRequest => ({
+      idempotencyKey: b.idempotency_key,
+      actual: b.actual,
+      metrics: b.metrics,
+      metadata: b.metadata,
+    }),
+  );
 export type CommitBody = z.infer<typeof CommitBody>;
 
-export const ReleaseBody = z.object({
-  idempotency_key: IdempotencyKey,
-  reason: z.string().max(256).optional(),
-});
+export const ReleaseBody = z
+  .object({
+    idempotency_key: IdempotencyKey,
+    reason: z.string().max(256).optional(),
+  })
+  .transform((b): ReleaseRequest => ({ idempotencyKey: b.idempotency_key, reason: b.reason }));
 export type ReleaseBody = z.infer<typeof ReleaseBody>;
 
-export const ExtendBody = z.object({
-  idempotency_key: IdempotencyKey,
-  extend_by_ms: z.number().int().min(1).max(86_400_000),
-  metadata: Metadata.optional(),
-});
+export const ExtendBody = z
+  .object({
+    idempotency_key: IdempotencyKey,
+    extend_by_ms: z.number().int().min(1).max(86_400_000),
+    metadata: Metadata.optional(),
+  })
+  .transform(
+    (b): ExtendRequest => ({
+      idempotencyKey: b.idempotency_key,
+      extendByMs: b.extend_by_ms,
+      metadata: b.metadata,
+    }),
+  );
 export type ExtendBody = z.infer<typeof ExtendBody>;
 
-export const CreateEventBody = z.object({
-  idempotency_key: IdempotencyKey,
-  subject: Subject,
-  action: Action,
-  actual: Amount,
-  overage_policy: OveragePolicy.default('REJECT'),
-  metrics: StandardMetrics.optional(),
-  client_time_ms: z.number().int().min(0).optional(),
-  metadata: Metadata.optional(),
-});
+export const CreateEventBody = z
+  .object({
+    idempotency_key: IdempotencyKey,
+    subject: Subject,
+    action: Action,
+    actual: Amount,
+    overage_policy: OveragePolicy.default('REJECT'),
+    metrics: StandardMetrics.optional(),
+    client_time_ms: z.number().int().min(0).optional(),
+    metadata: Metadata.optional(),
+  })
+  .transform(
+    (b): EventRequest => ({
+      idempotencyKey: b.idempotency_key,
+      subject: b.subject,
+      action: b.action,
+      actual: b.actual,
+      overagePolicy: b.overage_policy,
+      metrics: b.metrics,
+      clientTimeMs: b.client_time_ms,
+      metadata: b.metadata,
+    }),
+  );
 export type CreateEventBody = z.infer<typeof CreateEventBody>;
 
-export const ListReservationsQuery = z.object({
-  ...SubjectFilters,
-  status: z.enum(['ACTIVE', 'COMMITTED', 'RELEASED', 'EXPIRED']).optional(),
-  idempotency_key: IdempotencyKey.optional(),
-  limit: PageLimit,
-  cursor: Cursor.optional(),
-});
+export const ListReservationsQuery = z
+  .object({
+    ...SubjectFilters,
+    status: z.enum(['ACTIVE', 'COMMITTED', 'RELEASED', 'EXPIRED']).optional(),
+    idempotency_key: IdempotencyKey.optional(),
+    limit: PageLimit,
+    cursor: Cursor.optional(),
+  })
+  .transform(
+    ({ idempotency_key, ...q }): ReservationFilters => ({ ...q, idempotencyKey: idempotency_key }),
+  );
 export type ListReservationsQuery = z.infer<typeof ListReservationsQuery>;
 
-export const ListBalancesQuery = z.object({
-  ...SubjectFilters,
-  include_children: BooleanParam.default(false),
-  limit: PageLimit,
-  cursor: Cursor.optional(),
-});
+export const ListBalancesQuery = z
+  .object({
+    ...SubjectFilters,
+    include_children: BooleanParam.default(false),
+    limit: PageLimit,
+    cursor: Cursor.optional(),
+  })
+  .transform(
+    ({ include_children, ...q }): BalanceFilters => ({ ...q, includeChildren: include_children }),
+  );
 export type ListBalancesQuery = z.infer<typeof ListBalancesQuery>;

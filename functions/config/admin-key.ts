@@ -1,6 +1,6 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { config } from '../config.js';
 import { log } from '../log.js';
+import { config } from './settings.js';
 
 let cached: { readonly value: string; readonly at: number } | undefined;
 let inFlight: Promise<string> | undefined;

@@ -1,0 +1,24 @@
+import { DomainError } from './errors.js';
+import type { Permission } from './permissions.js';
+
+/** Who is asking: the tenant an API key belongs to, the key, and what it may do. */
+export interface Caller {
+  readonly tenant: string;
+  readonly keyId: string;
+  readonly permissions: readonly Permission[];
+}
+
+/**
+ * The one ownership rule: a key reads and changes only its own tenant's data. `what` names the
+ * thing in the 403 message ("reservation rsv_…", "scope tenant:…").
+ */
+export function requireOwnTenant(
+  caller: Caller,
+  tenant: string,
+  what: string,
+  details?: Record<string, unknown>,
+): void {
+  if (tenant !== caller.tenant) {
+    throw new DomainError('FORBIDDEN', `${what} belongs to another tenant`, details);
+  }
+}

@@ -1,0 +1,67 @@
+import type { Unit } from '../domain/amounts.js';
+import type { ApiKey } from '../domain/api-keys.js';
+import type { Ledger } from '../domain/ledger.js';
+import type { Permission } from '../domain/permissions.js';
+import type { Reservation, ReservationStatus } from '../domain/reservation.js';
+import type { Item } from './transact.js';
+
+// Items → domain values. Nothing above the store sees a raw item.
+
+export const isLedgerItem = (item: Item | undefined): item is Item => item?.type === 'ledger';
+export const isReservationItem = (item: Item | undefined): item is Item =>
+  item?.type === 'reservation';
+
+export function ledgerOf(item: Item): Ledger {
+  return {
+    scope: String(item.scope),
+    unit: item.unit as Unit,
+    allocated: Number(item.allocated),
+    spent: Number(item.spent),
+    reserved: Number(item.reserved),
+    debt: Number(item.debt),
+    overdraftLimit: Number(item.overdraft_limit),
+    remaining: Number(item.remaining),
+  };
+}
+
+export function reservationOf(item: Item): Reservation {
+  const unit = item.unit as Unit;
+  return {
+    reservationId: String(item.reservation_id),
+    tenant: String(item.tenant),
+    status: item.status as ReservationStatus,
+    idempotencyKey: String(item.idempotency_key),
+    subject: item.subject as Reservation['subject'],
+    action: item.action as Reservation['action'],
+    reserved: { unit, amount: Number(item.estimate) },
+    committed: item.committed === undefined ? undefined : { unit, amount: Number(item.committed) },
+    createdAtMs: Number(item.created_at_ms),
+    expiresAtMs: Number(item.expires_at_ms),
+    gracePeriodMs: Number(item.grace_period_ms),
+    finalizedAtMs: item.finalized_at_ms === undefined ? undefined : Number(item.finalized_at_ms),
+    scopePath: String(item.scope_path),
+    affectedScopes: item.scopes as string[],
+    overagePolicy: item.overage_policy as Reservation['overagePolicy'],
+    metadata: item.metadata as Reservation['metadata'],
+  };
+}
+
+export function apiKeyOf(item: Item): ApiKey {
+  return {
+    keyId: String(item.key_id),
+    keyPrefix: String(item.key_prefix),
+    tenant: String(item.tenant),
+    name: String(item.name),
+    description: item.description as string | undefined,
+    permissions: item.permissions as Permission[],
+    createdAt: String(item.created_at),
+    expiresAt: item.expires_at as string | undefined,
+  };
+}
+
+/** The ledgers among `items`, by scope. */
+export function ledgersByScope(items: Iterable<Item>): Map<string, Ledger> {
+  const byScope = new Map<string, Ledger>();
+  for (const item of items) if (isLedgerItem(item)) byScope.set(String(item.scope), ledgerOf(item));
+  return byScope;
+}

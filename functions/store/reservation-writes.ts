@@ -1,0 +1,199 @@
+import type { Amount } from '../domain/amounts.js';
+import type { LedgerChange } from '../domain/ledger.js';
+import { type Reservation, settleDeadline } from '../domain/reservation.js';
+import { LEVELS } from '../domain/scopes.js';
+import { tableName } from './client.js';
+import {
+  type IdempotencyScope,
+  idempotencyPut,
+  type StoredOutcome,
+  storedOutcomeAttributes,
+} from './idempotency.js';
+import { dueShard, dueSortKey, keys, listPartitions, listSortKey } from './keys.js';
+import { ledgerUpdate } from './ledgers.js';
+import type { Item, TransactItem } from './transact.js';
+import { transactWrite, type WriteOutcome } from './write.js';
+
+export interface NewReservation {
+  readonly reservation: Reservation;
+  readonly holds: readonly LedgerChange[];
+  readonly outcome: StoredOutcome;
+}
+
+/** The listing index keys: one per filter GET /v1/reservations can pick an index by. */
+function listAttributes(r: Reservation): Item {
+  const attributes: Item = {
+    tenant_pk: listPartitions.tenant(r.tenant),
+    status_pk: listPartitions.status(r.tenant, r.status),
+    list_sk: listSortKey(r.createdAtMs, r.reservationId),
+  };
+  for (const level of LEVELS.slice(1)) {
+    const value = r.subject[level];
+    if (value !== undefined)
+      attributes[`${level}_pk`] = listPartitions.level(r.tenant, level, value);
+  }
+  return attributes;
+}
+
+/** Holds on every scope, then the reservation record (its own idempotency record): scopes + 1 items. */
+export function reserveTransaction(n: NewReservation): TransactItem[] {
+  const r = n.reservation;
+  return [
+    ...n.holds.map(ledgerUpdate),
+    {
+      Put: {
+        TableName: tableName(),
+        Item: {
+          ...keys.reservation(r.reservationId),
+          type: 'reservation',
+          reservation_id: r.reservationId,
+          tenant: r.tenant,
+          status: r.status,
+          idempotency_key: r.idempotencyKey,
+          subject: r.subject,
+          action: r.action,
+          unit: r.reserved.unit,
+          estimate: r.reserved.amount,
+          created_at_ms: r.createdAtMs,
+          expires_at_ms: r.expiresAtMs,
+          grace_period_ms: r.gracePeriodMs,
+          deadline_ms: settleDeadline(r),
+          scope_path: r.scopePath,
+          scopes: r.affectedScopes,
+          overage_policy: r.overagePolicy,
+          metadata: r.metadata,
+          ...storedOutcomeAttributes(n.outcome),
+          ...listAttributes(r),
+          due_pk: dueShard(r.reservationId),
+          due_sk: dueSortKey(settleDeadline(r), r.reservationId),
+        },
+        // Keyed by a hash of (tenant, idempotency key): a replay fails here instead of reserving twice.
+        ConditionExpression: 'attribute_not_exists(#pk)',
+        ExpressionAttributeNames: { '#pk': 'pk' },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+  ];
+}
+
+export function insertReservation(n: NewReservation): Promise<WriteOutcome> {
+  return transactWrite(reserveTransaction(n), {
+    recordAt: n.holds.length,
+    ledgersFrom: 0,
+    ledgerCount: n.holds.length,
+  });
+}
+
+export interface Settlement {
+  readonly reservation: Reservation;
+  readonly to: 'COMMITTED' | 'RELEASED' | 'EXPIRED';
+  readonly now: number;
+  readonly changes: readonly LedgerChange[];
+  readonly committed?: Amount | undefined;
+  readonly detail?: Record<string, unknown> | undefined;
+  /** Commit and release record their outcome; the sweeper's expiry has none to record. */
+  readonly idempotency?:
+    | { readonly scope: IdempotencyScope; readonly outcome: StoredOutcome }
+    | undefined;
+}
+
+/**
+ * Commit, release or expiry: one transaction conditioned on the reservation still being ACTIVE
+ * (and before, resp. after, its deadline), so whichever settles first wins and the others fail.
+ */
+export function settleTransaction(s: Settlement): TransactItem[] {
+  const r = s.reservation;
+  const beforeDeadline = s.to !== 'EXPIRED';
+  const items: TransactItem[] = [
+    {
+      Update: {
+        TableName: tableName(),
+        Key: keys.reservation(r.reservationId),
+        UpdateExpression: `SET #status = :to, #status_pk = :status_pk, #finalized = :now${s.committed ? ', #committed = :committed' : ''}${s.detail ? ', #detail = :detail' : ''} REMOVE #due_pk, #due_sk`,
+        ConditionExpression: `#status = :active AND #tenant = :tenant AND #deadline ${beforeDeadline ? '>' : '<='} :now`,
+        ExpressionAttributeNames: {
+          '#status': 'status',
+          '#status_pk': 'status_pk',
+          '#finalized': 'finalized_at_ms',
+          '#tenant': 'tenant',
+          '#deadline': 'deadline_ms',
+          '#due_pk': 'due_pk',
+          '#due_sk': 'due_sk',
+          ...(s.committed && { '#committed': 'committed' }),
+          ...(s.detail && { '#detail': `${s.to.toLowerCase()}_detail` }),
+        },
+        ExpressionAttributeValues: {
+          ':to': s.to,
+          ':status_pk': listPartitions.status(r.tenant, s.to),
+          ':now': s.now,
+          ':active': 'ACTIVE',
+          ':tenant': r.tenant,
+          ...(s.committed && { ':committed': s.committed.amount }),
+          ...(s.detail && { ':detail': s.detail }),
+        },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+    ...s.changes.map(ledgerUpdate),
+  ];
+  if (s.idempotency) items.push(idempotencyPut(s.idempotency.scope, s.idempotency.outcome, s.now));
+  return items;
+}
+
+/** `stale` also when the reservation is no longer ACTIVE-and-settleable: read it again. */
+export function settleReservation(s: Settlement): Promise<WriteOutcome> {
+  return transactWrite(settleTransaction(s), {
+    recordAt: s.idempotency ? 1 + s.changes.length : undefined,
+    ledgersFrom: 1,
+    ledgerCount: s.changes.length,
+  });
+}
+
+export interface Extension {
+  readonly reservation: Reservation;
+  readonly newExpiresAtMs: number;
+  readonly now: number;
+  readonly metadata?: Record<string, unknown> | undefined;
+  readonly idempotency: { readonly scope: IdempotencyScope; readonly outcome: StoredOutcome };
+}
+
+/** Moves expiry (and the sweeper's due key) forward; conditioned on the expiry that was read. */
+export function extensionTransaction(e: Extension): TransactItem[] {
+  const r = e.reservation;
+  const newDeadline = e.newExpiresAtMs + r.gracePeriodMs;
+  return [
+    {
+      Update: {
+        TableName: tableName(),
+        Key: keys.reservation(r.reservationId),
+        UpdateExpression: `SET #expires = :expires, #deadline = :deadline, #due_sk = :due_sk${e.metadata ? ', #meta = :meta' : ''}`,
+        ConditionExpression:
+          '#status = :active AND #tenant = :tenant AND #expires = :seen AND #expires > :now',
+        ExpressionAttributeNames: {
+          '#status': 'status',
+          '#tenant': 'tenant',
+          '#expires': 'expires_at_ms',
+          '#deadline': 'deadline_ms',
+          '#due_sk': 'due_sk',
+          ...(e.metadata && { '#meta': 'extend_metadata' }),
+        },
+        ExpressionAttributeValues: {
+          ':active': 'ACTIVE',
+          ':tenant': r.tenant,
+          ':seen': r.expiresAtMs,
+          ':now': e.now,
+          ':expires': e.newExpiresAtMs,
+          ':deadline': newDeadline,
+          ':due_sk': dueSortKey(newDeadline, r.reservationId),
+          ...(e.metadata && { ':meta': e.metadata }),
+        },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+    idempotencyPut(e.idempotency.scope, e.idempotency.outcome, e.now),
+  ];
+}
+
+export function moveReservationExpiry(e: Extension): Promise<WriteOutcome> {
+  return transactWrite(extensionTransaction(e), { recordAt: 1, ledgersFrom: 1, ledgerCount: 0 });
+}

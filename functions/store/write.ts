@@ -1,0 +1,58 @@
+import type { Ledger } from '../domain/ledger.js';
+import { type StoredOutcome, storedOutcomeOf } from './idempotency.js';
+import { isLedgerItem, ledgerOf } from './items.js';
+import { type CancellationReason, type TransactItem, transact } from './transact.js';
+
+/**
+ * What every guarded write comes back with: written; a duplicate (the idempotency record
+ * already existed: its outcome replays); or stale (a condition failed because the state moved
+ * since it was read), with the ledgers whose conditions failed as they were then.
+ */
+export type WriteOutcome =
+  | { readonly kind: 'written' }
+  | { readonly kind: 'duplicate'; readonly stored: StoredOutcome | undefined }
+  | { readonly kind: 'stale'; readonly refused: readonly RefusedLedger[] };
+
+/** `index` is the position in the write's ledger changes; `ledger` undefined: there is none. */
+export interface RefusedLedger {
+  readonly index: number;
+  readonly ledger: Ledger | undefined;
+}
+
+/** Where a transaction's items are: its idempotency record, and its run of ledger updates. */
+export interface TransactionLayout {
+  readonly recordAt?: number | undefined;
+  readonly ledgersFrom: number;
+  readonly ledgerCount: number;
+}
+
+/** One TransactWriteItems, its cancellation read the one way every write reads it. */
+export async function transactWrite(
+  items: TransactItem[],
+  layout: TransactionLayout,
+): Promise<WriteOutcome> {
+  const outcome = await transact(items);
+  return outcome.kind === 'committed'
+    ? { kind: 'written' }
+    : classifyCancellation(outcome.reasons, layout);
+}
+
+/** CancellationReasons are index-aligned with the items sent. */
+export function classifyCancellation(
+  reasons: readonly CancellationReason[],
+  layout: TransactionLayout,
+): WriteOutcome {
+  const failed = (i: number | undefined) =>
+    i !== undefined && reasons[i]?.code === 'ConditionalCheckFailed';
+  if (failed(layout.recordAt)) {
+    return { kind: 'duplicate', stored: storedOutcomeOf(reasons[layout.recordAt ?? -1]?.item) };
+  }
+  const refused: RefusedLedger[] = [];
+  for (let index = 0; index < layout.ledgerCount; index++) {
+    const at = layout.ledgersFrom + index;
+    if (!failed(at)) continue;
+    const item = reasons[at]?.item;
+    refused.push({ index, ledger: isLedgerItem(item) ? ledgerOf(item) : undefined });
+  }
+  return { kind: 'stale', refused };
+}

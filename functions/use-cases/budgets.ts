@@ -1,0 +1,122 @@
+import { type Amount, MAX_AMOUNT, type Unit } from '../domain/amounts.js';
+import { type Caller, requireOwnTenant } from '../domain/caller.js';
+import { DomainError, invalidRequest } from '../domain/errors.js';
+import { fingerprint } from '../domain/fingerprint.js';
+import { applyDelta, type FundOperation, fundChange, type Ledger } from '../domain/ledger.js';
+import { parseScope, type Segment, tenantOfScope } from '../domain/scopes.js';
+import { applyFunding, insertLedger } from '../store/ledgers.js';
+import { readSnapshot } from '../store/snapshot.js';
+import { guardedWrite } from './guarded-write.js';
+
+/** A scope in canonical form, of the caller's own tenant. */
+function callerScope(caller: Caller, scope: string): Segment[] {
+  const segments = parseScope(scope);
+  requireOwnTenant(caller, tenantOfScope(segments), `scope ${scope}`, { scope });
+  return segments;
+}
+
+export interface BudgetRequest {
+  readonly scope: string;
+  readonly unit: Unit;
+  readonly allocated: Amount;
+  readonly overdraftLimit?: Amount | undefined;
+}
+export interface Budget {
+  readonly tenant: string;
+  readonly ledger: Ledger;
+  readonly createdAt: string;
+}
+
+/** POST /v1/admin/budgets (tenant key): a ledger whose allocation is spendable at once. */
+export async function createBudget(
+  caller: Caller,
+  request: BudgetRequest,
+  now: number,
+): Promise<Budget> {
+  const segments = callerScope(caller, request.scope);
+  for (const [field, amount] of [
+    ['allocated', request.allocated],
+    ['overdraft_limit', request.overdraftLimit],
+  ] as const) {
+    if (amount && amount.unit !== request.unit) {
+      throw invalidRequest(`${field}.unit: must equal unit ${request.unit}`, {
+        field: `${field}.unit`,
+      });
+    }
+  }
+  const ledger: Ledger = {
+    scope: request.scope,
+    unit: request.unit,
+    allocated: request.allocated.amount,
+    spent: 0,
+    reserved: 0,
+    debt: 0,
+    overdraftLimit: request.overdraftLimit?.amount ?? 0,
+    remaining: request.allocated.amount,
+  };
+  const budget: Budget = { tenant: caller.tenant, ledger, createdAt: new Date(now).toISOString() };
+  if ((await insertLedger({ ...budget, segments })) === 'duplicate') {
+    throw new DomainError(
+      'DUPLICATE_RESOURCE',
+      `a budget for ${request.scope} in ${request.unit} already exists`,
+      { scope: request.scope, unit: request.unit },
+    );
+  }
+  return budget;
+}
+
+export interface FundRequest {
+  readonly scope: string;
+  readonly unit: Unit;
+  readonly operation: FundOperation;
+  readonly amount: Amount;
+  readonly idempotencyKey: string;
+  readonly reason?: string | undefined;
+}
+export interface Funded {
+  readonly operation: FundOperation;
+  readonly before: Ledger;
+  readonly after: Ledger;
+}
+
+/** POST /v1/admin/budgets/{scope}/{unit}/fund: CREDIT, RESET or REPAY_DEBT, idempotent. */
+export function fundBudget(caller: Caller, request: FundRequest, now: number): Promise<Funded> {
+  callerScope(caller, request.scope);
+  if (request.amount.unit !== request.unit) {
+    throw new DomainError(
+      'UNIT_MISMATCH',
+      `amount is in ${request.amount.unit}, the budget in ${request.unit}`,
+      { requested_unit: request.amount.unit, expected_unit: request.unit },
+    );
+  }
+  const idempotency = { tenant: caller.tenant, operation: 'fund', key: request.idempotencyKey };
+  const print = fingerprint(request);
+  const { scope, unit, amount } = request;
+  return guardedWrite({
+    name: 'funding',
+    fingerprint: print,
+    read: () => readSnapshot({ idempotency, ledgers: { scopes: [scope], unit } }),
+    decide: ({ ledgers }) => {
+      const ledger = ledgers.get(scope);
+      if (!ledger) throw new DomainError('NOT_FOUND', `no budget for ${scope} in ${unit}`);
+      const change = fundChange(ledger, request.operation, amount.amount, MAX_AMOUNT);
+      const result: Funded = {
+        operation: request.operation,
+        before: ledger,
+        after: applyDelta(ledger, change.delta),
+      };
+      return { result, change };
+    },
+    write: ({ result, change }) =>
+      applyFunding(change, { scope: idempotency, outcome: { fingerprint: print, result } }, now),
+    // A concurrent credit may have brought allocated near the largest amount.
+    refusalOf: (refused, { change }) => {
+      const allocated = refused[0]?.ledger?.allocated ?? 0;
+      return change.guard.kind === 'maxAllocated' && allocated > MAX_AMOUNT - amount.amount
+        ? invalidRequest(`allocated would exceed the largest amount ${MAX_AMOUNT}`, {
+            field: 'amount',
+          })
+        : undefined;
+    },
+  });
+}

@@ -1,0 +1,93 @@
+import { DomainError } from '../domain/errors.js';
+import type { StoredOutcome } from '../store/idempotency.js';
+import type { RefusedLedger, WriteOutcome } from '../store/write.js';
+
+/** Returned by `decide` when what was read can no longer be trusted: read again. */
+export const readAgain = Symbol('readAgain');
+
+/** Bounded retries when a guarded write found the state changed since it was read. */
+export const MAX_STALE_RETRIES = 8;
+
+/** What every read returns: the stored outcome, when the operation was already applied. */
+export interface Snapshot {
+  readonly replay?: StoredOutcome | undefined;
+}
+
+/** A decision: the result to answer, and what to write for it. */
+export interface Plan<R> {
+  readonly result: R;
+}
+
+/**
+ * One guarded write, stated as what differs between operations. The loop itself is the same
+ * for all: consistent read → replay (or 409 IDEMPOTENCY_MISMATCH) if already applied → decide
+ * (pure domain; throws refusals) → one conditional write → on a stale condition, read again.
+ */
+export interface GuardedWrite<S extends Snapshot, P extends Plan<unknown>> {
+  /** Names the operation in the error raised when it keeps conflicting. */
+  readonly name: string;
+  /** Of the request payload: the same key with another payload is a mismatch. */
+  readonly fingerprint: string;
+  read(): Promise<S>;
+  decide(snapshot: S): P | typeof readAgain | Promise<P | typeof readAgain>;
+  write(plan: P): Promise<WriteOutcome>;
+  /**
+   * The ledgers whose conditions failed may prove a refusal: return it and it is the answer
+   * (`lastAttempt`: nothing will be read again). Otherwise the loop reads again.
+   */
+  refusalOf?(refused: readonly RefusedLedger[], plan: P, lastAttempt: boolean): Error | undefined;
+  /**
+   * The idempotency record is an item of its own, and BatchGetItem is not isolated from
+   * transactions as a whole: it may see a concurrent duplicate's effect yet miss its record.
+   * Before refusing, look once more, so that duplicate replays instead of being refused.
+   */
+  readonly recheckReplayBeforeRefusing?: boolean;
+}
+
+export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
+  op: GuardedWrite<S, P>,
+): Promise<P['result']> {
+  for (let attempt = 0; ; attempt++) {
+    const lastAttempt = attempt >= MAX_STALE_RETRIES;
+    const snapshot = await op.read();
+    if (snapshot.replay) return replayOf<P['result']>(snapshot.replay, op.fingerprint);
+    const plan = await decideOrReplay(op, snapshot);
+    if ('replayed' in plan) return plan.replayed;
+    if (plan.decided !== readAgain) {
+      const outcome = await op.write(plan.decided);
+      if (outcome.kind === 'written') return plan.decided.result;
+      if (outcome.kind === 'duplicate')
+        return replayOf<P['result']>(outcome.stored, op.fingerprint);
+      const refusal = op.refusalOf?.(outcome.refused, plan.decided, lastAttempt);
+      if (refusal) throw refusal;
+    }
+    if (lastAttempt) throw new Error(`${op.name} kept conflicting`);
+  }
+}
+
+async function decideOrReplay<S extends Snapshot, P extends Plan<unknown>>(
+  op: GuardedWrite<S, P>,
+  snapshot: S,
+): Promise<{ decided: P | typeof readAgain } | { replayed: P['result'] }> {
+  try {
+    return { decided: await op.decide(snapshot) };
+  } catch (refusal) {
+    if (!(refusal instanceof DomainError && op.recheckReplayBeforeRefusing)) throw refusal;
+    const again = await op.read();
+    if (again.replay) return { replayed: replayOf<P['result']>(again.replay, op.fingerprint) };
+    throw refusal;
+  }
+}
+
+/** SPEC § Idempotency rules 2-3: the original result, or 409 when the payload differs. */
+export function replayOf<R>(stored: StoredOutcome | undefined, fingerprint: string): R {
+  if (!stored) throw new Error('idempotency record without a stored outcome');
+  if (stored.fingerprint !== fingerprint) {
+    throw new DomainError(
+      'IDEMPOTENCY_MISMATCH',
+      'idempotency_key was already used with a different payload',
+    );
+  }
+  // Stored by this same operation from a value of type R.
+  return stored.result as R;
+}
