@@ -60,9 +60,6 @@ export async function transact(items: TransactItem[]): Promise<TransactOutcome> 
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export const conditionFailedAt = (reasons: readonly CancellationReason[], index: number) =>
-  reasons[index]?.code === 'ConditionalCheckFailed';
-
 /** Strongly consistent BatchGetItem of any number of keys; returns items by pk. */
 export async function getItems(keyList: readonly Key[]): Promise<Map<string, Item>> {
   const found = new Map<string, Item>();

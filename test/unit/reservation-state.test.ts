@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
+  expiryChanges,
+  isEffectivelyExpired,
   type Reservation,
   type ReservationStatus,
   settleDeadline,
@@ -160,5 +162,44 @@ describe('transition: finalized reservations', () => {
       reservation_id: 'rsv_1',
       status: 'COMMITTED',
     });
+  });
+});
+
+describe('isEffectivelyExpired (reads and settles)', () => {
+  it.each<[ReservationStatus, number, boolean]>([
+    ['ACTIVE', DEADLINE - 1, false],
+    ['ACTIVE', DEADLINE, true],
+    ['EXPIRED', CREATED, true],
+    ['COMMITTED', DEADLINE + 1, false],
+    ['RELEASED', DEADLINE + 1, false],
+  ])('%s at %i → %s', (status, now, expected) => {
+    expect(isEffectivelyExpired(reservation(status), now)).toBe(expected);
+  });
+});
+
+describe('expiryChanges (the sweeper transition)', () => {
+  it('returns the whole hold to every scope once the deadline has passed', () => {
+    const changes = expiryChanges(reservation('ACTIVE'), DEADLINE);
+
+    expect(changes).toEqual([
+      {
+        scope: 'tenant:acme',
+        unit: 'TOKENS',
+        delta: { reserved: -100, remaining: 100 },
+        guard: { kind: 'exists' },
+      },
+      {
+        scope: 'tenant:acme/workspace:w',
+        unit: 'TOKENS',
+        delta: { reserved: -100, remaining: 100 },
+        guard: { kind: 'exists' },
+      },
+    ]);
+  });
+
+  it('expires nothing before the deadline, nor anything already final', () => {
+    expect(expiryChanges(reservation('ACTIVE'), DEADLINE - 1)).toBeUndefined();
+    expect(expiryChanges(reservation('COMMITTED'), DEADLINE + 1)).toBeUndefined();
+    expect(expiryChanges(reservation('EXPIRED'), DEADLINE + 1)).toBeUndefined();
   });
 });

@@ -1,0 +1,134 @@
+import { describe, expect, it } from 'vitest';
+import { DomainError } from '../../functions/domain/errors.js';
+import type { WriteOutcome } from '../../functions/store/write.js';
+import {
+  guardedWrite,
+  MAX_STALE_RETRIES,
+  readAgain,
+} from '../../functions/use-cases/guarded-write.js';
+
+// The loop in isolation: reads and writes are scripted sequences, so every branch is exercised
+// without a table. The store's side of each outcome is covered by the integration tests.
+
+interface Script {
+  reads: { replay?: { fingerprint: string; result: unknown } }[];
+  writes: WriteOutcome[];
+}
+
+function scripted(script: Script, overrides: Record<string, unknown> = {}) {
+  const calls = { reads: 0, writes: 0, decides: 0 };
+  const op = {
+    name: 'test',
+    fingerprint: 'f',
+    read: async () => {
+      const snapshot = script.reads[Math.min(calls.reads, script.reads.length - 1)] ?? {};
+      calls.reads++;
+      return snapshot;
+    },
+    decide: () => {
+      calls.decides++;
+      return { result: { answer: calls.decides } };
+    },
+    write: async () => {
+      const outcome = script.writes[Math.min(calls.writes, script.writes.length - 1)];
+      calls.writes++;
+      return outcome ?? { kind: 'written' as const };
+    },
+    ...overrides,
+  };
+  return { op, calls };
+}
+
+describe('guardedWrite', () => {
+  it('answers the decided result after one read and one write', async () => {
+    const { op, calls } = scripted({ reads: [{}], writes: [{ kind: 'written' }] });
+
+    const result = await guardedWrite(op);
+
+    expect(result).toEqual({ answer: 1 });
+    expect(calls).toEqual({ reads: 1, writes: 1, decides: 1 });
+  });
+
+  it('replays a stored outcome without deciding or writing', async () => {
+    const { op, calls } = scripted({
+      reads: [{ replay: { fingerprint: 'f', result: { answer: 'first' } } }],
+      writes: [],
+    });
+
+    expect(await guardedWrite(op)).toEqual({ answer: 'first' });
+    expect(calls.writes + calls.decides).toBe(0);
+  });
+
+  it('refuses the same key with another payload with 409 IDEMPOTENCY_MISMATCH', async () => {
+    const { op } = scripted({
+      reads: [{}],
+      writes: [{ kind: 'duplicate', stored: { fingerprint: 'other', result: {} } }],
+    });
+
+    await expect(guardedWrite(op)).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
+  });
+
+  it('reads again after a stale write, and answers what the second decision decided', async () => {
+    const { op, calls } = scripted({
+      reads: [{}],
+      writes: [{ kind: 'stale', refused: [] }, { kind: 'written' }],
+    });
+
+    expect(await guardedWrite(op)).toEqual({ answer: 2 });
+    expect(calls).toEqual({ reads: 2, writes: 2, decides: 2 });
+  });
+
+  it('gives up after a bounded number of stale attempts with a plain (500) error', async () => {
+    const { op, calls } = scripted({ reads: [{}], writes: [{ kind: 'stale', refused: [] }] });
+
+    const error = await guardedWrite(op).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(Error);
+    expect(error).not.toBeInstanceOf(DomainError);
+    expect(calls.writes).toBe(MAX_STALE_RETRIES + 1);
+  });
+
+  it("answers the refusal a stale write's evidence proves, without reading again", async () => {
+    const refusal = new DomainError('BUDGET_EXCEEDED', 'no');
+    const { op, calls } = scripted(
+      { reads: [{}], writes: [{ kind: 'stale', refused: [{ index: 0, ledger: undefined }] }] },
+      { refusalOf: () => refusal },
+    );
+
+    await expect(guardedWrite(op)).rejects.toBe(refusal);
+    expect(calls.reads).toBe(1);
+  });
+
+  it('reads again without writing when the decision asks to', async () => {
+    let decides = 0;
+    const { op, calls } = scripted(
+      { reads: [{}], writes: [{ kind: 'written' }] },
+      { decide: () => (++decides === 1 ? readAgain : { result: 'second' }) },
+    );
+
+    expect(await guardedWrite(op)).toBe('second');
+    expect(calls).toMatchObject({ reads: 2, writes: 1 });
+  });
+
+  it('replays instead of refusing when a second look finds the record (opt-in)', async () => {
+    const refusing = {
+      decide: () => {
+        throw new DomainError('RESERVATION_FINALIZED', 'already COMMITTED');
+      },
+    };
+    const reads = [{}, { replay: { fingerprint: 'f', result: 'won' } }];
+    const withRecheck = scripted(
+      { reads, writes: [] },
+      {
+        ...refusing,
+        recheckReplayBeforeRefusing: true,
+      },
+    );
+    const without = scripted({ reads, writes: [] }, refusing);
+
+    expect(await guardedWrite(withRecheck.op)).toBe('won');
+    await expect(guardedWrite(without.op)).rejects.toMatchObject({
+      code: 'RESERVATION_FINALIZED',
+    });
+  });
+});

@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import { requireOwnTenant } from '../../functions/domain/caller.js';
+import { DomainError } from '../../functions/domain/errors.js';
+import type { Ledger } from '../../functions/domain/ledger.js';
+import type { Reservation } from '../../functions/domain/reservation.js';
+import { callerScopes } from '../../functions/domain/scopes.js';
+import { commitChanges, eventChanges, eventPolicy } from '../../functions/domain/settlement.js';
+
+const ledger = (scope: string, fields: Partial<Ledger> = {}): Ledger => {
+  const l = { allocated: 1_000, spent: 0, reserved: 0, debt: 0, overdraftLimit: 0, ...fields };
+  return {
+    scope,
+    unit: 'TOKENS',
+    ...l,
+    remaining: l.allocated - l.spent - l.reserved - l.debt,
+  };
+};
+const byScope = (...ledgers: Ledger[]) => new Map(ledgers.map((l) => [l.scope, l]));
+const codeOf = (f: () => unknown) => {
+  try {
+    f();
+  } catch (error) {
+    return error instanceof DomainError ? error.code : 'not a DomainError';
+  }
+  return 'no error';
+};
+
+const caller = { tenant: 'acme', keyId: 'key_1', permissions: [] };
+
+describe('requireOwnTenant', () => {
+  it("accepts the caller's own tenant and refuses another with 403 FORBIDDEN", () => {
+    expect(() => requireOwnTenant(caller, 'acme', 'scope tenant:acme')).not.toThrow();
+    expect(codeOf(() => requireOwnTenant(caller, 'other', 'scope tenant:other'))).toBe('FORBIDDEN');
+  });
+});
+
+describe('callerScopes', () => {
+  it("derives the scopes under the key's tenant, and refuses another subject.tenant", () => {
+    expect(callerScopes(caller, { workspace: 'w' }).scopes).toEqual([
+      'tenant:acme',
+      'tenant:acme/workspace:w',
+    ]);
+    expect(callerScopes(caller, { tenant: 'acme' }).scopePath).toBe('tenant:acme');
+    expect(codeOf(() => callerScopes(caller, { tenant: 'other' }))).toBe('FORBIDDEN');
+  });
+});
+
+describe('commitChanges', () => {
+  const r: Reservation = {
+    reservationId: 'rsv_1',
+    tenant: 'acme',
+    status: 'ACTIVE',
+    idempotencyKey: 'k',
+    subject: { workspace: 'w' },
+    action: { kind: 'llm', name: 'm' },
+    reserved: { unit: 'TOKENS', amount: 300 },
+    createdAtMs: 0,
+    expiresAtMs: 60_000,
+    gracePeriodMs: 5_000,
+    scopePath: 'tenant:acme/workspace:w',
+    affectedScopes: ['tenant:acme', 'tenant:acme/workspace:w'],
+    overagePolicy: 'REJECT',
+  };
+  const ledgers = byScope(
+    ledger('tenant:acme', { reserved: 300 }),
+    ledger('tenant:acme/workspace:w', { reserved: 300 }),
+  );
+
+  it('charges every scope the actual and releases the rest of the hold', () => {
+    const changes = commitChanges(r, { unit: 'TOKENS', amount: 200 }, ledgers);
+
+    expect(changes.map((c) => c.delta)).toEqual([
+      { reserved: -300, spent: 200, remaining: 100 },
+      { reserved: -300, spent: 200, remaining: 100 },
+    ]);
+  });
+
+  it('refuses another unit with 400 UNIT_MISMATCH and an overage under REJECT with 409', () => {
+    expect(codeOf(() => commitChanges(r, { unit: 'CREDITS', amount: 1 }, ledgers))).toBe(
+      'UNIT_MISMATCH',
+    );
+    expect(codeOf(() => commitChanges(r, { unit: 'TOKENS', amount: 301 }, ledgers))).toBe(
+      'BUDGET_EXCEEDED',
+    );
+  });
+});
+
+describe('eventPolicy and eventChanges', () => {
+  it('reads REJECT as ALLOW_IF_AVAILABLE for an event (nothing is held)', () => {
+    expect(eventPolicy('REJECT')).toBe('ALLOW_IF_AVAILABLE');
+    expect(eventPolicy('ALLOW_IF_AVAILABLE')).toBe('ALLOW_IF_AVAILABLE');
+    expect(eventPolicy('ALLOW_WITH_OVERDRAFT')).toBe('ALLOW_WITH_OVERDRAFT');
+  });
+
+  it('debits every scope when remaining covers the actual, even under REJECT', () => {
+    const changes = eventChanges(
+      ['tenant:acme', 'tenant:acme/workspace:w'],
+      { unit: 'TOKENS', amount: 400 },
+      'REJECT',
+      byScope(ledger('tenant:acme'), ledger('tenant:acme/workspace:w')),
+    );
+
+    expect(changes.map((c) => c.delta.spent)).toEqual([400, 400]);
+  });
+
+  it('treats a missing ledger as zero allocation: 409 BUDGET_EXCEEDED', () => {
+    const refuse = () =>
+      eventChanges(
+        ['tenant:acme', 'tenant:acme/workspace:w'],
+        { unit: 'TOKENS', amount: 1 },
+        'ALLOW_WITH_OVERDRAFT',
+        byScope(ledger('tenant:acme')),
+      );
+
+    expect(codeOf(refuse)).toBe('BUDGET_EXCEEDED');
+  });
+
+  it('ranks an overdraft past its limit before a missing ledger', () => {
+    const refuse = () =>
+      eventChanges(
+        ['tenant:acme', 'tenant:acme/workspace:w'],
+        { unit: 'TOKENS', amount: 2_000 },
+        'ALLOW_WITH_OVERDRAFT',
+        byScope(ledger('tenant:acme', { overdraftLimit: 500 })),
+      );
+
+    expect(codeOf(refuse)).toBe('OVERDRAFT_LIMIT_EXCEEDED');
+  });
+
+  it('runs into debt up to overdraft_limit under ALLOW_WITH_OVERDRAFT', () => {
+    const [change] = eventChanges(
+      ['tenant:acme'],
+      { unit: 'TOKENS', amount: 1_200 },
+      'ALLOW_WITH_OVERDRAFT',
+      byScope(ledger('tenant:acme', { overdraftLimit: 500 })),
+    );
+
+    expect(change?.delta).toMatchObject({ spent: 1_000, debt: 200, remaining: -1_200 });
+  });
+});
