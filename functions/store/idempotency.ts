@@ -55,10 +55,16 @@ export const storedOutcomeAttributes = (o: StoredOutcome) => ({
   result: JSON.stringify(o.result),
 });
 
+/** A record of 0.1.0 (a wire body in `response_body`): its fingerprint still guards the key. */
+export const UNRENDERABLE = Symbol('a 0.1.0 record: no domain result to replay');
+
 export function storedOutcomeOf(item: Item | undefined): StoredOutcome | undefined {
-  if (!item || typeof item.fingerprint !== 'string' || typeof item.result !== 'string')
-    return undefined;
-  return { fingerprint: item.fingerprint, result: JSON.parse(item.result) };
+  if (!item || typeof item.fingerprint !== 'string') return undefined;
+  if (typeof item.result === 'string')
+    return { fingerprint: item.fingerprint, result: JSON.parse(item.result) };
+  if (typeof item.response_body === 'string')
+    return { fingerprint: item.fingerprint, result: UNRENDERABLE };
+  return undefined;
 }
 
 /** A record on its own (decide has no other effect); `duplicate` carries the one that won. */

@@ -1,5 +1,5 @@
 import { DomainError } from '../domain/errors.js';
-import type { StoredOutcome } from '../store/idempotency.js';
+import { type StoredOutcome, UNRENDERABLE } from '../store/idempotency.js';
 import type { RefusedLedger, WriteOutcome } from '../store/write.js';
 
 /** Returned by `decide` when what was read can no longer be trusted: read again. */
@@ -88,6 +88,7 @@ export function replayOf<R>(stored: StoredOutcome | undefined, fingerprint: stri
       'idempotency_key was already used with a different payload',
     );
   }
+  if (stored.result === UNRENDERABLE) throw new Error('replay of a record written by 0.1.0');
   // Stored by this same operation from a value of type R.
   return stored.result as R;
 }

@@ -3,7 +3,11 @@ import { holdChange, releaseChange } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
 import { newApiKeyTransaction } from '../../functions/store/api-keys.js';
 import { eventTransaction } from '../../functions/store/events.js';
-import { idempotencyPut } from '../../functions/store/idempotency.js';
+import {
+  idempotencyPut,
+  storedOutcomeOf,
+  UNRENDERABLE,
+} from '../../functions/store/idempotency.js';
 import { ledgerUpdate, newLedgerTransaction } from '../../functions/store/ledgers.js';
 import {
   extensionTransaction,
@@ -259,5 +263,19 @@ describe('classifyCancellation', () => {
       kind: 'stale',
       refused: [],
     });
+  });
+});
+
+describe('storedOutcomeOf', () => {
+  it('decodes a result, and keeps the fingerprint of a 0.1.0 record that cannot be rendered', () => {
+    expect(storedOutcomeOf({ fingerprint: 'f', result: '{"a":1}' })).toEqual({
+      fingerprint: 'f',
+      result: { a: 1 },
+    });
+    expect(storedOutcomeOf({ fingerprint: 'f', response_body: '{}' })).toEqual({
+      fingerprint: 'f',
+      result: UNRENDERABLE,
+    });
+    expect(storedOutcomeOf({ type: 'reservation' })).toBeUndefined();
   });
 });
