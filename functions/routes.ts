@@ -42,6 +42,32 @@ export interface Route {
 /** The trivial routes (health, not found) need neither memory nor time. */
 const small = { memoryMb: 256, timeoutSeconds: 5 } as const;
 
+/** GET /actuator/health on each server: UP when the table answers. */
+const healthRoute = <S extends Server>(server: S) =>
+  ({
+    server,
+    method: 'GET',
+    path: '/actuator/health',
+    entry: `${server}/health`,
+    auth: { kind: 'none' },
+    status: 200,
+    table: { describe: true },
+    ...small,
+  }) as const;
+
+/** Whatever no other route of the server matches: SPEC's 404 body. */
+const notFoundRoute = <S extends Server>(server: S) =>
+  ({
+    server,
+    method: 'ANY',
+    path: '$default',
+    entry: `${server}/not-found`,
+    auth: { kind: 'none' },
+    status: 200,
+    table: {},
+    ...small,
+  }) as const;
+
 /** GET /v1/reservations picks one of these by its most specific filter. */
 const LISTING_INDEXES: readonly IndexName[] = [
   'byTenant',
@@ -140,26 +166,8 @@ export const routes = {
     status: 201,
     table: { items: 'write' },
   },
-  runtimeHealth: {
-    server: 'runtime',
-    method: 'GET',
-    path: '/actuator/health',
-    entry: 'runtime/health',
-    auth: { kind: 'none' },
-    status: 200,
-    table: { describe: true },
-    ...small,
-  },
-  runtimeNotFound: {
-    server: 'runtime',
-    method: 'ANY',
-    path: '$default',
-    entry: 'runtime/not-found',
-    auth: { kind: 'none' },
-    status: 200,
-    table: {},
-    ...small,
-  },
+  runtimeHealth: healthRoute('runtime'),
+  runtimeNotFound: notFoundRoute('runtime'),
 
   createTenant: {
     server: 'admin',
@@ -206,26 +214,8 @@ export const routes = {
     status: 200,
     table: { items: 'read' },
   },
-  adminHealth: {
-    server: 'admin',
-    method: 'GET',
-    path: '/actuator/health',
-    entry: 'admin/health',
-    auth: { kind: 'none' },
-    status: 200,
-    table: { describe: true },
-    ...small,
-  },
-  adminNotFound: {
-    server: 'admin',
-    method: 'ANY',
-    path: '$default',
-    entry: 'admin/not-found',
-    auth: { kind: 'none' },
-    status: 200,
-    table: {},
-    ...small,
-  },
+  adminHealth: healthRoute('admin'),
+  adminNotFound: notFoundRoute('admin'),
 } as const satisfies Record<string, Route>;
 
 export type RouteId = keyof typeof routes;

@@ -3,7 +3,7 @@ import type { ApiKey } from '../domain/api-keys.js';
 import { documentClient, tableName } from './client.js';
 import { apiKeyOf } from './items.js';
 import { keys } from './keys.js';
-import { type TransactItem, transact } from './transact.js';
+import { putIfAbsent, type TransactItem, transact } from './transact.js';
 
 /** The key under the SHA-256 of its secret, conditioned on its tenant existing. */
 export function newApiKeyTransaction(secretHash: string, key: ApiKey): TransactItem[] {
@@ -16,25 +16,18 @@ export function newApiKeyTransaction(secretHash: string, key: ApiKey): TransactI
         ExpressionAttributeNames: { '#pk': 'pk' },
       },
     },
-    {
-      Put: {
-        TableName: tableName(),
-        Item: {
-          ...keys.apiKey(secretHash),
-          type: 'api-key',
-          key_id: key.keyId,
-          key_prefix: key.keyPrefix,
-          tenant: key.tenant,
-          name: key.name,
-          description: key.description,
-          permissions: key.permissions,
-          created_at: key.createdAt,
-          expires_at: key.expiresAt,
-        },
-        ConditionExpression: 'attribute_not_exists(#pk)',
-        ExpressionAttributeNames: { '#pk': 'pk' },
-      },
-    },
+    putIfAbsent({
+      ...keys.apiKey(secretHash),
+      type: 'api-key',
+      key_id: key.keyId,
+      key_prefix: key.keyPrefix,
+      tenant: key.tenant,
+      name: key.name,
+      description: key.description,
+      permissions: key.permissions,
+      created_at: key.createdAt,
+      expires_at: key.expiresAt,
+    }),
   ];
 }
 

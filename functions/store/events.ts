@@ -2,11 +2,10 @@ import type { Amount } from '../domain/amounts.js';
 import type { LedgerChange, OveragePolicy } from '../domain/ledger.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
-import { tableName } from './client.js';
 import { type StoredOutcome, storedOutcomeAttributes } from './idempotency.js';
 import { keys } from './keys.js';
 import { ledgerUpdate } from './ledgers.js';
-import type { TransactItem } from './transact.js';
+import { putIfAbsent, type TransactItem } from './transact.js';
 import { transactWrite, type WriteOutcome } from './write.js';
 
 export interface NewEvent {
@@ -29,31 +28,23 @@ export interface NewEvent {
 export function eventTransaction(e: NewEvent): TransactItem[] {
   return [
     ...e.charges.map(ledgerUpdate),
-    {
-      Put: {
-        TableName: tableName(),
-        Item: {
-          ...keys.event(e.eventId),
-          type: 'event',
-          event_id: e.eventId,
-          tenant: e.tenant,
-          created_at_ms: e.createdAtMs,
-          subject: e.subject,
-          action: e.action,
-          unit: e.actual.unit,
-          actual: e.actual.amount,
-          scopes: e.scopes,
-          overage_policy: e.overagePolicy,
-          metrics: e.metrics,
-          metadata: e.metadata,
-          client_time_ms: e.clientTimeMs,
-          ...storedOutcomeAttributes(e.outcome),
-        },
-        ConditionExpression: 'attribute_not_exists(#pk)',
-        ExpressionAttributeNames: { '#pk': 'pk' },
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      },
-    },
+    putIfAbsent({
+      ...keys.event(e.eventId),
+      type: 'event',
+      event_id: e.eventId,
+      tenant: e.tenant,
+      created_at_ms: e.createdAtMs,
+      subject: e.subject,
+      action: e.action,
+      unit: e.actual.unit,
+      actual: e.actual.amount,
+      scopes: e.scopes,
+      overage_policy: e.overagePolicy,
+      metrics: e.metrics,
+      metadata: e.metadata,
+      client_time_ms: e.clientTimeMs,
+      ...storedOutcomeAttributes(e.outcome),
+    }),
   ];
 }
 

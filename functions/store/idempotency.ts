@@ -1,9 +1,9 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { documentClient, tableName } from './client.js';
+import { documentClient } from './client.js';
 import { keys } from './keys.js';
-import type { Item, TransactItem } from './transact.js';
+import { type Item, putIfAbsent, putIfAbsentInput, type TransactItem } from './transact.js';
 import type { WriteOutcome } from './write.js';
 
 /** Records outlive the SPEC's 24 h minimum; DynamoDB TTL deletes them some time after. */
@@ -34,21 +34,15 @@ export function idempotencyPut(
   outcome: StoredOutcome,
   nowMs: number,
 ): TransactItem {
-  return {
-    Put: {
-      TableName: tableName(),
-      Item: {
-        ...idempotencyKey(s),
-        type: 'idempotency',
-        ...storedOutcomeAttributes(outcome),
-        ttl: Math.ceil((nowMs + IDEMPOTENCY_RETENTION_MS) / 1000),
-      },
-      ConditionExpression: 'attribute_not_exists(#pk)',
-      ExpressionAttributeNames: { '#pk': 'pk' },
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    },
-  };
+  return putIfAbsent(idempotencyItem(s, outcome, nowMs));
 }
+
+const idempotencyItem = (s: IdempotencyScope, outcome: StoredOutcome, nowMs: number) => ({
+  ...idempotencyKey(s),
+  type: 'idempotency',
+  ...storedOutcomeAttributes(outcome),
+  ttl: Math.ceil((nowMs + IDEMPOTENCY_RETENTION_MS) / 1000),
+});
 
 export const storedOutcomeAttributes = (o: StoredOutcome) => ({
   fingerprint: o.fingerprint,
@@ -74,10 +68,8 @@ export async function putIdempotencyRecord(
   nowMs: number,
 ): Promise<WriteOutcome> {
   // A plain conditional PutItem: half the write units of a one-item transaction.
-  const put = idempotencyPut(s, outcome, nowMs).Put;
-  if (!put) throw new Error('idempotencyPut builds a Put');
   try {
-    await documentClient.send(new PutCommand(put));
+    await documentClient.send(new PutCommand(putIfAbsentInput(idempotencyItem(s, outcome, nowMs))));
     return { kind: 'written' };
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;

@@ -7,7 +7,7 @@ import { documentClient, tableName } from './client.js';
 import { type IdempotencyScope, idempotencyPut, type StoredOutcome } from './idempotency.js';
 import { isLedgerItem, ledgerOf, ledgersByScope } from './items.js';
 import { keys, ledgerIndexPartition } from './keys.js';
-import { counterUpdate, getItems, type TransactItem, transact } from './transact.js';
+import { counterUpdate, getItems, putIfAbsent, type TransactItem, transact } from './transact.js';
 import { transactWrite, type WriteOutcome } from './write.js';
 
 const FIELD: Record<LedgerField, string> = {
@@ -102,47 +102,32 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
   const { ledger } = n;
   const texts = n.segments.map(segmentText);
   const level: SegmentKind = n.segments[n.segments.length - 1]?.kind ?? 'tenant';
-  const items: TransactItem[] = [
-    {
-      Put: {
-        TableName: tableName(),
-        Item: {
-          ...keys.ledger(ledger.scope, ledger.unit),
-          type: 'ledger',
-          tenant: n.tenant,
-          scope: ledger.scope,
-          unit: ledger.unit,
-          allocated: ledger.allocated,
-          spent: ledger.spent,
-          reserved: ledger.reserved,
-          debt: ledger.debt,
-          overdraft_limit: ledger.overdraftLimit,
-          remaining: ledger.remaining,
-          created_at: n.createdAt,
-        },
-        ConditionExpression: 'attribute_not_exists(#pk)',
-        ExpressionAttributeNames: { '#pk': 'pk' },
-      },
-    },
-    ...texts.map(
-      (segment): TransactItem => ({
-        Put: {
-          TableName: tableName(),
-          Item: {
-            ...keys.ledgerIndex(n.tenant, segment, ledger.scope, ledger.unit),
-            type: 'ledger-index',
-            scope: ledger.scope,
-            unit: ledger.unit,
-            level,
-            segments: new Set(texts),
-          },
-          ConditionExpression: 'attribute_not_exists(#pk)',
-          ExpressionAttributeNames: { '#pk': 'pk' },
-        },
+  return [
+    putIfAbsent({
+      ...keys.ledger(ledger.scope, ledger.unit),
+      type: 'ledger',
+      tenant: n.tenant,
+      scope: ledger.scope,
+      unit: ledger.unit,
+      allocated: ledger.allocated,
+      spent: ledger.spent,
+      reserved: ledger.reserved,
+      debt: ledger.debt,
+      overdraft_limit: ledger.overdraftLimit,
+      remaining: ledger.remaining,
+      created_at: n.createdAt,
+    }),
+    ...texts.map((segment) =>
+      putIfAbsent({
+        ...keys.ledgerIndex(n.tenant, segment, ledger.scope, ledger.unit),
+        type: 'ledger-index',
+        scope: ledger.scope,
+        unit: ledger.unit,
+        level,
+        segments: new Set(texts),
       }),
     ),
   ];
-  return items;
 }
 
 /** `duplicate` when a ledger for that scope and unit exists. */

@@ -11,7 +11,7 @@ import {
 } from './idempotency.js';
 import { dueShard, dueSortKey, keys, listPartitions, listSortKey } from './keys.js';
 import { ledgerUpdate } from './ledgers.js';
-import type { Item, TransactItem } from './transact.js';
+import { type Item, putIfAbsent, type TransactItem } from './transact.js';
 import { transactWrite, type WriteOutcome } from './write.js';
 
 export interface NewReservation {
@@ -40,39 +40,31 @@ export function reserveTransaction(n: NewReservation): TransactItem[] {
   const r = n.reservation;
   return [
     ...n.holds.map(ledgerUpdate),
-    {
-      Put: {
-        TableName: tableName(),
-        Item: {
-          ...keys.reservation(r.reservationId),
-          type: 'reservation',
-          reservation_id: r.reservationId,
-          tenant: r.tenant,
-          status: r.status,
-          idempotency_key: r.idempotencyKey,
-          subject: r.subject,
-          action: r.action,
-          unit: r.reserved.unit,
-          estimate: r.reserved.amount,
-          created_at_ms: r.createdAtMs,
-          expires_at_ms: r.expiresAtMs,
-          grace_period_ms: r.gracePeriodMs,
-          deadline_ms: settleDeadline(r),
-          scope_path: r.scopePath,
-          scopes: r.affectedScopes,
-          overage_policy: r.overagePolicy,
-          metadata: r.metadata,
-          ...storedOutcomeAttributes(n.outcome),
-          ...listAttributes(r),
-          due_pk: dueShard(r.reservationId),
-          due_sk: dueSortKey(settleDeadline(r), r.reservationId),
-        },
-        // Keyed by a hash of (tenant, idempotency key): a replay fails here instead of reserving twice.
-        ConditionExpression: 'attribute_not_exists(#pk)',
-        ExpressionAttributeNames: { '#pk': 'pk' },
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      },
-    },
+    // Keyed by a hash of (tenant, idempotency key): a replay fails here instead of reserving twice.
+    putIfAbsent({
+      ...keys.reservation(r.reservationId),
+      type: 'reservation',
+      reservation_id: r.reservationId,
+      tenant: r.tenant,
+      status: r.status,
+      idempotency_key: r.idempotencyKey,
+      subject: r.subject,
+      action: r.action,
+      unit: r.reserved.unit,
+      estimate: r.reserved.amount,
+      created_at_ms: r.createdAtMs,
+      expires_at_ms: r.expiresAtMs,
+      grace_period_ms: r.gracePeriodMs,
+      deadline_ms: settleDeadline(r),
+      scope_path: r.scopePath,
+      scopes: r.affectedScopes,
+      overage_policy: r.overagePolicy,
+      metadata: r.metadata,
+      ...storedOutcomeAttributes(n.outcome),
+      ...listAttributes(r),
+      due_pk: dueShard(r.reservationId),
+      due_sk: dueSortKey(settleDeadline(r), r.reservationId),
+    }),
   ];
 }
 

@@ -21,6 +21,20 @@ export type TransactOutcome =
   | { readonly kind: 'committed' }
   | { readonly kind: 'cancelled'; readonly reasons: readonly CancellationReason[] };
 
+/**
+ * A Put only where no item has that key; when one does, the existing item comes back (ALL_OLD):
+ * for a record that doubles as idempotency record, that item is the outcome to replay.
+ */
+export const putIfAbsentInput = (item: Item) => ({
+  TableName: tableName(),
+  Item: item,
+  ConditionExpression: 'attribute_not_exists(#pk)',
+  ExpressionAttributeNames: { '#pk': 'pk' },
+  ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+});
+
+export const putIfAbsent = (item: Item): TransactItem => ({ Put: putIfAbsentInput(item) });
+
 const MAX_CONFLICT_RETRIES = 6;
 
 /** Counters the benchmark reads; cheap enough to keep in production. */

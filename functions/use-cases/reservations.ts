@@ -24,7 +24,7 @@ import {
 } from '../domain/reservation.js';
 import { callerScopes, type Subject } from '../domain/scopes.js';
 import { commitChanges } from '../domain/settlement.js';
-import type { IdempotencyScope } from '../store/idempotency.js';
+import type { IdempotencyScope, StoredOutcome } from '../store/idempotency.js';
 import { getLedgers } from '../store/ledgers.js';
 import {
   insertReservation,
@@ -32,7 +32,8 @@ import {
   settleReservation,
 } from '../store/reservation-writes.js';
 import { readSnapshot } from '../store/snapshot.js';
-import { guardedWrite, readAgain } from './guarded-write.js';
+import type { WriteOutcome } from '../store/write.js';
+import { guardedWrite, type Plan, readAgain } from './guarded-write.js';
 
 export interface ReservationRequest {
   readonly idempotencyKey: string;
@@ -150,16 +151,8 @@ export function commitReservation(
   request: CommitRequest,
   now: number,
 ): Promise<Committed> {
-  const idempotency = { tenant: caller.tenant, operation: 'commit', key: request.idempotencyKey };
-  const print = fingerprint({ reservationId, ...request });
-  return guardedWrite({
-    name: 'commit',
-    fingerprint: print,
-    recheckReplayBeforeRefusing: true,
-    read: () => readForSettling(caller, reservationId, idempotency),
-    decide: async ({ reservation, ledgers }) => {
-      const r = await settleable(caller, reservationId, reservation, 'commit', now);
-      if (r === readAgain) return readAgain;
+  return changeReservation(caller, reservationId, 'commit', request, now, {
+    decide: (r, ledgers) => {
       const changes = commitChanges(r, request.actual, ledgers);
       const { unit, amount: held } = r.reserved;
       const result: Committed = {
@@ -168,11 +161,11 @@ export function commitReservation(
         released: { unit, amount: Math.max(0, held - request.actual.amount) },
         balances: ledgersAfter(ledgers, changes),
       };
-      return { result, reservation: r, changes };
+      return { result, changes };
     },
-    write: ({ result, reservation, changes }) =>
+    write: (r, { changes }, idempotency) =>
       settleReservation({
-        reservation,
+        reservation: r,
         to: 'COMMITTED',
         now,
         changes,
@@ -181,7 +174,7 @@ export function commitReservation(
           ...(request.metrics && { metrics: request.metrics }),
           ...(request.metadata && { metadata: request.metadata }),
         },
-        idempotency: { scope: idempotency, outcome: { fingerprint: print, result } },
+        idempotency,
       }),
   });
 }
@@ -203,32 +196,24 @@ export function releaseReservation(
   request: ReleaseRequest,
   now: number,
 ): Promise<Released> {
-  const idempotency = { tenant: caller.tenant, operation: 'release', key: request.idempotencyKey };
-  const print = fingerprint({ reservationId, ...request });
-  return guardedWrite({
-    name: 'release',
-    fingerprint: print,
-    recheckReplayBeforeRefusing: true,
-    read: () => readForSettling(caller, reservationId, idempotency),
-    decide: async ({ reservation, ledgers }) => {
-      const r = await settleable(caller, reservationId, reservation, 'release', now);
-      if (r === readAgain) return readAgain;
+  return changeReservation(caller, reservationId, 'release', request, now, {
+    decide: (r, ledgers) => {
       const changes = releaseChanges(r);
       const result: Released = {
         status: 'RELEASED',
         released: r.reserved,
         balances: ledgersAfter(ledgers, changes),
       };
-      return { result, reservation: r, changes };
+      return { result, changes };
     },
-    write: ({ result, reservation, changes }) =>
+    write: (r, { changes }, idempotency) =>
       settleReservation({
-        reservation,
+        reservation: r,
         to: 'RELEASED',
         now,
         changes,
         detail: request.reason === undefined ? undefined : { reason: request.reason },
-        idempotency: { scope: idempotency, outcome: { fingerprint: print, result } },
+        idempotency,
       }),
   });
 }
@@ -254,30 +239,62 @@ export function extendReservation(
   request: ExtendRequest,
   now: number,
 ): Promise<Extended> {
-  const idempotency = { tenant: caller.tenant, operation: 'extend', key: request.idempotencyKey };
+  return changeReservation(caller, reservationId, 'extend', request, now, {
+    decide: (r, ledgers) => ({
+      result: {
+        status: 'ACTIVE' as const,
+        expiresAtMs: r.expiresAtMs + request.extendByMs,
+        balances: presentLedgers(r.affectedScopes, ledgers),
+      },
+    }),
+    write: (r, { result }, idempotency) =>
+      moveReservationExpiry({
+        reservation: r,
+        newExpiresAtMs: result.expiresAtMs,
+        now,
+        metadata: request.metadata,
+        idempotency,
+      }),
+  });
+}
+
+/** What commit, release and extend each state: the decision on an ACTIVE reservation, and its write. */
+interface ReservationChange<P extends Plan<unknown>> {
+  decide(r: Reservation, ledgers: ReadonlyMap<string, Ledger>): P;
+  write(
+    r: Reservation,
+    plan: P,
+    idempotency: { readonly scope: IdempotencyScope; readonly outcome: StoredOutcome },
+  ): Promise<WriteOutcome>;
+}
+
+/**
+ * Commit, release and extend share the read (record, reservation, ledgers), the ownership
+ * check, SPEC's transition, and an idempotency record written with the change.
+ */
+function changeReservation<P extends Plan<unknown>>(
+  caller: Caller,
+  reservationId: string,
+  trigger: 'commit' | 'release' | 'extend',
+  request: { readonly idempotencyKey: string },
+  now: number,
+  change: ReservationChange<P>,
+): Promise<P['result']> {
+  const idempotency = { tenant: caller.tenant, operation: trigger, key: request.idempotencyKey };
   const print = fingerprint({ reservationId, ...request });
   return guardedWrite({
-    name: 'extend',
+    name: trigger,
     fingerprint: print,
     recheckReplayBeforeRefusing: true,
     read: () => readForSettling(caller, reservationId, idempotency),
     decide: async ({ reservation, ledgers }) => {
-      const r = await settleable(caller, reservationId, reservation, 'extend', now);
-      if (r === readAgain) return readAgain;
-      const result: Extended = {
-        status: 'ACTIVE',
-        expiresAtMs: r.expiresAtMs + request.extendByMs,
-        balances: presentLedgers(r.affectedScopes, ledgers),
-      };
-      return { result, reservation: r };
+      const r = await settleable(caller, reservationId, reservation, trigger, now);
+      return r === readAgain ? readAgain : { ...change.decide(r, ledgers), reservation: r };
     },
-    write: ({ result, reservation }) =>
-      moveReservationExpiry({
-        reservation,
-        newExpiresAtMs: result.expiresAtMs,
-        now,
-        metadata: request.metadata,
-        idempotency: { scope: idempotency, outcome: { fingerprint: print, result } },
+    write: (plan) =>
+      change.write(plan.reservation, plan, {
+        scope: idempotency,
+        outcome: { fingerprint: print, result: plan.result },
       }),
   });
 }

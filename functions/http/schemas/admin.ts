@@ -3,7 +3,7 @@ import { PERMISSIONS } from '../../domain/permissions.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
 import type { BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
 import type { TenantRequest } from '../../use-cases/tenants.js';
-import { Amount, IdempotencyKey, Unit } from './common.js';
+import { Amount, camel, IdempotencyKey, Unit } from './common.js';
 
 /** Tenant ids: 1 to 64 of letters, digits, '_', '.', '-', starting with a letter or digit. */
 export const TenantId = z
@@ -20,7 +20,7 @@ export const CreateTenantBody = z
     tenant_id: TenantId,
     name: z.string().min(1).max(256),
   })
-  .transform((b): TenantRequest => ({ tenantId: b.tenant_id, name: b.name }));
+  .transform((b): TenantRequest => camel(b));
 export type CreateTenantBody = z.infer<typeof CreateTenantBody>;
 
 export const CreateApiKeyBody = z
@@ -34,15 +34,7 @@ export const CreateApiKeyBody = z
       .default([...PERMISSIONS]),
     expires_at: z.iso.datetime({ offset: true }).optional(),
   })
-  .transform(
-    (b): ApiKeyRequest => ({
-      tenantId: b.tenant_id,
-      name: b.name,
-      description: b.description,
-      permissions: b.permissions,
-      expiresAt: b.expires_at,
-    }),
-  );
+  .transform((b): ApiKeyRequest => camel(b));
 export type CreateApiKeyBody = z.infer<typeof CreateApiKeyBody>;
 
 export const CreateBudgetBody = z
@@ -52,14 +44,7 @@ export const CreateBudgetBody = z
     allocated: Amount,
     overdraft_limit: Amount.optional(),
   })
-  .transform(
-    (b): BudgetRequest => ({
-      scope: b.scope,
-      unit: b.unit,
-      allocated: b.allocated,
-      overdraftLimit: b.overdraft_limit,
-    }),
-  );
+  .transform((b): BudgetRequest => camel(b));
 export type CreateBudgetBody = z.infer<typeof CreateBudgetBody>;
 
 export const FundParams = z.object({ scope: z.string().min(1).max(4096), unit: Unit });
@@ -75,12 +60,8 @@ export const fundRequest = (
   params: z.infer<typeof FundParams>,
   b: FundBudgetBody,
 ): FundRequest => ({
-  scope: params.scope,
-  unit: params.unit,
-  operation: b.operation,
-  amount: b.amount,
-  idempotencyKey: b.idempotency_key,
-  reason: b.reason,
+  ...params,
+  ...camel(b),
 });
 export type FundBudgetBody = z.infer<typeof FundBudgetBody>;
 

@@ -25,14 +25,19 @@ export const SegmentValue = z
   .max(MAX_SEGMENT_VALUE)
   .regex(SEGMENT_VALUE, "may hold only letters, digits, '_', '.' and '-'");
 
+/** The standard subject fields: a subject's levels, and the filters of the listings. */
+export const SubjectFilters = {
+  tenant: SegmentValue.optional(),
+  workspace: SegmentValue.optional(),
+  app: SegmentValue.optional(),
+  workflow: SegmentValue.optional(),
+  agent: SegmentValue.optional(),
+  toolset: SegmentValue.optional(),
+};
+
 export const Subject = z
   .object({
-    tenant: SegmentValue.optional(),
-    workspace: SegmentValue.optional(),
-    app: SegmentValue.optional(),
-    workflow: SegmentValue.optional(),
-    agent: SegmentValue.optional(),
-    toolset: SegmentValue.optional(),
+    ...SubjectFilters,
     dimensions: z
       .record(
         z
@@ -76,12 +81,19 @@ export const PageLimit = z.coerce.number().int().min(1).max(200).default(50);
 export const Cursor = z.string().min(1).max(2048);
 export const BooleanParam = z.enum(['true', 'false']).transform((v) => v === 'true');
 
-/** Subject filters of GET /v1/reservations and GET /v1/balances. */
-export const SubjectFilters = {
-  tenant: SegmentValue.optional(),
-  workspace: SegmentValue.optional(),
-  app: SegmentValue.optional(),
-  workflow: SegmentValue.optional(),
-  agent: SegmentValue.optional(),
-  toolset: SegmentValue.optional(),
-};
+type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}`
+  ? `${Head}${Capitalize<CamelCase<Tail>>}`
+  : S;
+export type Camel<T> = { [K in keyof T as CamelCase<K & string>]: T[K] };
+
+/**
+ * Wire (snake_case) → domain (camelCase) field names, one level deep: nested objects are
+ * already domain-shaped (Amount, Subject) or opaque to the service (metadata, metrics).
+ */
+export const camel = <T extends object>(wire: T): Camel<T> =>
+  Object.fromEntries(
+    Object.entries(wire).map(([k, v]) => [
+      k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()),
+      v,
+    ]),
+  ) as Camel<T>;

@@ -13,6 +13,7 @@ import {
   Amount,
   BooleanParam,
   Cursor,
+  camel,
   IdempotencyKey,
   Metadata,
   OveragePolicy,
@@ -35,19 +36,7 @@ export const CreateReservationBody = z
     dry_run: z.boolean().default(false),
     metadata: Metadata.optional(),
   })
-  .transform(
-    (b): ReservationRequest => ({
-      idempotencyKey: b.idempotency_key,
-      subject: b.subject,
-      action: b.action,
-      estimate: b.estimate,
-      ttlMs: b.ttl_ms,
-      gracePeriodMs: b.grace_period_ms,
-      overagePolicy: b.overage_policy,
-      dryRun: b.dry_run,
-      metadata: b.metadata,
-    }),
-  );
+  .transform((b): ReservationRequest => camel(b));
 export type CreateReservationBody = z.infer<typeof CreateReservationBody>;
 
 export const DecideBody = z
@@ -58,15 +47,7 @@ export const DecideBody = z
     estimate: Amount,
     metadata: Metadata.optional(),
   })
-  .transform(
-    (b): DecideRequest => ({
-      idempotencyKey: b.idempotency_key,
-      subject: b.subject,
-      action: b.action,
-      estimate: b.estimate,
-      metadata: b.metadata,
-    }),
-  );
+  .transform((b): DecideRequest => camel(b));
 export type DecideBody = z.infer<typeof DecideBody>;
 
 export const ReservationIdParams = z.object({ reservation_id: z.string().min(1).max(128) });
@@ -78,14 +59,7 @@ export const CommitBody = z
     metrics: StandardMetrics.optional(),
     metadata: Metadata.optional(),
   })
-  .transform(
-    (b): CommitRequest => ({
-      idempotencyKey: b.idempotency_key,
-      actual: b.actual,
-      metrics: b.metrics,
-      metadata: b.metadata,
-    }),
-  );
+  .transform((b): CommitRequest => camel(b));
 export type CommitBody = z.infer<typeof CommitBody>;
 
 export const ReleaseBody = z
@@ -93,7 +67,7 @@ export const ReleaseBody = z
     idempotency_key: IdempotencyKey,
     reason: z.string().max(256).optional(),
   })
-  .transform((b): ReleaseRequest => ({ idempotencyKey: b.idempotency_key, reason: b.reason }));
+  .transform((b): ReleaseRequest => camel(b));
 export type ReleaseBody = z.infer<typeof ReleaseBody>;
 
 export const ExtendBody = z
@@ -102,13 +76,7 @@ export const ExtendBody = z
     extend_by_ms: z.number().int().min(1).max(86_400_000),
     metadata: Metadata.optional(),
   })
-  .transform(
-    (b): ExtendRequest => ({
-      idempotencyKey: b.idempotency_key,
-      extendByMs: b.extend_by_ms,
-      metadata: b.metadata,
-    }),
-  );
+  .transform((b): ExtendRequest => camel(b));
 export type ExtendBody = z.infer<typeof ExtendBody>;
 
 export const CreateEventBody = z
@@ -122,18 +90,7 @@ export const CreateEventBody = z
     client_time_ms: z.number().int().min(0).optional(),
     metadata: Metadata.optional(),
   })
-  .transform(
-    (b): EventRequest => ({
-      idempotencyKey: b.idempotency_key,
-      subject: b.subject,
-      action: b.action,
-      actual: b.actual,
-      overagePolicy: b.overage_policy,
-      metrics: b.metrics,
-      clientTimeMs: b.client_time_ms,
-      metadata: b.metadata,
-    }),
-  );
+  .transform((b): EventRequest => camel(b));
 export type CreateEventBody = z.infer<typeof CreateEventBody>;
 
 export const ListReservationsQuery = z
@@ -144,9 +101,7 @@ export const ListReservationsQuery = z
     limit: PageLimit,
     cursor: Cursor.optional(),
   })
-  .transform(
-    ({ idempotency_key, ...q }): ReservationFilters => ({ ...q, idempotencyKey: idempotency_key }),
-  );
+  .transform((b): ReservationFilters => camel(b));
 export type ListReservationsQuery = z.infer<typeof ListReservationsQuery>;
 
 export const ListBalancesQuery = z
@@ -156,7 +111,5 @@ export const ListBalancesQuery = z
     limit: PageLimit,
     cursor: Cursor.optional(),
   })
-  .transform(
-    ({ include_children, ...q }): BalanceFilters => ({ ...q, includeChildren: include_children }),
-  );
+  .transform((b): BalanceFilters => camel(b));
 export type ListBalancesQuery = z.infer<typeof ListBalancesQuery>;
