@@ -11,7 +11,9 @@ export type Server = 'runtime' | 'admin';
 export type Auth =
   | { readonly kind: 'none' }
   | { readonly kind: 'admin' }
-  | { readonly kind: 'tenant'; readonly permission?: Permission };
+  | { readonly kind: 'tenant'; readonly permission?: Permission }
+  /** The admin key (X-Admin-API-Key) for any tenant, or a tenant key holding the permission. */
+  | { readonly kind: 'tenantOrAdmin'; readonly permission: Permission };
 
 /** What a function does to the table, checked against functions/store/*: its IAM grant. */
 export interface TableAccess {
@@ -37,6 +39,8 @@ export interface Route {
   readonly memoryMb?: number;
   /** API Gateway waits at most 30 s; the use cases take milliseconds. @default 10 */
   readonly timeoutSeconds?: number;
+  /** Signs pagination cursors, so it reads the cursor secret. @default false */
+  readonly paginates?: boolean;
 }
 
 /** The trivial routes (health, not found) need neither memory nor time. */
@@ -102,6 +106,7 @@ export const routes = {
     auth: tenant('reservations:list'),
     status: 200,
     table: { items: 'read', indexes: LISTING_INDEXES },
+    paginates: true,
   },
   getReservation: {
     server: 'runtime',
@@ -156,6 +161,7 @@ export const routes = {
     auth: tenant('balances:read'),
     status: 200,
     table: { items: 'read' },
+    paginates: true,
   },
   createEvent: {
     server: 'runtime',
@@ -192,16 +198,18 @@ export const routes = {
     method: 'POST',
     path: '/v1/admin/budgets',
     entry: 'admin/create-budget',
-    auth: tenant(),
+    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
     status: 201,
     table: { items: 'write' },
   },
   fundBudget: {
     server: 'admin',
     method: 'POST',
-    path: '/v1/admin/budgets/{scope}/{unit}/fund',
+    // <scope>/<unit>/fund: API Gateway decodes %2F before matching, so a nested scope spans
+    // several segments and only a greedy variable (last in the path) can hold it.
+    path: '/v1/admin/budgets/{budget+}',
     entry: 'admin/fund-budget',
-    auth: tenant(),
+    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
     status: 200,
     table: { items: 'write' },
   },
@@ -221,6 +229,10 @@ export const routes = {
 export type RouteId = keyof typeof routes;
 
 export const routeEntries = (): [RouteId, Route][] => Object.entries(routes) as [RouteId, Route][];
+
+/** Routes that check X-Admin-API-Key (alone, or as an alternative to a tenant key). */
+export const acceptsAdminKey = (route: Route): boolean =>
+  route.auth.kind === 'admin' || route.auth.kind === 'tenantOrAdmin';
 
 /** The sweeper is not an HTTP route, but it is a function of the stack all the same. */
 export const sweeper = {

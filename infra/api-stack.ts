@@ -29,13 +29,14 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import {
+  acceptsAdminKey,
   type Route,
   type RouteId,
   routeEntries,
   type Server,
   sweeper,
 } from '../functions/routes.js';
-import type { AdminApiKeySecret } from './data-stack.js';
+import type { SecretRef } from './data-stack.js';
 import { ServiceFunction } from './service-function.js';
 
 export interface CustomDomain {
@@ -49,7 +50,8 @@ export interface CustomDomain {
 
 export interface ApiStackProps extends StackProps {
   readonly table: ITable;
-  readonly adminApiKey: AdminApiKeySecret;
+  readonly adminApiKey: SecretRef;
+  readonly cursorSecret: SecretRef;
   /** Logs are deleted with the stack. @default false */
   readonly ephemeral?: boolean;
   /** @default - the execute-api endpoints only */
@@ -113,7 +115,7 @@ export class ApiStack extends Stack {
     const functions: Partial<Record<RouteId | 'sweeper', ServiceFunction>> = {};
     for (const [routeId, route] of routeEntries()) {
       const name = pascal(routeId);
-      const adminAuth = route.auth.kind === 'admin';
+      const adminAuth = acceptsAdminKey(route);
       const fn = new ServiceFunction(this, name, {
         ...common,
         ...sizingOf(route),
@@ -123,10 +125,12 @@ export class ApiStack extends Stack {
           ...common.environment,
           // Only the functions that check X-Admin-API-Key learn where the key is, or may read it.
           ...(adminAuth && { ADMIN_API_KEY_SECRET_ID: props.adminApiKey.secretId }),
+          ...(route.paginates && { CURSOR_SECRET_ID: props.cursorSecret.secretId }),
         },
       });
       fn.grantTable(props.table, route.table);
       if (adminAuth) fn.grantSecretRead(props.adminApiKey.policyArn);
+      if (route.paginates) fn.grantSecretRead(props.cursorSecret.policyArn);
       new HttpRoute(this, `${name}Route`, {
         httpApi: this.apis[route.server].api,
         routeKey:

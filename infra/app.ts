@@ -45,6 +45,7 @@ export function createStacks(app: App): { data: DataStack; api: ApiStack } {
     description: 'Budget reservation service: functions, HTTP APIs, sweeper, alarms',
     table: data.table,
     adminApiKey: data.adminApiKey,
+    cursorSecret: data.cursorSecret,
     ephemeral,
     ...(domain && { domain }),
     ...(alarmEmail && { alarmEmail }),

@@ -20,6 +20,8 @@ export const SAMPLE = {
   reserveKey: 'run-1-step-1',
   /** A second reservation, so that release has one that commit did not finalize. */
   releaseKey: 'run-1-step-2',
+  /** Funded through the greedy route: three levels, so the path spans several segments. */
+  nestedScope: 'tenant:acme/workspace:prod/agent:summarizer',
 } as const;
 
 /** Reservation ids are derived from (tenant, idempotency key), so fixtures can name them. */
@@ -91,11 +93,8 @@ const EXAMPLES: Record<RouteId, Example> = {
     },
   },
   fundBudget: {
-    // API Gateway hands over path parameters as sent: the scope's ':' and '/' stay encoded.
-    pathParameters: {
-      scope: encodeURIComponent(`tenant:${SAMPLE.tenant}`),
-      unit: 'USD_MICROCENTS',
-    },
+    // API Gateway decodes the path before matching: a nested scope spans segments of {budget+}.
+    pathParameters: { budget: `${SAMPLE.nestedScope}/USD_MICROCENTS/fund` },
     body: { operation: 'CREDIT', amount: usd(50_000_000), idempotency_key: 'fund-1' },
   },
   validateKey: { body: { key_secret: SAMPLE.apiKeySecret } },
@@ -110,7 +109,9 @@ const ACCOUNT = '123456789012';
 
 function authHeaders(route: Route): Record<string, string> {
   if (route.auth.kind === 'admin') return { 'x-admin-api-key': SAMPLE.adminApiKey };
-  if (route.auth.kind === 'tenant') return { 'x-service-api-key': SAMPLE.apiKeySecret };
+  // Budget writes may also use the admin key; the walkthrough uses the tenant's own.
+  if (route.auth.kind === 'tenant' || route.auth.kind === 'tenantOrAdmin')
+    return { 'x-service-api-key': SAMPLE.apiKeySecret };
   return {};
 }
 
@@ -122,7 +123,7 @@ export function httpApiEvent(id: RouteId, route: Route, example: Example) {
   const rawPath = isDefault
     ? (example.rawPath ?? '/')
     : route.path.replace(
-        /\{([a-z_]+)\}/g,
+        /\{([a-z_]+)\+?\}/g,
         (_, name: string) => example.pathParameters?.[name] ?? '',
       );
   const rawQueryString = new URLSearchParams(example.query ?? {}).toString();

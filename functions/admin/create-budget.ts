@@ -6,5 +6,6 @@ import { createBudget } from '../use-cases/budgets.js';
 export const handler = httpHandler(
   'createBudget',
   { body: CreateBudgetBody },
-  async ({ caller, body, now }) => budgetView(await createBudget(caller, body, now)),
+  async ({ caller, body, now, requestId }) =>
+    budgetView(await createBudget(caller, body, { now, requestId })),
 );

@@ -21,7 +21,9 @@ const Config = z.object({
   EXPIRY_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
   DATA_DIR: z.string().default('.data'),
   DYNAMODB_IN_MEMORY: Flag,
+  /** HMAC key of pagination cursors (functions/config/secrets.ts: where it comes from). */
   CURSOR_SECRET: z.string().default(''),
+  CURSOR_SECRET_ID: z.string().default(''),
   MAX_BODY_BYTES: z.coerce.number().int().min(1_024).max(1_048_576).default(65_536),
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(300_000).default(30_000),
 });
@@ -39,6 +41,3 @@ function load(): Config {
 }
 
 export const config: Config = load();
-
-/** Cursors are signed; without an explicit secret the table name keeps them stable across restarts. */
-export const cursorSecret = (): string => config.CURSOR_SECRET || `cursor:${config.TABLE_NAME}`;

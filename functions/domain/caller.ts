@@ -8,6 +8,9 @@ export interface Caller {
   readonly permissions: readonly Permission[];
 }
 
+/** Who may write budgets: the operator (any tenant's) or a tenant key (its own only). */
+export type BudgetWriter = { readonly kind: 'admin' } | (Caller & { readonly kind: 'tenant' });
+
 /**
  * The one ownership rule: a key reads and changes only its own tenant's data. `what` names the
  * thing in the 403 message ("reservation rsv_…", "scope tenant:…").

@@ -18,8 +18,13 @@ export function decodeCursor(secret: string, query: unknown, cursor: string): st
   const expected = Buffer.from(sign(secret, query, body));
   const given = Buffer.from(mac);
   if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw invalidCursor();
-  const parsed: unknown = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
-  const position = (parsed as { p?: unknown }).p;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+  } catch {
+    throw invalidCursor();
+  }
+  const position = (parsed as { p?: unknown } | null)?.p;
   if (typeof position !== 'string') throw invalidCursor();
   return position;
 }

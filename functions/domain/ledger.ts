@@ -188,6 +188,34 @@ export const releaseChange = (scope: string, unit: Unit, amount: number): Ledger
   guard: { kind: 'exists' },
 });
 
+/**
+ * Several unguarded changes as one per ledger, deltas summed: a batch of expiries updates each
+ * ledger once (a transaction may not touch one item twice).
+ */
+export function mergeChanges(changes: readonly LedgerChange[]): LedgerChange[] {
+  const byLedger = new Map<string, LedgerChange>();
+  for (const c of changes) {
+    const key = `${c.scope}\u0000${c.unit}`;
+    const seen = byLedger.get(key);
+    if (!seen) {
+      byLedger.set(key, { ...c, delta: { ...c.delta } });
+      continue;
+    }
+    const sum = (field: keyof LedgerDelta) => (seen.delta[field] ?? 0) + (c.delta[field] ?? 0);
+    byLedger.set(key, {
+      ...seen,
+      delta: {
+        allocated: sum('allocated'),
+        spent: sum('spent'),
+        reserved: sum('reserved'),
+        debt: sum('debt'),
+        remaining: sum('remaining'),
+      },
+    });
+  }
+  return [...byLedger.values()];
+}
+
 // ---- Charges (commit, event) ----------------------------------------------------------------
 
 export type ChargeOutcome =

@@ -1,5 +1,5 @@
 /** SPEC § Administration records: the eight permission names. */
-export const PERMISSIONS = [
+export const SPEC_PERMISSIONS = [
   'reservations:create',
   'reservations:commit',
   'reservations:release',
@@ -9,4 +9,24 @@ export const PERMISSIONS = [
   'decide',
   'events:create',
 ] as const;
+
+/**
+ * Ours: create, fund and change budgets. Without it a key cannot raise the very limits it is
+ * held to (an agent's key must not CREDIT its own budget).
+ */
+export const BUDGETS_WRITE = 'budgets:write';
+
+export const PERMISSIONS = [...SPEC_PERMISSIONS, BUDGETS_WRITE] as const;
 export type Permission = (typeof PERMISSIONS)[number];
+
+/**
+ * The permissions a key holds. SPEC's bootstrap creates budgets with a key made with no list
+ * (all permissions) or with all eight of SPEC's: such a key also holds `budgets:write`, so that
+ * order keeps working. Any narrower key does not. Applied to stored keys too, so keys made
+ * before `budgets:write` existed keep the rights they were made with.
+ */
+export function effectivePermissions(given: readonly Permission[]): Permission[] {
+  const unique = [...new Set(given)];
+  const allOfSpec = SPEC_PERMISSIONS.every((p) => unique.includes(p));
+  return allOfSpec && !unique.includes(BUDGETS_WRITE) ? [...unique, BUDGETS_WRITE] : unique;
+}

@@ -8,6 +8,7 @@ import {
   type LedgerChange,
   type OveragePolicy,
   refusalError,
+  type ScopeRefusal,
   scopeRefusal,
 } from './ledger.js';
 import type { Reservation } from './reservation.js';
@@ -51,7 +52,7 @@ export function eventChanges(
   actual: Amount,
   policy: OveragePolicy,
   ledgers: ReadonlyMap<string, Ledger>,
-): LedgerChange[] {
+): { readonly changes: LedgerChange[] } | { readonly refusal: ScopeRefusal } {
   const present = scopes.flatMap((s) => ledgers.get(s) ?? []);
   const charge = chargeAll(present, 0, actual.amount, eventPolicy(policy));
   const refusal = firstRefusal([
@@ -60,7 +61,5 @@ export function eventChanges(
       .map((s) => scopeRefusal(s, actual.unit, undefined, actual.amount)),
     'refusal' in charge ? charge.refusal : undefined,
   ]);
-  if (refusal) throw refusalError(refusal);
-  if ('refusal' in charge) throw refusalError(charge.refusal);
-  return charge.changes;
+  return refusal ? { refusal } : charge;
 }

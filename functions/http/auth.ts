@@ -1,9 +1,10 @@
-import { adminApiKey } from '../config/admin-key.js';
+import { adminApiKey } from '../config/secrets.js';
 import { config } from '../config/settings.js';
 import type { ApiKey } from '../domain/api-keys.js';
 import { hashKeySecret, isExpired, secretsEqual } from '../domain/api-keys.js';
 import type { Caller } from '../domain/caller.js';
 import { DomainError } from '../domain/errors.js';
+import type { Permission } from '../domain/permissions.js';
 import type { Auth } from '../routes.js';
 import { getApiKeyByHash } from '../store/api-keys.js';
 
@@ -31,19 +32,30 @@ export async function authenticate(
       return { kind: 'anonymous' };
     case 'admin':
       return authenticateAdmin(headers['x-admin-api-key']);
-    case 'tenant': {
-      const caller = await authenticateKey(
-        headers['x-service-api-key'] ?? headers['x-cycles-api-key'],
-        now,
-      );
-      if (auth.permission && !caller.permissions.includes(auth.permission)) {
-        throw new DomainError('FORBIDDEN', `API key lacks permission ${auth.permission}`, {
-          missing_permission: auth.permission,
-        });
-      }
-      return caller;
-    }
+    case 'tenantOrAdmin':
+      if (headers['x-admin-api-key'] !== undefined)
+        return authenticateAdmin(headers['x-admin-api-key']);
+      return authenticateTenant(headers, auth.permission, now);
+    case 'tenant':
+      return authenticateTenant(headers, auth.permission, now);
   }
+}
+
+async function authenticateTenant(
+  headers: Headers,
+  permission: Permission | undefined,
+  now: number,
+): Promise<TenantCaller> {
+  const caller = await authenticateKey(
+    headers['x-service-api-key'] ?? headers['x-cycles-api-key'],
+    now,
+  );
+  if (permission && !caller.permissions.includes(permission)) {
+    throw new DomainError('FORBIDDEN', `API key lacks permission ${permission}`, {
+      missing_permission: permission,
+    });
+  }
+  return caller;
 }
 
 async function authenticateAdmin(given: string | undefined): Promise<RouteCaller> {

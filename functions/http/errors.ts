@@ -1,5 +1,6 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { DomainError, type ErrorCode } from '../domain/errors.js';
+import { exactJson } from '../domain/json.js';
 import { ReservationExpiredError } from '../domain/reservation.js';
 import { reservationDetailView } from './views.js';
 
@@ -34,7 +35,7 @@ export function errorResponse(
   return {
     statusCode: STATUS[code],
     headers: { 'content-type': 'application/json', 'x-request-id': requestId },
-    body: JSON.stringify({
+    body: exactJson({
       error: code,
       // An unexpected error's message can name tables or echo key material: never send it.
       message: refusal?.message ?? 'unexpected server error',

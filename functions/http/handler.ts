@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import { serverNow } from '../clock.js';
 import { config } from '../config/settings.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
+import { exactJson, illFormedStringAt, parseExactJson } from '../domain/json.js';
 import { log } from '../log.js';
 import { type RouteId, routes } from '../routes.js';
 import { authenticate, type RouteCaller, type TenantCaller } from './auth.js';
@@ -26,9 +27,13 @@ interface Schemas {
 type Parsed<S extends Schemas, K extends keyof Schemas> = S[K] extends z.ZodType
   ? z.output<S[K]>
   : undefined;
-type CallerOf<R extends RouteId> = (typeof routes)[R]['auth']['kind'] extends 'tenant'
-  ? TenantCaller
-  : RouteCaller;
+type AuthKind<R extends RouteId> = (typeof routes)[R]['auth']['kind'];
+type CallerOf<R extends RouteId> =
+  AuthKind<R> extends 'tenant'
+    ? TenantCaller
+    : AuthKind<R> extends 'tenantOrAdmin'
+      ? TenantCaller | { readonly kind: 'admin' }
+      : RouteCaller;
 
 export interface RouteInput<R extends RouteId, S extends Schemas> {
   readonly body: Parsed<S, 'body'>;
@@ -89,7 +94,7 @@ export function httpHandler<R extends RouteId, S extends Schemas>(
           ? parse(schemas.query, event.queryStringParameters ?? {}, 'query parameter ')
           : undefined,
         params: schemas.params
-          ? parse(schemas.params, decodeParams(event.pathParameters), 'path parameter ')
+          ? parse(schemas.params, event.pathParameters ?? {}, 'path parameter ')
           : undefined,
         caller,
         requestId: s.requestId,
@@ -98,7 +103,7 @@ export function httpHandler<R extends RouteId, S extends Schemas>(
       } as RouteInput<R, S>;
       const answer = await run(input);
       const reply = answer instanceof Reply ? answer : new Reply(route.status, answer);
-      return { statusCode: reply.statusCode, headers: {}, body: JSON.stringify(reply.body) };
+      return { statusCode: reply.statusCode, headers: {}, body: exactJson(reply.body) };
     });
 }
 
@@ -145,12 +150,9 @@ function parseBody(
       limit_bytes: config.MAX_BODY_BYTES,
     });
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    throw invalidRequest('request body is not valid JSON', { field: 'body' });
-  }
+  const parsed = parseExactJson(raw);
+  if (!parsed) throw invalidRequest('request body is not valid JSON', { field: 'body' });
+  const value = parsed.value;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw invalidRequest('request body must be a JSON object', { field: 'body' });
   }
@@ -179,6 +181,12 @@ function withHeaderIdempotencyKey(
 }
 
 function parse(schema: z.ZodType, value: unknown, what: string): unknown {
+  const illFormed = illFormedStringAt(value);
+  if (illFormed !== undefined) {
+    throw invalidRequest(`${what}${illFormed}: is not well-formed Unicode (a lone surrogate)`, {
+      field: illFormed,
+    });
+  }
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issues = parsed.error.issues.map((i) => ({
@@ -189,20 +197,4 @@ function parse(schema: z.ZodType, value: unknown, what: string): unknown {
   throw invalidRequest(first ? `${what}${first.field}: ${first.message}` : 'request is invalid', {
     issues,
   });
-}
-
-/** API Gateway may hand path parameters over still percent-encoded (SPEC: `/` as %2F in {scope}). */
-function decodeParams(
-  params: Record<string, string | undefined> | undefined,
-): Record<string, string> {
-  const decoded: Record<string, string> = {};
-  for (const [name, value] of Object.entries(params ?? {})) {
-    if (value === undefined) continue;
-    try {
-      decoded[name] = /%[0-9A-Fa-f]{2}/.test(value) ? decodeURIComponent(value) : value;
-    } catch {
-      throw invalidRequest(`path parameter ${name} is not valid percent-encoding`, { field: name });
-    }
-  }
-  return decoded;
 }

@@ -2,11 +2,14 @@ import type { Context } from 'aws-lambda';
 import { serverNow } from '../clock.js';
 import { config } from '../config/settings.js';
 import { log } from '../log.js';
+import { nextDeadlineBefore } from '../store/reservation-queries.js';
 import { sweepExpiredReservations } from '../use-cases/expiry.js';
 
 /**
- * Scheduled every minute by EventBridge; keeps sweeping every EXPIRY_SWEEP_INTERVAL_MS until
- * shortly before its timeout, so expiry lags SPEC's 5 s default, not the schedule's minute.
+ * Scheduled every minute by EventBridge. Sweeps, then looks for the next deadline due before
+ * this invocation must end: none → it ends at once, so an idle deployment costs one short
+ * invocation a minute; otherwise it sweeps again every EXPIRY_SWEEP_INTERVAL_MS (or at that
+ * deadline, if sooner), so a due hold comes back within the interval, not the minute.
  */
 export async function handler(
   _event: unknown,
@@ -17,19 +20,22 @@ export async function handler(
   const interval = config.EXPIRY_SWEEP_INTERVAL_MS;
   const endAt = Date.now() + context.getRemainingTimeInMillis() - 5_000;
   let expired = 0;
-  do {
-    const startedAt = Date.now();
+  for (;;) {
     expired += (await sweepOnce(endAt)).expired;
-    const wait = interval - (Date.now() - startedAt);
-    if (Date.now() + wait >= endAt) break;
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, wait)));
-  } while (Date.now() < endAt);
+    const left = endAt - Date.now();
+    const next = await nextDeadlineBefore(serverNow() + left);
+    if (next === undefined) break;
+    // Already due yet not expired by this pass: index entries catching up, or new arrivals.
+    const wait = Math.min(interval, Math.max(250, next - serverNow()));
+    if (wait >= endAt - Date.now()) break;
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
   return { expired };
 }
 
 /** One pass over the due index; the local runner calls it on its interval. */
 export async function sweepOnce(stopAt?: number) {
-  const result = await sweepExpiredReservations(serverNow(), stopAt);
+  const result = await sweepExpiredReservations(serverNow, stopAt);
   if (result.expired > 0)
     log.info('expired reservations', { expired: result.expired, examined: result.examined });
   return result;

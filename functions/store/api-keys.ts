@@ -3,19 +3,12 @@ import type { ApiKey } from '../domain/api-keys.js';
 import { documentClient, tableName } from './client.js';
 import { apiKeyOf } from './items.js';
 import { keys } from './keys.js';
-import { putIfAbsent, type TransactItem, transact } from './transact.js';
+import { putIfAbsent, type TransactItem, tenantExists, transact } from './transact.js';
 
 /** The key under the SHA-256 of its secret, conditioned on its tenant existing. */
 export function newApiKeyTransaction(secretHash: string, key: ApiKey): TransactItem[] {
   return [
-    {
-      ConditionCheck: {
-        TableName: tableName(),
-        Key: keys.tenant(key.tenant),
-        ConditionExpression: 'attribute_exists(#pk)',
-        ExpressionAttributeNames: { '#pk': 'pk' },
-      },
-    },
+    tenantExists(key.tenant),
     putIfAbsent({
       ...keys.apiKey(secretHash),
       type: 'api-key',

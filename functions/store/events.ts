@@ -1,4 +1,5 @@
 import type { Amount } from '../domain/amounts.js';
+import { exactJson } from '../domain/json.js';
 import type { LedgerChange, OveragePolicy } from '../domain/ledger.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
@@ -40,8 +41,9 @@ export function eventTransaction(e: NewEvent): TransactItem[] {
       actual: e.actual.amount,
       scopes: e.scopes,
       overage_policy: e.overagePolicy,
-      metrics: e.metrics,
-      metadata: e.metadata,
+      // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
+      ...(e.metrics !== undefined && { metrics_json: exactJson(e.metrics) }),
+      ...(e.metadata !== undefined && { metadata_json: exactJson(e.metadata) }),
       client_time_ms: e.clientTimeMs,
       ...storedOutcomeAttributes(e.outcome),
     }),

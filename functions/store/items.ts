@@ -1,7 +1,8 @@
 import type { Unit } from '../domain/amounts.js';
 import type { ApiKey } from '../domain/api-keys.js';
+import { parseExactJson } from '../domain/json.js';
 import type { Ledger } from '../domain/ledger.js';
-import type { Permission } from '../domain/permissions.js';
+import { effectivePermissions, type Permission } from '../domain/permissions.js';
 import type { Reservation, ReservationStatus } from '../domain/reservation.js';
 import type { Item } from './transact.js';
 
@@ -42,8 +43,16 @@ export function reservationOf(item: Item): Reservation {
     scopePath: String(item.scope_path),
     affectedScopes: item.scopes as string[],
     overagePolicy: item.overage_policy as Reservation['overagePolicy'],
-    metadata: item.metadata as Reservation['metadata'],
+    metadata: metadataOf(item),
   };
+}
+
+/** JSON text, exact; a map in items written before 0.2 (which could not hold every value). */
+function metadataOf(item: Item): Reservation['metadata'] {
+  if (typeof item.metadata_json === 'string') {
+    return parseExactJson(item.metadata_json)?.value as Reservation['metadata'];
+  }
+  return item.metadata as Reservation['metadata'];
 }
 
 export function apiKeyOf(item: Item): ApiKey {
@@ -53,7 +62,8 @@ export function apiKeyOf(item: Item): ApiKey {
     tenant: String(item.tenant),
     name: String(item.name),
     description: item.description as string | undefined,
-    permissions: item.permissions as Permission[],
+    // Keys stored before budgets:write existed keep the rights they were made with.
+    permissions: effectivePermissions(item.permissions as Permission[]),
     createdAt: String(item.created_at),
     expiresAt: item.expires_at as string | undefined,
   };

@@ -18,6 +18,11 @@ export const keys = {
   }),
   reservation: (reservationId: string) => ({ pk: `RESERVATION#${reservationId}`, sk: SK }),
   event: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: SK }),
+  /** A tenant's audit trail, oldest first; the request id keeps same-millisecond entries apart. */
+  audit: (tenant: string, atMs: number, requestId: string) => ({
+    pk: `AUDIT#${tenant}`,
+    sk: `${pad(atMs)}#${requestId}`,
+  }),
   idempotency: (tenant: string, operation: string, key: string) => ({
     pk: `IDEMPOTENCY#${tenant}#${operation}#${key}`,
     sk: SK,
@@ -30,6 +35,12 @@ export const ledgerIndexPartition = (tenant: string, segment: string): string =>
 /** Listing sort key: creation time, then id, so pages are stable while items are added. */
 export const listSortKey = (createdAtMs: number, reservationId: string): string =>
   `${pad(createdAtMs)}#${reservationId}`;
+
+/** Positions in cursors are signed, but checked anyway: DynamoDB must never see a bad key. */
+export const isListPosition = (position: string): boolean =>
+  /^\d{15}#[A-Za-z0-9_]+$/.test(position);
+export const isLedgerIndexPosition = (position: string): boolean =>
+  /^tenant:[^#]+#[A-Z_]+$/.test(position);
 
 export const reservationIdOfListKey = (listSk: string): string => listSk.slice(16);
 
@@ -47,8 +58,20 @@ export function dueShard(reservationId: string): string {
   return duePartition(h % DUE_SHARDS);
 }
 
-export const dueSortKey = (deadlineMs: number, reservationId: string): string =>
-  `${pad(deadlineMs)}#${reservationId}`;
+/**
+ * Due-index sort key: deadline first (the sweeper's range), then the tenant, so a tenant's due
+ * reservations can be picked from the keys alone (tenant ids hold no '#').
+ */
+export const dueSortKey = (deadlineMs: number, tenant: string, reservationId: string): string =>
+  `${pad(deadlineMs)}#${tenant}#${reservationId}`;
+
+export const deadlineOfDueKey = (dueSk: string): number => Number(dueSk.slice(0, 15));
+
+/** The tenant of a due key; undefined for keys written before it carried one. */
+export const tenantOfDueKey = (dueSk: string): string | undefined => {
+  const parts = dueSk.split('#');
+  return parts.length === 3 ? parts[1] : undefined;
+};
 
 /** Every due key strictly before this bound is due at `now`. */
 export const dueBound = (now: number): string => `${pad(now)}#~`;

@@ -1,13 +1,23 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Unit } from '../domain/amounts.js';
+import type { AuditEntry } from '../domain/audit.js';
+import { invalidRequest } from '../domain/errors.js';
 import type { Ledger, LedgerChange, LedgerField } from '../domain/ledger.js';
 import type { Segment, SegmentKind } from '../domain/scopes.js';
 import { segmentText } from '../domain/scopes.js';
+import { auditPut } from './audit.js';
 import { documentClient, tableName } from './client.js';
 import { type IdempotencyScope, idempotencyPut, type StoredOutcome } from './idempotency.js';
 import { isLedgerItem, ledgerOf, ledgersByScope } from './items.js';
-import { keys, ledgerIndexPartition } from './keys.js';
-import { counterUpdate, getItems, putIfAbsent, type TransactItem, transact } from './transact.js';
+import { isLedgerIndexPosition, keys, ledgerIndexPartition } from './keys.js';
+import {
+  counterUpdate,
+  getItems,
+  putIfAbsent,
+  type TransactItem,
+  tenantExists,
+  transact,
+} from './transact.js';
 import { transactWrite, type WriteOutcome } from './write.js';
 
 const FIELD: Record<LedgerField, string> = {
@@ -95,9 +105,13 @@ export interface NewLedger {
   readonly segments: readonly Segment[];
   readonly ledger: Ledger;
   readonly createdAt: string;
+  readonly audit: AuditEntry;
 }
 
-/** The ledger and one index entry per path segment, all or nothing. */
+/**
+ * The ledger and one index entry per path segment, conditioned on the tenant existing (the
+ * admin key may name any tenant), with its audit record: segments + 3 items, all or nothing.
+ */
 export function newLedgerTransaction(n: NewLedger): TransactItem[] {
   const { ledger } = n;
   const texts = n.segments.map(segmentText);
@@ -127,13 +141,16 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
         segments: new Set(texts),
       }),
     ),
+    tenantExists(n.tenant),
+    auditPut(n.audit),
   ];
 }
 
-/** `duplicate` when a ledger for that scope and unit exists. */
-export async function insertLedger(n: NewLedger): Promise<'inserted' | 'duplicate'> {
+export async function insertLedger(n: NewLedger): Promise<'inserted' | 'duplicate' | 'noTenant'> {
   const outcome = await transact(newLedgerTransaction(n));
-  return outcome.kind === 'committed' ? 'inserted' : 'duplicate';
+  if (outcome.kind === 'committed') return 'inserted';
+  const tenantCheck = n.segments.length + 1;
+  return outcome.reasons[tenantCheck]?.code === 'ConditionalCheckFailed' ? 'noTenant' : 'duplicate';
 }
 
 export interface LedgerIndexQuery {
@@ -159,6 +176,9 @@ export interface LedgerIndexPage {
 
 /** Up to limit+1 matching index entries after `after`, in path order (strongly consistent). */
 export async function queryLedgerIndex(q: LedgerIndexQuery): Promise<LedgerIndexPage> {
+  if (q.after !== undefined && !isLedgerIndexPosition(q.after)) {
+    throw invalidRequest('cursor is invalid, or belongs to another query', { field: 'cursor' });
+  }
   const names: Record<string, string> = { '#pk': 'pk' };
   const values: Record<string, unknown> = { ':pk': ledgerIndexPartition(q.tenant, q.segment) };
   const filters: string[] = [];
@@ -201,14 +221,18 @@ export async function queryLedgerIndex(q: LedgerIndexQuery): Promise<LedgerIndex
   return { entries: entries.slice(0, q.limit), hasMore: entries.length > q.limit || false };
 }
 
-/** One funding change and its idempotency record, in one transaction. */
+/** One funding change, its idempotency record and its audit record, in one transaction. */
 export function applyFunding(
   change: LedgerChange,
   idempotency: { scope: IdempotencyScope; outcome: StoredOutcome },
-  now: number,
+  audit: AuditEntry,
 ): Promise<WriteOutcome> {
   return transactWrite(
-    [ledgerUpdate(change), idempotencyPut(idempotency.scope, idempotency.outcome, now)],
+    [
+      ledgerUpdate(change),
+      idempotencyPut(idempotency.scope, idempotency.outcome, audit.atMs),
+      auditPut(audit),
+    ],
     { recordAt: 1, ledgersFrom: 0, ledgerCount: 1 },
   );
 }

@@ -1,19 +1,26 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { invalidRequest } from '../domain/errors.js';
 import type { Reservation, ReservationStatus } from '../domain/reservation.js';
 import { LEVELS, type Level } from '../domain/scopes.js';
 import { documentClient, tableName } from './client.js';
 import { isReservationItem, reservationOf } from './items.js';
 import {
   DUE_SHARDS,
+  deadlineOfDueKey,
   dueBound,
   duePartition,
+  isListPosition,
   keys,
   listPartitions,
   listSortKey,
   reservationIdOfListKey,
+  tenantOfDueKey,
 } from './keys.js';
 import type { IndexName } from './table.js';
 import { getItems } from './transact.js';
+
+export const invalidCursorPosition = () =>
+  invalidRequest('cursor is invalid, or belongs to another query', { field: 'cursor' });
 
 /** The reservation, or undefined when it never existed (strongly consistent). */
 export async function readReservation(reservationId: string): Promise<Reservation | undefined> {
@@ -77,6 +84,7 @@ const MAX_EXAMINED = 1_000;
  * BatchGetItem, and filters are applied to those fresh items, never to a stale index copy.
  */
 export async function queryReservations(q: ReservationListQuery): Promise<ReservationPage> {
+  if (q.after !== undefined && !isListPosition(q.after)) throw invalidCursorPosition();
   const source = listingSource(q);
   const found: Reservation[] = [];
   let examined = 0;
@@ -124,42 +132,73 @@ export async function queryReservations(q: ReservationListQuery): Promise<Reserv
   return { reservations: page };
 }
 
-export interface DueWalk {
-  readonly pageSize: number;
-  /** Real time (Date.now()) at which to stop walking, e.g. shortly before a Lambda's timeout. */
-  readonly stopAt: number;
+export interface DuePage {
+  /** ACTIVE reservations past their deadline, read back consistently. */
+  readonly reservations: readonly Reservation[];
+  /** Some shard had more due entries than were read. */
+  readonly more: boolean;
 }
 
 /**
- * Walks every shard of the sparse due index for ACTIVE reservations past their deadline at
- * `now`, one page at a time (items read back consistently). `expire` settles a page and says
- * how many it expired; a full page with none expired is made of index entries not yet caught
- * up, so the walk moves on to the next shard. Returns false when stopped by `stopAt`.
+ * Due reservations from every shard of the sparse due index at once (16 parallel Queries of
+ * keys, then one consistent BatchGetItem), at most `perShard` from each. With `tenant`, only
+ * that tenant's: its id is in the due key, so other tenants' items are never read.
  */
-export async function walkDueReservations(
+export async function queryDueReservations(
   now: number,
-  walk: DueWalk,
-  expire: (page: readonly Reservation[]) => Promise<number>,
-): Promise<boolean> {
-  for (let shard = 0; shard < DUE_SHARDS; shard++) {
-    for (;;) {
-      if (Date.now() >= walk.stopAt) return false;
-      const page = await documentClient.send(
+  perShard: number,
+  tenant?: string,
+): Promise<DuePage> {
+  const shards = await Promise.all(
+    Array.from({ length: DUE_SHARDS }, (_, shard) =>
+      documentClient.send(
         new QueryCommand({
           TableName: tableName(),
           IndexName: 'dueForExpiry',
           KeyConditionExpression: '#p = :p AND #s < :bound',
           ExpressionAttributeNames: { '#p': 'due_pk', '#s': 'due_sk' },
           ExpressionAttributeValues: { ':p': duePartition(shard), ':bound': dueBound(now) },
-          Limit: walk.pageSize,
+          Limit: perShard,
         }),
-      );
-      const dueKeys = (page.Items ?? []).map((i) => ({ pk: String(i.pk), sk: String(i.sk) }));
-      const items = dueKeys.length === 0 ? new Map() : await getItems(dueKeys);
-      const due = [...items.values()].filter(isReservationItem).map(reservationOf);
-      const expired = due.length === 0 ? 0 : await expire(due);
-      if (dueKeys.length < walk.pageSize || expired === 0) break;
-    }
-  }
-  return true;
+      ),
+    ),
+  );
+  const dueKeys = shards
+    .flatMap((page) => page.Items ?? [])
+    .filter((i) => {
+      const owner = tenantOfDueKey(String(i.due_sk));
+      return tenant === undefined || owner === undefined || owner === tenant;
+    })
+    .map((i) => ({ pk: String(i.pk), sk: String(i.sk) }));
+  const items = dueKeys.length === 0 ? new Map() : await getItems(dueKeys);
+  const reservations = [...items.values()]
+    .filter(isReservationItem)
+    .map(reservationOf)
+    .filter((r) => r.status === 'ACTIVE' && (tenant === undefined || r.tenant === tenant));
+  return { reservations, more: shards.some((page) => page.LastEvaluatedKey !== undefined) };
+}
+
+/**
+ * The earliest deadline of an ACTIVE reservation before `before`, or undefined: one key from
+ * each shard (the index is sorted by deadline), so an idle sweeper can stop at once.
+ */
+export async function nextDeadlineBefore(before: number): Promise<number | undefined> {
+  const firsts = await Promise.all(
+    Array.from({ length: DUE_SHARDS }, (_, shard) =>
+      documentClient.send(
+        new QueryCommand({
+          TableName: tableName(),
+          IndexName: 'dueForExpiry',
+          KeyConditionExpression: '#p = :p AND #s < :bound',
+          ExpressionAttributeNames: { '#p': 'due_pk', '#s': 'due_sk' },
+          ExpressionAttributeValues: { ':p': duePartition(shard), ':bound': dueBound(before) },
+          Limit: 1,
+        }),
+      ),
+    ),
+  );
+  const deadlines = firsts.flatMap((page) =>
+    (page.Items ?? []).map((i) => deadlineOfDueKey(String(i.due_sk))),
+  );
+  return deadlines.length > 0 ? Math.min(...deadlines) : undefined;
 }

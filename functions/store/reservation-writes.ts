@@ -1,4 +1,5 @@
 import type { Amount } from '../domain/amounts.js';
+import { exactJson } from '../domain/json.js';
 import type { LedgerChange } from '../domain/ledger.js';
 import { type Reservation, settleDeadline } from '../domain/reservation.js';
 import { LEVELS } from '../domain/scopes.js';
@@ -11,7 +12,7 @@ import {
 } from './idempotency.js';
 import { dueShard, dueSortKey, keys, listPartitions, listSortKey } from './keys.js';
 import { ledgerUpdate } from './ledgers.js';
-import { type Item, putIfAbsent, type TransactItem } from './transact.js';
+import { type Item, putIfAbsent, type TransactItem, transact } from './transact.js';
 import { transactWrite, type WriteOutcome } from './write.js';
 
 export interface NewReservation {
@@ -59,11 +60,12 @@ export function reserveTransaction(n: NewReservation): TransactItem[] {
       scope_path: r.scopePath,
       scopes: r.affectedScopes,
       overage_policy: r.overagePolicy,
-      metadata: r.metadata,
+      // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
+      ...(r.metadata !== undefined && { metadata_json: exactJson(r.metadata) }),
       ...storedOutcomeAttributes(n.outcome),
       ...listAttributes(r),
       due_pk: dueShard(r.reservationId),
-      due_sk: dueSortKey(settleDeadline(r), r.reservationId),
+      due_sk: dueSortKey(settleDeadline(r), r.tenant, r.reservationId),
     }),
   ];
 }
@@ -94,42 +96,82 @@ export interface Settlement {
  * (and before, resp. after, its deadline), so whichever settles first wins and the others fail.
  */
 export function settleTransaction(s: Settlement): TransactItem[] {
-  const r = s.reservation;
-  const beforeDeadline = s.to !== 'EXPIRED';
   const items: TransactItem[] = [
-    {
-      Update: {
-        TableName: tableName(),
-        Key: keys.reservation(r.reservationId),
-        UpdateExpression: `SET #status = :to, #status_pk = :status_pk, #finalized = :now${s.committed ? ', #committed = :committed' : ''}${s.detail ? ', #detail = :detail' : ''} REMOVE #due_pk, #due_sk`,
-        ConditionExpression: `#status = :active AND #tenant = :tenant AND #deadline ${beforeDeadline ? '>' : '<='} :now`,
-        ExpressionAttributeNames: {
-          '#status': 'status',
-          '#status_pk': 'status_pk',
-          '#finalized': 'finalized_at_ms',
-          '#tenant': 'tenant',
-          '#deadline': 'deadline_ms',
-          '#due_pk': 'due_pk',
-          '#due_sk': 'due_sk',
-          ...(s.committed && { '#committed': 'committed' }),
-          ...(s.detail && { '#detail': `${s.to.toLowerCase()}_detail` }),
-        },
-        ExpressionAttributeValues: {
-          ':to': s.to,
-          ':status_pk': listPartitions.status(r.tenant, s.to),
-          ':now': s.now,
-          ':active': 'ACTIVE',
-          ':tenant': r.tenant,
-          ...(s.committed && { ':committed': s.committed.amount }),
-          ...(s.detail && { ':detail': s.detail }),
-        },
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      },
-    },
+    settleUpdate(s.reservation, s.to, s.now, s.committed, s.detail),
     ...s.changes.map(ledgerUpdate),
   ];
   if (s.idempotency) items.push(idempotencyPut(s.idempotency.scope, s.idempotency.outcome, s.now));
   return items;
+}
+
+/** The reservation's own update of a settle: conditioned on ACTIVE, the tenant and the deadline. */
+function settleUpdate(
+  r: Reservation,
+  to: Settlement['to'],
+  now: number,
+  committed?: Amount,
+  detail?: Record<string, unknown>,
+): TransactItem {
+  const beforeDeadline = to !== 'EXPIRED';
+  return {
+    Update: {
+      TableName: tableName(),
+      Key: keys.reservation(r.reservationId),
+      UpdateExpression: `SET #status = :to, #status_pk = :status_pk, #finalized = :now${committed ? ', #committed = :committed' : ''}${detail ? ', #detail = :detail' : ''} REMOVE #due_pk, #due_sk`,
+      ConditionExpression: `#status = :active AND #tenant = :tenant AND #deadline ${beforeDeadline ? '>' : '<='} :now`,
+      ExpressionAttributeNames: {
+        '#status': 'status',
+        '#status_pk': 'status_pk',
+        '#finalized': 'finalized_at_ms',
+        '#tenant': 'tenant',
+        '#deadline': 'deadline_ms',
+        '#due_pk': 'due_pk',
+        '#due_sk': 'due_sk',
+        ...(committed && { '#committed': 'committed' }),
+        ...(detail && { '#detail': `${to.toLowerCase()}_detail_json` }),
+      },
+      ExpressionAttributeValues: {
+        ':to': to,
+        ':status_pk': listPartitions.status(r.tenant, to),
+        ':now': now,
+        ':active': 'ACTIVE',
+        ':tenant': r.tenant,
+        ...(committed && { ':committed': committed.amount }),
+        ...(detail && { ':detail': exactJson(detail) }),
+      },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
+  };
+}
+
+/**
+ * Many expiries in one transaction: each reservation conditioned on ACTIVE and due at `now`,
+ * and each ledger updated once with the summed returns (`changes`, one per ledger), so a batch
+ * costs reservations + ledgers items instead of reservations × (scopes + 1).
+ */
+export function expiryBatchTransaction(
+  reservations: readonly Reservation[],
+  changes: readonly LedgerChange[],
+  now: number,
+): TransactItem[] {
+  return [
+    ...reservations.map((r) => settleUpdate(r, 'EXPIRED', now)),
+    ...changes.map(ledgerUpdate),
+  ];
+}
+
+/** `stale` names the reservations settled meanwhile (a commit or another sweep won them). */
+export async function expireReservations(
+  reservations: readonly Reservation[],
+  changes: readonly LedgerChange[],
+  now: number,
+): Promise<{ readonly kind: 'written' } | { readonly kind: 'stale'; readonly ids: string[] }> {
+  const outcome = await transact(expiryBatchTransaction(reservations, changes, now));
+  if (outcome.kind === 'committed') return { kind: 'written' };
+  const ids = reservations.flatMap((r, i) =>
+    outcome.reasons[i]?.code === 'ConditionalCheckFailed' ? [r.reservationId] : [],
+  );
+  return { kind: 'stale', ids };
 }
 
 /** `stale` also when the reservation is no longer ACTIVE-and-settleable: read it again. */
@@ -167,7 +209,7 @@ export function extensionTransaction(e: Extension): TransactItem[] {
           '#expires': 'expires_at_ms',
           '#deadline': 'deadline_ms',
           '#due_sk': 'due_sk',
-          ...(e.metadata && { '#meta': 'extend_metadata' }),
+          ...(e.metadata && { '#meta': 'extend_metadata_json' }),
         },
         ExpressionAttributeValues: {
           ':active': 'ACTIVE',
@@ -176,8 +218,8 @@ export function extensionTransaction(e: Extension): TransactItem[] {
           ':now': e.now,
           ':expires': e.newExpiresAtMs,
           ':deadline': newDeadline,
-          ':due_sk': dueSortKey(newDeadline, r.reservationId),
-          ...(e.metadata && { ':meta': e.metadata }),
+          ':due_sk': dueSortKey(newDeadline, r.tenant, r.reservationId),
+          ...(e.metadata && { ':meta': exactJson(e.metadata) }),
         },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },

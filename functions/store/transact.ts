@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { documentClient, tableName } from './client.js';
+import { keys } from './keys.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 export type Item = Record<string, unknown>;
@@ -34,6 +35,16 @@ export const putIfAbsentInput = (item: Item) => ({
 });
 
 export const putIfAbsent = (item: Item): TransactItem => ({ Put: putIfAbsentInput(item) });
+
+/** A ConditionCheck that the tenant record exists. */
+export const tenantExists = (tenant: string): TransactItem => ({
+  ConditionCheck: {
+    TableName: tableName(),
+    Key: keys.tenant(tenant),
+    ConditionExpression: 'attribute_exists(#pk)',
+    ExpressionAttributeNames: { '#pk': 'pk' },
+  },
+});
 
 const MAX_CONFLICT_RETRIES = 6;
 

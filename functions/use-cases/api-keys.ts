@@ -7,7 +7,7 @@ import {
   keyPrefixOf,
 } from '../domain/api-keys.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
-import type { Permission } from '../domain/permissions.js';
+import { effectivePermissions, type Permission } from '../domain/permissions.js';
 import { getApiKeyByHash, insertApiKey } from '../store/api-keys.js';
 
 export interface ApiKeyRequest {
@@ -35,7 +35,7 @@ export async function createApiKey(request: ApiKeyRequest, now: number): Promise
     tenant: request.tenantId,
     name: request.name,
     description: request.description,
-    permissions: [...new Set(request.permissions)],
+    permissions: effectivePermissions(request.permissions),
     createdAt: new Date(now).toISOString(),
     expiresAt:
       request.expiresAt === undefined ? undefined : new Date(request.expiresAt).toISOString(),

@@ -1,19 +1,32 @@
 import { type Amount, MAX_AMOUNT, type Unit } from '../domain/amounts.js';
-import { type Caller, requireOwnTenant } from '../domain/caller.js';
+import type { Actor, AuditEntry } from '../domain/audit.js';
+import { type BudgetWriter, requireOwnTenant } from '../domain/caller.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { fingerprint } from '../domain/fingerprint.js';
 import { applyDelta, type FundOperation, fundChange, type Ledger } from '../domain/ledger.js';
-import { parseScope, type Segment, tenantOfScope } from '../domain/scopes.js';
+import { parseScope, tenantOfScope } from '../domain/scopes.js';
 import { applyFunding, insertLedger } from '../store/ledgers.js';
 import { readSnapshot } from '../store/snapshot.js';
 import { guardedWrite } from './guarded-write.js';
 
-/** A scope in canonical form, of the caller's own tenant. */
-function callerScope(caller: Caller, scope: string): Segment[] {
-  const segments = parseScope(scope);
-  requireOwnTenant(caller, tenantOfScope(segments), `scope ${scope}`, { scope });
-  return segments;
+/** Who wrote, for the audit trail and the request it came in. */
+export interface WriteContext {
+  readonly now: number;
+  readonly requestId: string;
 }
+
+/** A scope in canonical form: any tenant's for the operator, the key's own tenant's otherwise. */
+function writableScope(writer: BudgetWriter, scope: string) {
+  const segments = parseScope(scope);
+  const tenant = tenantOfScope(segments);
+  if (writer.kind === 'tenant') requireOwnTenant(writer, tenant, `scope ${scope}`, { scope });
+  const actor: Actor =
+    writer.kind === 'admin' ? { kind: 'admin' } : { kind: 'key', keyId: writer.keyId };
+  return { segments, tenant, actor };
+}
+
+const noTenant = (tenant: string) =>
+  new DomainError('NOT_FOUND', `tenant ${tenant} does not exist`, { tenant_id: tenant });
 
 export interface BudgetRequest {
   readonly scope: string;
@@ -27,13 +40,13 @@ export interface Budget {
   readonly createdAt: string;
 }
 
-/** POST /v1/admin/budgets (tenant key): a ledger whose allocation is spendable at once. */
+/** POST /v1/admin/budgets: a ledger whose allocation is spendable at once; audited. */
 export async function createBudget(
-  caller: Caller,
+  writer: BudgetWriter,
   request: BudgetRequest,
-  now: number,
+  { now, requestId }: WriteContext,
 ): Promise<Budget> {
-  const segments = callerScope(caller, request.scope);
+  const { segments, tenant, actor } = writableScope(writer, request.scope);
   for (const [field, amount] of [
     ['allocated', request.allocated],
     ['overdraft_limit', request.overdraftLimit],
@@ -54,8 +67,20 @@ export async function createBudget(
     overdraftLimit: request.overdraftLimit?.amount ?? 0,
     remaining: request.allocated.amount,
   };
-  const budget: Budget = { tenant: caller.tenant, ledger, createdAt: new Date(now).toISOString() };
-  if ((await insertLedger({ ...budget, segments })) === 'duplicate') {
+  const budget: Budget = { tenant, ledger, createdAt: new Date(now).toISOString() };
+  const audit: AuditEntry = {
+    tenant,
+    atMs: now,
+    actor,
+    requestId,
+    action: 'budget.create',
+    scope: ledger.scope,
+    unit: ledger.unit,
+    after: ledger,
+  };
+  const inserted = await insertLedger({ ...budget, segments, audit });
+  if (inserted === 'noTenant') throw noTenant(tenant);
+  if (inserted === 'duplicate') {
     throw new DomainError(
       'DUPLICATE_RESOURCE',
       `a budget for ${request.scope} in ${request.unit} already exists`,
@@ -79,9 +104,13 @@ export interface Funded {
   readonly after: Ledger;
 }
 
-/** POST /v1/admin/budgets/{scope}/{unit}/fund: CREDIT, RESET or REPAY_DEBT, idempotent. */
-export function fundBudget(caller: Caller, request: FundRequest, now: number): Promise<Funded> {
-  callerScope(caller, request.scope);
+/** POST /v1/admin/budgets/{scope}/{unit}/fund: CREDIT, RESET or REPAY_DEBT, idempotent, audited. */
+export function fundBudget(
+  writer: BudgetWriter,
+  request: FundRequest,
+  { now, requestId }: WriteContext,
+): Promise<Funded> {
+  const { tenant, actor } = writableScope(writer, request.scope);
   if (request.amount.unit !== request.unit) {
     throw new DomainError(
       'UNIT_MISMATCH',
@@ -89,7 +118,7 @@ export function fundBudget(caller: Caller, request: FundRequest, now: number): P
       { requested_unit: request.amount.unit, expected_unit: request.unit },
     );
   }
-  const idempotency = { tenant: caller.tenant, operation: 'fund', key: request.idempotencyKey };
+  const idempotency = { tenant, operation: 'fund', key: request.idempotencyKey };
   const print = fingerprint(request);
   const { scope, unit, amount } = request;
   return guardedWrite({
@@ -98,6 +127,7 @@ export function fundBudget(caller: Caller, request: FundRequest, now: number): P
     read: () => readSnapshot({ idempotency, ledgers: { scopes: [scope], unit } }),
     decide: ({ ledgers }) => {
       const ledger = ledgers.get(scope);
+      // A missing tenant has no budgets either: for the operator, this is the 404 to give.
       if (!ledger) throw new DomainError('NOT_FOUND', `no budget for ${scope} in ${unit}`);
       const change = fundChange(ledger, request.operation, amount.amount, MAX_AMOUNT);
       const result: Funded = {
@@ -108,7 +138,26 @@ export function fundBudget(caller: Caller, request: FundRequest, now: number): P
       return { result, change };
     },
     write: ({ result, change }) =>
-      applyFunding(change, { scope: idempotency, outcome: { fingerprint: print, result } }, now),
+      applyFunding(
+        change,
+        { scope: idempotency, outcome: { fingerprint: print, result } },
+        {
+          tenant,
+          atMs: now,
+          actor,
+          requestId,
+          action: 'budget.fund',
+          scope,
+          unit,
+          before: result.before,
+          after: result.after,
+          detail: {
+            operation: request.operation,
+            amount: amount.amount,
+            ...(request.reason !== undefined && { reason: request.reason }),
+          },
+        },
+      ),
     // A concurrent credit may have brought allocated near the largest amount.
     refusalOf: (refused, { change }) => {
       const allocated = refused[0]?.ledger?.allocated ?? 0;

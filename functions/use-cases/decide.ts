@@ -6,7 +6,8 @@ import type { Action } from '../domain/reservation.js';
 import { callerScopes, type Subject } from '../domain/scopes.js';
 import { putIdempotencyRecord } from '../store/idempotency.js';
 import { readSnapshot } from '../store/snapshot.js';
-import { guardedWrite } from './guarded-write.js';
+import { expiredHoldsFreer } from './expiry.js';
+import { guardedWrite, readAgain } from './guarded-write.js';
 
 export interface DecideRequest {
   readonly idempotencyKey: string;
@@ -29,16 +30,16 @@ export function decide(caller: Caller, request: DecideRequest, now: number): Pro
   const { scopes } = callerScopes(caller, request.subject);
   const idempotency = { tenant: caller.tenant, operation: 'decide', key: request.idempotencyKey };
   const print = fingerprint(request);
+  const freer = expiredHoldsFreer(caller.tenant, now);
   return guardedWrite({
     name: 'decide',
     fingerprint: print,
     read: () => readSnapshot({ idempotency, ledgers: { scopes, unit: request.estimate.unit } }),
-    decide: ({ ledgers }) => ({
-      result: {
-        refusal: admissionRefusal(scopes, request.estimate, ledgers)?.code,
-        affectedScopes: scopes,
-      },
-    }),
+    decide: async ({ ledgers }) => {
+      const refusal = admissionRefusal(scopes, request.estimate, ledgers);
+      if (await freer.free(refusal, ledgers)) return readAgain;
+      return { result: { refusal: refusal?.code, affectedScopes: scopes } };
+    },
     write: ({ result }) => putIdempotencyRecord(idempotency, { fingerprint: print, result }, now),
   });
 }

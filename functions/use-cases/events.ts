@@ -15,7 +15,8 @@ import { eventChanges } from '../domain/settlement.js';
 import { insertEvent } from '../store/events.js';
 import { unitsOfScope } from '../store/ledgers.js';
 import { readSnapshot } from '../store/snapshot.js';
-import { guardedWrite } from './guarded-write.js';
+import { expiredHoldsFreer } from './expiry.js';
+import { guardedWrite, readAgain } from './guarded-write.js';
 
 export interface EventRequest {
   readonly idempotencyKey: string;
@@ -42,6 +43,7 @@ export async function createEvent(
   const { unit, amount } = request.actual;
   const eventId = derivedId('evt', caller.tenant, request.idempotencyKey);
   const print = fingerprint(request);
+  const freer = expiredHoldsFreer(caller.tenant, now);
   return guardedWrite({
     name: 'event',
     fingerprint: print,
@@ -49,9 +51,13 @@ export async function createEvent(
     decide: async ({ ledgers }) => {
       const missing = scopes.find((s) => !ledgers.has(s));
       if (missing !== undefined) await requireUnitOfScope(caller.tenant, missing, unit);
-      const changes = eventChanges(scopes, request.actual, request.overagePolicy, ledgers);
-      const result: EventApplied = { eventId, balances: ledgersAfter(ledgers, changes) };
-      return { result, changes };
+      const charge = eventChanges(scopes, request.actual, request.overagePolicy, ledgers);
+      if ('refusal' in charge) {
+        if (await freer.free(charge.refusal, ledgers)) return readAgain;
+        throw refusalError(charge.refusal);
+      }
+      const result: EventApplied = { eventId, balances: ledgersAfter(ledgers, charge.changes) };
+      return { result, changes: charge.changes };
     },
     write: ({ result, changes }) =>
       insertEvent({

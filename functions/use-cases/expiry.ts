@@ -1,5 +1,12 @@
-import { walkDueReservations } from '../store/reservation-queries.js';
-import { expireReservation } from './reservations.js';
+import { type Ledger, mergeChanges, type ScopeRefusal } from '../domain/ledger.js';
+import { expiryChanges, type Reservation } from '../domain/reservation.js';
+import { queryDueReservations } from '../store/reservation-queries.js';
+import { expireReservations } from '../store/reservation-writes.js';
+
+/** TransactWriteItems takes at most 100 items: reservations plus the distinct ledgers they hold. */
+const MAX_TRANSACTION_ITEMS = 100;
+/** Due entries read per shard per round (16 shards). */
+const DUE_PER_SHARD = 100;
 
 export interface SweepResult {
   readonly expired: number;
@@ -7,22 +14,107 @@ export interface SweepResult {
 }
 
 /**
- * Expires every reservation past expires_at_ms + grace_period_ms. Each expiry is its own
- * transaction conditioned on ACTIVE-and-due, so two sweepers at once, or a sweep racing a
- * commit, settle each reservation exactly once. Stops early when `stopAt` (real time) is reached.
+ * Expires every reservation past expires_at_ms + grace_period_ms: rounds of one parallel read
+ * of the due index, then batched transactions, until nothing is due or `stopAt` (real time) is
+ * reached. Every expiry is conditioned on ACTIVE-and-due, so two sweepers at once, or a sweep
+ * racing a commit, settle each reservation exactly once. `now` is read per batch:
+ * finalized_at_ms is when that reservation was expired.
  */
 export async function sweepExpiredReservations(
-  now: number,
+  now: () => number,
   stopAt = Number.POSITIVE_INFINITY,
 ): Promise<SweepResult> {
   let expired = 0;
   let examined = 0;
-  await walkDueReservations(now, { pageSize: 100, stopAt }, async (due) => {
-    examined += due.length;
-    let progressed = 0;
-    for (const r of due) if (await expireReservation(r, now)) progressed++;
+  while (Date.now() < stopAt) {
+    const page = await queryDueReservations(now(), DUE_PER_SHARD);
+    examined += page.reservations.length;
+    const progressed = await expireAll(page.reservations, now);
     expired += progressed;
-    return progressed;
-  });
+    // Nothing expirable in a full page: index entries not yet caught up with settles. Next pass.
+    if (!page.more || progressed === 0) break;
+  }
   return { expired, examined };
+}
+
+/**
+ * SPEC: an expired hold never refuses work. Before a request is refused with BUDGET_EXCEEDED
+ * on a scope that still holds reservations, this tenant's reservations holding that scope and
+ * past their deadline are expired (racing the sweeper safely); true when any was, so the
+ * request is evaluated again on fresh ledgers.
+ */
+export async function expireHoldsBlocking(
+  tenant: string,
+  refusal: ScopeRefusal | undefined,
+  ledgers: ReadonlyMap<string, Ledger>,
+  now: number,
+): Promise<boolean> {
+  if (refusal?.code !== 'BUDGET_EXCEEDED') return false;
+  if ((ledgers.get(refusal.scope)?.reserved ?? 0) <= 0) return false;
+  const { reservations } = await queryDueReservations(now, DUE_PER_SHARD, tenant);
+  const holding = reservations.filter(
+    (r) => r.affectedScopes.includes(refusal.scope) && r.reserved.unit === refusal.unit,
+  );
+  return (await expireAll(holding, () => now)) > 0;
+}
+
+/**
+ * A request frees expired holds at most once; after that its refusal stands. `tried` tells a
+ * write whose condition failed to read again rather than refuse while freeing is untried.
+ */
+export function expiredHoldsFreer(tenant: string, now: number) {
+  const freer = {
+    tried: false,
+    async free(refusal: ScopeRefusal | undefined, ledgers: ReadonlyMap<string, Ledger>) {
+      if (freer.tried || refusal?.code !== 'BUDGET_EXCEEDED') return false;
+      freer.tried = true;
+      return expireHoldsBlocking(tenant, refusal, ledgers, now);
+    },
+  };
+  return freer;
+}
+
+/** Returns the hold of one reservation past its deadline; false if anything settled it first. */
+export async function expireReservation(r: Reservation, now: number): Promise<boolean> {
+  return (await expireAll([r], () => now)) === 1;
+}
+
+/** Expires as many as fit per transaction; returns how many this call expired. */
+async function expireAll(due: readonly Reservation[], now: () => number): Promise<number> {
+  let expired = 0;
+  for (const batch of batches(due)) expired += await expireBatch(batch, now());
+  return expired;
+}
+
+/** Greedy batches whose reservations and distinct ledgers fit one transaction. */
+function batches(due: readonly Reservation[]): Reservation[][] {
+  const result: Reservation[][] = [];
+  let batch: Reservation[] = [];
+  let ledgers = new Set<string>();
+  for (const r of due) {
+    const mine = r.affectedScopes.map((s) => `${s}#${r.reserved.unit}`);
+    const union = new Set([...ledgers, ...mine]);
+    if (batch.length > 0 && batch.length + 1 + union.size > MAX_TRANSACTION_ITEMS) {
+      result.push(batch);
+      batch = [];
+      ledgers = new Set();
+    }
+    batch.push(r);
+    for (const l of mine) ledgers.add(l);
+  }
+  if (batch.length > 0) result.push(batch);
+  return result;
+}
+
+/** One batch; the reservations a commit or another sweep settled meanwhile drop out. */
+async function expireBatch(batch: readonly Reservation[], now: number): Promise<number> {
+  let pending = batch.filter((r) => expiryChanges(r, now) !== undefined);
+  while (pending.length > 0) {
+    const changes = mergeChanges(pending.flatMap((r) => expiryChanges(r, now) ?? []));
+    const outcome = await expireReservations(pending, changes, now);
+    if (outcome.kind === 'written') return pending.length;
+    if (outcome.ids.length === 0) throw new Error('expiry batch refused on a ledger');
+    pending = pending.filter((r) => !outcome.ids.includes(r.reservationId));
+  }
+  return 0;
 }

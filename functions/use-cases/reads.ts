@@ -1,4 +1,4 @@
-import { cursorSecret } from '../config/settings.js';
+import { cursorSecret } from '../config/secrets.js';
 import { type Caller, requireOwnTenant } from '../domain/caller.js';
 import { decodeCursor, encodeCursor } from '../domain/cursor.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
@@ -74,7 +74,8 @@ export async function listReservations(
 
   const { cursor, limit, ...filters } = q;
   const binding = { tenant: caller.tenant, route: 'reservations', ...filters };
-  const after = cursor === undefined ? undefined : decodeCursor(cursorSecret(), binding, cursor);
+  const secret = await cursorSecret();
+  const after = cursor === undefined ? undefined : decodeCursor(secret, binding, cursor);
   const page = await queryReservations({
     tenant: caller.tenant,
     status: q.status,
@@ -86,7 +87,7 @@ export async function listReservations(
   return {
     items: page.reservations,
     ...(page.nextPosition !== undefined && {
-      nextCursor: encodeCursor(cursorSecret(), binding, page.nextPosition),
+      nextCursor: encodeCursor(secret, binding, page.nextPosition),
     }),
   };
 }
@@ -116,7 +117,8 @@ export async function listBalances(caller: Caller, q: BalanceFilters): Promise<P
     segmentText({ kind: l, value: l === 'tenant' ? caller.tenant : (q[l] ?? '') });
   const { cursor, limit, ...filters } = q;
   const binding = { tenant: caller.tenant, route: 'balances', ...filters };
-  const after = cursor === undefined ? undefined : decodeCursor(cursorSecret(), binding, cursor);
+  const secret = await cursorSecret();
+  const after = cursor === undefined ? undefined : decodeCursor(secret, binding, cursor);
   const page = await queryLedgerIndex({
     tenant: caller.tenant,
     segment: segmentOf(deepest),
@@ -132,7 +134,6 @@ export async function listBalances(caller: Caller, q: BalanceFilters): Promise<P
   const last = page.entries[page.entries.length - 1];
   return {
     items: page.entries.flatMap((e) => ledgers.get(`${e.scope}#${e.unit}`) ?? []),
-    ...(page.hasMore &&
-      last && { nextCursor: encodeCursor(cursorSecret(), binding, last.position) }),
+    ...(page.hasMore && last && { nextCursor: encodeCursor(secret, binding, last.position) }),
   };
 }

@@ -17,7 +17,6 @@ import {
 import {
   type Action,
   expiredError,
-  expiryChanges,
   type Reservation,
   releaseChanges,
   transition,
@@ -33,6 +32,7 @@ import {
 } from '../store/reservation-writes.js';
 import { readSnapshot } from '../store/snapshot.js';
 import type { WriteOutcome } from '../store/write.js';
+import { expiredHoldsFreer, expireReservation } from './expiry.js';
 import { guardedWrite, type Plan, readAgain } from './guarded-write.js';
 
 export interface ReservationRequest {
@@ -73,16 +73,20 @@ export async function createReservation(
   const { scopes, scopePath } = callerScopes(caller, request.subject);
   const { unit, amount } = request.estimate;
   const placement = { affectedScopes: scopes, scopePath, reserved: request.estimate };
+  const freer = expiredHoldsFreer(caller.tenant, now);
   if (request.dryRun) {
     // SPEC rule 3: evaluated like a live reservation, nothing persisted, no id or expiry.
-    const { ledgers } = await readSnapshot({ ledgers: { scopes, unit } });
-    const refusal = admissionRefusal(scopes, request.estimate, ledgers);
-    return {
-      kind: 'dryRun',
-      ...placement,
-      refusal: refusal?.code,
-      balances: presentLedgers(scopes, ledgers),
-    };
+    for (;;) {
+      const { ledgers } = await readSnapshot({ ledgers: { scopes, unit } });
+      const refusal = admissionRefusal(scopes, request.estimate, ledgers);
+      if (await freer.free(refusal, ledgers)) continue;
+      return {
+        kind: 'dryRun',
+        ...placement,
+        refusal: refusal?.code,
+        balances: presentLedgers(scopes, ledgers),
+      };
+    }
   }
   const reservationId = derivedId('rsv', caller.tenant, request.idempotencyKey);
   const holds = scopes.map((s) => holdChange(s, unit, amount));
@@ -91,9 +95,12 @@ export async function createReservation(
     name: 'reservation',
     fingerprint: print,
     read: () => readSnapshot({ reservationId, ledgers: { scopes, unit } }),
-    decide: ({ ledgers }) => {
+    decide: async ({ ledgers }) => {
       const refusal = admissionRefusal(scopes, request.estimate, ledgers);
-      if (refusal) throw refusalError(refusal);
+      if (refusal) {
+        if (await freer.free(refusal, ledgers)) return readAgain;
+        throw refusalError(refusal);
+      }
       const reservation: Reservation = {
         reservationId,
         tenant: caller.tenant,
@@ -126,6 +133,8 @@ export async function createReservation(
       const refusal = firstRefusal(
         refused.map(({ index, ledger }) => scopeRefusal(scopes[index] ?? '', unit, ledger, amount)),
       );
+      // An expired hold may be what fills the scope: free it first (read again), then refuse.
+      if (refusal?.code === 'BUDGET_EXCEEDED' && !freer.tried) return undefined;
       return refusal && refusalError(refusal);
     },
   });
@@ -335,12 +344,4 @@ async function settleable(
     throw expiredError(r);
   }
   return r;
-}
-
-/** Returns the hold of a reservation past its deadline; false if anything settled it first. */
-export async function expireReservation(r: Reservation, now: number): Promise<boolean> {
-  const changes = expiryChanges(r, now);
-  if (!changes) return false;
-  const outcome = await settleReservation({ reservation: r, to: 'EXPIRED', now, changes });
-  return outcome.kind === 'written';
 }

@@ -37,19 +37,26 @@ interface CompiledRoute {
 /** Above this the local server stops reading; handlers enforce the smaller MAX_BODY_BYTES. */
 const READ_LIMIT_BYTES = 1_048_576;
 
+/**
+ * Routes as API Gateway matches them: `{name}` is one segment, `{name+}` (greedy, last) one or
+ * more; a route without a greedy variable wins over one with it, `$default` comes last.
+ */
 function compile(server: Server): CompiledRoute[] {
   return routeEntries()
     .filter(([, r]) => r.server === server)
     .map(([id, route]) => {
       const params: string[] = [];
       if (route.path === '$default') return { id, route, pattern: undefined, params };
-      const source = route.path.replace(/\{([a-z_]+)\}/g, (_, name: string) => {
+      const source = route.path.replace(/\{([a-z_]+)(\+?)\}/g, (_, name: string, greedy) => {
         params.push(name);
-        return '([^/]+)';
+        return greedy ? '(.+)' : '([^/]+)';
       });
       return { id, route, pattern: new RegExp(`^${source}$`), params };
-    });
+    })
+    .sort((a, b) => rank(a.route) - rank(b.route));
 }
+
+const rank = (r: Route) => (r.path === '$default' ? 2 : r.path.includes('+}') ? 1 : 0);
 
 const handlers = new Map<string, Promise<Handler>>();
 function loadHandler(entry: string): Promise<Handler> {
@@ -94,13 +101,31 @@ async function readBody(req: IncomingMessage): Promise<Buffer | 'tooLarge'> {
   return size > READ_LIMIT_BYTES ? 'tooLarge' : Buffer.concat(chunks);
 }
 
+/**
+ * The request target as API Gateway sees it: HTTP APIs percent-decode the path before route
+ * matching and hand it decoded to the function (`rawPath`, `pathParameters`), so `%2F` in a
+ * path parameter arrives as `/`. Undefined: not a target API Gateway would accept (400).
+ */
+export function requestTarget(
+  target: string | undefined,
+): { readonly url: URL; readonly path: string } | undefined {
+  try {
+    if (!target?.startsWith('/') || target.startsWith('//')) return undefined;
+    const url = new URL(target, 'http://localhost');
+    return { url, path: decodeURIComponent(url.pathname) };
+  } catch {
+    return undefined;
+  }
+}
+
 export function toEvent(
   req: IncomingMessage,
+  target: { readonly url: URL; readonly path: string },
   body: Buffer,
   routeKey: string,
   pathParameters: Record<string, string> | undefined,
 ): APIGatewayProxyEventV2 {
-  const url = new URL(req.url ?? '/', 'http://localhost');
+  const { url, path } = target;
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined)
@@ -114,7 +139,7 @@ export function toEvent(
   return {
     version: '2.0',
     routeKey,
-    rawPath: url.pathname,
+    rawPath: path,
     rawQueryString: url.search.slice(1),
     headers,
     ...(Object.keys(query).length > 0 && { queryStringParameters: query }),
@@ -126,7 +151,7 @@ export function toEvent(
       domainPrefix: 'localhost',
       http: {
         method: req.method ?? 'GET',
-        path: url.pathname,
+        path,
         protocol: `HTTP/${req.httpVersion}`,
         sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
         userAgent: headers['user-agent'] ?? '',
@@ -177,20 +202,22 @@ export function createLocalServer(server: Server): HttpServer {
   const routes = compile(server);
   const http = createServer((req, res) => {
     void (async () => {
-      const url = new URL(req.url ?? '/', 'http://localhost');
-      const matched = match(routes, req.method ?? 'GET', url.pathname);
+      const target = requestTarget(req.url);
+      const matched = target && match(routes, req.method ?? 'GET', target.path);
       const body = await readBody(req);
-      if (body === 'tooLarge' || !matched) {
+      if (body === 'tooLarge' || !target || !matched) {
         const error =
           body === 'tooLarge'
             ? invalidRequest(`request body exceeds ${READ_LIMIT_BYTES} bytes`)
-            : new Error('no route');
+            : !target
+              ? invalidRequest('the request target is not a valid path', { field: 'path' })
+              : new Error('no route');
         return write(res, errorResponse(error, randomUUID()));
       }
       const { route, pathParameters } = matched;
       const routeKey =
         route.route.path === '$default' ? '$default' : `${route.route.method} ${route.route.path}`;
-      const event = toEvent(req, body, routeKey, pathParameters);
+      const event = toEvent(req, target, body, routeKey, pathParameters);
       const handler = await loadHandler(route.route.entry);
       write(res, await handler(event, lambdaContext(event.requestContext.requestId, route.id)));
     })().catch((error: unknown) => {
@@ -198,6 +225,16 @@ export function createLocalServer(server: Server): HttpServer {
       if (!res.headersSent) write(res, errorResponse(error, randomUUID()));
       else res.destroy();
     });
+  });
+  // A request Node's parser refuses (bad header, bad request line) never reaches a handler:
+  // answer it with SPEC's error body too, as API Gateway answers 400 itself.
+  http.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (error.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+    const result = errorResponse(invalidRequest('malformed HTTP request'), randomUUID());
+    const body = result.body ?? '';
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\nx-request-id: ${String(result.headers?.['x-request-id'])}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
   });
   // Longer than clients' idle pools keep sockets (Node's 5 s default races their reuse), as
   // API Gateway does.

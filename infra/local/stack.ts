@@ -1,4 +1,7 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server as HttpServer } from 'node:http';
+import { join } from 'node:path';
 import {
   ensureTable,
   type LocalDynamo,
@@ -36,10 +39,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     delete process.env.DYNAMODB_ENDPOINT;
     const inMemory =
       options.inMemory || ['1', 'true'].includes(process.env.DYNAMODB_IN_MEMORY ?? '');
-    dynamo = await startDynamoDbLocal({
-      dataDir: inMemory ? undefined : (process.env.DATA_DIR ?? '.data'),
-    });
+    const dataDir = inMemory ? undefined : (process.env.DATA_DIR ?? '.data');
+    dynamo = await startDynamoDbLocal({ dataDir });
     process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
+    // Cursors stay valid across restarts of a persisted store; otherwise random per process.
+    if (dataDir && !process.env.CURSOR_SECRET) process.env.CURSOR_SECRET = keptSecret(dataDir);
   }
   const servers: HttpServer[] = [];
   let timer: NodeJS.Timeout | undefined;
@@ -121,6 +125,16 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     await stop();
     throw error;
   }
+}
+
+/** A random secret generated once and kept in the data directory (readable by its owner only). */
+function keptSecret(dataDir: string): string {
+  const file = join(dataDir, 'cursor-secret');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
 }
 
 async function listenOrExplain(

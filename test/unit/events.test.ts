@@ -22,7 +22,7 @@ describe('events/ fixtures', () => {
 
     for (const [id, route] of routeEntries()) {
       const event = JSON.parse(files[`${id}.json`] ?? '{}');
-      const params = [...route.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]);
+      const params = [...route.path.matchAll(/\{([a-z_]+)\+?\}/g)].map((m) => m[1]);
       expect(event.routeKey, id).toBe(
         route.path === '$default' ? '$default' : `${route.method} ${route.path}`,
       );

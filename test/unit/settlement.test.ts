@@ -16,6 +16,10 @@ const ledger = (scope: string, fields: Partial<Ledger> = {}): Ledger => {
   };
 };
 const byScope = (...ledgers: Ledger[]) => new Map(ledgers.map((l) => [l.scope, l]));
+const changesOf = (charge: ReturnType<typeof eventChanges>) =>
+  'changes' in charge ? charge.changes : [];
+const refusalOf = (charge: ReturnType<typeof eventChanges>) =>
+  'refusal' in charge ? charge.refusal.code : 'no refusal';
 const codeOf = (f: () => unknown) => {
   try {
     f();
@@ -93,46 +97,46 @@ describe('eventPolicy and eventChanges', () => {
   });
 
   it('debits every scope when remaining covers the actual, even under REJECT', () => {
-    const changes = eventChanges(
+    const charge = eventChanges(
       ['tenant:acme', 'tenant:acme/workspace:w'],
       { unit: 'TOKENS', amount: 400 },
       'REJECT',
       byScope(ledger('tenant:acme'), ledger('tenant:acme/workspace:w')),
     );
 
-    expect(changes.map((c) => c.delta.spent)).toEqual([400, 400]);
+    expect(changesOf(charge).map((c) => c.delta.spent)).toEqual([400, 400]);
   });
 
   it('treats a missing ledger as zero allocation: 409 BUDGET_EXCEEDED', () => {
-    const refuse = () =>
-      eventChanges(
-        ['tenant:acme', 'tenant:acme/workspace:w'],
-        { unit: 'TOKENS', amount: 1 },
-        'ALLOW_WITH_OVERDRAFT',
-        byScope(ledger('tenant:acme')),
-      );
+    const charge = eventChanges(
+      ['tenant:acme', 'tenant:acme/workspace:w'],
+      { unit: 'TOKENS', amount: 1 },
+      'ALLOW_WITH_OVERDRAFT',
+      byScope(ledger('tenant:acme')),
+    );
 
-    expect(codeOf(refuse)).toBe('BUDGET_EXCEEDED');
+    expect(refusalOf(charge)).toBe('BUDGET_EXCEEDED');
   });
 
   it('ranks an overdraft past its limit before a missing ledger', () => {
-    const refuse = () =>
-      eventChanges(
-        ['tenant:acme', 'tenant:acme/workspace:w'],
-        { unit: 'TOKENS', amount: 2_000 },
-        'ALLOW_WITH_OVERDRAFT',
-        byScope(ledger('tenant:acme', { overdraftLimit: 500 })),
-      );
+    const charge = eventChanges(
+      ['tenant:acme', 'tenant:acme/workspace:w'],
+      { unit: 'TOKENS', amount: 2_000 },
+      'ALLOW_WITH_OVERDRAFT',
+      byScope(ledger('tenant:acme', { overdraftLimit: 500 })),
+    );
 
-    expect(codeOf(refuse)).toBe('OVERDRAFT_LIMIT_EXCEEDED');
+    expect(refusalOf(charge)).toBe('OVERDRAFT_LIMIT_EXCEEDED');
   });
 
   it('runs into debt up to overdraft_limit under ALLOW_WITH_OVERDRAFT', () => {
-    const [change] = eventChanges(
-      ['tenant:acme'],
-      { unit: 'TOKENS', amount: 1_200 },
-      'ALLOW_WITH_OVERDRAFT',
-      byScope(ledger('tenant:acme', { overdraftLimit: 500 })),
+    const [change] = changesOf(
+      eventChanges(
+        ['tenant:acme'],
+        { unit: 'TOKENS', amount: 1_200 },
+        'ALLOW_WITH_OVERDRAFT',
+        byScope(ledger('tenant:acme', { overdraftLimit: 500 })),
+      ),
     );
 
     expect(change?.delta).toMatchObject({ spent: 1_000, debt: 200, remaining: -1_200 });

@@ -163,30 +163,49 @@ describe('idempotencyPut', () => {
 });
 
 describe('newLedgerTransaction', () => {
-  it('puts the ledger and one index entry per path segment, each only if absent', () => {
+  it('puts the ledger, one index entry per path segment and the audit record, under an existing tenant', () => {
+    const ledger = {
+      scope: 'tenant:t/workspace:w',
+      unit: 'TOKENS' as const,
+      allocated: 10,
+      spent: 0,
+      reserved: 0,
+      debt: 0,
+      overdraftLimit: 0,
+      remaining: 10,
+    };
     const items = newLedgerTransaction({
       tenant: 't',
       segments: [
         { kind: 'tenant', value: 't' },
         { kind: 'workspace', value: 'w' },
       ],
-      ledger: {
+      ledger,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      audit: {
+        tenant: 't',
+        atMs: 1_000,
+        actor: { kind: 'key', keyId: 'key_1' },
+        requestId: 'req-1',
+        action: 'budget.create',
         scope: 'tenant:t/workspace:w',
         unit: 'TOKENS',
-        allocated: 10,
-        spent: 0,
-        reserved: 0,
-        debt: 0,
-        overdraftLimit: 0,
-        remaining: 10,
+        after: ledger,
       },
-      createdAt: '2026-01-01T00:00:00.000Z',
     });
 
-    expect(items).toHaveLength(3);
-    for (const item of items)
-      expect(item.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
+    expect(items).toHaveLength(5);
+    for (const item of [...items.slice(0, 3), items[4]])
+      expect(item?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
     expect(items[2]?.Put?.Item).toMatchObject({ type: 'ledger-index', level: 'workspace' });
+    expect(items[3]?.ConditionCheck?.Key).toEqual({ pk: 'TENANT#t', sk: '-' });
+    expect(items[4]?.Put?.Item).toMatchObject({
+      type: 'audit',
+      actor: 'key_1',
+      request_id: 'req-1',
+      action: 'budget.create',
+      after: { allocated: 10, remaining: 10 },
+    });
   });
 });
 

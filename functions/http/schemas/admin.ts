@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { DomainError } from '../../domain/errors.js';
 import { PERMISSIONS } from '../../domain/permissions.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
 import type { BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
@@ -47,7 +48,19 @@ export const CreateBudgetBody = z
   .transform((b): BudgetRequest => camel(b));
 export type CreateBudgetBody = z.infer<typeof CreateBudgetBody>;
 
-export const FundParams = z.object({ scope: z.string().min(1).max(4096), unit: Unit });
+/**
+ * `{budget+}` of POST /v1/admin/budgets/{budget+}: `<scope>/<unit>/fund`, already
+ * percent-decoded (API Gateway decodes the path), so a nested scope spans several segments.
+ * Anything else under /v1/admin/budgets/ is no endpoint.
+ */
+export const FundPath = z
+  .object({ budget: z.string().max(4200) })
+  .transform(({ budget }) => {
+    const match = /^(.+)\/([^/]+)\/fund$/.exec(budget);
+    if (!match) throw new DomainError('NOT_FOUND', `no endpoint POST /v1/admin/budgets/${budget}`);
+    return { scope: match[1] ?? '', unit: match[2] ?? '' };
+  })
+  .pipe(z.object({ scope: z.string().min(1).max(4096), unit: Unit }));
 
 export const FundBudgetBody = z.object({
   operation: z.enum(['CREDIT', 'RESET', 'REPAY_DEBT']),
@@ -56,10 +69,7 @@ export const FundBudgetBody = z.object({
   reason: z.string().max(1024).optional(),
 });
 /** The fund request: the budget from the path, the operation from the body. */
-export const fundRequest = (
-  params: z.infer<typeof FundParams>,
-  b: FundBudgetBody,
-): FundRequest => ({
+export const fundRequest = (params: z.infer<typeof FundPath>, b: FundBudgetBody): FundRequest => ({
   ...params,
   ...camel(b),
 });

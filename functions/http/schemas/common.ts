@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { MAX_AMOUNT, UNITS } from '../../domain/amounts.js';
+import { isExactNumber } from '../../domain/json.js';
 import {
   DIMENSION_KEY,
   LEVELS,
@@ -11,8 +12,19 @@ import {
 
 export const Unit = z.enum(UNITS);
 
-/** Integers from the edge inward; above 2^53 − 1 a JSON number can no longer be exact. */
-export const AmountValue = z.number().int().min(0).max(MAX_AMOUNT);
+/**
+ * A JSON integer field from `min` to `max` (at most 2^53 − 1: above, a number is no longer
+ * exact). The body parser keeps numbers a double cannot hold as exact text; here they become
+ * numbers only so that the range check names the field and its bound.
+ */
+export const Int = (min: number, max: number = MAX_AMOUNT) =>
+  z.preprocess(
+    (v) => (isExactNumber(v) ? Number(v.value) : v),
+    z.number().int().min(min).max(Math.min(max, MAX_AMOUNT)),
+  );
+
+/** Integers from the edge inward. */
+export const AmountValue = Int(0);
 
 export const Amount = z.object({ unit: Unit, amount: AmountValue });
 export type Amount = z.infer<typeof Amount>;
@@ -67,14 +79,21 @@ export const Action = z.object({
 
 export const OveragePolicy = z.enum(['REJECT', 'ALLOW_IF_AVAILABLE', 'ALLOW_WITH_OVERDRAFT']);
 
-export const Metadata = z.record(z.string(), z.unknown());
+/**
+ * Any JSON object, kept as given: not rebuilt key by key, so keys such as "" and "__proto__"
+ * survive, and exact numbers stay exact (stored as JSON text, docs/decisions.md).
+ */
+export const Metadata = z.custom<Record<string, unknown>>(
+  (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && !isExactNumber(v),
+  { message: 'must be a JSON object' },
+);
 
 export const StandardMetrics = z.object({
-  tokens_input: z.number().int().min(0).optional(),
-  tokens_output: z.number().int().min(0).optional(),
-  latency_ms: z.number().int().min(0).optional(),
+  tokens_input: Int(0).optional(),
+  tokens_output: Int(0).optional(),
+  latency_ms: Int(0).optional(),
   model_version: z.string().max(128).optional(),
-  custom: z.record(z.string(), z.unknown()).optional(),
+  custom: Metadata.optional(),
 });
 
 export const PageLimit = z.coerce.number().int().min(1).max(200).default(50);

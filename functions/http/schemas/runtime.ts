@@ -15,6 +15,7 @@ import {
   Cursor,
   camel,
   IdempotencyKey,
+  Int,
   Metadata,
   OveragePolicy,
   PageLimit,
@@ -30,8 +31,8 @@ export const CreateReservationBody = z
     subject: Subject,
     action: Action,
     estimate: Amount,
-    ttl_ms: z.number().int().min(1_000).max(86_400_000).default(60_000),
-    grace_period_ms: z.number().int().min(0).max(60_000).default(5_000),
+    ttl_ms: Int(1_000, 86_400_000).default(60_000),
+    grace_period_ms: Int(0, 60_000).default(5_000),
     overage_policy: OveragePolicy.default('REJECT'),
     dry_run: z.boolean().default(false),
     metadata: Metadata.optional(),
@@ -73,7 +74,7 @@ export type ReleaseBody = z.infer<typeof ReleaseBody>;
 export const ExtendBody = z
   .object({
     idempotency_key: IdempotencyKey,
-    extend_by_ms: z.number().int().min(1).max(86_400_000),
+    extend_by_ms: Int(1, 86_400_000),
     metadata: Metadata.optional(),
   })
   .transform((b): ExtendRequest => camel(b));
@@ -87,7 +88,7 @@ export const CreateEventBody = z
     actual: Amount,
     overage_policy: OveragePolicy.default('REJECT'),
     metrics: StandardMetrics.optional(),
-    client_time_ms: z.number().int().min(0).optional(),
+    client_time_ms: Int(0).optional(),
     metadata: Metadata.optional(),
   })
   .transform((b): EventRequest => camel(b));
