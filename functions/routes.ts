@@ -96,7 +96,8 @@ export const routes = {
     entry: 'runtime/create-reservation',
     auth: tenant('reservations:create'),
     status: 200,
-    table: { items: 'write' },
+    // Frees expired holds before refusing: reads the due index.
+    table: { items: 'write', indexes: ['dueForExpiry'] },
   },
   listReservations: {
     server: 'runtime',
@@ -151,7 +152,8 @@ export const routes = {
     entry: 'runtime/decide',
     auth: tenant('decide'),
     status: 200,
-    table: { items: 'write' },
+    // Frees expired holds before refusing: reads the due index.
+    table: { items: 'write', indexes: ['dueForExpiry'] },
   },
   listBalances: {
     server: 'runtime',
@@ -170,7 +172,8 @@ export const routes = {
     entry: 'runtime/create-event',
     auth: tenant('events:create'),
     status: 201,
-    table: { items: 'write' },
+    // Frees expired holds before refusing: reads the due index.
+    table: { items: 'write', indexes: ['dueForExpiry'] },
   },
   runtimeHealth: healthRoute('runtime'),
   runtimeNotFound: notFoundRoute('runtime'),

@@ -52,15 +52,13 @@ async function sizeItems(b: Bench, wanted: readonly [string, { pk: string; sk: s
   return wanted.flatMap(([item, k]): ItemSize[] => {
     const i = found.find((x) => x.pk === k.pk);
     if (!i) return [];
-    const body = typeof i.response_body === 'string' ? i.response_body : undefined;
+    const body = typeof i.result === 'string' ? i.result : undefined;
     return [
       {
         item,
         bytes: itemSize(i),
         storedResponseBytes:
-          body === undefined
-            ? undefined
-            : itemSize({ response_body: body, fingerprint: i.fingerprint }),
+          body === undefined ? undefined : itemSize({ result: body, fingerprint: i.fingerprint }),
       },
     ];
   });

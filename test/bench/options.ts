@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const PHASES = ['latency', 'throughput', 'listing', 'profile'] as const;
+export const PHASES = ['latency', 'throughput', 'listing', 'expiry', 'profile'] as const;
 export type Phase = (typeof PHASES)[number];
 
 export interface BenchOptions {

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AuditResult } from './audit.js';
+import type { ExpiryLag } from './expiry.js';
 import type { ItemSize, OpResult } from './latency.js';
 import type { ListingResult, ListingRow } from './listing.js';
 import type { ProfileSummary } from './profile.js';
@@ -37,6 +38,7 @@ export interface Results {
   readonly itemSizes?: readonly ItemSize[] | undefined;
   readonly throughput?: readonly LoadRun[] | undefined;
   readonly listing?: ListingResult | undefined;
+  readonly expiry?: ExpiryLag | undefined;
   readonly profile?: ProfileSummary | undefined;
   readonly memory: Memory;
   readonly audits: readonly AuditResult[];
@@ -62,10 +64,20 @@ const readCalls = (p: PerOp) =>
 export function evaluateTargets(r: {
   latency?: readonly OpResult[] | undefined;
   throughput?: readonly LoadRun[] | undefined;
+  expiry?: ExpiryLag | undefined;
   audits: readonly AuditResult[];
   statuses: Record<string, Record<string, number>>;
 }): Target[] {
   const targets: Target[] = [];
+  if (r.expiry) {
+    const e = r.expiry;
+    targets.push({
+      id: 'expiry-lag',
+      target: `every due hold back within the sweep interval + 1 s (${e.boundMs} ms) at ${e.due} due reservations while ${e.clients} clients run reserve→commit`,
+      met: e.expired === e.due && e.lagMs.max <= e.boundMs,
+      detail: `${e.expired}/${e.due} back; lag p50 ${e.lagMs.p50} ms, max ${e.lagMs.max} ms; ${e.pairsUnderLoad} pairs meanwhile`,
+    });
+  }
   if (r.throughput) {
     const pairs = ratios(r.throughput).filter((p) => p.clients === 10);
     const measurable = pairs.filter((p) => p.ratio !== undefined);

@@ -184,6 +184,7 @@ async function main(): Promise<number> {
   const { throughputPhase, warmUp } = await import('./throughput.js');
   const { listingPhase } = await import('./listing.js');
   const { profilePhase } = await import('./profile.js');
+  const { expiryPhase } = await import('./expiry.js');
   const report = await import('./report.js');
 
   if (opts.phases.has('latency') || opts.phases.has('throughput')) {
@@ -202,6 +203,9 @@ async function main(): Promise<number> {
   );
   const listing = await runPhase('listing', 'listing: 100 vs many reservations', () =>
     listingPhase(bench),
+  );
+  const expiry = await runPhase('expiry', 'expiry lag: due holds under load', () =>
+    expiryPhase(bench),
   );
   const profile = await runPhase('profile', 'server CPU profile', () => profilePhase(bench));
   say('\n== final check of every ledger of the run');
@@ -222,7 +226,13 @@ async function main(): Promise<number> {
   };
   const statuses = Object.fromEntries([...bench.outcomes].map(([p, o]) => [p, o.statuses]));
   const failures = [...bench.outcomes].flatMap(([p, o]) => o.failures.map((x) => `${p}: ${x}`));
-  const targets = report.evaluateTargets({ latency, throughput, audits: bench.audits, statuses });
+  const targets = report.evaluateTargets({
+    latency,
+    throughput,
+    expiry,
+    audits: bench.audits,
+    statuses,
+  });
   const unexpected = [...bench.outcomes.values()].reduce((a, o) => a + o.unexpected, 0);
   const mismatches = bench.audits.reduce((a, x) => a + x.mismatches, 0);
   const ok = unexpected === 0 && mismatches === 0;
@@ -250,6 +260,7 @@ async function main(): Promise<number> {
     itemSizes: single?.items,
     throughput,
     listing,
+    expiry,
     profile,
     memory,
     audits: bench.audits,
