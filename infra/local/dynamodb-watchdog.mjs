@@ -19,23 +19,6 @@ const GRACE_MS = 3_000;
 const owner = Number(process.argv[2]);
 const options = JSON.parse(process.argv[3] ?? '{}');
 
-let java;
-let stopping = false;
-const stop = () => {
-  if (stopping || !java) return;
-  stopping = true;
-  java.kill('SIGTERM');
-  setTimeout(() => java.kill('SIGKILL'), GRACE_MS).unref();
-};
-
-for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, stop);
-
-// Java writes to our stdout/stderr, which are the owner's pipes: its startup errors reach it.
-java = spawn({ ...options, stdio: 'inherit' });
-java.once('error', () => process.exit(127));
-java.once('exit', (code) => process.exit(code ?? 1));
-process.send?.({ javaPid: java.pid });
-
 const ownerGone = () => {
   if (process.ppid !== owner) return true; // re-parented: the owner died
   try {
@@ -45,10 +28,34 @@ const ownerGone = () => {
     return error.code === 'ESRCH';
   }
 };
+
+// The owner may have died while this process started: then there is nothing to run.
+if (ownerGone()) process.exit(0);
+
+let stopping = false;
+const stop = () => {
+  if (stopping) return;
+  stopping = true;
+  java.kill('SIGTERM');
+  setTimeout(() => java.kill('SIGKILL'), GRACE_MS).unref();
+};
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, stop);
+
+// Java writes to our stdout/stderr, which are the owner's pipes: its startup errors reach it.
+const java = spawn({ ...options, stdio: 'inherit' });
+java.once('error', () => process.exit(127));
+java.once('exit', (code) => process.exit(code ?? 1));
+// Should this script fail, Java still gets its SIGTERM and stops by itself.
+process.on('uncaughtException', () => {
+  java.kill('SIGTERM');
+  process.exit(1);
+});
+
+// A callback: a closed channel (the owner just died) is an error to ignore, not to throw.
+process.send?.({ javaPid: java.pid }, undefined, {}, () => {});
 process.once('disconnect', stop);
 const poll = setInterval(() => {
-  if (ownerGone()) {
-    clearInterval(poll);
-    stop();
-  }
+  if (!ownerGone()) return;
+  clearInterval(poll);
+  stop();
 }, POLL_MS);
