@@ -18,7 +18,7 @@ afterAll(async () => {
 });
 
 const CLIENTS = 4;
-const LOAD_MS = 2_500;
+const LOAD_MS = 2_000;
 const UNIT = 'USD_MICROCENTS';
 const ADMIN = { 'x-admin-api-key': 'durability-admin' };
 
