@@ -2,11 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import type { LocalStack } from '../../infra/local/stack.js';
 
+export interface TestStackOptions {
+  /** Environment for the function modules (they read their configuration once, at import). */
+  readonly env?: Record<string, string>;
+}
+
 /**
  * The local stack (both servers, real sockets) in this test file's process, on its own table of
  * the shared DynamoDB Local. Files are isolated module graphs, so each reads its own config.
+ * Most files want `useTestStack`, which also starts and stops it and audits the ledgers.
  */
-export async function startTestStack(env: Record<string, string> = {}): Promise<LocalStack> {
+export async function startTestStack({ env = {} }: TestStackOptions = {}): Promise<LocalStack> {
   const endpoint = inject('dynamoEndpoint');
   if (!/^http:\/\/(127\.0\.0\.1|localhost):\d+$/.test(endpoint))
     throw new Error(`not a local endpoint: ${endpoint}`);

@@ -1,17 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../infra/local/stack.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { expectError } from '../helpers/errors.js';
 import { adminHeaders, type GivenTenant, givenBudget, givenTenant } from '../helpers/fixtures.js';
-import { errorOf, request } from '../helpers/http.js';
-import { startTestStack } from '../helpers/stack.js';
+import { request } from '../helpers/http.js';
+import { useTestStack } from '../helpers/scaffold.js';
 
-let stack: LocalStack;
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack.stop();
-});
+const stack = useTestStack();
 
 const admin = (path: string) => `${stack.adminUrl}${path}`;
 const fundUrl = (scope: string, unit = 'USD_MICROCENTS') =>
@@ -48,11 +42,7 @@ describe('POST /v1/admin/tenants', () => {
       body: { tenant_id: id, name: 'B' },
     });
 
-    expect(res.status).toBe(409);
-    expect(errorOf(res)).toMatchObject({
-      error: 'DUPLICATE_RESOURCE',
-      request_id: expect.any(String),
-    });
+    expectError(res, 409, 'DUPLICATE_RESOURCE', 'admin');
   });
 
   it.each([
@@ -64,9 +54,7 @@ describe('POST /v1/admin/tenants', () => {
   ])('refuses %j with 400 naming %s', async (body, field) => {
     const res = await request('POST', admin('/v1/admin/tenants'), { headers: adminHeaders, body });
 
-    expect(res.status).toBe(400);
-    expect(errorOf(res).error).toBe('INVALID_REQUEST');
-    expect(errorOf(res).message).toContain(field);
+    expect(expectError(res, 400, 'INVALID_REQUEST', 'admin').message).toContain(field);
   });
 
   it('answers 401 without the admin key, or with a wrong one', async () => {
@@ -78,8 +66,7 @@ describe('POST /v1/admin/tenants', () => {
       body,
     });
 
-    expect(missing.status).toBe(401);
-    expect(errorOf(missing).error).toBe('UNAUTHORIZED');
+    expectError(missing, 401, 'UNAUTHORIZED', 'admin');
     expect(wrong.status).toBe(401);
   });
 
@@ -139,8 +126,7 @@ describe('POST /v1/admin/api-keys', () => {
       body: { tenant_id: 'no-such-tenant', name: 'k' },
     });
 
-    expect(res.status).toBe(404);
-    expect(errorOf(res).error).toBe('NOT_FOUND');
+    expectError(res, 404, 'NOT_FOUND', 'admin');
   });
 
   it('refuses an unknown permission with 400', async () => {
@@ -151,8 +137,7 @@ describe('POST /v1/admin/api-keys', () => {
       body: { tenant_id: t.tenant, name: 'k', permissions: ['reservations:create', 'admin:all'] },
     });
 
-    expect(res.status).toBe(400);
-    expect(errorOf(res).message).toContain('permissions');
+    expect(expectError(res, 400, 'INVALID_REQUEST', 'admin').message).toContain('permissions');
   });
 
   it('keeps an optional expires_at, and refuses one in the past', async () => {
@@ -271,8 +256,7 @@ describe('POST /v1/admin/budgets', () => {
       },
     });
 
-    expect(res.status).toBe(403);
-    expect(errorOf(res).error).toBe('FORBIDDEN');
+    expectError(res, 403, 'FORBIDDEN', 'admin');
   });
 
   it.each([
@@ -290,8 +274,7 @@ describe('POST /v1/admin/budgets', () => {
       body: { scope, unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 1 } },
     });
 
-    expect(res.status).toBe(400);
-    expect(errorOf(res).error).toBe('INVALID_REQUEST');
+    expectError(res, 400, 'INVALID_REQUEST', 'admin');
   });
 
   it.each([
@@ -396,8 +379,7 @@ describe('POST /v1/admin/budgets/{scope}/{unit}/fund', () => {
 
     const res = await fund('CREDIT', 6, key);
 
-    expect(res.status).toBe(409);
-    expect(errorOf(res).error).toBe('IDEMPOTENCY_MISMATCH');
+    expectError(res, 409, 'IDEMPOTENCY_MISMATCH', 'admin');
   });
 
   it('RESET sets allocated and recomputes remaining = amount − reserved − spent − debt', async () => {
@@ -482,11 +464,8 @@ describe('permissions', () => {
       headers: t.headers,
     });
 
-    expect(res.status).toBe(403);
-    expect(errorOf(res)).toMatchObject({
-      error: 'FORBIDDEN',
-      details: { missing_permission: 'balances:read' },
-    });
+    const error = expectError(res, 403, 'FORBIDDEN', 'runtime');
+    expect(error.details).toMatchObject({ missing_permission: 'balances:read' });
   });
 
   it('answers 401 for an expired key', async () => {

@@ -1,103 +1,42 @@
 import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../infra/local/stack.js';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { L, ledgers } from '../helpers/balances.js';
+import { expectError } from '../helpers/errors.js';
 import {
-  balancesOf,
   type GivenTenant,
-  givenBudget,
+  givenBudgets,
   givenTenant,
   reserveBody,
   sleep,
   usd,
 } from '../helpers/fixtures.js';
-import { errorOf, type Json, type Response, request } from '../helpers/http.js';
-import { startTestStack } from '../helpers/stack.js';
+import { errorOf, type Response } from '../helpers/http.js';
+import { reservationsApi } from '../helpers/reservations.js';
+import { useTestStack } from '../helpers/scaffold.js';
 
-let stack: LocalStack;
+const stack = useTestStack();
+const { create: reserve, commit, release, extend, getReservation, listed } = reservationsApi(stack);
 let client: typeof import('../../functions/store/client.js')['documentClient'];
 let sweepOnce: typeof import('../../functions/jobs/expire-reservations.js')['sweepOnce'];
 
 beforeAll(async () => {
-  stack = await startTestStack();
   // Imported after the stack: the same module graph (and configuration) as the servers.
   client = (await import('../../functions/store/client.js')).documentClient;
   sweepOnce = (await import('../../functions/jobs/expire-reservations.js')).sweepOnce;
 });
-afterAll(async () => {
-  await stack.stop();
-});
 
 // ---- helpers --------------------------------------------------------------------------------
 
-interface Counters {
-  allocated: number;
-  spent: number;
-  reserved: number;
-  debt: number;
-  remaining: number;
-}
-
-const L = (allocated: number, spent: number, reserved: number, debt: number, remaining: number) =>
-  ({ allocated, spent, reserved, debt, remaining }) satisfies Counters;
-
-const amountOf = (value: unknown): number => (value as { amount: number }).amount;
-
-/** Every ledger of the tenant by relative scope, each checked against the invariant. */
-async function ledgers(t: GivenTenant): Promise<Record<string, Counters>> {
-  const out: Record<string, Counters> = {};
-  for (const b of (await balancesOf(stack, t)).values()) {
-    const c: Counters = {
-      allocated: amountOf(b.allocated),
-      spent: amountOf(b.spent),
-      reserved: amountOf(b.reserved),
-      debt: amountOf(b.debt),
-      remaining: amountOf(b.remaining),
-    };
-    expect(c.remaining, `invariant of ${String(b.scope)}`).toBe(
-      c.allocated - c.spent - c.reserved - c.debt,
-    );
-    const scope = String(b.scope_path);
-    out[scope === `tenant:${t.tenant}` ? '' : scope.slice(`tenant:${t.tenant}/`.length)] = c;
-  }
-  return out;
-}
-
-const url = (path: string) => `${stack.runtimeUrl}${path}`;
-
-const reserve = (t: GivenTenant, body: Json) =>
-  request('POST', url('/v1/reservations'), { headers: t.headers, body });
-
-const post =
-  (action: 'commit' | 'release' | 'extend') =>
-  (t: GivenTenant, id: unknown, body: Json = {}) =>
-    request('POST', url(`/v1/reservations/${String(id)}/${action}`), {
-      headers: t.headers,
-      body: { idempotency_key: randomUUID(), ...body },
-    });
-const commit = post('commit');
-const release = post('release');
-const extend = post('extend');
-
 /** The status of a reservation as listed (GET answers 410 once it is EXPIRED). */
-async function statusOf(t: GivenTenant, idempotencyKey: unknown): Promise<string | undefined> {
-  const res = await request<{ reservations: Json[] }>(
-    'GET',
-    url(`/v1/reservations?idempotency_key=${encodeURIComponent(String(idempotencyKey))}`),
-    { headers: t.headers },
-  );
-  expect(res.status).toBe(200);
-  expect(res.body.reservations.length).toBeLessThanOrEqual(1);
-  return res.body.reservations[0]?.status as string | undefined;
-}
+const statusOf = async (t: GivenTenant, idempotencyKey: unknown) =>
+  (await listed(t, idempotencyKey))?.status as string | undefined;
 
 const sleepUntil = (epochMs: number) => sleep(Math.max(0, epochMs - Date.now()));
 
 async function givenTenantWith(budgets: Record<string, number>): Promise<GivenTenant> {
   const t = await givenTenant(stack);
-  for (const [scope, allocated] of Object.entries(budgets)) {
-    await givenBudget(stack, t, scope, allocated);
-  }
+  await givenBudgets(stack, t, budgets);
   return t;
 }
 
@@ -147,7 +86,7 @@ describe('concurrent reservations on one ledger', () => {
     expect(tally).toEqual({ 200: 25, '409 BUDGET_EXCEEDED': 75 });
     const ids = results.filter((r) => r.status === 200).map((r) => r.body.reservation_id);
     expect(new Set(ids).size).toBe(25);
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 2_500, 0, 7_500),
       'workspace:w': L(2_500, 0, 2_500, 0, 0),
     });
@@ -165,7 +104,7 @@ describe('concurrent reservations on one ledger', () => {
     expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
     for (const r of results) expect(r.body).toEqual(results[0]?.body);
     expect(await statusOf(t, body.idempotency_key)).toBe('ACTIVE');
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 300, 0, 9_700),
       'workspace:w': L(10_000, 0, 300, 0, 9_700),
     });
@@ -182,7 +121,7 @@ describe('concurrent reservations on one ledger', () => {
 
     expect(results.map((x) => x.status)).toEqual(Array(20).fill(200));
     for (const x of results) expect(x.body).toEqual(results[0]?.body);
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 120, 0, 0, 9_880),
       'workspace:w': L(10_000, 120, 0, 0, 9_880),
     });
@@ -249,12 +188,11 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
       expect(status, context).toBe(expected);
       if (status === 'COMMITTED') {
         spent += actualOf(i);
-        const id = String(created[i]?.body.reservation_id);
-        const got = await request('GET', url(`/v1/reservations/${id}`), { headers: t.headers });
+        const got = await getReservation(t, created[i]?.body.reservation_id);
         expect(got.body.committed, context).toEqual(usd(actualOf(i)));
       }
     }
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(1_000_000, spent, 0, 0, 1_000_000 - spent),
       'workspace:w': L(1_000_000, spent, 0, 0, 1_000_000 - spent),
     });
@@ -287,7 +225,7 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
     expect(outcome(b), `release answered ${outcome(b)} for a ${status} reservation`).toBe(
       '409 RESERVATION_FINALIZED',
     );
-    expect((await ledgers(t))['workspace:w']).toEqual(L(10_000, 60, 0, 0, 9_940));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(10_000, 60, 0, 0, 9_940));
   });
 
   it('does not answer 410 to a commit while a concurrent extend keeps the reservation ACTIVE', async () => {
@@ -342,7 +280,7 @@ describe('TransactionConflict cancellations', () => {
     expect(failures).toBe(4);
     expect([r.status, c.status]).toEqual([200, 200]);
     expect(await statusOf(t, body.idempotency_key)).toBe('COMMITTED');
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 150, 0, 0, 9_850),
       'workspace:w': L(10_000, 150, 0, 0, 9_850),
     });
@@ -359,7 +297,7 @@ describe('TransactionConflict cancellations', () => {
 
     const failed = await reserve(t, body);
     client.middlewareStack.remove('persistentConflict');
-    const afterFailure = await ledgers(t);
+    const afterFailure = await ledgers(stack, t);
     const recorded = await statusOf(t, body.idempotency_key);
     const retried = await reserve(t, body);
 
@@ -377,7 +315,7 @@ describe('TransactionConflict cancellations', () => {
     });
     expect(recorded).toBeUndefined();
     expect(retried.status).toBe(200);
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 400, 0, 9_600),
       'workspace:w': L(10_000, 0, 400, 0, 9_600),
     });
@@ -394,10 +332,9 @@ describe('TransactionConflict cancellations', () => {
     const failed = await commit(t, r.body.reservation_id, { actual: usd(100) });
     client.middlewareStack.remove('persistentConflict');
 
-    expect(failed.status).toBe(500);
-    expect(errorOf(failed).error).toBe('INTERNAL_ERROR');
+    expectError(failed, 500, 'INTERNAL_ERROR');
     expect(await statusOf(t, body.idempotency_key)).toBe('ACTIVE');
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 400, 0, 9_600),
       'workspace:w': L(10_000, 0, 400, 0, 9_600),
     });

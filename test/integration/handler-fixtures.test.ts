@@ -1,12 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type RouteId, routeEntries, routes, sweeper } from '../../functions/routes.js';
 import { eventsDir, SAMPLE } from '../../infra/generate-events.js';
 import type { Handler } from '../../infra/local/server.js';
-import type { LocalStack } from '../../infra/local/stack.js';
-import { startTestStack } from '../helpers/stack.js';
+import { useTestStack } from '../helpers/scaffold.js';
 
 /**
  * Every events/*.json fixture (the ones `sam local invoke -e` takes) handed to its handler
@@ -37,16 +36,10 @@ const SCENARIO: readonly (readonly [RouteId, number])[] = [
   ['createEvent', 201],
 ];
 
-let stack: LocalStack;
 let keySecret: string = SAMPLE.apiKeySecret;
 
-beforeAll(async () => {
-  // Creates this file's table and sets TABLE_NAME / DYNAMODB_ENDPOINT before any handler loads.
-  stack = await startTestStack({ ADMIN_API_KEY: SAMPLE.adminApiKey });
-});
-afterAll(async () => {
-  await stack.stop();
-});
+// Creates this file's table and sets TABLE_NAME / DYNAMODB_ENDPOINT before any handler loads.
+useTestStack({ env: { ADMIN_API_KEY: SAMPLE.adminApiKey } });
 
 const handlers = new Map<string, Promise<Handler>>();
 function handlerOf(entry: string): Promise<Handler> {
