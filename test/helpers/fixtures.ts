@@ -127,6 +127,7 @@ export function reserveBody(overrides: Json = {}): Json {
 }
 
 export const usd = (amount: number) => ({ unit: 'USD_MICROCENTS', amount });
+/** Real time: throttles and polls only; tests move a `testClock` rather than wait for expiry. */
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A scope of the tenant from a path relative to its root ('' is the root). */
 export const scopeOf = (t: GivenTenant, rel: string) => `tenant:${t.tenant}${rel ? `/${rel}` : ''}`;

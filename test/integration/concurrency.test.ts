@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { L, ledgers } from '../helpers/balances.js';
+import { testClock } from '../helpers/clock.js';
 import { expectError } from '../helpers/errors.js';
 import {
   type GivenTenant,
@@ -15,7 +16,11 @@ import { errorOf, type Response } from '../helpers/http.js';
 import { reservationsApi } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
-const stack = useTestStack();
+// Server time runs with real time, so requests race across a deadline as they would in
+// production; a test moves it forward to just before the deadline instead of waiting for it.
+// The tests of this file run one at a time.
+const clock = testClock();
+const stack = useTestStack({ clock });
 const { create: reserve, commit, release, extend, getReservation, listed } = reservationsApi(stack);
 let client: typeof import('../../functions/store/client.js')['documentClient'];
 let sweepOnce: typeof import('../../functions/jobs/expire-reservations.js')['sweepOnce'];
@@ -32,7 +37,8 @@ beforeAll(async () => {
 const statusOf = async (t: GivenTenant, idempotencyKey: unknown) =>
   (await listed(t, idempotencyKey))?.status as string | undefined;
 
-const sleepUntil = (epochMs: number) => sleep(Math.max(0, epochMs - Date.now()));
+/** Real time until the server clock reads `epochMs`: the race window, a few hundred ms. */
+const until = (epochMs: number) => sleep(Math.max(0, epochMs - clock.now()));
 
 async function givenTenantWith(budgets: Record<string, number>): Promise<GivenTenant> {
   const t = await givenTenant(stack);
@@ -141,16 +147,16 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
 
     // Each reservation is hit from 75 ms before to 70 ms after its deadline, while the
     // sweeper runs back to back over the whole window.
+    clock.advanceTo(Math.min(...expiries) - 100);
     const sweeping = (async () => {
-      await sleepUntil(Math.min(...expiries) - 100);
-      while (Date.now() < Math.max(...expiries) + 150) {
+      while (clock.now() < Math.max(...expiries) + 150) {
         await sweepOnce();
         await sleep(5);
       }
     })();
     const raced = await Promise.all(
       created.map(async (c, i) => {
-        await sleepUntil((expiries[i] ?? 0) - 75 + 5 * i);
+        await until((expiries[i] ?? 0) - 75 + 5 * i);
         const id = c.body.reservation_id;
         const calls = [
           () => commit(t, id, { actual: usd(actualOf(i)) }),
@@ -170,7 +176,7 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
     );
     await sweeping;
     // Whatever was extended expires one second later; sweep once more after that.
-    await sleepUntil(Math.max(...expiries) + 1_000 + 100);
+    clock.advanceTo(Math.max(...expiries) + 1_000 + 100);
     await sweepOnce();
 
     let spent = 0;
@@ -211,10 +217,11 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
       if (input.includes('"COMMITTED"')) await sleep(200);
       if (input.includes('"EXPIRED"')) await sleep(500);
     });
+    clock.advanceTo(expiresAt - 150);
 
     const [a, b] = await Promise.all([
-      sleepUntil(expiresAt - 80).then(() => commit(t, id, { actual: usd(60) })),
-      sleepUntil(expiresAt + 20).then(() => release(t, id)),
+      until(expiresAt - 80).then(() => commit(t, id, { actual: usd(60) })),
+      until(expiresAt + 20).then(() => release(t, id)),
     ]);
 
     const status = await statusOf(t, body.idempotency_key);
@@ -241,10 +248,11 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
       if (input.includes('"EXPIRED"')) await sleep(400);
       else if (input.includes('"extend"') || input.includes('#expires')) await sleep(250);
     });
+    clock.advanceTo(expiresAt - 150);
 
     const [e, c] = await Promise.all([
-      sleepUntil(expiresAt - 100).then(() => extend(t, id, { extend_by_ms: 5_000 })),
-      sleepUntil(expiresAt + 30).then(() => commit(t, id, { actual: usd(60) })),
+      until(expiresAt - 100).then(() => extend(t, id, { extend_by_ms: 5_000 })),
+      until(expiresAt + 30).then(() => commit(t, id, { actual: usd(60) })),
     ]);
 
     const status = await statusOf(t, body.idempotency_key);

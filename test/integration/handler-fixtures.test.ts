@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { type RouteId, routeEntries, routes, sweeper } from '../../functions/routes.js';
 import { eventsDir, SAMPLE } from '../../infra/generate-events.js';
 import type { Handler } from '../../infra/local/server.js';
+import { testClock } from '../helpers/clock.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
 /**
@@ -39,7 +40,10 @@ const SCENARIO: readonly (readonly [RouteId, number])[] = [
 let keySecret: string = SAMPLE.apiKeySecret;
 
 // Creates this file's table and sets TABLE_NAME / DYNAMODB_ENDPOINT before any handler loads.
-useTestStack({ env: { ADMIN_API_KEY: SAMPLE.adminApiKey } });
+// Server time runs with real time; the sweeper test moves it past a deadline instead of waiting
+// (the tests of this file run one at a time).
+const clock = testClock();
+useTestStack({ env: { ADMIN_API_KEY: SAMPLE.adminApiKey }, clock });
 
 const handlers = new Map<string, Promise<Handler>>();
 function handlerOf(entry: string): Promise<Handler> {
@@ -116,7 +120,7 @@ describe('events/*.json through their handlers', () => {
       grace_period_ms: 0,
     });
     expect((await invoke('createReservation', create)).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    clock.advance(1_100);
     const { handler } = (await import(
       /* @vite-ignore */ new URL(`../../functions/${sweeper.entry}.ts`, import.meta.url).href
     )) as { handler: (event: unknown, context: Context) => Promise<{ expired: number }> };

@@ -3,6 +3,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../functions/store/keys.js';
 import { balancesOf, ledgerKey, type WireAmount, type WireBalance } from '../helpers/balances.js';
+import { testClock } from '../helpers/clock.js';
 import { expectError } from '../helpers/errors.js';
 import {
   type GivenTenant,
@@ -17,7 +18,10 @@ import {
 import { type Json, request } from '../helpers/http.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
-const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '60000' } });
+// Server time runs with real time (listings order by creation time); the expiry test moves it
+// forward instead of waiting. The tests of this file run one at a time.
+const clock = testClock();
+const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '60000' }, clock });
 
 const rt = (path: string) => `${stack.runtimeUrl}${path}`;
 
@@ -923,7 +927,7 @@ describe('GET /v1/reservations/{reservation_id}', () => {
   it('answers 410 RESERVATION_EXPIRED past TTL plus grace, before and after the sweep, with the reservation in details', async () => {
     const expiring = await reserveOk(t, { ttl_ms: 1_000, grace_period_ms: 0 });
     const inGrace = await reserveOk(t, { ttl_ms: 1_000, grace_period_ms: 60_000 });
-    await sleep(1_150);
+    clock.advance(1_150);
 
     const unswept = await getReservation(t, expiring);
     const graced = await getReservation(t, inGrace);
