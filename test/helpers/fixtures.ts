@@ -101,6 +101,17 @@ export async function givenBudgets(
   }
 }
 
+/** A fresh tenant (givenTenant) with USD budgets by relative scope ('' is the tenant root). */
+export async function givenTenantWith(
+  stack: LocalStack,
+  budgets: Parameters<typeof givenBudgets>[2],
+  permissions?: string[],
+): Promise<GivenTenant> {
+  const t = await givenTenant(stack, permissions);
+  await givenBudgets(stack, t, budgets);
+  return t;
+}
+
 /** POST …/fund on the USD ledger at `scope` (relative to the tenant root), with a fresh key. */
 export const fund = (
   stack: LocalStack,

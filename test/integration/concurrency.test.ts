@@ -4,14 +4,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { L, ledgers } from '../helpers/balances.js';
 import { testClock } from '../helpers/clock.js';
 import { expectError } from '../helpers/errors.js';
-import {
-  type GivenTenant,
-  givenBudgets,
-  givenTenant,
-  reserveBody,
-  sleep,
-  usd,
-} from '../helpers/fixtures.js';
+import { type GivenTenant, givenTenantWith, reserveBody, sleep, usd } from '../helpers/fixtures.js';
 import { errorOf, type Response } from '../helpers/http.js';
 import { reservationsApi } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
@@ -40,10 +33,13 @@ const statusOf = async (t: GivenTenant, idempotencyKey: unknown) =>
 /** Real time until the server clock reads `epochMs`: the race window, a few hundred ms. */
 const until = (epochMs: number) => sleep(Math.max(0, epochMs - clock.now()));
 
-async function givenTenantWith(budgets: Record<string, number>): Promise<GivenTenant> {
-  const t = await givenTenant(stack);
-  await givenBudgets(stack, t, budgets);
-  return t;
+/** A tenant with 10 000 on its root and workspace:w, and one reservation: 1 s TTL, no grace. */
+async function givenReservationNearItsDeadline() {
+  const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
+  const body = reserveBody({ ttl_ms: 1_000, grace_period_ms: 0 });
+  const r = await reserve(t, body);
+  const [id, expiresAt] = [String(r.body.reservation_id), Number(r.body.expires_at_ms)];
+  return { t, idempotencyKey: body.idempotency_key, id, expiresAt };
 }
 
 const outcome = (res: Response) =>
@@ -82,7 +78,7 @@ const conflict = () =>
 
 describe('concurrent reservations on one ledger', () => {
   it('admits exactly as many as fit: 25 of 100 succeed, 75 answer 409 BUDGET_EXCEEDED', async () => {
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 2_500 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 2_500 });
     const bodies = Array.from({ length: 100 }, () => reserveBody({ estimate: usd(100) }));
 
     const results = await Promise.all(bodies.map((b) => reserve(t, b)));
@@ -102,7 +98,7 @@ describe('concurrent reservations on one ledger', () => {
   });
 
   it('creates one reservation for one request sent 20 times at once, every body identical', async () => {
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     const body = reserveBody({ estimate: usd(300) });
 
     const results = await Promise.all(Array.from({ length: 20 }, () => reserve(t, body)));
@@ -117,7 +113,7 @@ describe('concurrent reservations on one ledger', () => {
   });
 
   it('charges once for one commit sent 20 times at once, every body identical', async () => {
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     const r = await reserve(t, reserveBody({ estimate: usd(300) }));
     const body = { idempotency_key: randomUUID(), actual: usd(120) };
 
@@ -136,7 +132,7 @@ describe('concurrent reservations on one ledger', () => {
 
 describe('commit, release, extend and the sweeper racing at the deadline', () => {
   it('settles each of 30 reservations exactly once and keeps the ledgers exact', async () => {
-    const t = await givenTenantWith({ '': 1_000_000, 'workspace:w': 1_000_000 });
+    const t = await givenTenantWith(stack, { '': 1_000_000, 'workspace:w': 1_000_000 });
     const bodies = Array.from({ length: 30 }, () =>
       reserveBody({ estimate: usd(100), ttl_ms: 1_000, grace_period_ms: 0 }),
     );
@@ -207,11 +203,7 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
   it('does not answer 410 to a release that loses to a commit: the reservation is COMMITTED', async () => {
     // Commit A arrives before the deadline and its write is slow; release B arrives after the
     // deadline, reads the reservation still ACTIVE, and tries to expire it.
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
-    const body = reserveBody({ ttl_ms: 1_000, grace_period_ms: 0 });
-    const r = await reserve(t, body);
-    const id = String(r.body.reservation_id);
-    const expiresAt = Number(r.body.expires_at_ms);
+    const { t, idempotencyKey, id, expiresAt } = await givenReservationNearItsDeadline();
     onTransactWrite('slowSettle', async (input) => {
       if (!input.includes(id)) return;
       if (input.includes('"COMMITTED"')) await sleep(200);
@@ -224,7 +216,7 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
       until(expiresAt + 20).then(() => release(t, id)),
     ]);
 
-    const status = await statusOf(t, body.idempotency_key);
+    const status = await statusOf(t, idempotencyKey);
     expect(outcome(a)).toBe(200);
     expect(status).toBe('COMMITTED');
     // SPEC: COMMITTED | release | 409 RESERVATION_FINALIZED; a 410 would claim an expiry
@@ -238,11 +230,7 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
   it('does not answer 410 to a commit while a concurrent extend keeps the reservation ACTIVE', async () => {
     // Extend E arrives before expiry with a slow write; commit C arrives just after expiry,
     // reads the old expiry, and tries to expire the reservation after E has moved it.
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
-    const body = reserveBody({ ttl_ms: 1_000, grace_period_ms: 0 });
-    const r = await reserve(t, body);
-    const id = String(r.body.reservation_id);
-    const expiresAt = Number(r.body.expires_at_ms);
+    const { t, idempotencyKey, id, expiresAt } = await givenReservationNearItsDeadline();
     onTransactWrite('slowExtendAndExpiry', async (input) => {
       if (!input.includes(id)) return;
       if (input.includes('"EXPIRED"')) await sleep(400);
@@ -255,7 +243,7 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
       until(expiresAt + 30).then(() => commit(t, id, { actual: usd(60) })),
     ]);
 
-    const status = await statusOf(t, body.idempotency_key);
+    const status = await statusOf(t, idempotencyKey);
     const story = `extend ${outcome(e)}, commit ${outcome(c)}, final ${status}`;
     // Either order is a valid serialization, but the answers must agree with each other and
     // with the state: 410 means "finalized as EXPIRED" (SPEC § Errors).
@@ -270,7 +258,7 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
 
 describe('TransactionConflict cancellations', () => {
   it('retries injected conflicts: reserve and commit still succeed, each applied once', async () => {
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     let calls = 0;
     let failures = 0;
     onTransactWrite('injectConflict', async () => {
@@ -295,7 +283,7 @@ describe('TransactionConflict cancellations', () => {
   });
 
   it('answers 500 INTERNAL_ERROR on a persistent conflict, changes nothing, and a retry is fresh', async () => {
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     let attempts = 0;
     onTransactWrite('persistentConflict', async () => {
       attempts++;
@@ -330,7 +318,7 @@ describe('TransactionConflict cancellations', () => {
   });
 
   it('answers 500 on a persistent conflict during commit and leaves the reservation ACTIVE', async () => {
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     const body = reserveBody({ estimate: usd(400) });
     const r = await reserve(t, body);
     onTransactWrite('persistentConflict', async () => {

@@ -12,8 +12,8 @@ import {
   fund,
   type GivenTenant,
   givenBudget,
-  givenBudgets,
   givenTenant,
+  givenTenantWith,
   reserveBody,
   usd,
 } from '../helpers/fixtures.js';
@@ -46,12 +46,10 @@ async function givenWorkspace(
   workspaceAllocated: number,
   options: { rootOverdraft?: number; overdraft?: number } = {},
 ): Promise<GivenTenant> {
-  const t = await givenTenant(stack);
-  await givenBudgets(stack, t, {
+  return givenTenantWith(stack, {
     '': { allocated: rootAllocated, overdraftLimit: options.rootOverdraft ?? 0 },
     'workspace:w': { allocated: workspaceAllocated, overdraftLimit: options.overdraft ?? 0 },
   });
-  return t;
 }
 
 describe('POST /v1/events', () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { L, ledgers } from '../helpers/balances.js';
 import { testClock } from '../helpers/clock.js';
 import { expectError } from '../helpers/errors.js';
-import { givenBudgets, givenTenant, usd } from '../helpers/fixtures.js';
+import { givenTenantWith, usd } from '../helpers/fixtures.js';
 import type { Response } from '../helpers/http.js';
 import { reservationsApi } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
@@ -17,8 +17,7 @@ const { reserve, commit, release, extend, getReservation, listed } = reservation
 
 describe('commit, release and extend at the deadline', () => {
   it('commit, release and extend after TTL plus grace answer 410 and finalize as EXPIRED', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const short = { ttl_ms: 1_000, grace_period_ms: 0, estimate: usd(100) };
     const keys = [randomUUID(), randomUUID(), randomUUID()];
     const [a, b, c] = await Promise.all(
@@ -55,8 +54,7 @@ describe('commit, release and extend at the deadline', () => {
   });
 
   it('applies the default grace period of 5000 ms to commit and release, never to extend', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const [inGrace, noGrace, lateInGrace, pastGrace] = await Promise.all([
       reserve(t, { ttl_ms: 1_000 }),
       reserve(t, { ttl_ms: 1_000, grace_period_ms: 0 }),
@@ -88,8 +86,7 @@ describe('commit, release and extend at the deadline', () => {
   });
 
   it('keeps an extended reservation alive past its original expiry', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { ttl_ms: 1_000, grace_period_ms: 0 });
     const extended = await extend(t, r.body.reservation_id, { extend_by_ms: 2_000 });
     expect(extended.body.expires_at_ms).toBe(Number(r.body.expires_at_ms) + 2_000);
@@ -102,8 +99,7 @@ describe('commit, release and extend at the deadline', () => {
   });
 
   it('replays a successful commit after the deadline instead of answering 410', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { ttl_ms: 1_000, grace_period_ms: 0 });
     const body = { idempotency_key: randomUUID(), actual: usd(30) };
     const first = await commit(t, r.body.reservation_id, body);

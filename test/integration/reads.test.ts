@@ -10,6 +10,7 @@ import {
   givenBudget,
   givenBudgets,
   givenTenant,
+  givenTenantWith,
   reserveBody,
   scopeOf,
   sleep,
@@ -158,8 +159,7 @@ const CONDITIONS = ['BUDGET_EXCEEDED', 'DEBT_OUTSTANDING', 'OVERDRAFT_LIMIT_EXCE
 
 describe('POST /v1/reservations with dry_run: true', () => {
   it('answers ALLOW with scopes, reserved and current balances, but no id and no expiry', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 5_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 5_000 });
     const before = await balancesOf(stack, t);
 
     const res = await reserve(t, {
@@ -179,8 +179,7 @@ describe('POST /v1/reservations with dry_run: true', () => {
   });
 
   it('persists nothing: no reservation in any listing, balances unchanged', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 5_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 5_000 });
     const before = await balancesOf(stack, t);
     const key = randomUUID();
 
@@ -194,8 +193,7 @@ describe('POST /v1/reservations with dry_run: true', () => {
   });
 
   it('leaves the idempotency key unused: a live reservation with the same key is created after it', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 5_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 5_000 });
     const key = randomUUID();
     await reserve(t, { idempotency_key: key, dry_run: true });
 
@@ -264,8 +262,7 @@ describe('POST /v1/reservations with dry_run: true', () => {
   });
 
   it('allows exactly the remaining amount and denies one unit more', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 700 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 700 });
 
     const exact = await reserve(t, {
       dry_run: true,
@@ -296,8 +293,7 @@ describe('POST /v1/decide', () => {
   const decideBody = (overrides: Json = {}) => reserveBody(overrides);
 
   it('answers 200 ALLOW with the affected scopes and nothing else', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 5_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 5_000 });
     const before = await balancesOf(stack, t);
 
     const res = await decide(t, decideBody());
@@ -366,8 +362,7 @@ describe('POST /v1/decide', () => {
   });
 
   it('gives concurrent requests with one key one and the same answer', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 5_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 5_000 });
     const body = decideBody();
 
     const results = await Promise.all(Array.from({ length: 10 }, () => decide(t, body)));
@@ -432,14 +427,18 @@ describe('GET /v1/balances', () => {
     await givenBudget(stack, other, 'workspace:w/app:a', 1_000);
   });
 
-  const ALL = () => [
-    usd(''),
-    usd('workspace:w'),
-    tokens('workspace:w'),
+  /** workspace:w/app:a and the three ledgers below it. */
+  const wAppA = () => [
     usd('workspace:w/app:a'),
     usd('workspace:w/app:a/workflow:f'),
     usd('workspace:w/app:a/workflow:f/agent:g'),
     usd('workspace:w/app:a/workflow:f/agent:g/toolset:s'),
+  ];
+  const ALL = () => [
+    usd(''),
+    usd('workspace:w'),
+    tokens('workspace:w'),
+    ...wAppA(),
     usd('workspace:w/dimensions:env=prod'),
     usd('workspace:w2'),
     usd('workspace:w2/app:a'),
@@ -478,33 +477,12 @@ describe('GET /v1/balances', () => {
       () => [
         usd('workspace:w'),
         tokens('workspace:w'),
-        usd('workspace:w/app:a'),
-        usd('workspace:w/app:a/workflow:f'),
-        usd('workspace:w/app:a/workflow:f/agent:g'),
-        usd('workspace:w/app:a/workflow:f/agent:g/toolset:s'),
+        ...wAppA(),
         usd('workspace:w/dimensions:env=prod'),
       ],
     ],
-    [
-      'app=a',
-      () => [
-        usd('workspace:w/app:a'),
-        usd('workspace:w/app:a/workflow:f'),
-        usd('workspace:w/app:a/workflow:f/agent:g'),
-        usd('workspace:w/app:a/workflow:f/agent:g/toolset:s'),
-        usd('workspace:w2/app:a'),
-        usd('app:a'),
-      ],
-    ],
-    [
-      'workspace=w&app=a',
-      () => [
-        usd('workspace:w/app:a'),
-        usd('workspace:w/app:a/workflow:f'),
-        usd('workspace:w/app:a/workflow:f/agent:g'),
-        usd('workspace:w/app:a/workflow:f/agent:g/toolset:s'),
-      ],
-    ],
+    ['app=a', () => [...wAppA(), usd('workspace:w2/app:a'), usd('app:a')]],
+    ['workspace=w&app=a', () => wAppA()],
     [
       'workflow=f',
       () => [
@@ -1128,8 +1106,7 @@ describe('pagination under concurrent writes', () => {
   }
 
   it('visits every reservation that existed before the walk exactly once, newest first, at limits 1, 7 and 200', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000_000_000, 'workspace:w': 1_000_000_000 });
+    const t = await givenTenantWith(stack, { '': 1_000_000_000, 'workspace:w': 1_000_000_000 });
     const initial = await inPool(INITIAL, 10, () => reserveOk(t, { subject: { workspace: 'w' } }));
     const defaultPage = await listReservations(t);
     const writer = startWriter(() => reserveOk(t, { subject: { workspace: 'w' } }));

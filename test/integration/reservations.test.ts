@@ -14,6 +14,7 @@ import {
   type GivenTenant,
   givenBudgets,
   givenTenant,
+  givenTenantWith,
   reserveBody,
   usd,
 } from '../helpers/fixtures.js';
@@ -46,8 +47,11 @@ async function expectFunded(res: Promise<Response>): Promise<void> {
 
 describe.concurrent('POST /v1/reservations', () => {
   it('holds the estimate in every affected scope and answers 200 with exactly SPEC fields', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 1_000, 'workspace:w/app:a': 500 });
+    const t = await givenTenantWith(stack, {
+      '': 10_000,
+      'workspace:w': 1_000,
+      'workspace:w/app:a': 500,
+    });
     const T = `tenant:${t.tenant}`;
     const before = Date.now();
 
@@ -87,8 +91,7 @@ describe.concurrent('POST /v1/reservations', () => {
   });
 
   it('records the reservation as ACTIVE with its subject, action and metadata', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const body = reserveBody({
       subject: { workspace: 'w' },
       action: { kind: 'tool', name: 'search', tags: ['a', 'b'] },
@@ -116,8 +119,7 @@ describe.concurrent('POST /v1/reservations', () => {
   });
 
   it('applies the REJECT overage policy by default', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 10_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     const r = await reserve(t, { estimate: usd(100) });
 
     const res = await commit(t, r.body.reservation_id, { actual: usd(101) });
@@ -136,8 +138,7 @@ describe.concurrent('POST /v1/reservations', () => {
     [86_400_000, 200],
     [86_400_001, 400],
   ])('for ttl_ms %i answers %i', async ([ttl, status]) => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const before = Date.now();
 
     const res = await reserve(t, { ttl_ms: ttl });
@@ -158,8 +159,7 @@ describe.concurrent('POST /v1/reservations', () => {
     [60_000, 200],
     [60_001, 400],
   ])('for grace_period_ms %i answers %i', async ([grace, status]) => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
 
     const res = await reserve(t, { grace_period_ms: grace });
 
@@ -201,8 +201,7 @@ describe.concurrent('POST /v1/reservations', () => {
     ['a non-boolean dry_run', set({ dry_run: 'no' })],
     ['metadata that is not an object', set({ metadata: 'x' })],
   ])('refuses %s with 400 INVALID_REQUEST and holds nothing', async ([, mutate]) => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
 
     const res = await request('POST', url('/v1/reservations'), {
       headers: t.headers,
@@ -239,8 +238,7 @@ describe.concurrent('POST /v1/reservations', () => {
   });
 
   it("accepts subject.tenant equal to the key's tenant and holds on the root alone", async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000 });
 
     const res = await reserve(t, { subject: { tenant: t.tenant }, estimate: usd(400) });
 
@@ -261,8 +259,7 @@ describe.concurrent('POST /v1/reservations', () => {
   });
 
   it('refuses with 409 BUDGET_EXCEEDED when any scope lacks remaining, holding nothing anywhere', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 150 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 150 });
     await reserve(t, { estimate: usd(100) });
 
     const over = await reserve(t, { estimate: usd(51) });
@@ -277,8 +274,7 @@ describe.concurrent('POST /v1/reservations', () => {
   });
 
   it('refuses with 409 BUDGET_EXCEEDED when a scope has no ledger (zero allocation)', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000 });
+    const t = await givenTenantWith(stack, { '': 10_000 });
 
     const noLedger = await reserve(t, { subject: { workspace: 'w' } });
     const otherUnit = await reserve(t, {
@@ -292,8 +288,7 @@ describe.concurrent('POST /v1/reservations', () => {
   });
 
   it('refuses with 409 DEBT_OUTSTANDING while a scope has debt, and serves it again once repaid', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, {
+    const t = await givenTenantWith(stack, {
       '': 10_000,
       'workspace:w': { allocated: 1_000, overdraftLimit: 500 },
       'workspace:v': 1_000,
@@ -330,8 +325,7 @@ describe.concurrent('POST /v1/reservations', () => {
   });
 
   it('names the effective tenant in X-Service-Tenant and X-Cycles-Tenant, with a unique X-Request-Id', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
 
     const r = await reserve(t);
     const e = await extend(t, r.body.reservation_id, { extend_by_ms: 1_000 });
@@ -353,8 +347,7 @@ describe.concurrent('POST /v1/reservations', () => {
 
 describe.concurrent('POST /v1/reservations idempotency', () => {
   it('replays the original body, reservation_id included, and holds once', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const body = reserveBody({ estimate: usd(300) });
 
     const first = await create(t, body);
@@ -371,8 +364,7 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
   });
 
   it('ignores key order, whitespace and explicit defaults when comparing payloads', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const key = randomUUID();
     const compact = `{"idempotency_key":"${key}","subject":{"workspace":"w"},"action":{"kind":"llm","name":"m"},"estimate":{"unit":"USD_MICROCENTS","amount":50}}`;
     const reordered = `{\n  "estimate": { "amount": 50, "unit": "USD_MICROCENTS" },\n  "action": {"name": "m", "kind": "llm"},\n  "subject": { "workspace": "w" },\n  "idempotency_key": "${key}",\n  "ttl_ms": 60000\n}`;
@@ -387,8 +379,7 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
   });
 
   it('refuses with 409 IDEMPOTENCY_MISMATCH the same key with another payload', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const body = reserveBody({ estimate: usd(100) });
     await create(t, body);
 
@@ -418,8 +409,7 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
   });
 
   it('accepts X-Idempotency-Key equal to the body key, and refuses a different or over-long one with 400', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const body = reserveBody();
 
     const differs = await reserve(t, body, {
@@ -439,8 +429,7 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
   });
 
   it('processes a retry of a refused request as fresh once the budget exists', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000 });
     const body = reserveBody();
     const refused = await create(t, body);
     await givenBudgets(stack, t, { 'workspace:w': 500 });
@@ -456,8 +445,7 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
   });
 
   it('replays the creation response after the reservation was committed', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const body = reserveBody({ estimate: usd(300) });
     const first = await create(t, body);
     await commit(t, first.body.reservation_id, { actual: usd(200) });
@@ -474,8 +462,7 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
 
 describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
   it('charges actual, returns the unused part and answers with exactly SPEC fields', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { estimate: usd(300) });
 
     const res = await commit(t, r.body.reservation_id, {
@@ -506,8 +493,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
   });
 
   it('charges exactly the reserved amount with nothing released', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { estimate: usd(300) });
 
     const res = await commit(t, r.body.reservation_id, { actual: usd(300) });
@@ -517,62 +503,34 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
   });
 
   // Every case: tenant root 10 000 (limit 0), workspace:w 1 000 (limit 500), 300 held on both,
-  // so remaining is 9 700 and 700 before the commit.
+  // so remaining is 9 700 and 700 before the commit; a refused commit leaves them so.
+  const ok = { status: 200 } as const;
+  const refused = (code: string) => ({ status: 409, code }) as const;
+  const held = [L(10_000, 0, 300, 0, 9_700), L(1_000, 0, 300, 0, 700)] as const;
   it.for<[string, number, { status: 200 } | { status: 409; code: string }, Counters, Counters]>([
-    [
-      'REJECT',
-      301,
-      { status: 409, code: 'BUDGET_EXCEEDED' },
-      L(10_000, 0, 300, 0, 9_700),
-      L(1_000, 0, 300, 0, 700),
-    ],
-    [
-      'ALLOW_IF_AVAILABLE',
-      1_000,
-      { status: 200 },
-      L(10_000, 1_000, 0, 0, 9_000),
-      L(1_000, 1_000, 0, 0, 0),
-    ],
-    [
-      'ALLOW_IF_AVAILABLE',
-      1_001,
-      { status: 409, code: 'BUDGET_EXCEEDED' },
-      L(10_000, 0, 300, 0, 9_700),
-      L(1_000, 0, 300, 0, 700),
-    ],
-    [
-      'ALLOW_WITH_OVERDRAFT',
-      900,
-      { status: 200 },
-      L(10_000, 900, 0, 0, 9_100),
-      L(1_000, 900, 0, 0, 100),
-    ],
+    ['REJECT', 301, refused('BUDGET_EXCEEDED'), ...held],
+    ['ALLOW_IF_AVAILABLE', 1_000, ok, L(10_000, 1_000, 0, 0, 9_000), L(1_000, 1_000, 0, 0, 0)],
+    ['ALLOW_IF_AVAILABLE', 1_001, refused('BUDGET_EXCEEDED'), ...held],
+    ['ALLOW_WITH_OVERDRAFT', 900, ok, L(10_000, 900, 0, 0, 9_100), L(1_000, 900, 0, 0, 100)],
     [
       'ALLOW_WITH_OVERDRAFT',
       1_200,
-      { status: 200 },
+      ok,
       L(10_000, 1_200, 0, 0, 8_800),
       L(1_000, 1_000, 0, 200, -200),
     ],
     [
       'ALLOW_WITH_OVERDRAFT',
       1_500,
-      { status: 200 },
+      ok,
       L(10_000, 1_500, 0, 0, 8_500),
       L(1_000, 1_000, 0, 500, -500),
     ],
-    [
-      'ALLOW_WITH_OVERDRAFT',
-      1_501,
-      { status: 409, code: 'OVERDRAFT_LIMIT_EXCEEDED' },
-      L(10_000, 0, 300, 0, 9_700),
-      L(1_000, 0, 300, 0, 700),
-    ],
+    ['ALLOW_WITH_OVERDRAFT', 1_501, refused('OVERDRAFT_LIMIT_EXCEEDED'), ...held],
   ])(
     'under %s commits actual %i as %j with exact ledgers',
     async ([policy, actual, expected, root, workspace]) => {
-      const t = await givenTenant(stack);
-      await givenBudgets(stack, t, {
+      const t = await givenTenantWith(stack, {
         '': 10_000,
         'workspace:w': { allocated: 1_000, overdraftLimit: 500 },
       });
@@ -596,8 +554,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
   );
 
   it('accumulates debt across commits up to overdraft_limit and no further', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, {
+    const t = await givenTenantWith(stack, {
       '': 10_000,
       'workspace:w': { allocated: 1_000, overdraftLimit: 500 },
     });
@@ -623,8 +580,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
   });
 
   it('refuses with 400 UNIT_MISMATCH an actual in another unit, leaving the reservation ACTIVE', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
 
     const res = await commit(t, r.body.reservation_id, { actual: { unit: 'TOKENS', amount: 10 } });
@@ -647,8 +603,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
     ],
     ['an empty idempotency_key', { actual: usd(1), idempotency_key: '' }],
   ])('refuses %s with 400 INVALID_REQUEST', async ([, body]) => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
 
     const res = await commit(t, r.body.reservation_id, body);
@@ -658,8 +613,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
   });
 
   it('accepts a model_version of exactly 128 characters and zero metrics', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
 
     const res = await commit(t, r.body.reservation_id, {
@@ -671,8 +625,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
   });
 
   it('replays the original body for the same key and payload, charging once', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { estimate: usd(300) });
     const key = randomUUID();
     const first = await commit(t, r.body.reservation_id, {
@@ -697,8 +650,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
   });
 
   it('processes a retry of a refused commit as fresh after funding', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { estimate: usd(300), overage_policy: 'ALLOW_IF_AVAILABLE' });
     const body = { idempotency_key: randomUUID(), actual: usd(1_100) };
     const refused = await commit(t, r.body.reservation_id, body);
@@ -713,8 +665,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
   });
 
   it('scopes keys per endpoint: one key may commit one reservation and release another', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r1 = await reserve(t);
     const r2 = await reserve(t);
     const key = randomUUID();
@@ -734,8 +685,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
 
 describe.concurrent('POST /v1/reservations/{reservation_id}/release', () => {
   it('returns the whole hold and answers with exactly SPEC fields', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 10_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { estimate: usd(300) });
 
     const res = await release(t, r.body.reservation_id, { reason: 'not needed' });
@@ -752,8 +702,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/release', () => {
   });
 
   it('replays the original body for the same key, and refuses another payload with 409', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
     const key = randomUUID();
     const first = await release(t, r.body.reservation_id, { idempotency_key: key });
@@ -772,8 +721,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/release', () => {
 
 describe.concurrent('POST /v1/reservations/{reservation_id}/extend', () => {
   it('adds extend_by_ms to the current expires_at_ms, cumulatively', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { metadata: { a: 1 } });
     const e0 = Number(r.body.expires_at_ms);
 
@@ -808,8 +756,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/extend', () => {
     [86_400_001, 400],
     [1.5, 400],
   ])('for extend_by_ms %d answers %i', async ([by, status]) => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
 
     const res = await extend(t, r.body.reservation_id, { extend_by_ms: by });
@@ -825,8 +772,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/extend', () => {
   });
 
   it('refuses a missing extend_by_ms with 400', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
 
     const res = await extend(t, r.body.reservation_id, {});
@@ -835,8 +781,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/extend', () => {
   });
 
   it('replays the same extension without applying it twice, and refuses another payload', async () => {
-    const t = await givenTenant(stack);
-    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
     const key = randomUUID();
     const first = await extend(t, r.body.reservation_id, {
@@ -915,8 +860,7 @@ describe.concurrent('commit, release and extend', () => {
   ] as const)(
     'after %s, %s answers 409 RESERVATION_FINALIZED and changes nothing',
     async ([first, then]) => {
-      const t = await givenTenant(stack);
-      await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
+      const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
       const r = await reserve(t);
       const bodyOf = (a: string) => ACTIONS.find(([name]) => name === a)?.[1] ?? {};
       const done = await act[first](t, r.body.reservation_id, bodyOf(first));
