@@ -12,6 +12,9 @@ const clock = testClock();
 const stack = useTestStack({ clock });
 
 const admin = (path: string) => `${stack.adminUrl}${path}`;
+/** POST to the admin server, with the admin key unless `headers` says otherwise. */
+const post = (path: string, body: unknown, headers: Record<string, string> = adminHeaders) =>
+  request('POST', admin(path), { headers, body });
 const fundUrl = (scope: string, unit = 'USD_MICROCENTS') =>
   admin(`/v1/admin/budgets/${encodeURIComponent(scope)}/${unit}/fund`);
 
@@ -19,10 +22,7 @@ describe('POST /v1/admin/tenants', () => {
   it('creates a tenant and answers 201 with the tenant record', async () => {
     const id = `acme-${randomUUID().slice(0, 8)}`;
 
-    const res = await request('POST', admin('/v1/admin/tenants'), {
-      headers: adminHeaders,
-      body: { tenant_id: id, name: 'Acme' },
-    });
+    const res = await post('/v1/admin/tenants', { tenant_id: id, name: 'Acme' });
 
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
@@ -36,15 +36,9 @@ describe('POST /v1/admin/tenants', () => {
 
   it('refuses an existing id with 409 and the error body', async () => {
     const id = `dup-${randomUUID().slice(0, 8)}`;
-    await request('POST', admin('/v1/admin/tenants'), {
-      headers: adminHeaders,
-      body: { tenant_id: id, name: 'A' },
-    });
+    await post('/v1/admin/tenants', { tenant_id: id, name: 'A' });
 
-    const res = await request('POST', admin('/v1/admin/tenants'), {
-      headers: adminHeaders,
-      body: { tenant_id: id, name: 'B' },
-    });
+    const res = await post('/v1/admin/tenants', { tenant_id: id, name: 'B' });
 
     expectError(res, 409, 'DUPLICATE_RESOURCE', 'admin');
   });
@@ -56,7 +50,7 @@ describe('POST /v1/admin/tenants', () => {
     [{ tenant_id: 'ok-id' }, 'name'],
     [{ tenant_id: 12, name: 'x' }, 'tenant_id'],
   ])('refuses %j with 400 naming %s', async (body, field) => {
-    const res = await request('POST', admin('/v1/admin/tenants'), { headers: adminHeaders, body });
+    const res = await post('/v1/admin/tenants', body);
 
     expect(expectError(res, 400, 'INVALID_REQUEST', 'admin').message).toContain(field);
   });
@@ -64,11 +58,8 @@ describe('POST /v1/admin/tenants', () => {
   it('answers 401 without the admin key, or with a wrong one', async () => {
     const body = { tenant_id: 'nope', name: 'x' };
 
-    const missing = await request('POST', admin('/v1/admin/tenants'), { body });
-    const wrong = await request('POST', admin('/v1/admin/tenants'), {
-      headers: { 'x-admin-api-key': 'wrong' },
-      body,
-    });
+    const missing = await post('/v1/admin/tenants', body, {});
+    const wrong = await post('/v1/admin/tenants', body, { 'x-admin-api-key': 'wrong' });
 
     expectError(missing, 401, 'UNAUTHORIZED', 'admin');
     expect(wrong.status).toBe(401);
@@ -77,10 +68,11 @@ describe('POST /v1/admin/tenants', () => {
   it('does not accept a tenant API key in place of the admin key', async () => {
     const t = await givenTenant(stack);
 
-    const res = await request('POST', admin('/v1/admin/tenants'), {
-      headers: { 'x-admin-api-key': t.key },
-      body: { tenant_id: 'x1', name: 'x' },
-    });
+    const res = await post(
+      '/v1/admin/tenants',
+      { tenant_id: 'x1', name: 'x' },
+      { 'x-admin-api-key': t.key },
+    );
 
     expect(res.status).toBe(401);
   });
@@ -90,14 +82,11 @@ describe('POST /v1/admin/api-keys', () => {
   it('issues a key whose secret is returned once, with a recognizable prefix', async () => {
     const t = await givenTenant(stack);
 
-    const res = await request('POST', admin('/v1/admin/api-keys'), {
-      headers: adminHeaders,
-      body: {
-        tenant_id: t.tenant,
-        name: 'ci',
-        description: 'for CI',
-        permissions: ['decide', 'balances:read'],
-      },
+    const res = await post('/v1/admin/api-keys', {
+      tenant_id: t.tenant,
+      name: 'ci',
+      description: 'for CI',
+      permissions: ['decide', 'balances:read'],
     });
 
     expect(res.status).toBe(201);
@@ -118,17 +107,14 @@ describe('POST /v1/admin/api-keys', () => {
     const t = await givenTenant(stack);
     const body = { tenant_id: t.tenant, name: 'k' };
 
-    const a = await request('POST', admin('/v1/admin/api-keys'), { headers: adminHeaders, body });
-    const b = await request('POST', admin('/v1/admin/api-keys'), { headers: adminHeaders, body });
+    const a = await post('/v1/admin/api-keys', body);
+    const b = await post('/v1/admin/api-keys', body);
 
     expect(a.body.key_secret).not.toBe(b.body.key_secret);
   });
 
   it('answers 404 for an unknown tenant', async () => {
-    const res = await request('POST', admin('/v1/admin/api-keys'), {
-      headers: adminHeaders,
-      body: { tenant_id: 'no-such-tenant', name: 'k' },
-    });
+    const res = await post('/v1/admin/api-keys', { tenant_id: 'no-such-tenant', name: 'k' });
 
     expectError(res, 404, 'NOT_FOUND', 'admin');
   });
@@ -136,9 +122,10 @@ describe('POST /v1/admin/api-keys', () => {
   it('refuses an unknown permission with 400', async () => {
     const t = await givenTenant(stack);
 
-    const res = await request('POST', admin('/v1/admin/api-keys'), {
-      headers: adminHeaders,
-      body: { tenant_id: t.tenant, name: 'k', permissions: ['reservations:create', 'admin:all'] },
+    const res = await post('/v1/admin/api-keys', {
+      tenant_id: t.tenant,
+      name: 'k',
+      permissions: ['reservations:create', 'admin:all'],
     });
 
     expect(expectError(res, 400, 'INVALID_REQUEST', 'admin').message).toContain('permissions');
@@ -148,13 +135,15 @@ describe('POST /v1/admin/api-keys', () => {
     const t = await givenTenant(stack);
     const future = new Date(Date.now() + 3_600_000).toISOString();
 
-    const ok = await request('POST', admin('/v1/admin/api-keys'), {
-      headers: adminHeaders,
-      body: { tenant_id: t.tenant, name: 'k', expires_at: future },
+    const ok = await post('/v1/admin/api-keys', {
+      tenant_id: t.tenant,
+      name: 'k',
+      expires_at: future,
     });
-    const past = await request('POST', admin('/v1/admin/api-keys'), {
-      headers: adminHeaders,
-      body: { tenant_id: t.tenant, name: 'k', expires_at: '2020-01-01T00:00:00Z' },
+    const past = await post('/v1/admin/api-keys', {
+      tenant_id: t.tenant,
+      name: 'k',
+      expires_at: '2020-01-01T00:00:00Z',
     });
 
     expect(ok.status).toBe(201);
@@ -167,10 +156,7 @@ describe('POST /v1/auth/validate', () => {
   it('describes a valid key', async () => {
     const t = await givenTenant(stack, ['decide']);
 
-    const res = await request('POST', admin('/v1/auth/validate'), {
-      headers: adminHeaders,
-      body: { key_secret: t.key },
-    });
+    const res = await post('/v1/auth/validate', { key_secret: t.key });
 
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -182,17 +168,14 @@ describe('POST /v1/auth/validate', () => {
   });
 
   it('answers valid: false for an unknown key', async () => {
-    const res = await request('POST', admin('/v1/auth/validate'), {
-      headers: adminHeaders,
-      body: { key_secret: 'cyc_live_unknown' },
-    });
+    const res = await post('/v1/auth/validate', { key_secret: 'cyc_live_unknown' });
 
     expect(res.status).toBe(200);
     expect(res.body.valid).toBe(false);
   });
 
   it('needs the admin key', async () => {
-    const res = await request('POST', admin('/v1/auth/validate'), { body: { key_secret: 'x' } });
+    const res = await post('/v1/auth/validate', { key_secret: 'x' }, {});
 
     expect(res.status).toBe(401);
   });
@@ -207,15 +190,16 @@ describe('POST /v1/admin/budgets', () => {
   it('creates a ledger whose allocation is spendable at once, with every Balance field', async () => {
     const scope = `tenant:${t.tenant}/workspace:prod`;
 
-    const res = await request('POST', admin('/v1/admin/budgets'), {
-      headers: t.headers,
-      body: {
+    const res = await post(
+      '/v1/admin/budgets',
+      {
         scope,
         unit: 'TOKENS',
         allocated: { unit: 'TOKENS', amount: 5000 },
         overdraft_limit: { unit: 'TOKENS', amount: 100 },
       },
-    });
+      t.headers,
+    );
 
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({
@@ -236,14 +220,15 @@ describe('POST /v1/admin/budgets', () => {
   it('refuses an existing (scope, unit) with 409, but takes another unit', async () => {
     await givenBudget(stack, t, 'app:dup', 10);
 
-    const again = await request('POST', admin('/v1/admin/budgets'), {
-      headers: t.headers,
-      body: {
+    const again = await post(
+      '/v1/admin/budgets',
+      {
         scope: `tenant:${t.tenant}/app:dup`,
         unit: 'USD_MICROCENTS',
         allocated: { unit: 'USD_MICROCENTS', amount: 1 },
       },
-    });
+      t.headers,
+    );
     const otherUnit = await givenBudget(stack, t, 'app:dup', 10, { unit: 'CREDITS' });
 
     expect(again.status).toBe(409);
@@ -251,14 +236,15 @@ describe('POST /v1/admin/budgets', () => {
   });
 
   it("answers 403 for another tenant's scope", async () => {
-    const res = await request('POST', admin('/v1/admin/budgets'), {
-      headers: t.headers,
-      body: {
+    const res = await post(
+      '/v1/admin/budgets',
+      {
         scope: 'tenant:someone-else',
         unit: 'TOKENS',
         allocated: { unit: 'TOKENS', amount: 1 },
       },
-    });
+      t.headers,
+    );
 
     expectError(res, 403, 'FORBIDDEN', 'admin');
   });
@@ -273,10 +259,11 @@ describe('POST /v1/admin/budgets', () => {
   ])('refuses the malformed scope %s with 400', async (raw) => {
     const scope = raw.replace('T', t.tenant);
 
-    const res = await request('POST', admin('/v1/admin/budgets'), {
-      headers: t.headers,
-      body: { scope, unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 1 } },
-    });
+    const res = await post(
+      '/v1/admin/budgets',
+      { scope, unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 1 } },
+      t.headers,
+    );
 
     expectError(res, 400, 'INVALID_REQUEST', 'admin');
   });
@@ -288,10 +275,11 @@ describe('POST /v1/admin/budgets', () => {
     [{ unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 2 ** 53 } }],
     [{ unit: 'TOKENS', allocated: { unit: 'CREDITS', amount: 1 } }],
   ])('refuses invalid amounts or units %j with 400', async (fields) => {
-    const res = await request('POST', admin('/v1/admin/budgets'), {
-      headers: t.headers,
-      body: { scope: `tenant:${t.tenant}/agent:x`, ...fields },
-    });
+    const res = await post(
+      '/v1/admin/budgets',
+      { scope: `tenant:${t.tenant}/agent:x`, ...fields },
+      t.headers,
+    );
 
     expect(res.status).toBe(400);
   });
@@ -303,25 +291,23 @@ describe('POST /v1/admin/budgets', () => {
       allocated: { unit: 'TOKENS', amount: 1 },
     };
 
-    const none = await request('POST', admin('/v1/admin/budgets'), { body });
-    const adminOnly = await request('POST', admin('/v1/admin/budgets'), {
-      headers: adminHeaders,
-      body,
-    });
+    const none = await post('/v1/admin/budgets', body, {});
+    const adminOnly = await post('/v1/admin/budgets', body);
 
     expect(none.status).toBe(401);
     expect(adminOnly.status).toBe(401);
   });
 
   it('accepts X-Cycles-API-Key as an alias of X-Service-API-Key', async () => {
-    const res = await request('POST', admin('/v1/admin/budgets'), {
-      headers: { 'x-cycles-api-key': t.key },
-      body: {
+    const res = await post(
+      '/v1/admin/budgets',
+      {
         scope: `tenant:${t.tenant}/toolset:alias`,
         unit: 'TOKENS',
         allocated: { unit: 'TOKENS', amount: 1 },
       },
-    });
+      { 'x-cycles-api-key': t.key },
+    );
 
     expect(res.status).toBe(201);
   });
@@ -474,23 +460,17 @@ describe('permissions', () => {
 
   it('answers 401 for an expired key', async () => {
     const t = await givenTenant(stack);
-    const created = await request('POST', admin('/v1/admin/api-keys'), {
-      headers: adminHeaders,
-      body: {
-        tenant_id: t.tenant,
-        name: 'short',
-        expires_at: new Date(clock.now() + 1_500).toISOString(),
-      },
+    const created = await post('/v1/admin/api-keys', {
+      tenant_id: t.tenant,
+      name: 'short',
+      expires_at: new Date(clock.now() + 1_500).toISOString(),
     });
     clock.advance(1_700);
 
     const res = await request('GET', `${stack.runtimeUrl}/v1/balances?tenant=${t.tenant}`, {
       headers: { 'x-service-api-key': String(created.body.key_secret) },
     });
-    const validated = await request('POST', admin('/v1/auth/validate'), {
-      headers: adminHeaders,
-      body: { key_secret: created.body.key_secret },
-    });
+    const validated = await post('/v1/auth/validate', { key_secret: created.body.key_secret });
 
     expect(res.status).toBe(401);
     expect(validated.body.valid).toBe(false);

@@ -59,16 +59,6 @@ const Scopes = z.array(z.string().min(1)).min(1);
 const ReasonCode = z.enum(['BUDGET_EXCEEDED', 'DEBT_OUTSTANDING', 'OVERDRAFT_LIMIT_EXCEEDED']);
 const Allowed = z.enum(['ALLOW', 'ALLOW_WITH_CAPS']);
 
-const CreateLive = z.strictObject({
-  reservation_id: z.string().min(1),
-  decision: Allowed,
-  expires_at_ms: EpochMs,
-  affected_scopes: Scopes,
-  scope_path: z.string().min(1),
-  reserved: Amount,
-  balances: z.array(Balance),
-  caps: Caps.optional(),
-});
 const DryRunAllow = z.strictObject({
   decision: Allowed,
   affected_scopes: Scopes,
@@ -76,6 +66,11 @@ const DryRunAllow = z.strictObject({
   reserved: Amount,
   balances: z.array(Balance),
   caps: Caps.optional(),
+});
+/** A live reservation answers what its dry run would, plus its id and expiry. */
+const CreateLive = DryRunAllow.extend({
+  reservation_id: z.string().min(1),
+  expires_at_ms: EpochMs,
 });
 const DryRunDeny = z.strictObject({
   decision: z.literal('DENY'),

@@ -149,6 +149,16 @@ function subjectBody(t: GivenTenant, s: SubjectSpec): Json {
   return { ...(withTenant && { tenant: t.tenant }), ...fields };
 }
 
+/** A reservation or event body for the subject, with a fresh key and the policy unless 'default'. */
+function bodyFor(t: GivenTenant, s: SubjectSpec, policy: Policy | 'default', fields: Json): Json {
+  return {
+    idempotency_key: randomUUID(),
+    subject: subjectBody(t, s),
+    ...fields,
+    ...(policy !== 'default' && { overage_policy: policy }),
+  };
+}
+
 const UNIVERSE = [...new Set(SUBJECTS.flatMap(scopesOf))];
 
 // ---- the scenario ----------------------------------------------------------------------------
@@ -292,13 +302,10 @@ async function step(t: GivenTenant, model: Model, o: Operation, story: string[])
     case 'reserve': {
       const spec = SUBJECTS[o.subject] as SubjectSpec;
       const scopes = scopesOf(spec);
-      const body: Json = {
-        idempotency_key: randomUUID(),
-        subject: subjectBody(t, spec),
+      const body = bodyFor(t, spec, o.policy, {
         action: { kind: 'llm.completion', name: 'model-x' },
         estimate: usd(o.estimate),
-        ...(o.policy !== 'default' && { overage_policy: o.policy }),
-      };
+      });
       const res = await request('POST', url('/v1/reservations'), { headers, body });
       const refusal = model.admit(scopes, o.estimate);
       story.push(
@@ -363,13 +370,10 @@ async function step(t: GivenTenant, model: Model, o: Operation, story: string[])
     }
     case 'event': {
       const spec = SUBJECTS[o.subject] as SubjectSpec;
-      const body: Json = {
-        idempotency_key: randomUUID(),
-        subject: subjectBody(t, spec),
+      const body = bodyFor(t, spec, o.policy, {
         action: { kind: 'tool', name: 'search' },
         actual: usd(o.actual),
-        ...(o.policy !== 'default' && { overage_policy: o.policy }),
-      };
+      });
       const res = await request('POST', url('/v1/events'), { headers, body });
       // Nothing is held for an event: REJECT, like ALLOW_IF_AVAILABLE, charges only what
       // remaining covers ("cost not covered" → BUDGET_EXCEEDED, SPEC § Errors).
