@@ -3,8 +3,9 @@ import { defineConfig } from 'vitest/config';
 // Node 20 is supported by the pinned SDK; its notice about future versions is noise here.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
-// Two projects: `unit` (pure code, no network) and `integration` (real sockets against
-// DynamoDB Local, started once for the whole run by the global setup).
+// Three projects: `unit` (pure code, no network, seconds), `infra` (CDK template tests: one
+// in-process synth, CPU-heavy) and `integration` (real sockets against DynamoDB Local, started
+// once for the whole run by the global setup). `vitest run` runs all three.
 export default defineConfig({
   test: {
     projects: [
@@ -14,6 +15,16 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
           include: ['test/unit/**/*.test.ts'],
           environment: 'node',
+        },
+      },
+      {
+        test: {
+          name: 'infra',
+          sequence: { groupOrder: 2 },
+          include: ['test/infra/**/*.test.ts'],
+          environment: 'node',
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
         },
       },
       {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { LocalStack } from '../../infra/local/stack.js';
-import { type Json, request } from './http.js';
+import { type Json, type Response, request } from './http.js';
 import { ADMIN_KEY } from './stack.js';
 
 export type Unit = 'USD_MICROCENTS' | 'TOKENS' | 'CREDITS' | 'RISK_POINTS';
@@ -11,11 +11,36 @@ export interface GivenTenant {
   readonly keyId: string;
   /** Headers for the runtime server and tenant-key admin calls. */
   readonly headers: Record<string, string>;
+  /**
+   * Headers of the tenant's second key, read-only (balances:read), made for the ledger audit
+   * that runs after each test (scaffold.ts). Tests never use it: the key under test may lack
+   * balances:read, and the audit must not change what a test observes.
+   */
+  readonly auditor: Record<string, string>;
 }
 
 export const adminHeaders = { 'x-admin-api-key': ADMIN_KEY };
 
-/** A fresh tenant and an API key with the given (default: all) permissions, via the admin API. */
+/** The tenants givenTenant made on each stack that the ledger audit has not taken yet. */
+const unaudited = new Map<LocalStack, GivenTenant[]>();
+
+/** The tenants made on `stack` since the last call (scaffold.ts audits them). */
+export const newTenantsOn = (stack: LocalStack): GivenTenant[] =>
+  unaudited.get(stack)?.splice(0) ?? [];
+
+async function createKey(stack: LocalStack, tenant: string, name: string, permissions?: string[]) {
+  const key = await request('POST', `${stack.adminUrl}/v1/admin/api-keys`, {
+    headers: adminHeaders,
+    body: { tenant_id: tenant, name, ...(permissions && { permissions }) },
+  });
+  if (key.status !== 201) throw new Error(`api key: ${key.status} ${JSON.stringify(key.body)}`);
+  return { secret: String(key.body.key_secret), keyId: String(key.body.key_id) };
+}
+
+/**
+ * A fresh tenant and an API key with the given (default: all) permissions, via the admin API.
+ * The tenant is registered for the ledger audit of the stack's scaffold.
+ */
 export async function givenTenant(stack: LocalStack, permissions?: string[]): Promise<GivenTenant> {
   const tenant = `t-${randomUUID().slice(0, 12)}`;
   const created = await request('POST', `${stack.adminUrl}/v1/admin/tenants`, {
@@ -24,18 +49,19 @@ export async function givenTenant(stack: LocalStack, permissions?: string[]): Pr
   });
   if (created.status !== 201)
     throw new Error(`tenant: ${created.status} ${JSON.stringify(created.body)}`);
-  const key = await request('POST', `${stack.adminUrl}/v1/admin/api-keys`, {
-    headers: adminHeaders,
-    body: { tenant_id: tenant, name: 'test key', ...(permissions && { permissions }) },
-  });
-  if (key.status !== 201) throw new Error(`api key: ${key.status} ${JSON.stringify(key.body)}`);
-  const secret = String(key.body.key_secret);
-  return {
+  const [key, auditor] = await Promise.all([
+    createKey(stack, tenant, 'test key', permissions),
+    createKey(stack, tenant, 'ledger auditor', ['balances:read']),
+  ]);
+  const given = {
     tenant,
-    key: secret,
-    keyId: String(key.body.key_id),
-    headers: { 'x-service-api-key': secret },
+    key: key.secret,
+    keyId: key.keyId,
+    headers: { 'x-service-api-key': key.secret },
+    auditor: { 'x-service-api-key': auditor.secret },
   };
+  unaudited.set(stack, [...(unaudited.get(stack) ?? []), given]);
+  return given;
 }
 
 /** A budget ledger at `scope` (relative paths get the tenant root prepended). */
@@ -47,9 +73,7 @@ export async function givenBudget(
   options: { unit?: Unit; overdraftLimit?: number } = {},
 ): Promise<Json> {
   const unit = options.unit ?? 'USD_MICROCENTS';
-  const full = scope.startsWith('tenant:')
-    ? scope
-    : `tenant:${t.tenant}${scope ? `/${scope}` : ''}`;
+  const full = scope.startsWith('tenant:') ? scope : scopeOf(t, scope);
   const res = await request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
     headers: t.headers,
     body: {
@@ -65,22 +89,42 @@ export async function givenBudget(
   return res.body;
 }
 
-/** The balances of a tenant's ledgers by scope (include_children from the root). */
-export async function balancesOf(stack: LocalStack, t: GivenTenant): Promise<Map<string, Json>> {
-  const out = new Map<string, Json>();
-  let cursor: string | undefined;
-  do {
-    const res = await request<{ balances: Json[]; next_cursor?: string }>(
-      'GET',
-      `${stack.runtimeUrl}/v1/balances?tenant=${t.tenant}&include_children=true&limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-      { headers: t.headers },
-    );
-    for (const b of res.body.balances)
-      out.set(`${String(b.scope)}#${String((b.allocated as Json).unit)}`, b);
-    cursor = res.body.next_cursor;
-  } while (cursor);
-  return out;
+/** USD budgets by relative scope ('' is the tenant root), one after the other. */
+export async function givenBudgets(
+  stack: LocalStack,
+  t: GivenTenant,
+  budgets: Record<string, number | { allocated: number; overdraftLimit: number }>,
+): Promise<void> {
+  for (const [scope, b] of Object.entries(budgets)) {
+    if (typeof b === 'number') await givenBudget(stack, t, scope, b);
+    else await givenBudget(stack, t, scope, b.allocated, { overdraftLimit: b.overdraftLimit });
+  }
 }
+
+/** A fresh tenant (givenTenant) with USD budgets by relative scope ('' is the tenant root). */
+export async function givenTenantWith(
+  stack: LocalStack,
+  budgets: Parameters<typeof givenBudgets>[2],
+  permissions?: string[],
+): Promise<GivenTenant> {
+  const t = await givenTenant(stack, permissions);
+  await givenBudgets(stack, t, budgets);
+  return t;
+}
+
+/** POST …/fund on the USD ledger at `scope` (relative to the tenant root), with a fresh key. */
+export const fund = (
+  stack: LocalStack,
+  t: GivenTenant,
+  scope: string,
+  operation: 'CREDIT' | 'RESET' | 'REPAY_DEBT',
+  amount: number,
+): Promise<Response> =>
+  request(
+    'POST',
+    `${stack.adminUrl}/v1/admin/budgets/${encodeURIComponent(scopeOf(t, scope))}/USD_MICROCENTS/fund`,
+    { headers: t.headers, body: { operation, amount: usd(amount), idempotency_key: randomUUID() } },
+  );
 
 /** A reservation request body with sensible defaults. */
 export function reserveBody(overrides: Json = {}): Json {
@@ -94,23 +138,7 @@ export function reserveBody(overrides: Json = {}): Json {
 }
 
 export const usd = (amount: number) => ({ unit: 'USD_MICROCENTS', amount });
+/** Real time: throttles and polls only; tests move a `testClock` rather than wait for expiry. */
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A scope of the tenant from a path relative to its root ('' is the root). */
 export const scopeOf = (t: GivenTenant, rel: string) => `tenant:${t.tenant}${rel ? `/${rel}` : ''}`;
-
-/** Wire shapes, as SPEC writes them. */
-export interface WireAmount {
-  unit: string;
-  amount: number;
-}
-export interface WireBalance {
-  scope: string;
-  scope_path: string;
-  remaining: WireAmount;
-  allocated: WireAmount;
-  spent: WireAmount;
-  reserved: WireAmount;
-  debt: WireAmount;
-  overdraft_limit: WireAmount;
-  is_over_limit: boolean;
-}

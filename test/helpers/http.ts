@@ -23,17 +23,13 @@ export async function request<T = Json>(
   return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : {}) as T };
 }
 
-/** Asserts SPEC's error body shape and returns it. */
-export function errorOf(res: Response): {
+/** SPEC's error body, as the wire carries it. */
+export interface WireError {
   error: string;
   message: string;
   request_id: string;
   details?: Json;
-} {
-  return res.body as unknown as {
-    error: string;
-    message: string;
-    request_id: string;
-    details?: Json;
-  };
 }
+
+/** The body typed as an error, asserting nothing: `expectError` (errors.ts) checks it. */
+export const errorOf = (res: Response): WireError => res.body as unknown as WireError;

@@ -1,12 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import type { LocalStack } from '../../infra/local/stack.js';
+import type { TestClock } from './clock.js';
+
+export interface TestStackOptions {
+  /** Environment for the function modules (they read their configuration once, at import). */
+  readonly env?: Record<string, string>;
+  /** Server time for every handler and the sweeper (default: the system clock). */
+  readonly clock?: TestClock;
+}
 
 /**
  * The local stack (both servers, real sockets) in this test file's process, on its own table of
  * the shared DynamoDB Local. Files are isolated module graphs, so each reads its own config.
+ * Most files want `useTestStack`, which also starts and stops it and audits the ledgers.
  */
-export async function startTestStack(env: Record<string, string> = {}): Promise<LocalStack> {
+export async function startTestStack({
+  env = {},
+  clock,
+}: TestStackOptions = {}): Promise<LocalStack> {
   const endpoint = inject('dynamoEndpoint');
   if (!/^http:\/\/(127\.0\.0\.1|localhost):\d+$/.test(endpoint))
     throw new Error(`not a local endpoint: ${endpoint}`);
@@ -19,7 +31,12 @@ export async function startTestStack(env: Record<string, string> = {}): Promise<
     ...env,
   });
   const { startLocalStack } = await import('../../infra/local/stack.js');
-  return startLocalStack({ runtimePort: 0, adminPort: 0, sweeper: false });
+  return startLocalStack({
+    runtimePort: 0,
+    adminPort: 0,
+    sweeper: false,
+    ...(clock && { clock: clock.now }),
+  });
 }
 
 export const ADMIN_KEY = 'test-admin-key';

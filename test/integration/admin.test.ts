@@ -1,19 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../infra/local/stack.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { testClock } from '../helpers/clock.js';
+import { expectError } from '../helpers/errors.js';
 import { adminHeaders, type GivenTenant, givenBudget, givenTenant } from '../helpers/fixtures.js';
-import { errorOf, request } from '../helpers/http.js';
-import { startTestStack } from '../helpers/stack.js';
+import { request } from '../helpers/http.js';
+import { useTestStack } from '../helpers/scaffold.js';
 
-let stack: LocalStack;
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack.stop();
-});
+// Server time runs with real time; the key-expiry test moves it forward instead of waiting. The
+// tests of this file run one at a time, so no other test sees the jump while it runs.
+const clock = testClock();
+const stack = useTestStack({ clock });
 
 const admin = (path: string) => `${stack.adminUrl}${path}`;
+/** POST to the admin server, with the admin key unless `headers` says otherwise. */
+const post = (path: string, body: unknown, headers: Record<string, string> = adminHeaders) =>
+  request('POST', admin(path), { headers, body });
 const fundUrl = (scope: string, unit = 'USD_MICROCENTS') =>
   admin(`/v1/admin/budgets/${encodeURIComponent(scope)}/${unit}/fund`);
 
@@ -21,10 +22,7 @@ describe('POST /v1/admin/tenants', () => {
   it('creates a tenant and answers 201 with the tenant record', async () => {
     const id = `acme-${randomUUID().slice(0, 8)}`;
 
-    const res = await request('POST', admin('/v1/admin/tenants'), {
-      headers: adminHeaders,
-      body: { tenant_id: id, name: 'Acme' },
-    });
+    const res = await post('/v1/admin/tenants', { tenant_id: id, name: 'Acme' });
 
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
@@ -38,21 +36,11 @@ describe('POST /v1/admin/tenants', () => {
 
   it('refuses an existing id with 409 and the error body', async () => {
     const id = `dup-${randomUUID().slice(0, 8)}`;
-    await request('POST', admin('/v1/admin/tenants'), {
-      headers: adminHeaders,
-      body: { tenant_id: id, name: 'A' },
-    });
+    await post('/v1/admin/tenants', { tenant_id: id, name: 'A' });
 
-    const res = await request('POST', admin('/v1/admin/tenants'), {
-      headers: adminHeaders,
-      body: { tenant_id: id, name: 'B' },
-    });
+    const res = await post('/v1/admin/tenants', { tenant_id: id, name: 'B' });
 
-    expect(res.status).toBe(409);
-    expect(errorOf(res)).toMatchObject({
-      error: 'DUPLICATE_RESOURCE',
-      request_id: expect.any(String),
-    });
+    expectError(res, 409, 'DUPLICATE_RESOURCE', 'admin');
   });
 
   it.each([
@@ -62,34 +50,29 @@ describe('POST /v1/admin/tenants', () => {
     [{ tenant_id: 'ok-id' }, 'name'],
     [{ tenant_id: 12, name: 'x' }, 'tenant_id'],
   ])('refuses %j with 400 naming %s', async (body, field) => {
-    const res = await request('POST', admin('/v1/admin/tenants'), { headers: adminHeaders, body });
+    const res = await post('/v1/admin/tenants', body);
 
-    expect(res.status).toBe(400);
-    expect(errorOf(res).error).toBe('INVALID_REQUEST');
-    expect(errorOf(res).message).toContain(field);
+    expect(expectError(res, 400, 'INVALID_REQUEST', 'admin').message).toContain(field);
   });
 
   it('answers 401 without the admin key, or with a wrong one', async () => {
     const body = { tenant_id: 'nope', name: 'x' };
 
-    const missing = await request('POST', admin('/v1/admin/tenants'), { body });
-    const wrong = await request('POST', admin('/v1/admin/tenants'), {
-      headers: { 'x-admin-api-key': 'wrong' },
-      body,
-    });
+    const missing = await post('/v1/admin/tenants', body, {});
+    const wrong = await post('/v1/admin/tenants', body, { 'x-admin-api-key': 'wrong' });
 
-    expect(missing.status).toBe(401);
-    expect(errorOf(missing).error).toBe('UNAUTHORIZED');
+    expectError(missing, 401, 'UNAUTHORIZED', 'admin');
     expect(wrong.status).toBe(401);
   });
 
   it('does not accept a tenant API key in place of the admin key', async () => {
     const t = await givenTenant(stack);
 
-    const res = await request('POST', admin('/v1/admin/tenants'), {
-      headers: { 'x-admin-api-key': t.key },
-      body: { tenant_id: 'x1', name: 'x' },
-    });
+    const res = await post(
+      '/v1/admin/tenants',
+      { tenant_id: 'x1', name: 'x' },
+      { 'x-admin-api-key': t.key },
+    );
 
     expect(res.status).toBe(401);
   });
@@ -99,14 +82,11 @@ describe('POST /v1/admin/api-keys', () => {
   it('issues a key whose secret is returned once, with a recognizable prefix', async () => {
     const t = await givenTenant(stack);
 
-    const res = await request('POST', admin('/v1/admin/api-keys'), {
-      headers: adminHeaders,
-      body: {
-        tenant_id: t.tenant,
-        name: 'ci',
-        description: 'for CI',
-        permissions: ['decide', 'balances:read'],
-      },
+    const res = await post('/v1/admin/api-keys', {
+      tenant_id: t.tenant,
+      name: 'ci',
+      description: 'for CI',
+      permissions: ['decide', 'balances:read'],
     });
 
     expect(res.status).toBe(201);
@@ -127,45 +107,43 @@ describe('POST /v1/admin/api-keys', () => {
     const t = await givenTenant(stack);
     const body = { tenant_id: t.tenant, name: 'k' };
 
-    const a = await request('POST', admin('/v1/admin/api-keys'), { headers: adminHeaders, body });
-    const b = await request('POST', admin('/v1/admin/api-keys'), { headers: adminHeaders, body });
+    const a = await post('/v1/admin/api-keys', body);
+    const b = await post('/v1/admin/api-keys', body);
 
     expect(a.body.key_secret).not.toBe(b.body.key_secret);
   });
 
   it('answers 404 for an unknown tenant', async () => {
-    const res = await request('POST', admin('/v1/admin/api-keys'), {
-      headers: adminHeaders,
-      body: { tenant_id: 'no-such-tenant', name: 'k' },
-    });
+    const res = await post('/v1/admin/api-keys', { tenant_id: 'no-such-tenant', name: 'k' });
 
-    expect(res.status).toBe(404);
-    expect(errorOf(res).error).toBe('NOT_FOUND');
+    expectError(res, 404, 'NOT_FOUND', 'admin');
   });
 
   it('refuses an unknown permission with 400', async () => {
     const t = await givenTenant(stack);
 
-    const res = await request('POST', admin('/v1/admin/api-keys'), {
-      headers: adminHeaders,
-      body: { tenant_id: t.tenant, name: 'k', permissions: ['reservations:create', 'admin:all'] },
+    const res = await post('/v1/admin/api-keys', {
+      tenant_id: t.tenant,
+      name: 'k',
+      permissions: ['reservations:create', 'admin:all'],
     });
 
-    expect(res.status).toBe(400);
-    expect(errorOf(res).message).toContain('permissions');
+    expect(expectError(res, 400, 'INVALID_REQUEST', 'admin').message).toContain('permissions');
   });
 
   it('keeps an optional expires_at, and refuses one in the past', async () => {
     const t = await givenTenant(stack);
     const future = new Date(Date.now() + 3_600_000).toISOString();
 
-    const ok = await request('POST', admin('/v1/admin/api-keys'), {
-      headers: adminHeaders,
-      body: { tenant_id: t.tenant, name: 'k', expires_at: future },
+    const ok = await post('/v1/admin/api-keys', {
+      tenant_id: t.tenant,
+      name: 'k',
+      expires_at: future,
     });
-    const past = await request('POST', admin('/v1/admin/api-keys'), {
-      headers: adminHeaders,
-      body: { tenant_id: t.tenant, name: 'k', expires_at: '2020-01-01T00:00:00Z' },
+    const past = await post('/v1/admin/api-keys', {
+      tenant_id: t.tenant,
+      name: 'k',
+      expires_at: '2020-01-01T00:00:00Z',
     });
 
     expect(ok.status).toBe(201);
@@ -178,10 +156,7 @@ describe('POST /v1/auth/validate', () => {
   it('describes a valid key', async () => {
     const t = await givenTenant(stack, ['decide']);
 
-    const res = await request('POST', admin('/v1/auth/validate'), {
-      headers: adminHeaders,
-      body: { key_secret: t.key },
-    });
+    const res = await post('/v1/auth/validate', { key_secret: t.key });
 
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -193,17 +168,14 @@ describe('POST /v1/auth/validate', () => {
   });
 
   it('answers valid: false for an unknown key', async () => {
-    const res = await request('POST', admin('/v1/auth/validate'), {
-      headers: adminHeaders,
-      body: { key_secret: 'cyc_live_unknown' },
-    });
+    const res = await post('/v1/auth/validate', { key_secret: 'cyc_live_unknown' });
 
     expect(res.status).toBe(200);
     expect(res.body.valid).toBe(false);
   });
 
   it('needs the admin key', async () => {
-    const res = await request('POST', admin('/v1/auth/validate'), { body: { key_secret: 'x' } });
+    const res = await post('/v1/auth/validate', { key_secret: 'x' }, {});
 
     expect(res.status).toBe(401);
   });
@@ -218,15 +190,16 @@ describe('POST /v1/admin/budgets', () => {
   it('creates a ledger whose allocation is spendable at once, with every Balance field', async () => {
     const scope = `tenant:${t.tenant}/workspace:prod`;
 
-    const res = await request('POST', admin('/v1/admin/budgets'), {
-      headers: t.headers,
-      body: {
+    const res = await post(
+      '/v1/admin/budgets',
+      {
         scope,
         unit: 'TOKENS',
         allocated: { unit: 'TOKENS', amount: 5000 },
         overdraft_limit: { unit: 'TOKENS', amount: 100 },
       },
-    });
+      t.headers,
+    );
 
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({
@@ -247,14 +220,15 @@ describe('POST /v1/admin/budgets', () => {
   it('refuses an existing (scope, unit) with 409, but takes another unit', async () => {
     await givenBudget(stack, t, 'app:dup', 10);
 
-    const again = await request('POST', admin('/v1/admin/budgets'), {
-      headers: t.headers,
-      body: {
+    const again = await post(
+      '/v1/admin/budgets',
+      {
         scope: `tenant:${t.tenant}/app:dup`,
         unit: 'USD_MICROCENTS',
         allocated: { unit: 'USD_MICROCENTS', amount: 1 },
       },
-    });
+      t.headers,
+    );
     const otherUnit = await givenBudget(stack, t, 'app:dup', 10, { unit: 'CREDITS' });
 
     expect(again.status).toBe(409);
@@ -262,17 +236,17 @@ describe('POST /v1/admin/budgets', () => {
   });
 
   it("answers 403 for another tenant's scope", async () => {
-    const res = await request('POST', admin('/v1/admin/budgets'), {
-      headers: t.headers,
-      body: {
+    const res = await post(
+      '/v1/admin/budgets',
+      {
         scope: 'tenant:someone-else',
         unit: 'TOKENS',
         allocated: { unit: 'TOKENS', amount: 1 },
       },
-    });
+      t.headers,
+    );
 
-    expect(res.status).toBe(403);
-    expect(errorOf(res).error).toBe('FORBIDDEN');
+    expectError(res, 403, 'FORBIDDEN', 'admin');
   });
 
   it.each([
@@ -285,13 +259,13 @@ describe('POST /v1/admin/budgets', () => {
   ])('refuses the malformed scope %s with 400', async (raw) => {
     const scope = raw.replace('T', t.tenant);
 
-    const res = await request('POST', admin('/v1/admin/budgets'), {
-      headers: t.headers,
-      body: { scope, unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 1 } },
-    });
+    const res = await post(
+      '/v1/admin/budgets',
+      { scope, unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 1 } },
+      t.headers,
+    );
 
-    expect(res.status).toBe(400);
-    expect(errorOf(res).error).toBe('INVALID_REQUEST');
+    expectError(res, 400, 'INVALID_REQUEST', 'admin');
   });
 
   it.each([
@@ -301,10 +275,11 @@ describe('POST /v1/admin/budgets', () => {
     [{ unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 2 ** 53 } }],
     [{ unit: 'TOKENS', allocated: { unit: 'CREDITS', amount: 1 } }],
   ])('refuses invalid amounts or units %j with 400', async (fields) => {
-    const res = await request('POST', admin('/v1/admin/budgets'), {
-      headers: t.headers,
-      body: { scope: `tenant:${t.tenant}/agent:x`, ...fields },
-    });
+    const res = await post(
+      '/v1/admin/budgets',
+      { scope: `tenant:${t.tenant}/agent:x`, ...fields },
+      t.headers,
+    );
 
     expect(res.status).toBe(400);
   });
@@ -316,25 +291,23 @@ describe('POST /v1/admin/budgets', () => {
       allocated: { unit: 'TOKENS', amount: 1 },
     };
 
-    const none = await request('POST', admin('/v1/admin/budgets'), { body });
-    const adminOnly = await request('POST', admin('/v1/admin/budgets'), {
-      headers: adminHeaders,
-      body,
-    });
+    const none = await post('/v1/admin/budgets', body, {});
+    const adminOnly = await post('/v1/admin/budgets', body);
 
     expect(none.status).toBe(401);
     expect(adminOnly.status).toBe(401);
   });
 
   it('accepts X-Cycles-API-Key as an alias of X-Service-API-Key', async () => {
-    const res = await request('POST', admin('/v1/admin/budgets'), {
-      headers: { 'x-cycles-api-key': t.key },
-      body: {
+    const res = await post(
+      '/v1/admin/budgets',
+      {
         scope: `tenant:${t.tenant}/toolset:alias`,
         unit: 'TOKENS',
         allocated: { unit: 'TOKENS', amount: 1 },
       },
-    });
+      { 'x-cycles-api-key': t.key },
+    );
 
     expect(res.status).toBe(201);
   });
@@ -396,8 +369,7 @@ describe('POST /v1/admin/budgets/{scope}/{unit}/fund', () => {
 
     const res = await fund('CREDIT', 6, key);
 
-    expect(res.status).toBe(409);
-    expect(errorOf(res).error).toBe('IDEMPOTENCY_MISMATCH');
+    expectError(res, 409, 'IDEMPOTENCY_MISMATCH', 'admin');
   });
 
   it('RESET sets allocated and recomputes remaining = amount − reserved − spent − debt', async () => {
@@ -482,32 +454,23 @@ describe('permissions', () => {
       headers: t.headers,
     });
 
-    expect(res.status).toBe(403);
-    expect(errorOf(res)).toMatchObject({
-      error: 'FORBIDDEN',
-      details: { missing_permission: 'balances:read' },
-    });
+    const error = expectError(res, 403, 'FORBIDDEN', 'runtime');
+    expect(error.details).toMatchObject({ missing_permission: 'balances:read' });
   });
 
   it('answers 401 for an expired key', async () => {
     const t = await givenTenant(stack);
-    const created = await request('POST', admin('/v1/admin/api-keys'), {
-      headers: adminHeaders,
-      body: {
-        tenant_id: t.tenant,
-        name: 'short',
-        expires_at: new Date(Date.now() + 1_500).toISOString(),
-      },
+    const created = await post('/v1/admin/api-keys', {
+      tenant_id: t.tenant,
+      name: 'short',
+      expires_at: new Date(clock.now() + 1_500).toISOString(),
     });
-    await new Promise((r) => setTimeout(r, 1_700));
+    clock.advance(1_700);
 
     const res = await request('GET', `${stack.runtimeUrl}/v1/balances?tenant=${t.tenant}`, {
       headers: { 'x-service-api-key': String(created.body.key_secret) },
     });
-    const validated = await request('POST', admin('/v1/auth/validate'), {
-      headers: adminHeaders,
-      body: { key_secret: created.body.key_secret },
-    });
+    const validated = await post('/v1/auth/validate', { key_secret: created.body.key_secret });
 
     expect(res.status).toBe(401);
     expect(validated.body.valid).toBe(false);

@@ -1,104 +1,45 @@
 import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../infra/local/stack.js';
-import {
-  balancesOf,
-  type GivenTenant,
-  givenBudget,
-  givenTenant,
-  reserveBody,
-  sleep,
-  usd,
-} from '../helpers/fixtures.js';
-import { errorOf, type Json, type Response, request } from '../helpers/http.js';
-import { startTestStack } from '../helpers/stack.js';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { L, ledgers } from '../helpers/balances.js';
+import { testClock } from '../helpers/clock.js';
+import { expectError } from '../helpers/errors.js';
+import { type GivenTenant, givenTenantWith, reserveBody, sleep, usd } from '../helpers/fixtures.js';
+import { errorOf, type Response } from '../helpers/http.js';
+import { reservationsApi } from '../helpers/reservations.js';
+import { useTestStack } from '../helpers/scaffold.js';
 
-let stack: LocalStack;
+// Server time runs with real time, so requests race across a deadline as they would in
+// production; a test moves it forward to just before the deadline instead of waiting for it.
+// The tests of this file run one at a time.
+const clock = testClock();
+const stack = useTestStack({ clock });
+const { create: reserve, commit, release, extend, getReservation, listed } = reservationsApi(stack);
 let client: typeof import('../../functions/store/client.js')['documentClient'];
 let sweepOnce: typeof import('../../functions/jobs/expire-reservations.js')['sweepOnce'];
 
 beforeAll(async () => {
-  stack = await startTestStack();
   // Imported after the stack: the same module graph (and configuration) as the servers.
   client = (await import('../../functions/store/client.js')).documentClient;
   sweepOnce = (await import('../../functions/jobs/expire-reservations.js')).sweepOnce;
 });
-afterAll(async () => {
-  await stack.stop();
-});
 
 // ---- helpers --------------------------------------------------------------------------------
 
-interface Counters {
-  allocated: number;
-  spent: number;
-  reserved: number;
-  debt: number;
-  remaining: number;
-}
-
-const L = (allocated: number, spent: number, reserved: number, debt: number, remaining: number) =>
-  ({ allocated, spent, reserved, debt, remaining }) satisfies Counters;
-
-const amountOf = (value: unknown): number => (value as { amount: number }).amount;
-
-/** Every ledger of the tenant by relative scope, each checked against the invariant. */
-async function ledgers(t: GivenTenant): Promise<Record<string, Counters>> {
-  const out: Record<string, Counters> = {};
-  for (const b of (await balancesOf(stack, t)).values()) {
-    const c: Counters = {
-      allocated: amountOf(b.allocated),
-      spent: amountOf(b.spent),
-      reserved: amountOf(b.reserved),
-      debt: amountOf(b.debt),
-      remaining: amountOf(b.remaining),
-    };
-    expect(c.remaining, `invariant of ${String(b.scope)}`).toBe(
-      c.allocated - c.spent - c.reserved - c.debt,
-    );
-    const scope = String(b.scope_path);
-    out[scope === `tenant:${t.tenant}` ? '' : scope.slice(`tenant:${t.tenant}/`.length)] = c;
-  }
-  return out;
-}
-
-const url = (path: string) => `${stack.runtimeUrl}${path}`;
-
-const reserve = (t: GivenTenant, body: Json) =>
-  request('POST', url('/v1/reservations'), { headers: t.headers, body });
-
-const post =
-  (action: 'commit' | 'release' | 'extend') =>
-  (t: GivenTenant, id: unknown, body: Json = {}) =>
-    request('POST', url(`/v1/reservations/${String(id)}/${action}`), {
-      headers: t.headers,
-      body: { idempotency_key: randomUUID(), ...body },
-    });
-const commit = post('commit');
-const release = post('release');
-const extend = post('extend');
-
 /** The status of a reservation as listed (GET answers 410 once it is EXPIRED). */
-async function statusOf(t: GivenTenant, idempotencyKey: unknown): Promise<string | undefined> {
-  const res = await request<{ reservations: Json[] }>(
-    'GET',
-    url(`/v1/reservations?idempotency_key=${encodeURIComponent(String(idempotencyKey))}`),
-    { headers: t.headers },
-  );
-  expect(res.status).toBe(200);
-  expect(res.body.reservations.length).toBeLessThanOrEqual(1);
-  return res.body.reservations[0]?.status as string | undefined;
-}
+const statusOf = async (t: GivenTenant, idempotencyKey: unknown) =>
+  (await listed(t, idempotencyKey))?.status as string | undefined;
 
-const sleepUntil = (epochMs: number) => sleep(Math.max(0, epochMs - Date.now()));
+/** Real time until the server clock reads `epochMs`: the race window, a few hundred ms. */
+const until = (epochMs: number) => sleep(Math.max(0, epochMs - clock.now()));
 
-async function givenTenantWith(budgets: Record<string, number>): Promise<GivenTenant> {
-  const t = await givenTenant(stack);
-  for (const [scope, allocated] of Object.entries(budgets)) {
-    await givenBudget(stack, t, scope, allocated);
-  }
-  return t;
+/** A tenant with 10 000 on its root and workspace:w, and one reservation: 1 s TTL, no grace. */
+async function givenReservationNearItsDeadline() {
+  const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
+  const body = reserveBody({ ttl_ms: 1_000, grace_period_ms: 0 });
+  const r = await reserve(t, body);
+  const [id, expiresAt] = [String(r.body.reservation_id), Number(r.body.expires_at_ms)];
+  return { t, idempotencyKey: body.idempotency_key, id, expiresAt };
 }
 
 const outcome = (res: Response) =>
@@ -137,7 +78,7 @@ const conflict = () =>
 
 describe('concurrent reservations on one ledger', () => {
   it('admits exactly as many as fit: 25 of 100 succeed, 75 answer 409 BUDGET_EXCEEDED', async () => {
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 2_500 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 2_500 });
     const bodies = Array.from({ length: 100 }, () => reserveBody({ estimate: usd(100) }));
 
     const results = await Promise.all(bodies.map((b) => reserve(t, b)));
@@ -147,7 +88,7 @@ describe('concurrent reservations on one ledger', () => {
     expect(tally).toEqual({ 200: 25, '409 BUDGET_EXCEEDED': 75 });
     const ids = results.filter((r) => r.status === 200).map((r) => r.body.reservation_id);
     expect(new Set(ids).size).toBe(25);
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 2_500, 0, 7_500),
       'workspace:w': L(2_500, 0, 2_500, 0, 0),
     });
@@ -157,7 +98,7 @@ describe('concurrent reservations on one ledger', () => {
   });
 
   it('creates one reservation for one request sent 20 times at once, every body identical', async () => {
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     const body = reserveBody({ estimate: usd(300) });
 
     const results = await Promise.all(Array.from({ length: 20 }, () => reserve(t, body)));
@@ -165,14 +106,14 @@ describe('concurrent reservations on one ledger', () => {
     expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
     for (const r of results) expect(r.body).toEqual(results[0]?.body);
     expect(await statusOf(t, body.idempotency_key)).toBe('ACTIVE');
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 300, 0, 9_700),
       'workspace:w': L(10_000, 0, 300, 0, 9_700),
     });
   });
 
   it('charges once for one commit sent 20 times at once, every body identical', async () => {
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     const r = await reserve(t, reserveBody({ estimate: usd(300) }));
     const body = { idempotency_key: randomUUID(), actual: usd(120) };
 
@@ -182,7 +123,7 @@ describe('concurrent reservations on one ledger', () => {
 
     expect(results.map((x) => x.status)).toEqual(Array(20).fill(200));
     for (const x of results) expect(x.body).toEqual(results[0]?.body);
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 120, 0, 0, 9_880),
       'workspace:w': L(10_000, 120, 0, 0, 9_880),
     });
@@ -191,7 +132,7 @@ describe('concurrent reservations on one ledger', () => {
 
 describe('commit, release, extend and the sweeper racing at the deadline', () => {
   it('settles each of 30 reservations exactly once and keeps the ledgers exact', async () => {
-    const t = await givenTenantWith({ '': 1_000_000, 'workspace:w': 1_000_000 });
+    const t = await givenTenantWith(stack, { '': 1_000_000, 'workspace:w': 1_000_000 });
     const bodies = Array.from({ length: 30 }, () =>
       reserveBody({ estimate: usd(100), ttl_ms: 1_000, grace_period_ms: 0 }),
     );
@@ -202,16 +143,16 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
 
     // Each reservation is hit from 75 ms before to 70 ms after its deadline, while the
     // sweeper runs back to back over the whole window.
+    clock.advanceTo(Math.min(...expiries) - 100);
     const sweeping = (async () => {
-      await sleepUntil(Math.min(...expiries) - 100);
-      while (Date.now() < Math.max(...expiries) + 150) {
+      while (clock.now() < Math.max(...expiries) + 150) {
         await sweepOnce();
         await sleep(5);
       }
     })();
     const raced = await Promise.all(
       created.map(async (c, i) => {
-        await sleepUntil((expiries[i] ?? 0) - 75 + 5 * i);
+        await until((expiries[i] ?? 0) - 75 + 5 * i);
         const id = c.body.reservation_id;
         const calls = [
           () => commit(t, id, { actual: usd(actualOf(i)) }),
@@ -231,7 +172,7 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
     );
     await sweeping;
     // Whatever was extended expires one second later; sweep once more after that.
-    await sleepUntil(Math.max(...expiries) + 1_000 + 100);
+    clock.advanceTo(Math.max(...expiries) + 1_000 + 100);
     await sweepOnce();
 
     let spent = 0;
@@ -249,12 +190,11 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
       expect(status, context).toBe(expected);
       if (status === 'COMMITTED') {
         spent += actualOf(i);
-        const id = String(created[i]?.body.reservation_id);
-        const got = await request('GET', url(`/v1/reservations/${id}`), { headers: t.headers });
+        const got = await getReservation(t, created[i]?.body.reservation_id);
         expect(got.body.committed, context).toEqual(usd(actualOf(i)));
       }
     }
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(1_000_000, spent, 0, 0, 1_000_000 - spent),
       'workspace:w': L(1_000_000, spent, 0, 0, 1_000_000 - spent),
     });
@@ -263,23 +203,20 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
   it('does not answer 410 to a release that loses to a commit: the reservation is COMMITTED', async () => {
     // Commit A arrives before the deadline and its write is slow; release B arrives after the
     // deadline, reads the reservation still ACTIVE, and tries to expire it.
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
-    const body = reserveBody({ ttl_ms: 1_000, grace_period_ms: 0 });
-    const r = await reserve(t, body);
-    const id = String(r.body.reservation_id);
-    const expiresAt = Number(r.body.expires_at_ms);
+    const { t, idempotencyKey, id, expiresAt } = await givenReservationNearItsDeadline();
     onTransactWrite('slowSettle', async (input) => {
       if (!input.includes(id)) return;
       if (input.includes('"COMMITTED"')) await sleep(200);
       if (input.includes('"EXPIRED"')) await sleep(500);
     });
+    clock.advanceTo(expiresAt - 150);
 
     const [a, b] = await Promise.all([
-      sleepUntil(expiresAt - 80).then(() => commit(t, id, { actual: usd(60) })),
-      sleepUntil(expiresAt + 20).then(() => release(t, id)),
+      until(expiresAt - 80).then(() => commit(t, id, { actual: usd(60) })),
+      until(expiresAt + 20).then(() => release(t, id)),
     ]);
 
-    const status = await statusOf(t, body.idempotency_key);
+    const status = await statusOf(t, idempotencyKey);
     expect(outcome(a)).toBe(200);
     expect(status).toBe('COMMITTED');
     // SPEC: COMMITTED | release | 409 RESERVATION_FINALIZED; a 410 would claim an expiry
@@ -287,29 +224,26 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
     expect(outcome(b), `release answered ${outcome(b)} for a ${status} reservation`).toBe(
       '409 RESERVATION_FINALIZED',
     );
-    expect((await ledgers(t))['workspace:w']).toEqual(L(10_000, 60, 0, 0, 9_940));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(10_000, 60, 0, 0, 9_940));
   });
 
   it('does not answer 410 to a commit while a concurrent extend keeps the reservation ACTIVE', async () => {
     // Extend E arrives before expiry with a slow write; commit C arrives just after expiry,
     // reads the old expiry, and tries to expire the reservation after E has moved it.
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
-    const body = reserveBody({ ttl_ms: 1_000, grace_period_ms: 0 });
-    const r = await reserve(t, body);
-    const id = String(r.body.reservation_id);
-    const expiresAt = Number(r.body.expires_at_ms);
+    const { t, idempotencyKey, id, expiresAt } = await givenReservationNearItsDeadline();
     onTransactWrite('slowExtendAndExpiry', async (input) => {
       if (!input.includes(id)) return;
       if (input.includes('"EXPIRED"')) await sleep(400);
       else if (input.includes('"extend"') || input.includes('#expires')) await sleep(250);
     });
+    clock.advanceTo(expiresAt - 150);
 
     const [e, c] = await Promise.all([
-      sleepUntil(expiresAt - 100).then(() => extend(t, id, { extend_by_ms: 5_000 })),
-      sleepUntil(expiresAt + 30).then(() => commit(t, id, { actual: usd(60) })),
+      until(expiresAt - 100).then(() => extend(t, id, { extend_by_ms: 5_000 })),
+      until(expiresAt + 30).then(() => commit(t, id, { actual: usd(60) })),
     ]);
 
-    const status = await statusOf(t, body.idempotency_key);
+    const status = await statusOf(t, idempotencyKey);
     const story = `extend ${outcome(e)}, commit ${outcome(c)}, final ${status}`;
     // Either order is a valid serialization, but the answers must agree with each other and
     // with the state: 410 means "finalized as EXPIRED" (SPEC § Errors).
@@ -324,7 +258,7 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
 
 describe('TransactionConflict cancellations', () => {
   it('retries injected conflicts: reserve and commit still succeed, each applied once', async () => {
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     let calls = 0;
     let failures = 0;
     onTransactWrite('injectConflict', async () => {
@@ -342,14 +276,14 @@ describe('TransactionConflict cancellations', () => {
     expect(failures).toBe(4);
     expect([r.status, c.status]).toEqual([200, 200]);
     expect(await statusOf(t, body.idempotency_key)).toBe('COMMITTED');
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 150, 0, 0, 9_850),
       'workspace:w': L(10_000, 150, 0, 0, 9_850),
     });
   });
 
   it('answers 500 INTERNAL_ERROR on a persistent conflict, changes nothing, and a retry is fresh', async () => {
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     let attempts = 0;
     onTransactWrite('persistentConflict', async () => {
       attempts++;
@@ -359,7 +293,7 @@ describe('TransactionConflict cancellations', () => {
 
     const failed = await reserve(t, body);
     client.middlewareStack.remove('persistentConflict');
-    const afterFailure = await ledgers(t);
+    const afterFailure = await ledgers(stack, t);
     const recorded = await statusOf(t, body.idempotency_key);
     const retried = await reserve(t, body);
 
@@ -377,14 +311,14 @@ describe('TransactionConflict cancellations', () => {
     });
     expect(recorded).toBeUndefined();
     expect(retried.status).toBe(200);
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 400, 0, 9_600),
       'workspace:w': L(10_000, 0, 400, 0, 9_600),
     });
   });
 
   it('answers 500 on a persistent conflict during commit and leaves the reservation ACTIVE', async () => {
-    const t = await givenTenantWith({ '': 10_000, 'workspace:w': 10_000 });
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     const body = reserveBody({ estimate: usd(400) });
     const r = await reserve(t, body);
     onTransactWrite('persistentConflict', async () => {
@@ -394,10 +328,9 @@ describe('TransactionConflict cancellations', () => {
     const failed = await commit(t, r.body.reservation_id, { actual: usd(100) });
     client.middlewareStack.remove('persistentConflict');
 
-    expect(failed.status).toBe(500);
-    expect(errorOf(failed).error).toBe('INTERNAL_ERROR');
+    expectError(failed, 500, 'INTERNAL_ERROR');
     expect(await statusOf(t, body.idempotency_key)).toBe('ACTIVE');
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 400, 0, 9_600),
       'workspace:w': L(10_000, 0, 400, 0, 9_600),
     });

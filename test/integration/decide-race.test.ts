@@ -1,17 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../infra/local/stack.js';
+import { describe, expect, it } from 'vitest';
 import { givenBudget, givenTenant } from '../helpers/fixtures.js';
 import { request } from '../helpers/http.js';
-import { startTestStack } from '../helpers/stack.js';
+import { useTestStack } from '../helpers/scaffold.js';
 
-let stack: LocalStack;
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack.stop();
-});
+const stack = useTestStack();
 
 describe('POST /v1/decide', () => {
   it('answers one request sent 10 times at once with one key identically, and records it once', async () => {

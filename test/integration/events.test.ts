@@ -1,30 +1,28 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../infra/local/stack.js';
+import { describe, expect, it } from 'vitest';
 import {
+  balanceAt,
   balancesOf,
+  countersOf,
+  expectBalance,
+  ledgerKey,
+} from '../helpers/balances.js';
+import { expectError } from '../helpers/errors.js';
+import {
+  fund,
   type GivenTenant,
   givenBudget,
   givenTenant,
+  givenTenantWith,
   reserveBody,
-  scopeOf,
   usd,
-  type WireBalance,
 } from '../helpers/fixtures.js';
-import { errorOf, type Json, request } from '../helpers/http.js';
-import { startTestStack } from '../helpers/stack.js';
+import { type Json, request } from '../helpers/http.js';
+import { useTestStack } from '../helpers/scaffold.js';
 
-let stack: LocalStack;
-beforeAll(async () => {
-  stack = await startTestStack({ API_KEY_CACHE_TTL_MS: '60000' });
-});
-afterAll(async () => {
-  await stack.stop();
-});
+const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '60000' } });
 
 const rt = (path: string) => `${stack.runtimeUrl}${path}`;
-
-type Balance = WireBalance;
 
 const eventBody = (overrides: Json = {}): Json => ({
   idempotency_key: randomUUID(),
@@ -36,25 +34,11 @@ const eventBody = (overrides: Json = {}): Json => ({
 const postEvent = (t: GivenTenant, body: Json, headers = t.headers) =>
   request('POST', rt('/v1/events'), { headers, body });
 
-/** The ledger figures that matter, by scope suffix, in USD. */
+/** The ledger figures that matter, by scope relative to the tenant root. */
 async function figures(t: GivenTenant, rel: string, unit = 'USD_MICROCENTS') {
-  const b = (await balancesOf(stack, t)).get(`${scopeOf(t, rel)}#${unit}`) as unknown as
-    | Balance
-    | undefined;
-  if (!b) throw new Error(`no ledger ${rel}`);
-  return {
-    allocated: b.allocated.amount,
-    spent: b.spent.amount,
-    reserved: b.reserved.amount,
-    debt: b.debt.amount,
-    remaining: b.remaining.amount,
-    is_over_limit: b.is_over_limit,
-  };
+  const b = await balanceAt(stack, t, rel, unit);
+  return { ...countersOf(b), is_over_limit: b.is_over_limit };
 }
-
-/** remaining = allocated − spent − reserved − debt (SPEC § Fund operations, RESET). */
-const holdsInvariant = (b: Balance) =>
-  b.remaining.amount === b.allocated.amount - b.spent.amount - b.reserved.amount - b.debt.amount;
 
 /** A tenant with a root budget and a workspace:w budget. */
 async function givenWorkspace(
@@ -62,12 +46,10 @@ async function givenWorkspace(
   workspaceAllocated: number,
   options: { rootOverdraft?: number; overdraft?: number } = {},
 ): Promise<GivenTenant> {
-  const t = await givenTenant(stack);
-  await givenBudget(stack, t, '', rootAllocated, { overdraftLimit: options.rootOverdraft ?? 0 });
-  await givenBudget(stack, t, 'workspace:w', workspaceAllocated, {
-    overdraftLimit: options.overdraft ?? 0,
+  return givenTenantWith(stack, {
+    '': { allocated: rootAllocated, overdraftLimit: options.rootOverdraft ?? 0 },
+    'workspace:w': { allocated: workspaceAllocated, overdraftLimit: options.overdraft ?? 0 },
   });
-  return t;
 }
 
 describe('POST /v1/events', () => {
@@ -81,10 +63,7 @@ describe('POST /v1/events', () => {
     expect(res.body).toEqual({
       status: 'APPLIED',
       event_id: expect.any(String),
-      balances: [
-        after.get(`${scopeOf(t, '')}#USD_MICROCENTS`),
-        after.get(`${scopeOf(t, 'workspace:w')}#USD_MICROCENTS`),
-      ],
+      balances: [after.get(ledgerKey(t, '')), after.get(ledgerKey(t, 'workspace:w'))],
     });
     expect(await figures(t, '')).toMatchObject({ spent: 1_200, remaining: 8_800, reserved: 0 });
     expect(await figures(t, 'workspace:w')).toMatchObject({ spent: 1_200, remaining: 3_800 });
@@ -173,8 +152,7 @@ describe('POST /v1/events', () => {
 
       const res = await postEvent(t, { ...body, ...change });
 
-      expect(res.status).toBe(409);
-      expect(errorOf(res).error).toBe('IDEMPOTENCY_MISMATCH');
+      expectError(res, 409, 'IDEMPOTENCY_MISMATCH');
       expect(await balancesOf(stack, t)).toEqual(before);
     });
 
@@ -182,14 +160,7 @@ describe('POST /v1/events', () => {
       const t = await givenWorkspace(10_000, 50);
       const body = eventBody({ actual: usd(100) });
       const refused = await postEvent(t, body);
-      await request(
-        'POST',
-        `${stack.adminUrl}/v1/admin/budgets/${encodeURIComponent(scopeOf(t, 'workspace:w'))}/USD_MICROCENTS/fund`,
-        {
-          headers: t.headers,
-          body: { operation: 'CREDIT', amount: usd(100), idempotency_key: randomUUID() },
-        },
-      );
+      await fund(stack, t, 'workspace:w', 'CREDIT', 100);
 
       const retried = await postEvent(t, body);
 
@@ -206,8 +177,7 @@ describe('POST /v1/events', () => {
 
       const res = await postEvent(t, eventBody({ subject: { workspace: 'w', agent: 'nobody' } }));
 
-      expect(res.status).toBe(409);
-      expect(errorOf(res).error).toBe('BUDGET_EXCEEDED');
+      expectError(res, 409, 'BUDGET_EXCEEDED');
       expect(await balancesOf(stack, t)).toEqual(before);
     });
 
@@ -216,8 +186,7 @@ describe('POST /v1/events', () => {
 
       const res = await postEvent(t, eventBody());
 
-      expect(res.status).toBe(409);
-      expect(errorOf(res).error).toBe('BUDGET_EXCEEDED');
+      expectError(res, 409, 'BUDGET_EXCEEDED');
     });
 
     it('refuses with 400 UNIT_MISMATCH when the scope has ledgers only in other units, charging nothing', async () => {
@@ -229,8 +198,7 @@ describe('POST /v1/events', () => {
 
       const res = await postEvent(t, eventBody({ actual: usd(10) }));
 
-      expect(res.status).toBe(400);
-      expect(errorOf(res).error).toBe('UNIT_MISMATCH');
+      expectError(res, 400, 'UNIT_MISMATCH');
       expect(await balancesOf(stack, t)).toEqual(before);
     });
 
@@ -241,8 +209,7 @@ describe('POST /v1/events', () => {
 
       const res = await postEvent(t, eventBody({ actual: usd(10) }));
 
-      expect(res.status).toBe(400);
-      expect(errorOf(res).error).toBe('UNIT_MISMATCH');
+      expectError(res, 400, 'UNIT_MISMATCH');
     });
 
     it('charges the ledgers of the event unit only', async () => {
@@ -285,8 +252,7 @@ describe('POST /v1/events', () => {
 
         const res = await postEvent(t, withPolicy({ actual: usd(701) }));
 
-        expect(res.status).toBe(409);
-        expect(errorOf(res).error).toBe('BUDGET_EXCEEDED');
+        expectError(res, 409, 'BUDGET_EXCEEDED');
         expect(await balancesOf(stack, t)).toEqual(before);
       });
 
@@ -296,8 +262,7 @@ describe('POST /v1/events', () => {
 
         const res = await postEvent(t, withPolicy({ actual: usd(501) }));
 
-        expect(res.status).toBe(409);
-        expect(errorOf(res).error).toBe('BUDGET_EXCEEDED');
+        expectError(res, 409, 'BUDGET_EXCEEDED');
         expect(await balancesOf(stack, t)).toEqual(before);
       });
 
@@ -341,8 +306,8 @@ describe('POST /v1/events', () => {
       const res = await postEvent(t, overdraft(1_200));
 
       expect(res.status).toBe(201);
-      const balances = res.body.balances as Balance[];
-      expect(balances.every(holdsInvariant)).toBe(true);
+      const balances = res.body.balances as Json[];
+      for (const b of balances) expectBalance(b);
       expect(await figures(t, '')).toMatchObject({ spent: 1_200, debt: 0, remaining: 8_800 });
       expect(await figures(t, 'workspace:w')).toMatchObject({
         allocated: 1_000,
@@ -351,9 +316,7 @@ describe('POST /v1/events', () => {
         reserved: 0,
         is_over_limit: false,
       });
-      expect(balances[1]).toEqual(
-        (await balancesOf(stack, t)).get(`${scopeOf(t, 'workspace:w')}#USD_MICROCENTS`),
-      );
+      expect(balances[1]).toEqual((await balancesOf(stack, t)).get(ledgerKey(t, 'workspace:w')));
     });
 
     it('takes a further event wholly as debt, up to exactly the limit', async () => {
@@ -377,8 +340,7 @@ describe('POST /v1/events', () => {
 
       const res = await postEvent(t, overdraft(301));
 
-      expect(res.status).toBe(409);
-      expect(errorOf(res).error).toBe('OVERDRAFT_LIMIT_EXCEEDED');
+      expectError(res, 409, 'OVERDRAFT_LIMIT_EXCEEDED');
       expect(await balancesOf(stack, t)).toEqual(before);
     });
 
@@ -388,8 +350,7 @@ describe('POST /v1/events', () => {
       const over = await postEvent(t, overdraft(1_501));
       const exact = await postEvent(t, overdraft(1_500));
 
-      expect(over.status).toBe(409);
-      expect(errorOf(over).error).toBe('OVERDRAFT_LIMIT_EXCEEDED');
+      expectError(over, 409, 'OVERDRAFT_LIMIT_EXCEEDED');
       expect(exact.status).toBe(201);
       expect(await figures(t, 'workspace:w')).toMatchObject({ spent: 1_000, debt: 500 });
     });
@@ -400,8 +361,7 @@ describe('POST /v1/events', () => {
 
       const res = await postEvent(t, overdraft(1_001));
 
-      expect(res.status).toBe(409);
-      expect(errorOf(res).error).toBe('OVERDRAFT_LIMIT_EXCEEDED');
+      expectError(res, 409, 'OVERDRAFT_LIMIT_EXCEEDED');
       expect(await balancesOf(stack, t)).toEqual(before);
     });
 
@@ -414,8 +374,7 @@ describe('POST /v1/events', () => {
         body: reserveBody({ estimate: usd(1) }),
       });
 
-      expect(res.status).toBe(409);
-      expect(errorOf(res).error).toBe('DEBT_OUTSTANDING');
+      expectError(res, 409, 'DEBT_OUTSTANDING');
     });
   });
 
@@ -444,9 +403,7 @@ describe('POST /v1/events', () => {
 
       const res = await postEvent(t, eventBody(overrides));
 
-      expect(res.status).toBe(400);
-      expect(errorOf(res).error).toBe('INVALID_REQUEST');
-      expect(errorOf(res).message).toContain(field);
+      expect(expectError(res, 400, 'INVALID_REQUEST').message).toContain(field);
       expect(await balancesOf(stack, t)).toEqual(before);
     });
 
@@ -460,8 +417,7 @@ describe('POST /v1/events', () => {
         eventBody({ subject: { tenant: victim.tenant, workspace: 'w' } }),
       );
 
-      expect(res.status).toBe(403);
-      expect(errorOf(res).error).toBe('FORBIDDEN');
+      expectError(res, 403, 'FORBIDDEN');
       expect(await balancesOf(stack, victim)).toEqual(before);
     });
 
@@ -472,8 +428,7 @@ describe('POST /v1/events', () => {
         body: eventBody(),
       });
 
-      expect(none.status).toBe(401);
-      expect(errorOf(none).error).toBe('UNAUTHORIZED');
+      expectError(none, 401, 'UNAUTHORIZED');
       expect(unknown.status).toBe(401);
     });
 
@@ -562,8 +517,7 @@ describe('POST /v1/events', () => {
       expect(succeeded).toHaveLength(20);
       expect(refused.every((o) => o.status === 409 && o.error === 'BUDGET_EXCEEDED')).toBe(true);
       expect(refused.every((o) => o.kind !== 'commit')).toBe(true);
-      const balances = [...(await balancesOf(stack, t)).values()] as unknown as Balance[];
-      expect(balances.every(holdsInvariant)).toBe(true);
+      for (const b of (await balancesOf(stack, t)).values()) expectBalance(b);
       expect(await figures(t, 'workspace:w')).toEqual({
         allocated: 10_000,
         spent: 10_000,

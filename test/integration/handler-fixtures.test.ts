@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type RouteId, routeEntries, routes, sweeper } from '../../functions/routes.js';
 import { eventsDir, SAMPLE } from '../../infra/generate-events.js';
 import type { Handler } from '../../infra/local/server.js';
-import type { LocalStack } from '../../infra/local/stack.js';
-import { startTestStack } from '../helpers/stack.js';
+import { testClock } from '../helpers/clock.js';
+import { useTestStack } from '../helpers/scaffold.js';
 
 /**
  * Every events/*.json fixture (the ones `sam local invoke -e` takes) handed to its handler
@@ -37,16 +37,13 @@ const SCENARIO: readonly (readonly [RouteId, number])[] = [
   ['createEvent', 201],
 ];
 
-let stack: LocalStack;
 let keySecret: string = SAMPLE.apiKeySecret;
 
-beforeAll(async () => {
-  // Creates this file's table and sets TABLE_NAME / DYNAMODB_ENDPOINT before any handler loads.
-  stack = await startTestStack({ ADMIN_API_KEY: SAMPLE.adminApiKey });
-});
-afterAll(async () => {
-  await stack.stop();
-});
+// Creates this file's table and sets TABLE_NAME / DYNAMODB_ENDPOINT before any handler loads.
+// Server time runs with real time; the sweeper test moves it past a deadline instead of waiting
+// (the tests of this file run one at a time).
+const clock = testClock();
+useTestStack({ env: { ADMIN_API_KEY: SAMPLE.adminApiKey }, clock });
 
 const handlers = new Map<string, Promise<Handler>>();
 function handlerOf(entry: string): Promise<Handler> {
@@ -123,7 +120,7 @@ describe('events/*.json through their handlers', () => {
       grace_period_ms: 0,
     });
     expect((await invoke('createReservation', create)).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    clock.advance(1_100);
     const { handler } = (await import(
       /* @vite-ignore */ new URL(`../../functions/${sweeper.entry}.ts`, import.meta.url).href
     )) as { handler: (event: unknown, context: Context) => Promise<{ expired: number }> };

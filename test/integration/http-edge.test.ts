@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as z from 'zod';
-import type { LocalStack } from '../../infra/local/stack.js';
+import { amountOf, balancesOf, expectBalance, ledgerKey } from '../helpers/balances.js';
+import { expectError } from '../helpers/errors.js';
 import {
   adminHeaders,
-  balancesOf,
   type GivenTenant,
   givenBudget,
   givenTenant,
@@ -13,62 +12,12 @@ import {
   usd,
 } from '../helpers/fixtures.js';
 import { type Json, type Response, request } from '../helpers/http.js';
-import { startTestStack } from '../helpers/stack.js';
+import { useTestStack } from '../helpers/scaffold.js';
 
-let stack: LocalStack;
-beforeAll(async () => {
-  stack = await startTestStack({ API_KEY_CACHE_TTL_MS: '60000' });
-});
-afterAll(async () => {
-  await stack.stop();
-});
+const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '60000' } });
 
 const rt = (path: string) => `${stack.runtimeUrl}${path}`;
 const admin = (path: string) => `${stack.adminUrl}${path}`;
-
-/** SPEC § Errors: the twelve codes and their statuses; DUPLICATE_RESOURCE is the admin plane's own. */
-const SPEC_STATUS: Record<string, number> = {
-  INVALID_REQUEST: 400,
-  UNIT_MISMATCH: 400,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  NOT_FOUND: 404,
-  BUDGET_EXCEEDED: 409,
-  OVERDRAFT_LIMIT_EXCEEDED: 409,
-  DEBT_OUTSTANDING: 409,
-  RESERVATION_FINALIZED: 409,
-  IDEMPOTENCY_MISMATCH: 409,
-  RESERVATION_EXPIRED: 410,
-  INTERNAL_ERROR: 500,
-};
-const RUNTIME_CODES = Object.keys(SPEC_STATUS) as [string, ...string[]];
-const ADMIN_STATUS: Record<string, number> = { ...SPEC_STATUS, DUPLICATE_RESOURCE: 409 };
-const ADMIN_CODES = Object.keys(ADMIN_STATUS) as [string, ...string[]];
-
-const errorBody = (codes: [string, ...string[]]) =>
-  z.strictObject({
-    error: z.enum(codes),
-    message: z.string().min(1),
-    request_id: z.string().min(1),
-    details: z.record(z.string(), z.unknown()).optional(),
-  });
-
-/** Asserts SPEC's error body exactly, its status, and that request_id is the X-Request-Id. */
-function expectError(res: Response, status: number, code: string, server: 'runtime' | 'admin') {
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  const schema = errorBody(server === 'runtime' ? RUNTIME_CODES : ADMIN_CODES);
-  expect(schema.safeParse(res.body).error?.issues ?? []).toEqual([]);
-  expect(res.body.error).toBe(code);
-  expect((server === 'runtime' ? SPEC_STATUS : ADMIN_STATUS)[code]).toBe(status);
-  expect(res.headers.get('x-request-id')).toBe(res.body.request_id);
-  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-}
-
-/** An oversized body: 400 INVALID_REQUEST, or 413 carrying the INVALID_REQUEST body. */
-function expectTooLarge(res: Response, server: 'runtime' | 'admin') {
-  expect([400, 413]).toContain(res.status);
-  expectError({ ...res, status: 400 }, 400, 'INVALID_REQUEST', server);
-}
 
 const SERVERS = ['runtime', 'admin'] as const;
 const urlOf = (server: 'runtime' | 'admin', path: string) =>
@@ -278,14 +227,14 @@ describe('request bodies', () => {
       ],
     ] as const;
 
-  it('refuses a body over 65536 bytes with 400 or 413 and the error body, on both servers', async () => {
+  it('refuses a body over 65536 bytes with 400 INVALID_REQUEST and the error body, on both servers', async () => {
     for (const [server, path, headers, body] of bigBodies()) {
       const res = await request('POST', urlOf(server, path), {
         headers: { ...headers, 'content-type': 'application/json' },
         raw: body(65_537),
       });
 
-      expectTooLarge(res, server);
+      expectError(res, 400, 'INVALID_REQUEST', server);
     }
   });
 
@@ -317,7 +266,7 @@ describe('request bodies', () => {
     const next: (number | string)[] = [];
     for (let i = 0; i < 5; i++) next.push(await status(request('GET', rt('/actuator/health'))));
 
-    expectTooLarge(res, 'runtime');
+    expectError(res, 400, 'INVALID_REQUEST', 'runtime');
     expect(next).toEqual([200, 200, 200, 200, 200]);
   });
 });
@@ -568,10 +517,14 @@ describe('an unexpected failure (500)', () => {
     expect(text).not.toMatch(/boom|secret-table-name|at .*\.ts|Error:/);
   }
 
-  /** One counter of one ledger; NaN when absent, so a missing ledger fails the comparison. */
-  const amountOf = (balances: Map<string, Json>, key: string, field: string): number =>
-    (balances.get(key)?.[field] as { amount?: number } | undefined)?.amount ?? Number.NaN;
-  const workspaceKey = () => `tenant:${t.tenant}/workspace:w#USD_MICROCENTS`;
+  /** How far each counter of one ledger moved between two snapshots (NaN where it is absent). */
+  const moved = (before: Map<string, Json>, after: Map<string, Json>, key: string) => {
+    const amount = (m: Map<string, Json>, f: string) =>
+      (m.get(key)?.[f] as { amount?: number } | undefined)?.amount ?? Number.NaN;
+    const fields = ['allocated', 'spent', 'reserved', 'debt', 'remaining'];
+    return Object.fromEntries(fields.map((f) => [f, amount(after, f) - amount(before, f)]));
+  };
+  const workspaceKey = () => ledgerKey(t, 'workspace:w');
 
   let t: GivenTenant;
   let removeFault: () => void;
@@ -619,9 +572,9 @@ describe('an unexpected failure (500)', () => {
     expect(listed.body.reservations).toEqual([]);
     expect(retried.status).toBe(200);
     expect(replayed.body).toEqual(retried.body);
-    expect(amountOf(await balancesOf(stack, t), workspaceKey(), 'reserved')).toBe(
-      amountOf(before, workspaceKey(), 'reserved') + 700,
-    );
+    expect(moved(before, await balancesOf(stack, t), workspaceKey())).toMatchObject({
+      reserved: 700,
+    });
   });
 
   it('on commit leaves the reservation ACTIVE and the ledgers untouched; the retry commits once', async () => {
@@ -650,13 +603,10 @@ describe('an unexpected failure (500)', () => {
     expect(state.body.status).toBe('ACTIVE');
     expect(retried.status).toBe(200);
     expect(replayed.body).toEqual(retried.body);
-    const after = await balancesOf(stack, t);
-    expect(amountOf(after, workspaceKey(), 'spent')).toBe(
-      amountOf(before, workspaceKey(), 'spent') + 320,
-    );
-    expect(amountOf(after, workspaceKey(), 'reserved')).toBe(
-      amountOf(before, workspaceKey(), 'reserved') - 500,
-    );
+    expect(moved(before, await balancesOf(stack, t), workspaceKey())).toMatchObject({
+      spent: 320,
+      reserved: -500,
+    });
   });
 
   it('on an event leaves the ledgers untouched; the retry applies it once', async () => {
@@ -674,10 +624,9 @@ describe('an unexpected failure (500)', () => {
     expect(afterFailure).toEqual(before);
     expect(retried.status).toBe(201);
     expect(replayed.body).toEqual(retried.body);
-    const root = `tenant:${t.tenant}#USD_MICROCENTS`;
-    expect(amountOf(await balancesOf(stack, t), root, 'spent')).toBe(
-      amountOf(before, root, 'spent') + 250,
-    );
+    expect(moved(before, await balancesOf(stack, t), ledgerKey(t, ''))).toMatchObject({
+      spent: 250,
+    });
   });
 
   it.each([
@@ -705,9 +654,9 @@ describe('an unexpected failure (500)', () => {
       expectGeneric500(failed);
       expect(retried.status).toBe(status);
       expect(again.body).toEqual(retried.body);
-      expect(amountOf(await balancesOf(stack, t), workspaceKey(), field)).toBe(
-        amountOf(before, workspaceKey(), field) + amount,
-      );
+      expect(moved(before, await balancesOf(stack, t), workspaceKey())).toMatchObject({
+        [field]: amount,
+      });
     },
   );
 
@@ -734,13 +683,10 @@ describe('an unexpected failure (500)', () => {
       released: usd(180),
     });
     expect(again.body).toEqual(retried.body);
-    const after = await balancesOf(stack, t);
-    expect(amountOf(after, workspaceKey(), 'spent')).toBe(
-      amountOf(before, workspaceKey(), 'spent') + 120,
-    );
-    expect(amountOf(after, workspaceKey(), 'reserved')).toBe(
-      amountOf(before, workspaceKey(), 'reserved') - 300,
-    );
+    expect(moved(before, await balancesOf(stack, t), workspaceKey())).toMatchObject({
+      spent: 120,
+      reserved: -300,
+    });
   });
 });
 
@@ -810,10 +756,7 @@ describe('fuzzing POST /v1/reservations', () => {
       { numRuns: 80 },
     );
 
-    const balances = [...(await balancesOf(stack, t)).values()] as unknown as Record<
-      string,
-      { amount: number }
-    >[];
+    const balances = [...(await balancesOf(stack, t)).values()];
     const active = await request<{
       reservations: { reserved: { unit: string; amount: number } }[];
     }>('GET', rt('/v1/reservations?status=ACTIVE&limit=200'), { headers: t.headers });
@@ -821,17 +764,8 @@ describe('fuzzing POST /v1/reservations', () => {
       .filter((r) => r.reserved.unit === 'USD_MICROCENTS')
       .reduce((sum, r) => sum + r.reserved.amount, 0);
     for (const b of balances) {
-      const { allocated, spent, reserved, debt, remaining } = b as Record<
-        string,
-        { amount: number }
-      >;
-      expect(remaining?.amount).toBe(
-        (allocated?.amount ?? 0) -
-          (spent?.amount ?? 0) -
-          (reserved?.amount ?? 0) -
-          (debt?.amount ?? 0),
-      );
-      expect(reserved?.amount).toBe(held);
+      expectBalance(b);
+      expect(amountOf(b.reserved)).toBe(held);
     }
   });
 });

@@ -1,24 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../infra/local/stack.js';
-import {
-  balancesOf,
-  type GivenTenant,
-  givenBudget,
-  givenTenant,
-  usd,
-} from '../helpers/fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { amountOf, balancesOf, relativeScope } from '../helpers/balances.js';
+import { fund, type GivenTenant, givenBudget, givenTenant, usd } from '../helpers/fixtures.js';
 import { errorOf, type Json, type Response, request } from '../helpers/http.js';
-import { startTestStack } from '../helpers/stack.js';
+import { useTestStack } from '../helpers/scaffold.js';
 
-let stack: LocalStack;
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack.stop();
-});
+const stack = useTestStack();
 
 // ---- the model: SPEC's ledger rules, written from the SPEC, not from the service ------------
 
@@ -161,6 +149,16 @@ function subjectBody(t: GivenTenant, s: SubjectSpec): Json {
   return { ...(withTenant && { tenant: t.tenant }), ...fields };
 }
 
+/** A reservation or event body for the subject, with a fresh key and the policy unless 'default'. */
+function bodyFor(t: GivenTenant, s: SubjectSpec, policy: Policy | 'default', fields: Json): Json {
+  return {
+    idempotency_key: randomUUID(),
+    subject: subjectBody(t, s),
+    ...fields,
+    ...(policy !== 'default' && { overage_policy: policy }),
+  };
+}
+
 const UNIVERSE = [...new Set(SUBJECTS.flatMap(scopesOf))];
 
 // ---- the scenario ----------------------------------------------------------------------------
@@ -235,7 +233,6 @@ const scenario = fc.record({
 // ---- running a scenario over HTTP ------------------------------------------------------------
 
 const url = (path: string) => `${stack.runtimeUrl}${path}`;
-const amountOf = (value: unknown): number => (value as { amount: number }).amount;
 
 interface Observed {
   allocated: number;
@@ -267,14 +264,11 @@ const expectedOf = (l: ModelLedger): Observed => ({
   is_over_limit: l.debt > l.limit,
 });
 
-const relative = (t: GivenTenant, scope: string) =>
-  scope === `tenant:${t.tenant}` ? '' : scope.slice(`tenant:${t.tenant}/`.length);
-
 /** Every ledger the service holds equals the model's, and there are no others. */
 async function expectLedgersMatch(t: GivenTenant, model: Model, story: string[]): Promise<void> {
   const actual: Record<string, Observed> = {};
   for (const b of (await balancesOf(stack, t)).values()) {
-    actual[relative(t, String(b.scope_path))] = observed(b);
+    actual[relativeScope(t, String(b.scope_path))] = observed(b);
   }
   const expected: Record<string, Observed> = {};
   for (const [scope, l] of model.ledgers) expected[scope] = expectedOf(l);
@@ -284,7 +278,7 @@ async function expectLedgersMatch(t: GivenTenant, model: Model, story: string[])
 /** Balances in a success response are the ledgers after the operation. */
 function expectResponseBalances(t: GivenTenant, body: Json, model: Model, story: string[]): void {
   for (const b of (body.balances as Json[] | undefined) ?? []) {
-    const l = model.ledgers.get(relative(t, String(b.scope_path)));
+    const l = model.ledgers.get(relativeScope(t, String(b.scope_path)));
     expect(l && observed(b), story.join('\n')).toEqual(l && expectedOf(l));
   }
 }
@@ -308,13 +302,10 @@ async function step(t: GivenTenant, model: Model, o: Operation, story: string[])
     case 'reserve': {
       const spec = SUBJECTS[o.subject] as SubjectSpec;
       const scopes = scopesOf(spec);
-      const body: Json = {
-        idempotency_key: randomUUID(),
-        subject: subjectBody(t, spec),
+      const body = bodyFor(t, spec, o.policy, {
         action: { kind: 'llm.completion', name: 'model-x' },
         estimate: usd(o.estimate),
-        ...(o.policy !== 'default' && { overage_policy: o.policy }),
-      };
+      });
       const res = await request('POST', url('/v1/reservations'), { headers, body });
       const refusal = model.admit(scopes, o.estimate);
       story.push(
@@ -379,13 +370,10 @@ async function step(t: GivenTenant, model: Model, o: Operation, story: string[])
     }
     case 'event': {
       const spec = SUBJECTS[o.subject] as SubjectSpec;
-      const body: Json = {
-        idempotency_key: randomUUID(),
-        subject: subjectBody(t, spec),
+      const body = bodyFor(t, spec, o.policy, {
         action: { kind: 'tool', name: 'search' },
         actual: usd(o.actual),
-        ...(o.policy !== 'default' && { overage_policy: o.policy }),
-      };
+      });
       const res = await request('POST', url('/v1/events'), { headers, body });
       // Nothing is held for an event: REJECT, like ALLOW_IF_AVAILABLE, charges only what
       // remaining covers ("cost not covered" → BUDGET_EXCEEDED, SPEC § Errors).
@@ -401,15 +389,7 @@ async function step(t: GivenTenant, model: Model, o: Operation, story: string[])
     case 'fund': {
       const scope = UNIVERSE[o.scope] as string;
       if (!model.ledgers.has(scope)) return;
-      const full = scope ? `tenant:${t.tenant}/${scope}` : `tenant:${t.tenant}`;
-      const res = await request(
-        'POST',
-        `${stack.adminUrl}/v1/admin/budgets/${encodeURIComponent(full)}/USD_MICROCENTS/fund`,
-        {
-          headers,
-          body: { operation: o.operation, amount: usd(o.amount), idempotency_key: randomUUID() },
-        },
-      );
+      const res = await fund(stack, t, scope, o.operation, o.amount);
       story.push(`  → ${res.status}`);
       expectOutcome(res, 200, undefined, story);
       model.fund(scope, o.operation, o.amount);

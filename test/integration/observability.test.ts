@@ -1,18 +1,11 @@
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { localClient } from '../../infra/local/dynamodb.js';
-import type { LocalStack } from '../../infra/local/stack.js';
 import { givenBudget, givenTenant } from '../helpers/fixtures.js';
 import { request } from '../helpers/http.js';
-import { startTestStack } from '../helpers/stack.js';
+import { useTestStack } from '../helpers/scaffold.js';
 
-let stack: LocalStack;
-beforeAll(async () => {
-  stack = await startTestStack({ LOG_LEVEL: 'info' });
-});
-afterAll(async () => {
-  await stack.stop();
-});
+const stack = useTestStack({ env: { LOG_LEVEL: 'info' } });
 
 /** The JSON lines the process writes to stdout while `act` runs. */
 async function logLinesDuring(act: () => Promise<unknown>): Promise<Record<string, unknown>[]> {

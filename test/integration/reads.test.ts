@@ -1,30 +1,28 @@
 import { randomUUID } from 'node:crypto';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../functions/store/keys.js';
-import type { LocalStack } from '../../infra/local/stack.js';
+import { balancesOf, ledgerKey, type WireAmount, type WireBalance } from '../helpers/balances.js';
+import { testClock } from '../helpers/clock.js';
+import { expectError } from '../helpers/errors.js';
 import {
-  balancesOf,
   type GivenTenant,
   givenBudget,
+  givenBudgets,
   givenTenant,
+  givenTenantWith,
   reserveBody,
   scopeOf,
   sleep,
   type Unit,
-  type WireAmount,
-  type WireBalance,
 } from '../helpers/fixtures.js';
-import { errorOf, type Json, request } from '../helpers/http.js';
-import { startTestStack } from '../helpers/stack.js';
+import { type Json, request } from '../helpers/http.js';
+import { useTestStack } from '../helpers/scaffold.js';
 
-let stack: LocalStack;
-beforeAll(async () => {
-  stack = await startTestStack({ API_KEY_CACHE_TTL_MS: '60000' });
-});
-afterAll(async () => {
-  await stack.stop();
-});
+// Server time runs with real time (listings order by creation time); the expiry test moves it
+// forward instead of waiting. The tests of this file run one at a time.
+const clock = testClock();
+const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '60000' }, clock });
 
 const rt = (path: string) => `${stack.runtimeUrl}${path}`;
 
@@ -47,6 +45,7 @@ interface Reservation {
 }
 interface Page<K extends string, T> {
   readonly status: number;
+  readonly headers: Headers;
   readonly body: { [key in K]: T[] } & { has_more: boolean; next_cursor?: string };
 }
 
@@ -160,9 +159,7 @@ const CONDITIONS = ['BUDGET_EXCEEDED', 'DEBT_OUTSTANDING', 'OVERDRAFT_LIMIT_EXCE
 
 describe('POST /v1/reservations with dry_run: true', () => {
   it('answers ALLOW with scopes, reserved and current balances, but no id and no expiry', async () => {
-    const t = await givenTenant(stack);
-    await givenBudget(stack, t, '', 10_000);
-    await givenBudget(stack, t, 'workspace:w', 5_000);
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 5_000 });
     const before = await balancesOf(stack, t);
 
     const res = await reserve(t, {
@@ -182,9 +179,7 @@ describe('POST /v1/reservations with dry_run: true', () => {
   });
 
   it('persists nothing: no reservation in any listing, balances unchanged', async () => {
-    const t = await givenTenant(stack);
-    await givenBudget(stack, t, '', 10_000);
-    await givenBudget(stack, t, 'workspace:w', 5_000);
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 5_000 });
     const before = await balancesOf(stack, t);
     const key = randomUUID();
 
@@ -198,9 +193,7 @@ describe('POST /v1/reservations with dry_run: true', () => {
   });
 
   it('leaves the idempotency key unused: a live reservation with the same key is created after it', async () => {
-    const t = await givenTenant(stack);
-    await givenBudget(stack, t, '', 10_000);
-    await givenBudget(stack, t, 'workspace:w', 5_000);
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 5_000 });
     const key = randomUUID();
     await reserve(t, { idempotency_key: key, dry_run: true });
 
@@ -208,9 +201,7 @@ describe('POST /v1/reservations with dry_run: true', () => {
 
     expect(live.status).toBe(200);
     expect(live.body.reservation_id).toEqual(expect.any(String));
-    const reservedNow = (await balancesOf(stack, t)).get(
-      `${scopeOf(t, 'workspace:w')}#USD_MICROCENTS`,
-    )?.reserved;
+    const reservedNow = (await balancesOf(stack, t)).get(ledgerKey(t, 'workspace:w'))?.reserved;
     expect(reservedNow).toEqual({ unit: 'USD_MICROCENTS', amount: 100 });
   });
 
@@ -241,8 +232,7 @@ describe('POST /v1/reservations with dry_run: true', () => {
 
     const res = await reserve(t);
 
-    expect(res.status).toBe(409);
-    expect(errorOf(res).error).toBe(code);
+    expectError(res, 409, code);
     expect(res.body.decision).toBeUndefined();
     expect(await balancesOf(stack, t)).toEqual(before);
   });
@@ -272,9 +262,7 @@ describe('POST /v1/reservations with dry_run: true', () => {
   });
 
   it('allows exactly the remaining amount and denies one unit more', async () => {
-    const t = await givenTenant(stack);
-    await givenBudget(stack, t, '', 10_000);
-    await givenBudget(stack, t, 'workspace:w', 700);
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 700 });
 
     const exact = await reserve(t, {
       dry_run: true,
@@ -297,8 +285,7 @@ describe('POST /v1/reservations with dry_run: true', () => {
       subject: { tenant: 'someone-else', workspace: 'w' },
     });
 
-    expect(res.status).toBe(403);
-    expect(errorOf(res).error).toBe('FORBIDDEN');
+    expectError(res, 403, 'FORBIDDEN');
   });
 });
 
@@ -306,9 +293,7 @@ describe('POST /v1/decide', () => {
   const decideBody = (overrides: Json = {}) => reserveBody(overrides);
 
   it('answers 200 ALLOW with the affected scopes and nothing else', async () => {
-    const t = await givenTenant(stack);
-    await givenBudget(stack, t, '', 10_000);
-    await givenBudget(stack, t, 'workspace:w', 5_000);
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 5_000 });
     const before = await balancesOf(stack, t);
 
     const res = await decide(t, decideBody());
@@ -373,14 +358,11 @@ describe('POST /v1/decide', () => {
 
     const res = await decide(t, { ...body, estimate: { unit: 'USD_MICROCENTS', amount: 101 } });
 
-    expect(res.status).toBe(409);
-    expect(errorOf(res).error).toBe('IDEMPOTENCY_MISMATCH');
+    expectError(res, 409, 'IDEMPOTENCY_MISMATCH');
   });
 
   it('gives concurrent requests with one key one and the same answer', async () => {
-    const t = await givenTenant(stack);
-    await givenBudget(stack, t, '', 10_000);
-    await givenBudget(stack, t, 'workspace:w', 5_000);
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 5_000 });
     const body = decideBody();
 
     const results = await Promise.all(Array.from({ length: 10 }, () => decide(t, body)));
@@ -394,8 +376,7 @@ describe('POST /v1/decide', () => {
 
     const res = await decide(t, decideBody({ subject: { tenant: 'not-mine', workspace: 'w' } }));
 
-    expect(res.status).toBe(403);
-    expect(errorOf(res).error).toBe('FORBIDDEN');
+    expectError(res, 403, 'FORBIDDEN');
   });
 
   it.each([
@@ -411,8 +392,7 @@ describe('POST /v1/decide', () => {
 
     const res = await decide(t, decideBody(overrides));
 
-    expect(res.status).toBe(400);
-    expect(errorOf(res).error).toBe('INVALID_REQUEST');
+    expectError(res, 400, 'INVALID_REQUEST');
   });
 });
 
@@ -443,19 +423,22 @@ describe('GET /v1/balances', () => {
     ];
     await Promise.all(usdScopes.map((s) => givenBudget(stack, t, s, 1_000)));
     await givenBudget(stack, t, 'workspace:w', 77, { unit: 'TOKENS' });
-    await givenBudget(stack, other, '', 1_000);
-    await givenBudget(stack, other, 'workspace:w', 1_000);
+    await givenBudgets(stack, other, { '': 1_000, 'workspace:w': 1_000 });
     await givenBudget(stack, other, 'workspace:w/app:a', 1_000);
   });
 
-  const ALL = () => [
-    usd(''),
-    usd('workspace:w'),
-    tokens('workspace:w'),
+  /** workspace:w/app:a and the three ledgers below it. */
+  const wAppA = () => [
     usd('workspace:w/app:a'),
     usd('workspace:w/app:a/workflow:f'),
     usd('workspace:w/app:a/workflow:f/agent:g'),
     usd('workspace:w/app:a/workflow:f/agent:g/toolset:s'),
+  ];
+  const ALL = () => [
+    usd(''),
+    usd('workspace:w'),
+    tokens('workspace:w'),
+    ...wAppA(),
     usd('workspace:w/dimensions:env=prod'),
     usd('workspace:w2'),
     usd('workspace:w2/app:a'),
@@ -494,33 +477,12 @@ describe('GET /v1/balances', () => {
       () => [
         usd('workspace:w'),
         tokens('workspace:w'),
-        usd('workspace:w/app:a'),
-        usd('workspace:w/app:a/workflow:f'),
-        usd('workspace:w/app:a/workflow:f/agent:g'),
-        usd('workspace:w/app:a/workflow:f/agent:g/toolset:s'),
+        ...wAppA(),
         usd('workspace:w/dimensions:env=prod'),
       ],
     ],
-    [
-      'app=a',
-      () => [
-        usd('workspace:w/app:a'),
-        usd('workspace:w/app:a/workflow:f'),
-        usd('workspace:w/app:a/workflow:f/agent:g'),
-        usd('workspace:w/app:a/workflow:f/agent:g/toolset:s'),
-        usd('workspace:w2/app:a'),
-        usd('app:a'),
-      ],
-    ],
-    [
-      'workspace=w&app=a',
-      () => [
-        usd('workspace:w/app:a'),
-        usd('workspace:w/app:a/workflow:f'),
-        usd('workspace:w/app:a/workflow:f/agent:g'),
-        usd('workspace:w/app:a/workflow:f/agent:g/toolset:s'),
-      ],
-    ],
+    ['app=a', () => [...wAppA(), usd('workspace:w2/app:a'), usd('app:a')]],
+    ['workspace=w&app=a', () => wAppA()],
     [
       'workflow=f',
       () => [
@@ -596,8 +558,7 @@ describe('GET /v1/balances', () => {
     async (query) => {
       const res = await listBalances(t, query);
 
-      expect(res.status).toBe(400);
-      expect(errorOf(res as never).error).toBe('INVALID_REQUEST');
+      expectError(res, 400, 'INVALID_REQUEST');
     },
   );
 
@@ -606,16 +567,14 @@ describe('GET /v1/balances', () => {
     async (query) => {
       const res = await listBalances(t, query.replace('OTHER', other.tenant));
 
-      expect(res.status).toBe(403);
-      expect(errorOf(res as never).error).toBe('FORBIDDEN');
+      expectError(res, 403, 'FORBIDDEN');
     },
   );
 
   it.each(['0', '201', '-1', '1.5', 'ten'])('answers 400 for limit=%s', async (limit) => {
     const res = await listBalances(t, `tenant=${t.tenant}&include_children=true&limit=${limit}`);
 
-    expect(res.status).toBe(400);
-    expect(errorOf(res as never).error).toBe('INVALID_REQUEST');
+    expectError(res, 400, 'INVALID_REQUEST');
   });
 
   it('accepts limit=1 and limit=200, answering at most that many', async () => {
@@ -683,8 +642,7 @@ describe('GET /v1/reservations', () => {
     ]) {
       await givenBudget(stack, t, s, 1_000_000);
     }
-    await givenBudget(stack, other, '', 1_000_000);
-    await givenBudget(stack, other, 'workspace:w', 1_000_000);
+    await givenBudgets(stack, other, { '': 1_000_000, 'workspace:w': 1_000_000 });
     const subjects: Record<string, Json> = {
       r1: { workspace: 'w' },
       r2: { workspace: 'w', app: 'a' },
@@ -799,8 +757,7 @@ describe('GET /v1/reservations', () => {
   it('answers 403 FORBIDDEN for ?tenant= naming another tenant', async () => {
     const res = await listReservations(other, `tenant=${t.tenant}`);
 
-    expect(res.status).toBe(403);
-    expect(errorOf(res as never).error).toBe('FORBIDDEN');
+    expectError(res, 403, 'FORBIDDEN');
   });
 
   it.each([
@@ -813,8 +770,7 @@ describe('GET /v1/reservations', () => {
   ])('answers 400 INVALID_REQUEST for %s', async (query) => {
     const res = await listReservations(t, query);
 
-    expect(res.status).toBe(400);
-    expect(errorOf(res as never).error).toBe('INVALID_REQUEST');
+    expectError(res, 400, 'INVALID_REQUEST');
   });
 
   it('pages with limit and cursor: limit=1 and limit=200 are accepted', async () => {
@@ -842,8 +798,7 @@ describe('GET /v1/reservations/{reservation_id}', () => {
   const idsOf = (rs: Reservation[]) => rs.map((r) => r.reservation_id);
   beforeAll(async () => {
     t = await givenTenant(stack);
-    await givenBudget(stack, t, '', 1_000_000);
-    await givenBudget(stack, t, 'workspace:w', 1_000_000);
+    await givenBudgets(stack, t, { '': 1_000_000, 'workspace:w': 1_000_000 });
     await givenBudget(stack, t, 'workspace:w/app:a', 1_000_000);
   });
 
@@ -931,29 +886,26 @@ describe('GET /v1/reservations/{reservation_id}', () => {
 
     const res = await getReservation(intruder, id);
 
-    expect(res.status).toBe(403);
-    expect(errorOf(res as never).error).toBe('FORBIDDEN');
+    expectError(res, 403, 'FORBIDDEN');
     expect(JSON.stringify(res.body)).not.toContain(t.tenant);
   });
 
   it('answers 404 NOT_FOUND for an id that never existed', async () => {
     const res = await getReservation(t, `rsv_${'0'.repeat(32)}`);
 
-    expect(res.status).toBe(404);
-    expect(errorOf(res as never).error).toBe('NOT_FOUND');
+    expectError(res, 404, 'NOT_FOUND');
   });
 
   it('answers 400 for an id longer than 128 characters', async () => {
     const res = await getReservation(t, 'r'.repeat(129));
 
-    expect(res.status).toBe(400);
-    expect(errorOf(res as never).error).toBe('INVALID_REQUEST');
+    expectError(res, 400, 'INVALID_REQUEST');
   });
 
   it('answers 410 RESERVATION_EXPIRED past TTL plus grace, before and after the sweep, with the reservation in details', async () => {
     const expiring = await reserveOk(t, { ttl_ms: 1_000, grace_period_ms: 0 });
     const inGrace = await reserveOk(t, { ttl_ms: 1_000, grace_period_ms: 60_000 });
-    await sleep(1_150);
+    clock.advance(1_150);
 
     const unswept = await getReservation(t, expiring);
     const graced = await getReservation(t, inGrace);
@@ -963,24 +915,18 @@ describe('GET /v1/reservations/{reservation_id}', () => {
     const swept = await getReservation(t, expiring);
     const expiredList = await listReservations(t, 'status=EXPIRED');
 
-    expect(unswept.status).toBe(410);
-    expect(errorOf(unswept as never)).toMatchObject({
-      error: 'RESERVATION_EXPIRED',
-      details: { reservation: { reservation_id: expiring, status: 'EXPIRED' } },
+    expect(expectError(unswept, 410, 'RESERVATION_EXPIRED').details).toMatchObject({
+      reservation: { reservation_id: expiring, status: 'EXPIRED' },
     });
     expect(graced.status).toBe(200);
     expect(graced.body.status).toBe('ACTIVE');
     expect(idsOf(stuck.body.reservations)).toContain(expiring);
-    expect(swept.status).toBe(410);
-    expect(errorOf(swept as never)).toMatchObject({
-      error: 'RESERVATION_EXPIRED',
-      details: {
-        reservation: {
-          reservation_id: expiring,
-          status: 'EXPIRED',
-          reserved: { unit: 'USD_MICROCENTS', amount: 100 },
-          finalized_at_ms: expect.any(Number),
-        },
+    expect(expectError(swept, 410, 'RESERVATION_EXPIRED').details).toMatchObject({
+      reservation: {
+        reservation_id: expiring,
+        status: 'EXPIRED',
+        reserved: { unit: 'USD_MICROCENTS', amount: 100 },
+        finalized_at_ms: expect.any(Number),
       },
     });
     expect(idsOf(expiredList.body.reservations)).toEqual([expiring]);
@@ -1046,10 +992,7 @@ describe('cursors', () => {
 
     const results = await Promise.all(forged.map((c) => withCursor(t, path, c)));
 
-    for (const res of results) {
-      expect(res.status).toBe(400);
-      expect(errorOf(res)).toMatchObject({ error: 'INVALID_REQUEST' });
-    }
+    for (const res of results) expectError(res, 400, 'INVALID_REQUEST');
   });
 
   it.each([
@@ -1078,8 +1021,7 @@ describe('cursors', () => {
 
     const res = await withCursor(t, to, cursor);
 
-    expect(res.status).toBe(400);
-    expect(errorOf(res).error).toBe('INVALID_REQUEST');
+    expectError(res, 400, 'INVALID_REQUEST');
   });
 
   it.each(['/v1/balances?workspace=a&include_children=true&limit=1', '/v1/reservations?limit=1'])(
@@ -1089,8 +1031,7 @@ describe('cursors', () => {
 
       const res = await withCursor(other, path, cursor);
 
-      expect(res.status).toBe(400);
-      expect(errorOf(res).error).toBe('INVALID_REQUEST');
+      expectError(res, 400, 'INVALID_REQUEST');
     },
   );
 });
@@ -1165,9 +1106,7 @@ describe('pagination under concurrent writes', () => {
   }
 
   it('visits every reservation that existed before the walk exactly once, newest first, at limits 1, 7 and 200', async () => {
-    const t = await givenTenant(stack);
-    await givenBudget(stack, t, '', 1_000_000_000);
-    await givenBudget(stack, t, 'workspace:w', 1_000_000_000);
+    const t = await givenTenantWith(stack, { '': 1_000_000_000, 'workspace:w': 1_000_000_000 });
     const initial = await inPool(INITIAL, 10, () => reserveOk(t, { subject: { workspace: 'w' } }));
     const defaultPage = await listReservations(t);
     const writer = startWriter(() => reserveOk(t, { subject: { workspace: 'w' } }));

@@ -1,81 +1,30 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, it as base, beforeAll, describe, expect } from 'vitest';
-import type { LocalStack } from '../../infra/local/stack.js';
+import { describe, expect, it } from 'vitest';
 import {
-  balancesOf,
+  type Counters,
+  countersOf,
+  expectBalance,
+  L,
+  ledgers,
+  relativeScope,
+} from '../helpers/balances.js';
+import { expectError } from '../helpers/errors.js';
+import {
+  fund,
   type GivenTenant,
-  givenBudget,
+  givenBudgets,
   givenTenant,
+  givenTenantWith,
   reserveBody,
-  sleep,
   usd,
 } from '../helpers/fixtures.js';
-import { errorOf, type Json, type Response, request } from '../helpers/http.js';
-import { startTestStack } from '../helpers/stack.js';
+import { type Json, type Response, request } from '../helpers/http.js';
+import { reservationsApi } from '../helpers/reservations.js';
+import { useTestStack } from '../helpers/scaffold.js';
 
-let stack: LocalStack;
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack.stop();
-});
-
-// ---- helpers --------------------------------------------------------------------------------
-
-interface Counters {
-  allocated: number;
-  spent: number;
-  reserved: number;
-  debt: number;
-  remaining: number;
-}
-
-const L = (
-  allocated: number,
-  spent: number,
-  reserved: number,
-  debt: number,
-  remaining: number,
-): Counters => ({ allocated, spent, reserved, debt, remaining });
-
-const amountOf = (value: unknown): number => (value as { amount: number }).amount;
-
-const countersOf = (b: Json): Counters => ({
-  allocated: amountOf(b.allocated),
-  spent: amountOf(b.spent),
-  reserved: amountOf(b.reserved),
-  debt: amountOf(b.debt),
-  remaining: amountOf(b.remaining),
-});
-
-const BALANCE_FIELDS = [
-  'allocated',
-  'debt',
-  'is_over_limit',
-  'overdraft_limit',
-  'remaining',
-  'reserved',
-  'scope',
-  'scope_path',
-  'spent',
-];
-
-/** SPEC § Balance: the nine fields, one unit throughout, and the ledger invariant. */
-function expectBalance(b: Json): void {
-  expect(Object.keys(b).sort()).toEqual(BALANCE_FIELDS);
-  expect(b.scope_path).toEqual(expect.stringMatching(/^tenant:/));
-  const unit = (b.allocated as { unit: string }).unit;
-  for (const f of ['remaining', 'allocated', 'spent', 'reserved', 'debt', 'overdraft_limit']) {
-    expect(b[f]).toEqual({ unit, amount: expect.any(Number) });
-  }
-  const c = countersOf(b);
-  expect(c.remaining).toBe(c.allocated - c.spent - c.reserved - c.debt);
-  expect(c.reserved).toBeGreaterThanOrEqual(0);
-  expect(c.spent).toBeGreaterThanOrEqual(0);
-  expect(c.debt).toBeGreaterThanOrEqual(0);
-  expect(b.is_over_limit).toBe(c.debt > amountOf(b.overdraft_limit));
-}
+const stack = useTestStack();
+const { create, reserve, commit, release, extend, getReservation } = reservationsApi(stack);
+const url = (path: string) => `${stack.runtimeUrl}${path}`;
 
 /** The balances of a response, checked, by scope relative to the tenant root ('' for it). */
 function balancesIn(t: GivenTenant, body: Json): Record<string, Counters> {
@@ -84,140 +33,10 @@ function balancesIn(t: GivenTenant, body: Json): Record<string, Counters> {
   const out: Record<string, Counters> = {};
   for (const b of list) {
     expectBalance(b);
-    out[relative(t, String(b.scope_path))] = countersOf(b);
+    out[relativeScope(t, String(b.scope_path))] = countersOf(b);
   }
   return out;
 }
-
-const relative = (t: GivenTenant, scope: string) =>
-  scope === `tenant:${t.tenant}` ? '' : scope.slice(`tenant:${t.tenant}/`.length);
-
-/** Every ledger of the tenant, by relative scope (suffixed with #UNIT when not USD_MICROCENTS). */
-async function ledgers(t: GivenTenant): Promise<Record<string, Counters>> {
-  const out: Record<string, Counters> = {};
-  for (const b of (await balancesOf(stack, t)).values()) {
-    const unit = (b.allocated as { unit: string }).unit;
-    const suffix = unit === 'USD_MICROCENTS' ? '' : `#${unit}`;
-    out[`${relative(t, String(b.scope_path))}${suffix}`] = countersOf(b);
-  }
-  return out;
-}
-
-/** Teardown check of every test: each ledger of each tenant it made satisfies the invariant. */
-async function expectConsistentLedgers(t: GivenTenant): Promise<void> {
-  for (const b of (await balancesOf(stack, t)).values()) expectBalance(b);
-}
-
-type TenantFactory = (permissions?: string[]) => Promise<GivenTenant>;
-
-const it = base.extend<{ tenant: TenantFactory }>({
-  // biome-ignore lint/correctness/noEmptyPattern: vitest fixtures must destructure their context
-  tenant: async ({}, use) => {
-    const created: GivenTenant[] = [];
-    await use(async (permissions) => {
-      const t = await givenTenant(stack, permissions);
-      created.push(t);
-      return t;
-    });
-    for (const t of created) await expectConsistentLedgers(t);
-  },
-});
-
-const url = (path: string) => `${stack.runtimeUrl}${path}`;
-
-const hasNull = (v: unknown): boolean =>
-  v === null || (typeof v === 'object' && Object.values(v as object).some(hasNull));
-
-/**
- * Every success body of a write: SPEC fields only, so never a null, and the balances after
- * the operation, each a valid Balance (optional on extend only).
- */
-function checkedSuccess(res: Response, balances: 'required' | 'optional'): Response {
-  if (res.status !== 200) return res;
-  expect(hasNull(res.body), JSON.stringify(res.body)).toBe(false);
-  const list = res.body.balances;
-  if (balances === 'required' || list !== undefined) {
-    expect(Array.isArray(list), JSON.stringify(res.body)).toBe(true);
-    for (const b of list as Json[]) expectBalance(b);
-  }
-  return res;
-}
-
-/** POST /v1/reservations with the body as given (a JSON value, or `raw` text). */
-async function create(
-  t: GivenTenant,
-  body: Json | { raw: string },
-  headers: Record<string, string> = {},
-): Promise<Response> {
-  const options =
-    'raw' in body && typeof body.raw === 'string'
-      ? { raw: body.raw, headers: { ...t.headers, 'content-type': 'application/json', ...headers } }
-      : { body, headers: { ...t.headers, ...headers } };
-  return checkedSuccess(await request('POST', url('/v1/reservations'), options), 'required');
-}
-
-const reserve = (t: GivenTenant, overrides: Json = {}, headers: Record<string, string> = {}) =>
-  create(t, reserveBody(overrides), headers);
-
-const settle =
-  (action: 'commit' | 'release' | 'extend') =>
-  async (t: GivenTenant, id: unknown, body: Json = {}, headers: Record<string, string> = {}) =>
-    checkedSuccess(
-      await request('POST', url(`/v1/reservations/${String(id)}/${action}`), {
-        headers: { ...t.headers, ...headers },
-        body: { idempotency_key: randomUUID(), ...body },
-      }),
-      action === 'extend' ? 'optional' : 'required',
-    );
-const commit = settle('commit');
-const release = settle('release');
-const extend = settle('extend');
-
-const getReservation = (t: GivenTenant, id: unknown) =>
-  request('GET', url(`/v1/reservations/${String(id)}`), { headers: t.headers });
-
-/** The reservation as listed (the list shows every status; GET answers 410 once EXPIRED). */
-async function listed(t: GivenTenant, idempotencyKey: unknown): Promise<Json | undefined> {
-  const res = await request<{ reservations: Json[] }>(
-    'GET',
-    url(`/v1/reservations?idempotency_key=${encodeURIComponent(String(idempotencyKey))}`),
-    { headers: t.headers },
-  );
-  expect(res.status).toBe(200);
-  return res.body.reservations[0];
-}
-
-/** SPEC § Errors: status, code, and the body shape { error, message, request_id, details? }. */
-function expectError(res: Response, status: number, code: string): void {
-  expect({ status: res.status, error: errorOf(res).error }).toEqual({ status, error: code });
-  const keys = Object.keys(res.body).filter((k) => k !== 'details');
-  expect(keys.sort()).toEqual(['error', 'message', 'request_id']);
-  expect(errorOf(res).message).toEqual(expect.any(String));
-  expect(errorOf(res).request_id).toEqual(expect.any(String));
-  expect(res.headers.get('x-request-id')).toBe(errorOf(res).request_id);
-}
-
-const sleepUntil = (epochMs: number) => sleep(Math.max(0, epochMs - Date.now()));
-
-/** Budgets by relative scope: '' is the tenant root. */
-async function givenBudgets(
-  t: GivenTenant,
-  budgets: Record<string, number | { allocated: number; overdraftLimit: number }>,
-): Promise<void> {
-  for (const [scope, b] of Object.entries(budgets)) {
-    if (typeof b === 'number') await givenBudget(stack, t, scope, b);
-    else await givenBudget(stack, t, scope, b.allocated, { overdraftLimit: b.overdraftLimit });
-  }
-}
-
-const fund = (t: GivenTenant, scope: string, operation: string, amount: number) => {
-  const full = scope ? `tenant:${t.tenant}/${scope}` : `tenant:${t.tenant}`;
-  return request(
-    'POST',
-    `${stack.adminUrl}/v1/admin/budgets/${encodeURIComponent(full)}/USD_MICROCENTS/fund`,
-    { headers: t.headers, body: { operation, amount: usd(amount), idempotency_key: randomUUID() } },
-  );
-};
 
 async function expectFunded(res: Promise<Response>): Promise<void> {
   const r = await res;
@@ -227,11 +46,12 @@ async function expectFunded(res: Promise<Response>): Promise<void> {
 // ---- POST /v1/reservations ------------------------------------------------------------------
 
 describe.concurrent('POST /v1/reservations', () => {
-  it('holds the estimate in every affected scope and answers 200 with exactly SPEC fields', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 1_000, 'workspace:w/app:a': 500 });
+  it('holds the estimate in every affected scope and answers 200 with exactly SPEC fields', async () => {
+    const t = await givenTenantWith(stack, {
+      '': 10_000,
+      'workspace:w': 1_000,
+      'workspace:w/app:a': 500,
+    });
     const T = `tenant:${t.tenant}`;
     const before = Date.now();
 
@@ -267,14 +87,11 @@ describe.concurrent('POST /v1/reservations', () => {
       'workspace:w/app:a': L(500, 0, 200, 0, 300),
     };
     expect(balancesIn(t, res.body)).toEqual(after);
-    expect(await ledgers(t)).toEqual(after);
+    expect(await ledgers(stack, t)).toEqual(after);
   });
 
-  it('records the reservation as ACTIVE with its subject, action and metadata', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 1_000 });
+  it('records the reservation as ACTIVE with its subject, action and metadata', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const body = reserveBody({
       subject: { workspace: 'w' },
       action: { kind: 'tool', name: 'search', tags: ['a', 'b'] },
@@ -301,16 +118,15 @@ describe.concurrent('POST /v1/reservations', () => {
     expect(Number(got.body.expires_at_ms) - Number(got.body.created_at_ms)).toBe(60_000);
   });
 
-  it('applies the REJECT overage policy by default', async ({ tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 10_000 });
+  it('applies the REJECT overage policy by default', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     const r = await reserve(t, { estimate: usd(100) });
 
     const res = await commit(t, r.body.reservation_id, { actual: usd(101) });
 
     expectError(res, 409, 'BUDGET_EXCEEDED');
     expect((await getReservation(t, r.body.reservation_id)).body.status).toBe('ACTIVE');
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 100, 0, 9_900),
       'workspace:w': L(10_000, 0, 100, 0, 9_900),
     });
@@ -321,16 +137,15 @@ describe.concurrent('POST /v1/reservations', () => {
     [1_000, 200],
     [86_400_000, 200],
     [86_400_001, 400],
-  ])('for ttl_ms %i answers %i', async ([ttl, status], { tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  ])('for ttl_ms %i answers %i', async ([ttl, status]) => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const before = Date.now();
 
     const res = await reserve(t, { ttl_ms: ttl });
 
     if (status === 400) {
       expectError(res, 400, 'INVALID_REQUEST');
-      expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 0, 0, 0, 1_000));
+      expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 0, 0, 0, 1_000));
       return;
     }
     expect(res.status).toBe(200);
@@ -343,15 +158,14 @@ describe.concurrent('POST /v1/reservations', () => {
     [0, 200],
     [60_000, 200],
     [60_001, 400],
-  ])('for grace_period_ms %i answers %i', async ([grace, status], { tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  ])('for grace_period_ms %i answers %i', async ([grace, status]) => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
 
     const res = await reserve(t, { grace_period_ms: grace });
 
     if (status === 400) {
       expectError(res, 400, 'INVALID_REQUEST');
-      expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 0, 0, 0, 1_000));
+      expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 0, 0, 0, 1_000));
     } else {
       expect(res.status).toBe(200);
     }
@@ -386,9 +200,8 @@ describe.concurrent('POST /v1/reservations', () => {
     ['an unknown overage_policy', set({ overage_policy: 'SOMETIMES' })],
     ['a non-boolean dry_run', set({ dry_run: 'no' })],
     ['metadata that is not an object', set({ metadata: 'x' })],
-  ])('refuses %s with 400 INVALID_REQUEST and holds nothing', async ([, mutate], { tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  ])('refuses %s with 400 INVALID_REQUEST and holds nothing', async ([, mutate]) => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
 
     const res = await request('POST', url('/v1/reservations'), {
       headers: t.headers,
@@ -396,14 +209,14 @@ describe.concurrent('POST /v1/reservations', () => {
     });
 
     expectError(res, 400, 'INVALID_REQUEST');
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(1_000, 0, 0, 0, 1_000),
       'workspace:w': L(1_000, 0, 0, 0, 1_000),
     });
   });
 
-  it('refuses a body that is not JSON, or not an object, with 400', async ({ tenant }) => {
-    const t = await tenant();
+  it('refuses a body that is not JSON, or not an object, with 400', async () => {
+    const t = await givenTenant(stack);
     const headers = { ...t.headers, 'content-type': 'application/json' };
 
     const broken = await request('POST', url('/v1/reservations'), { headers, raw: '{"a":' });
@@ -413,24 +226,19 @@ describe.concurrent('POST /v1/reservations', () => {
     expectError(array, 400, 'INVALID_REQUEST');
   });
 
-  it("refuses with 403 FORBIDDEN a subject.tenant other than the key's tenant", async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    const other = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  it("refuses with 403 FORBIDDEN a subject.tenant other than the key's tenant", async () => {
+    const t = await givenTenant(stack);
+    const other = await givenTenant(stack);
+    await givenBudgets(stack, t, { '': 1_000, 'workspace:w': 1_000 });
 
     const res = await reserve(t, { subject: { tenant: other.tenant, workspace: 'w' } });
 
     expectError(res, 403, 'FORBIDDEN');
-    expect((await ledgers(t))['']).toEqual(L(1_000, 0, 0, 0, 1_000));
+    expect((await ledgers(stack, t))['']).toEqual(L(1_000, 0, 0, 0, 1_000));
   });
 
-  it("accepts subject.tenant equal to the key's tenant and holds on the root alone", async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000 });
+  it("accepts subject.tenant equal to the key's tenant and holds on the root alone", async () => {
+    const t = await givenTenantWith(stack, { '': 1_000 });
 
     const res = await reserve(t, { subject: { tenant: t.tenant }, estimate: usd(400) });
 
@@ -450,11 +258,8 @@ describe.concurrent('POST /v1/reservations', () => {
     expectError(unknown, 401, 'UNAUTHORIZED');
   });
 
-  it('refuses with 409 BUDGET_EXCEEDED when any scope lacks remaining, holding nothing anywhere', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 150 });
+  it('refuses with 409 BUDGET_EXCEEDED when any scope lacks remaining, holding nothing anywhere', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 150 });
     await reserve(t, { estimate: usd(100) });
 
     const over = await reserve(t, { estimate: usd(51) });
@@ -462,17 +267,14 @@ describe.concurrent('POST /v1/reservations', () => {
 
     expectError(over, 409, 'BUDGET_EXCEEDED');
     expect(exact.status).toBe(200);
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 150, 0, 9_850),
       'workspace:w': L(150, 0, 150, 0, 0),
     });
   });
 
-  it('refuses with 409 BUDGET_EXCEEDED when a scope has no ledger (zero allocation)', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000 });
+  it('refuses with 409 BUDGET_EXCEEDED when a scope has no ledger (zero allocation)', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000 });
 
     const noLedger = await reserve(t, { subject: { workspace: 'w' } });
     const otherUnit = await reserve(t, {
@@ -482,14 +284,11 @@ describe.concurrent('POST /v1/reservations', () => {
 
     expectError(noLedger, 409, 'BUDGET_EXCEEDED');
     expectError(otherUnit, 409, 'BUDGET_EXCEEDED');
-    expect(await ledgers(t)).toEqual({ '': L(10_000, 0, 0, 0, 10_000) });
+    expect(await ledgers(stack, t)).toEqual({ '': L(10_000, 0, 0, 0, 10_000) });
   });
 
-  it('refuses with 409 DEBT_OUTSTANDING while a scope has debt, and serves it again once repaid', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, {
+  it('refuses with 409 DEBT_OUTSTANDING while a scope has debt, and serves it again once repaid', async () => {
+    const t = await givenTenantWith(stack, {
       '': 10_000,
       'workspace:w': { allocated: 1_000, overdraftLimit: 500 },
       'workspace:v': 1_000,
@@ -502,9 +301,9 @@ describe.concurrent('POST /v1/reservations', () => {
     const inDebt = await create(t, retried);
     const debtAndNoLedger = await reserve(t, { subject: { workspace: 'w', app: 'none' } });
     const sibling = await reserve(t, { subject: { workspace: 'v' }, estimate: usd(100) });
-    await expectFunded(fund(t, 'workspace:w', 'REPAY_DEBT', 200));
+    await expectFunded(fund(stack, t, 'workspace:w', 'REPAY_DEBT', 200));
     const noRemaining = await create(t, retried);
-    await expectFunded(fund(t, 'workspace:w', 'CREDIT', 100));
+    await expectFunded(fund(stack, t, 'workspace:w', 'CREDIT', 100));
     const served = await create(t, retried);
 
     expectError(inDebt, 409, 'DEBT_OUTSTANDING');
@@ -518,18 +317,15 @@ describe.concurrent('POST /v1/reservations', () => {
       '': L(10_000, 1_200, 200, 0, 8_600),
       'workspace:w': L(1_100, 1_000, 100, 0, 0),
     });
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 1_200, 200, 0, 8_600),
       'workspace:v': L(1_000, 0, 100, 0, 900),
       'workspace:w': L(1_100, 1_000, 100, 0, 0),
     });
   });
 
-  it('names the effective tenant in X-Service-Tenant and X-Cycles-Tenant, with a unique X-Request-Id', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  it('names the effective tenant in X-Service-Tenant and X-Cycles-Tenant, with a unique X-Request-Id', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
 
     const r = await reserve(t);
     const e = await extend(t, r.body.reservation_id, { extend_by_ms: 1_000 });
@@ -550,9 +346,8 @@ describe.concurrent('POST /v1/reservations', () => {
 });
 
 describe.concurrent('POST /v1/reservations idempotency', () => {
-  it('replays the original body, reservation_id included, and holds once', async ({ tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 1_000 });
+  it('replays the original body, reservation_id included, and holds once', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const body = reserveBody({ estimate: usd(300) });
 
     const first = await create(t, body);
@@ -562,17 +357,14 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
     expect(first.status).toBe(200);
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 400, 0, 9_600),
       'workspace:w': L(1_000, 0, 400, 0, 600),
     });
   });
 
-  it('ignores key order, whitespace and explicit defaults when comparing payloads', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 1_000 });
+  it('ignores key order, whitespace and explicit defaults when comparing payloads', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const key = randomUUID();
     const compact = `{"idempotency_key":"${key}","subject":{"workspace":"w"},"action":{"kind":"llm","name":"m"},"estimate":{"unit":"USD_MICROCENTS","amount":50}}`;
     const reordered = `{\n  "estimate": { "amount": 50, "unit": "USD_MICROCENTS" },\n  "action": {"name": "m", "kind": "llm"},\n  "subject": { "workspace": "w" },\n  "idempotency_key": "${key}",\n  "ttl_ms": 60000\n}`;
@@ -583,14 +375,11 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
     expect(first.status).toBe(200);
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 0, 50, 0, 950));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 0, 50, 0, 950));
   });
 
-  it('refuses with 409 IDEMPOTENCY_MISMATCH the same key with another payload', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 1_000 });
+  it('refuses with 409 IDEMPOTENCY_MISMATCH the same key with another payload', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const body = reserveBody({ estimate: usd(100) });
     await create(t, body);
 
@@ -601,16 +390,14 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
     expectError(estimate, 409, 'IDEMPOTENCY_MISMATCH');
     expectError(metadata, 409, 'IDEMPOTENCY_MISMATCH');
     expectError(ttl, 409, 'IDEMPOTENCY_MISMATCH');
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 0, 100, 0, 900));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 0, 100, 0, 900));
   });
 
-  it('keeps keys per tenant: the same key makes two reservations for two tenants', async ({
-    tenant,
-  }) => {
-    const a = await tenant();
-    const b = await tenant();
-    await givenBudgets(a, { '': 1_000, 'workspace:w': 1_000 });
-    await givenBudgets(b, { '': 1_000, 'workspace:w': 1_000 });
+  it('keeps keys per tenant: the same key makes two reservations for two tenants', async () => {
+    const a = await givenTenant(stack);
+    const b = await givenTenant(stack);
+    await givenBudgets(stack, a, { '': 1_000, 'workspace:w': 1_000 });
+    await givenBudgets(stack, b, { '': 1_000, 'workspace:w': 1_000 });
     const key = randomUUID();
 
     const ra = await reserve(a, { idempotency_key: key });
@@ -618,14 +405,11 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
 
     expect([ra.status, rb.status]).toEqual([200, 200]);
     expect(ra.body.reservation_id).not.toBe(rb.body.reservation_id);
-    expect((await ledgers(b))['workspace:w']).toEqual(L(1_000, 0, 7, 0, 993));
+    expect((await ledgers(stack, b))['workspace:w']).toEqual(L(1_000, 0, 7, 0, 993));
   });
 
-  it('accepts X-Idempotency-Key equal to the body key, and refuses a different or over-long one with 400', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  it('accepts X-Idempotency-Key equal to the body key, and refuses a different or over-long one with 400', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const body = reserveBody();
 
     const differs = await reserve(t, body, {
@@ -641,31 +425,27 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
     expectError(differs, 400, 'INVALID_REQUEST');
     expectError(tooLong, 400, 'INVALID_REQUEST');
     expect(same.status).toBe(200);
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 0, 100, 0, 900));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 0, 100, 0, 900));
   });
 
-  it('processes a retry of a refused request as fresh once the budget exists', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000 });
+  it('processes a retry of a refused request as fresh once the budget exists', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000 });
     const body = reserveBody();
     const refused = await create(t, body);
-    await givenBudgets(t, { 'workspace:w': 500 });
+    await givenBudgets(stack, t, { 'workspace:w': 500 });
 
     const retried = await create(t, body);
 
     expectError(refused, 409, 'BUDGET_EXCEEDED');
     expect(retried.status).toBe(200);
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(1_000, 0, 100, 0, 900),
       'workspace:w': L(500, 0, 100, 0, 400),
     });
   });
 
-  it('replays the creation response after the reservation was committed', async ({ tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  it('replays the creation response after the reservation was committed', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const body = reserveBody({ estimate: usd(300) });
     const first = await create(t, body);
     await commit(t, first.body.reservation_id, { actual: usd(200) });
@@ -674,18 +454,15 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
 
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 200, 0, 0, 800));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 200, 0, 0, 800));
   });
 });
 
 // ---- POST /v1/reservations/{id}/commit ------------------------------------------------------
 
 describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
-  it('charges actual, returns the unused part and answers with exactly SPEC fields', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 1_000 });
+  it('charges actual, returns the unused part and answers with exactly SPEC fields', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { estimate: usd(300) });
 
     const res = await commit(t, r.body.reservation_id, {
@@ -705,7 +482,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
     expect(res.body).toMatchObject({ status: 'COMMITTED', charged: usd(120), released: usd(180) });
     const after = { '': L(10_000, 120, 0, 0, 9_880), 'workspace:w': L(1_000, 120, 0, 0, 880) };
     expect(balancesIn(t, res.body)).toEqual(after);
-    expect(await ledgers(t)).toEqual(after);
+    expect(await ledgers(stack, t)).toEqual(after);
     const got = await getReservation(t, r.body.reservation_id);
     expect(got.body).toMatchObject({
       status: 'COMMITTED',
@@ -715,74 +492,45 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
     });
   });
 
-  it('charges exactly the reserved amount with nothing released', async ({ tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 1_000 });
+  it('charges exactly the reserved amount with nothing released', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { estimate: usd(300) });
 
     const res = await commit(t, r.body.reservation_id, { actual: usd(300) });
 
     expect(res.body).toMatchObject({ status: 'COMMITTED', charged: usd(300), released: usd(0) });
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 300, 0, 0, 700));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 300, 0, 0, 700));
   });
 
   // Every case: tenant root 10 000 (limit 0), workspace:w 1 000 (limit 500), 300 held on both,
-  // so remaining is 9 700 and 700 before the commit.
+  // so remaining is 9 700 and 700 before the commit; a refused commit leaves them so.
+  const ok = { status: 200 } as const;
+  const refused = (code: string) => ({ status: 409, code }) as const;
+  const held = [L(10_000, 0, 300, 0, 9_700), L(1_000, 0, 300, 0, 700)] as const;
   it.for<[string, number, { status: 200 } | { status: 409; code: string }, Counters, Counters]>([
-    [
-      'REJECT',
-      301,
-      { status: 409, code: 'BUDGET_EXCEEDED' },
-      L(10_000, 0, 300, 0, 9_700),
-      L(1_000, 0, 300, 0, 700),
-    ],
-    [
-      'ALLOW_IF_AVAILABLE',
-      1_000,
-      { status: 200 },
-      L(10_000, 1_000, 0, 0, 9_000),
-      L(1_000, 1_000, 0, 0, 0),
-    ],
-    [
-      'ALLOW_IF_AVAILABLE',
-      1_001,
-      { status: 409, code: 'BUDGET_EXCEEDED' },
-      L(10_000, 0, 300, 0, 9_700),
-      L(1_000, 0, 300, 0, 700),
-    ],
-    [
-      'ALLOW_WITH_OVERDRAFT',
-      900,
-      { status: 200 },
-      L(10_000, 900, 0, 0, 9_100),
-      L(1_000, 900, 0, 0, 100),
-    ],
+    ['REJECT', 301, refused('BUDGET_EXCEEDED'), ...held],
+    ['ALLOW_IF_AVAILABLE', 1_000, ok, L(10_000, 1_000, 0, 0, 9_000), L(1_000, 1_000, 0, 0, 0)],
+    ['ALLOW_IF_AVAILABLE', 1_001, refused('BUDGET_EXCEEDED'), ...held],
+    ['ALLOW_WITH_OVERDRAFT', 900, ok, L(10_000, 900, 0, 0, 9_100), L(1_000, 900, 0, 0, 100)],
     [
       'ALLOW_WITH_OVERDRAFT',
       1_200,
-      { status: 200 },
+      ok,
       L(10_000, 1_200, 0, 0, 8_800),
       L(1_000, 1_000, 0, 200, -200),
     ],
     [
       'ALLOW_WITH_OVERDRAFT',
       1_500,
-      { status: 200 },
+      ok,
       L(10_000, 1_500, 0, 0, 8_500),
       L(1_000, 1_000, 0, 500, -500),
     ],
-    [
-      'ALLOW_WITH_OVERDRAFT',
-      1_501,
-      { status: 409, code: 'OVERDRAFT_LIMIT_EXCEEDED' },
-      L(10_000, 0, 300, 0, 9_700),
-      L(1_000, 0, 300, 0, 700),
-    ],
+    ['ALLOW_WITH_OVERDRAFT', 1_501, refused('OVERDRAFT_LIMIT_EXCEEDED'), ...held],
   ])(
     'under %s commits actual %i as %j with exact ledgers',
-    async ([policy, actual, expected, root, workspace], { tenant }) => {
-      const t = await tenant();
-      await givenBudgets(t, {
+    async ([policy, actual, expected, root, workspace]) => {
+      const t = await givenTenantWith(stack, {
         '': 10_000,
         'workspace:w': { allocated: 1_000, overdraftLimit: 500 },
       });
@@ -790,7 +538,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
 
       const res = await commit(t, r.body.reservation_id, { actual: usd(actual) });
 
-      expect(await ledgers(t)).toEqual({ '': root, 'workspace:w': workspace });
+      expect(await ledgers(stack, t)).toEqual({ '': root, 'workspace:w': workspace });
       if (expected.status === 200) {
         expect(res.status).toBe(200);
         expect(res.body).toMatchObject({ charged: usd(actual), released: usd(0) });
@@ -805,9 +553,11 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
     },
   );
 
-  it('accumulates debt across commits up to overdraft_limit and no further', async ({ tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': { allocated: 1_000, overdraftLimit: 500 } });
+  it('accumulates debt across commits up to overdraft_limit and no further', async () => {
+    const t = await givenTenantWith(stack, {
+      '': 10_000,
+      'workspace:w': { allocated: 1_000, overdraftLimit: 500 },
+    });
     const policy = { overage_policy: 'ALLOW_WITH_OVERDRAFT' };
     const r1 = await reserve(t, { estimate: usd(300), ...policy });
     const r2 = await reserve(t, { estimate: usd(100), ...policy });
@@ -823,24 +573,21 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
     });
     expectError(tooMuch, 409, 'OVERDRAFT_LIMIT_EXCEEDED');
     expect(upToLimit.status).toBe(200);
-    expect(await ledgers(t)).toEqual({
+    expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 1_500, 0, 0, 8_500),
       'workspace:w': L(1_000, 1_000, 0, 500, -500),
     });
   });
 
-  it('refuses with 400 UNIT_MISMATCH an actual in another unit, leaving the reservation ACTIVE', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  it('refuses with 400 UNIT_MISMATCH an actual in another unit, leaving the reservation ACTIVE', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
 
     const res = await commit(t, r.body.reservation_id, { actual: { unit: 'TOKENS', amount: 10 } });
 
     expectError(res, 400, 'UNIT_MISMATCH');
     expect((await getReservation(t, r.body.reservation_id)).body.status).toBe('ACTIVE');
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 0, 100, 0, 900));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 0, 100, 0, 900));
   });
 
   it.for<[string, Json]>([
@@ -855,20 +602,18 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
       { actual: usd(1), metrics: { model_version: 'm'.repeat(129) } },
     ],
     ['an empty idempotency_key', { actual: usd(1), idempotency_key: '' }],
-  ])('refuses %s with 400 INVALID_REQUEST', async ([, body], { tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  ])('refuses %s with 400 INVALID_REQUEST', async ([, body]) => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
 
     const res = await commit(t, r.body.reservation_id, body);
 
     expectError(res, 400, 'INVALID_REQUEST');
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 0, 100, 0, 900));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 0, 100, 0, 900));
   });
 
-  it('accepts a model_version of exactly 128 characters and zero metrics', async ({ tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  it('accepts a model_version of exactly 128 characters and zero metrics', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
 
     const res = await commit(t, r.body.reservation_id, {
@@ -879,11 +624,8 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
     expect(res.status).toBe(200);
   });
 
-  it('replays the original body for the same key and payload, charging once', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 1_000 });
+  it('replays the original body for the same key and payload, charging once', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { estimate: usd(300) });
     const key = randomUUID();
     const first = await commit(t, r.body.reservation_id, {
@@ -904,30 +646,26 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     expectError(other, 409, 'IDEMPOTENCY_MISMATCH');
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 250, 100, 0, 650));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 250, 100, 0, 650));
   });
 
-  it('processes a retry of a refused commit as fresh after funding', async ({ tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 1_000 });
+  it('processes a retry of a refused commit as fresh after funding', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { estimate: usd(300), overage_policy: 'ALLOW_IF_AVAILABLE' });
     const body = { idempotency_key: randomUUID(), actual: usd(1_100) };
     const refused = await commit(t, r.body.reservation_id, body);
-    await expectFunded(fund(t, 'workspace:w', 'CREDIT', 100));
+    await expectFunded(fund(stack, t, 'workspace:w', 'CREDIT', 100));
 
     const retried = await commit(t, r.body.reservation_id, body);
 
     expectError(refused, 409, 'BUDGET_EXCEEDED');
     expect(retried.status).toBe(200);
     expect(retried.body).toMatchObject({ charged: usd(1_100) });
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_100, 1_100, 0, 0, 0));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_100, 1_100, 0, 0, 0));
   });
 
-  it('scopes keys per endpoint: one key may commit one reservation and release another', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  it('scopes keys per endpoint: one key may commit one reservation and release another', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r1 = await reserve(t);
     const r2 = await reserve(t);
     const key = randomUUID();
@@ -939,16 +677,15 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
     const released = await release(t, r2.body.reservation_id, { idempotency_key: key });
 
     expect([committed.status, released.status]).toEqual([200, 200]);
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 40, 0, 0, 960));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 40, 0, 0, 960));
   });
 });
 
 // ---- POST /v1/reservations/{id}/release -----------------------------------------------------
 
 describe.concurrent('POST /v1/reservations/{reservation_id}/release', () => {
-  it('returns the whole hold and answers with exactly SPEC fields', async ({ tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 1_000 });
+  it('returns the whole hold and answers with exactly SPEC fields', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { estimate: usd(300) });
 
     const res = await release(t, r.body.reservation_id, { reason: 'not needed' });
@@ -958,17 +695,14 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/release', () => {
     expect(res.body).toMatchObject({ status: 'RELEASED', released: usd(300) });
     const after = { '': L(10_000, 0, 0, 0, 10_000), 'workspace:w': L(1_000, 0, 0, 0, 1_000) };
     expect(balancesIn(t, res.body)).toEqual(after);
-    expect(await ledgers(t)).toEqual(after);
+    expect(await ledgers(stack, t)).toEqual(after);
     const got = await getReservation(t, r.body.reservation_id);
     expect(got.body).toMatchObject({ status: 'RELEASED', finalized_at_ms: expect.any(Number) });
     expect(got.body.committed).toBeUndefined();
   });
 
-  it('replays the original body for the same key, and refuses another payload with 409', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  it('replays the original body for the same key, and refuses another payload with 409', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
     const key = randomUUID();
     const first = await release(t, r.body.reservation_id, { idempotency_key: key });
@@ -979,16 +713,15 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/release', () => {
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     expectError(other, 409, 'IDEMPOTENCY_MISMATCH');
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 0, 0, 0, 1_000));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 0, 0, 0, 1_000));
   });
 });
 
 // ---- POST /v1/reservations/{id}/extend ------------------------------------------------------
 
 describe.concurrent('POST /v1/reservations/{reservation_id}/extend', () => {
-  it('adds extend_by_ms to the current expires_at_ms, cumulatively', async ({ tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  it('adds extend_by_ms to the current expires_at_ms, cumulatively', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t, { metadata: { a: 1 } });
     const e0 = Number(r.body.expires_at_ms);
 
@@ -1013,7 +746,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/extend', () => {
     }
     const got = await getReservation(t, r.body.reservation_id);
     expect(got.body).toMatchObject({ status: 'ACTIVE', expires_at_ms: e0 + 3_500 });
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 0, 100, 0, 900));
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 0, 100, 0, 900));
   });
 
   it.for([
@@ -1022,9 +755,8 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/extend', () => {
     [86_400_000, 200],
     [86_400_001, 400],
     [1.5, 400],
-  ])('for extend_by_ms %d answers %i', async ([by, status], { tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  ])('for extend_by_ms %d answers %i', async ([by, status]) => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
 
     const res = await extend(t, r.body.reservation_id, { extend_by_ms: by });
@@ -1039,9 +771,8 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/extend', () => {
     }
   });
 
-  it('refuses a missing extend_by_ms with 400', async ({ tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  it('refuses a missing extend_by_ms with 400', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
 
     const res = await extend(t, r.body.reservation_id, {});
@@ -1049,11 +780,8 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/extend', () => {
     expectError(res, 400, 'INVALID_REQUEST');
   });
 
-  it('replays the same extension without applying it twice, and refuses another payload', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+  it('replays the same extension without applying it twice, and refuses another payload', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
     const r = await reserve(t);
     const key = randomUUID();
     const first = await extend(t, r.body.reservation_id, {
@@ -1090,8 +818,8 @@ const act = { commit, release, extend };
 describe.concurrent('commit, release and extend', () => {
   it.for(ACTIONS)(
     '%s answers 404 NOT_FOUND for a reservation that never existed',
-    async ([action, body], { tenant }) => {
-      const t = await tenant();
+    async ([action, body]) => {
+      const t = await givenTenant(stack);
 
       const res = await act[action](t, 'rsv_never_existed', body);
       const longest = await act[action](t, 'r'.repeat(128), body);
@@ -1105,10 +833,10 @@ describe.concurrent('commit, release and extend', () => {
 
   it.for(ACTIONS)(
     "%s answers 403 FORBIDDEN for another tenant's reservation and changes nothing",
-    async ([action, body], { tenant }) => {
-      const owner = await tenant();
-      const intruder = await tenant();
-      await givenBudgets(owner, { '': 1_000, 'workspace:w': 1_000 });
+    async ([action, body]) => {
+      const owner = await givenTenant(stack);
+      const intruder = await givenTenant(stack);
+      await givenBudgets(stack, owner, { '': 1_000, 'workspace:w': 1_000 });
       const r = await reserve(owner);
 
       const res = await act[action](intruder, r.body.reservation_id, body);
@@ -1118,7 +846,7 @@ describe.concurrent('commit, release and extend', () => {
       expectError(peek, 403, 'FORBIDDEN');
       const got = await getReservation(owner, r.body.reservation_id);
       expect(got.body).toMatchObject({ status: 'ACTIVE', expires_at_ms: r.body.expires_at_ms });
-      expect((await ledgers(owner))['workspace:w']).toEqual(L(1_000, 0, 100, 0, 900));
+      expect((await ledgers(stack, owner))['workspace:w']).toEqual(L(1_000, 0, 100, 0, 900));
     },
   );
 
@@ -1131,132 +859,20 @@ describe.concurrent('commit, release and extend', () => {
     ['release', 'extend'],
   ] as const)(
     'after %s, %s answers 409 RESERVATION_FINALIZED and changes nothing',
-    async ([first, then], { tenant }) => {
-      const t = await tenant();
-      await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
+    async ([first, then]) => {
+      const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
       const r = await reserve(t);
       const bodyOf = (a: string) => ACTIONS.find(([name]) => name === a)?.[1] ?? {};
       const done = await act[first](t, r.body.reservation_id, bodyOf(first));
       expect(done.status).toBe(200);
-      const before = await ledgers(t);
+      const before = await ledgers(stack, t);
 
       const res = await act[then](t, r.body.reservation_id, bodyOf(then));
 
       expectError(res, 409, 'RESERVATION_FINALIZED');
-      expect(await ledgers(t)).toEqual(before);
+      expect(await ledgers(stack, t)).toEqual(before);
       const got = await getReservation(t, r.body.reservation_id);
       expect(got.body.status).toBe(first === 'commit' ? 'COMMITTED' : 'RELEASED');
     },
   );
-});
-
-// ---- deadlines: these wait for real time, so they run concurrently ---------------------------
-
-describe.concurrent('deadlines', () => {
-  it('commit, release and extend after TTL plus grace answer 410 and finalize as EXPIRED', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 1_000 });
-    const short = { ttl_ms: 1_000, grace_period_ms: 0, estimate: usd(100) };
-    const keys = [randomUUID(), randomUUID(), randomUUID()];
-    const [a, b, c] = await Promise.all(
-      keys.map((k) => reserve(t, { ...short, idempotency_key: k })),
-    );
-    if (!a || !b || !c) throw new Error('reservations missing');
-    await sleepUntil(Number(a.body.expires_at_ms) + 150);
-
-    const committed = await commit(t, a.body.reservation_id, { actual: usd(50) });
-    const released = await release(t, b.body.reservation_id);
-    const extended = await extend(t, c.body.reservation_id, { extend_by_ms: 60_000 });
-
-    expectError(committed, 410, 'RESERVATION_EXPIRED');
-    expectError(released, 410, 'RESERVATION_EXPIRED');
-    expectError(extended, 410, 'RESERVATION_EXPIRED');
-    // Finalized by the requests themselves (this stack runs no sweeper): holds are returned.
-    expect(await ledgers(t)).toEqual({
-      '': L(10_000, 0, 0, 0, 10_000),
-      'workspace:w': L(1_000, 0, 0, 0, 1_000),
-    });
-    for (const key of keys) expect((await listed(t, key))?.status).toBe('EXPIRED');
-    const got = await getReservation(t, a.body.reservation_id);
-    if (got.status === 200) expect(got.body.status).toBe('EXPIRED');
-    else expectError(got, 410, 'RESERVATION_EXPIRED');
-    // EXPIRED | commit, release, extend | 410, unchanged.
-    for (const again of [
-      await commit(t, a.body.reservation_id, { actual: usd(50) }),
-      await release(t, a.body.reservation_id),
-      await extend(t, a.body.reservation_id, { extend_by_ms: 1_000 }),
-    ]) {
-      expectError(again, 410, 'RESERVATION_EXPIRED');
-    }
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 0, 0, 0, 1_000));
-  });
-
-  it('applies the default grace period of 5000 ms to commit and release, never to extend', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 10_000, 'workspace:w': 1_000 });
-    const [inGrace, noGrace, lateInGrace, pastGrace] = await Promise.all([
-      reserve(t, { ttl_ms: 1_000 }),
-      reserve(t, { ttl_ms: 1_000, grace_period_ms: 0 }),
-      reserve(t, { ttl_ms: 1_000 }),
-      reserve(t, { ttl_ms: 1_000 }),
-    ]);
-    if (!inGrace || !noGrace || !lateInGrace || !pastGrace) throw new Error('missing');
-    const expiry = (r: Response) => Number(r.body.expires_at_ms);
-
-    await sleepUntil(Math.max(expiry(inGrace), expiry(noGrace)) + 300);
-    const extendInGrace = await extend(t, inGrace.body.reservation_id, { extend_by_ms: 10_000 });
-    const commitInGrace = await commit(t, inGrace.body.reservation_id, { actual: usd(40) });
-    const commitNoGrace = await commit(t, noGrace.body.reservation_id, { actual: usd(40) });
-    await sleepUntil(expiry(lateInGrace) + 4_600);
-    const releaseLate = await release(t, lateInGrace.body.reservation_id);
-    await sleepUntil(expiry(pastGrace) + 5_000 + 300);
-    const releasePast = await release(t, pastGrace.body.reservation_id);
-
-    // Past TTL, within grace: extend is refused (no grace), but the reservation stays usable.
-    expectError(extendInGrace, 410, 'RESERVATION_EXPIRED');
-    expect(commitInGrace.status).toBe(200);
-    expectError(commitNoGrace, 410, 'RESERVATION_EXPIRED');
-    expect(releaseLate.status).toBe(200);
-    expectError(releasePast, 410, 'RESERVATION_EXPIRED');
-    expect(await ledgers(t)).toEqual({
-      '': L(10_000, 40, 0, 0, 9_960),
-      'workspace:w': L(1_000, 40, 0, 0, 960),
-    });
-  });
-
-  it('keeps an extended reservation alive past its original expiry', async ({ tenant }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
-    const r = await reserve(t, { ttl_ms: 1_000, grace_period_ms: 0 });
-    const extended = await extend(t, r.body.reservation_id, { extend_by_ms: 2_000 });
-    expect(extended.body.expires_at_ms).toBe(Number(r.body.expires_at_ms) + 2_000);
-
-    await sleepUntil(Number(r.body.expires_at_ms) + 300);
-    const res = await commit(t, r.body.reservation_id, { actual: usd(70) });
-
-    expect(res.status).toBe(200);
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 70, 0, 0, 930));
-  });
-
-  it('replays a successful commit after the deadline instead of answering 410', async ({
-    tenant,
-  }) => {
-    const t = await tenant();
-    await givenBudgets(t, { '': 1_000, 'workspace:w': 1_000 });
-    const r = await reserve(t, { ttl_ms: 1_000, grace_period_ms: 0 });
-    const body = { idempotency_key: randomUUID(), actual: usd(30) };
-    const first = await commit(t, r.body.reservation_id, body);
-
-    await sleepUntil(Number(r.body.expires_at_ms) + 200);
-    const again = await commit(t, r.body.reservation_id, body);
-
-    expect(again.status).toBe(200);
-    expect(again.body).toEqual(first.body);
-    expect((await getReservation(t, r.body.reservation_id)).body.status).toBe('COMMITTED');
-    expect((await ledgers(t))['workspace:w']).toEqual(L(1_000, 30, 0, 0, 970));
-  });
 });

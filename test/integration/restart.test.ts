@@ -16,30 +16,37 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
+/** `npm start` in a child process, with `env` over this process's; its output is collected. */
+function spawnRunner(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/main.ts', ...args], {
+    env: { ...process.env, DYNAMODB_ENDPOINT: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { child, stderr: () => stderr, output: () => stdout + stderr, exited };
+}
+
+/** A runner on disk (DATA_DIR), once both servers answer their health check. */
 async function startRunner(
   runtimePort: number,
   adminPort: number,
 ): Promise<{ child: ChildProcess; output: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/main.ts'], {
-    env: {
-      ...process.env,
-      DATA_DIR: dataDir,
-      RUNTIME_PORT: String(runtimePort),
-      ADMIN_PORT: String(adminPort),
-      ADMIN_API_KEY: 'restart-admin',
-      DYNAMODB_ENDPOINT: '',
-      TABLE_NAME: 'restart-table',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  child.stdout?.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
-  child.stderr?.on('data', (d: Buffer) => {
-    output += d.toString();
+  const { child, output } = spawnRunner([], {
+    DATA_DIR: dataDir,
+    RUNTIME_PORT: String(runtimePort),
+    ADMIN_PORT: String(adminPort),
+    ADMIN_API_KEY: 'restart-admin',
+    TABLE_NAME: 'restart-table',
+    LOG_LEVEL: 'warn',
   });
   const deadline = Date.now() + 45_000;
   for (;;) {
@@ -48,13 +55,13 @@ async function startRunner(
         request('GET', `http://127.0.0.1:${runtimePort}/actuator/health`),
         request('GET', `http://127.0.0.1:${adminPort}/actuator/health`),
       ]);
-      if (runtime.status === 200 && admin.status === 200) return { child, output: () => output };
+      if (runtime.status === 200 && admin.status === 200) return { child, output };
     } catch {
       // not listening yet
     }
     if (child.exitCode !== null || Date.now() > deadline)
-      throw new Error(`runner did not come up: ${output}`);
-    await new Promise((r) => setTimeout(r, 250));
+      throw new Error(`runner did not come up: ${output()}`);
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
@@ -115,50 +122,25 @@ describe('npm start', () => {
     const blocker = (await import('node:net')).createServer().listen(runtimePort, '127.0.0.1');
     const adminPort = await freePort();
 
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'infra/local/main.ts', '--in-memory'],
-      {
-        env: {
-          ...process.env,
-          RUNTIME_PORT: String(runtimePort),
-          ADMIN_PORT: String(adminPort),
-          DYNAMODB_ENDPOINT: '',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    children.push(child);
-    let stderr = '';
-    child.stderr?.on('data', (d: Buffer) => {
-      stderr += d.toString();
+    const runner = spawnRunner(['--in-memory'], {
+      RUNTIME_PORT: String(runtimePort),
+      ADMIN_PORT: String(adminPort),
     });
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const code = await runner.exited;
     blocker.close();
 
     expect(code).not.toBe(0);
-    expect(stderr).toContain(`port ${runtimePort} is already in use`);
+    expect(runner.stderr()).toContain(`port ${runtimePort} is already in use`);
   });
 
   it('exits non-zero with one clear line when Java is missing', async () => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'infra/local/main.ts', '--in-memory'],
-      {
-        env: { ...process.env, PATH: '/nonexistent', DYNAMODB_ENDPOINT: '' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    children.push(child);
-    let stderr = '';
-    child.stderr?.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const runner = spawnRunner(['--in-memory'], { PATH: '/nonexistent' });
+    const code = await runner.exited;
 
     expect(code).toBe(1);
     expect(
-      stderr
+      runner
+        .stderr()
         .trim()
         .split('\n')
         .filter((l) => l.startsWith('error:')),

@@ -1,0 +1,54 @@
+import { expect } from 'vitest';
+import * as z from 'zod';
+import type { Response, WireError } from './http.js';
+
+/** SPEC § Errors: the twelve codes and their statuses; DUPLICATE_RESOURCE is the admin plane's own. */
+export const SPEC_STATUS: Readonly<Record<string, number>> = {
+  INVALID_REQUEST: 400,
+  UNIT_MISMATCH: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  BUDGET_EXCEEDED: 409,
+  OVERDRAFT_LIMIT_EXCEEDED: 409,
+  DEBT_OUTSTANDING: 409,
+  RESERVATION_FINALIZED: 409,
+  IDEMPOTENCY_MISMATCH: 409,
+  RESERVATION_EXPIRED: 410,
+  INTERNAL_ERROR: 500,
+};
+const ADMIN_STATUS: Readonly<Record<string, number>> = { ...SPEC_STATUS, DUPLICATE_RESOURCE: 409 };
+
+/** SPEC's error body: exactly these keys, `details` optional. */
+const ErrorBody = z.strictObject({
+  error: z.string().min(1),
+  message: z.string().min(1),
+  request_id: z.string().min(1),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+
+/**
+ * Asserts SPEC's error response exactly and returns its body: the status and `error` code, a
+ * body of exactly { error, message, request_id, details? } (non-empty strings, details an
+ * object), X-Request-Id equal to request_id, and a JSON content type. With `server`, the code
+ * must also be one that server may answer, with SPEC's status for it.
+ */
+export function expectError(
+  res: Response<object>,
+  status: number,
+  code: string,
+  server?: 'runtime' | 'admin',
+): WireError {
+  const error = res.body as WireError;
+  const text = JSON.stringify(res.body);
+  expect({ status: res.status, error: error.error }, text).toEqual({ status, error: code });
+  expect(ErrorBody.safeParse(res.body).error?.issues ?? [], text).toEqual([]);
+  if (server) {
+    const statuses = server === 'runtime' ? SPEC_STATUS : ADMIN_STATUS;
+    expect(Object.keys(statuses), `${code} on the ${server} server`).toContain(code);
+    expect(statuses[code], `SPEC's status for ${code}`).toBe(status);
+  }
+  expect(res.headers.get('x-request-id')).toBe(error.request_id);
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  return error;
+}
