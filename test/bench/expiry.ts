@@ -91,7 +91,6 @@ export async function expiryPhase(bench: Bench): Promise<ExpiryLag> {
     );
   }
 
-
   const finalized = new Map<string, number>();
   const giveUpAt = Date.now() + 4 * intervalMs + 30_000;
   while (finalized.size < deadlines.size && Date.now() < giveUpAt) {

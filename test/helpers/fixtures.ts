@@ -64,7 +64,10 @@ export async function givenTenant(stack: LocalStack, permissions?: string[]): Pr
   return given;
 }
 
-/** A budget ledger at `scope` (relative paths get the tenant root prepended). */
+/**
+ * A budget ledger at `scope` (relative paths get the tenant root prepended), created by the
+ * operator's admin key: the key under test may lack budgets:write, as an agent's key should.
+ */
 export async function givenBudget(
   stack: LocalStack,
   t: GivenTenant,
@@ -75,7 +78,7 @@ export async function givenBudget(
   const unit = options.unit ?? 'USD_MICROCENTS';
   const full = scope.startsWith('tenant:') ? scope : scopeOf(t, scope);
   const res = await request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
-    headers: t.headers,
+    headers: adminHeaders,
     body: {
       scope: full,
       unit,

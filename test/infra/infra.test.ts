@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { App, type CfnElement, type Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type RouteId, routeEntries } from '../../functions/routes.js';
+import { acceptsAdminKey, type RouteId, routeEntries } from '../../functions/routes.js';
 import { tableDefinition } from '../../functions/store/table.js';
 import { createStacks } from '../../infra/app.js';
 import { READ_ACTIONS } from '../../infra/service-function.js';
@@ -124,16 +124,19 @@ describe('CDK app', () => {
       }
     });
 
-    it('lets only list-reservations and the sweeper query indexes, each only its own', () => {
+    it('lets each function query exactly the indexes its route table entry names', () => {
       const indexResources = (fnId: string) =>
         JSON.stringify(statementsOf(resources, fnId).map((s) => s.Resource)).match(
           /\/index\/\w+/g,
         ) ?? [];
 
-      for (const [id] of routeEntries()) {
-        if (id !== 'listReservations') expect(indexResources(fnIds[id]), id).toEqual([]);
+      for (const [id, route] of routeEntries()) {
+        expect(indexResources(fnIds[id]).sort(), id).toEqual(
+          (route.table.indexes ?? []).map((name) => `/index/${name}`).sort(),
+        );
       }
       expect(indexResources(fnIds.listReservations)).toHaveLength(7);
+      expect(indexResources(fnIds.createReservation)).toEqual(['/index/dueForExpiry']);
       expect(indexResources(fnIds.sweeper)).toEqual(['/index/dueForExpiry']);
     });
 
@@ -149,13 +152,14 @@ describe('CDK app', () => {
       }
     });
 
-    it('lets only the admin-key routes read the admin key secret', () => {
+    it('lets only the routes that accept the admin key, or sign cursors, read a secret', () => {
       for (const [id, route] of routeEntries()) {
-        const reads = statementsOf(resources, fnIds[id]).some((s) =>
+        const reads = statementsOf(resources, fnIds[id]).filter((s) =>
           actionsOf(s).includes('secretsmanager:GetSecretValue'),
         );
 
-        expect(reads, id).toBe(route.auth.kind === 'admin');
+        const expected = Number(acceptsAdminKey(route)) + Number(route.paginates === true);
+        expect(reads.length, id).toBe(expected);
       }
     });
   });
@@ -336,7 +340,7 @@ describe('CDK app', () => {
         },
         "data": {
           "AWS::DynamoDB::Table": 1,
-          "AWS::SecretsManager::Secret": 1,
+          "AWS::SecretsManager::Secret": 2,
         },
       }
     `);

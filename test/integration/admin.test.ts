@@ -284,7 +284,7 @@ describe('POST /v1/admin/budgets', () => {
     expect(res.status).toBe(400);
   });
 
-  it('needs a tenant key (401 without, 401 with the admin key)', async () => {
+  it('needs a key: 401 without one, 401 with a wrong admin key; the admin key creates any tenant’s', async () => {
     const body = {
       scope: `tenant:${t.tenant}`,
       unit: 'TOKENS',
@@ -292,10 +292,13 @@ describe('POST /v1/admin/budgets', () => {
     };
 
     const none = await post('/v1/admin/budgets', body, {});
-    const adminOnly = await post('/v1/admin/budgets', body);
+    const wrongAdmin = await post('/v1/admin/budgets', body, { 'x-admin-api-key': 'not-it' });
+    const byAdmin = await post('/v1/admin/budgets', body);
 
     expect(none.status).toBe(401);
-    expect(adminOnly.status).toBe(401);
+    expect(wrongAdmin.status).toBe(401);
+    expect(byAdmin.status).toBe(201);
+    expect(byAdmin.body.tenant_id).toBe(t.tenant);
   });
 
   it('accepts X-Cycles-API-Key as an alias of X-Service-API-Key', async () => {

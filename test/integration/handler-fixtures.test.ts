@@ -97,6 +97,16 @@ describe('events/*.json through their handlers', () => {
   });
 
   it.each(SCENARIO)('events/%s.json answers %i', async (id, status) => {
+    if (id === 'fundBudget') {
+      // The fund fixture credits a three-level scope: its budget (and its parents') first.
+      const parts = SAMPLE.nestedScope.split('/');
+      for (let depth = 2; depth <= parts.length; depth++) {
+        const create = await fixture('createBudget');
+        const body = JSON.parse(create.body ?? '{}') as Record<string, unknown>;
+        create.body = JSON.stringify({ ...body, scope: parts.slice(0, depth).join('/') });
+        expect((await invoke('createBudget', create)).status).toBe(201);
+      }
+    }
     if (id === 'releaseReservation') {
       // Commit has finalized the first reservation: release gets its own, from the same fixture.
       const create = await fixture('createReservation');
