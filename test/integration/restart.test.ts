@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -97,9 +97,29 @@ describe('npm start', () => {
       body: { scope: 'tenant:keeper', unit: 'TOKENS', allocated: { unit: 'TOKENS', amount: 777 } },
     });
 
+    await request('POST', `${admin}/v1/admin/budgets`, {
+      headers: { 'x-service-api-key': secret },
+      body: { scope: 'tenant:keeper', unit: 'CREDITS', allocated: { unit: 'CREDITS', amount: 1 } },
+    });
+    const firstPage = await request<{ next_cursor?: string }>(
+      'GET',
+      `http://127.0.0.1:${runtimePort}/v1/balances?tenant=keeper&limit=1`,
+      { headers: { 'x-service-api-key': secret } },
+    );
+
     expect(await stop(first.child)).toBe(0);
     expect(javaProcessesFor(dataDir)).toEqual([]);
     const second = await startRunner(runtimePort, adminPort);
+    // The cursor secret was generated once, kept in the data directory for its owner only.
+    const kept = statSync(join(dataDir, 'cursor-secret'));
+    const secondPage = await request<{ balances: unknown[] }>(
+      'GET',
+      `http://127.0.0.1:${runtimePort}/v1/balances?tenant=keeper&limit=1&cursor=${encodeURIComponent(String(firstPage.body.next_cursor))}`,
+      { headers: { 'x-service-api-key': secret } },
+    );
+    expect(kept.mode & 0o777).toBe(0o600);
+    expect(secondPage.status).toBe(200);
+    expect(secondPage.body.balances).toHaveLength(1);
 
     const tenantAgain = await request('POST', `${admin}/v1/admin/tenants`, {
       headers,
@@ -112,7 +132,7 @@ describe('npm start', () => {
     );
     expect(tenantAgain.status).toBe(409);
     expect(balances.status).toBe(200);
-    expect(balances.body.balances.map((b) => b.allocated.amount)).toEqual([777]);
+    expect(balances.body.balances.map((b) => b.allocated.amount).sort()).toEqual([1, 777]);
     expect(await stop(second.child)).toBe(0);
     expect(javaProcessesFor(dataDir)).toEqual([]);
   });
