@@ -132,6 +132,23 @@ export async function queryReservations(q: ReservationListQuery): Promise<Reserv
   return { reservations: page };
 }
 
+/** The first `limit` due keys before `bound` of each of the 16 shards, in parallel, by deadline. */
+const queryEveryDueShard = (bound: number, limit: number) =>
+  Promise.all(
+    Array.from({ length: DUE_SHARDS }, (_, shard) =>
+      documentClient.send(
+        new QueryCommand({
+          TableName: tableName(),
+          IndexName: 'dueForExpiry',
+          KeyConditionExpression: '#p = :p AND #s < :bound',
+          ExpressionAttributeNames: { '#p': 'due_pk', '#s': 'due_sk' },
+          ExpressionAttributeValues: { ':p': duePartition(shard), ':bound': dueBound(bound) },
+          Limit: limit,
+        }),
+      ),
+    ),
+  );
+
 export interface DuePage {
   /** ACTIVE reservations past their deadline, read back consistently. */
   readonly reservations: readonly Reservation[];
@@ -149,20 +166,7 @@ export async function queryDueReservations(
   perShard: number,
   tenant?: string,
 ): Promise<DuePage> {
-  const shards = await Promise.all(
-    Array.from({ length: DUE_SHARDS }, (_, shard) =>
-      documentClient.send(
-        new QueryCommand({
-          TableName: tableName(),
-          IndexName: 'dueForExpiry',
-          KeyConditionExpression: '#p = :p AND #s < :bound',
-          ExpressionAttributeNames: { '#p': 'due_pk', '#s': 'due_sk' },
-          ExpressionAttributeValues: { ':p': duePartition(shard), ':bound': dueBound(now) },
-          Limit: perShard,
-        }),
-      ),
-    ),
-  );
+  const shards = await queryEveryDueShard(now, perShard);
   const dueKeys = shards
     .flatMap((page) => page.Items ?? [])
     .filter((i) => {
@@ -183,20 +187,7 @@ export async function queryDueReservations(
  * each shard (the index is sorted by deadline), so an idle sweeper can stop at once.
  */
 export async function nextDeadlineBefore(before: number): Promise<number | undefined> {
-  const firsts = await Promise.all(
-    Array.from({ length: DUE_SHARDS }, (_, shard) =>
-      documentClient.send(
-        new QueryCommand({
-          TableName: tableName(),
-          IndexName: 'dueForExpiry',
-          KeyConditionExpression: '#p = :p AND #s < :bound',
-          ExpressionAttributeNames: { '#p': 'due_pk', '#s': 'due_sk' },
-          ExpressionAttributeValues: { ':p': duePartition(shard), ':bound': dueBound(before) },
-          Limit: 1,
-        }),
-      ),
-    ),
-  );
+  const firsts = await queryEveryDueShard(before, 1);
   const deadlines = firsts.flatMap((page) =>
     (page.Items ?? []).map((i) => deadlineOfDueKey(String(i.due_sk))),
   );

@@ -1,10 +1,11 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../infra/local/dynamodb.js';
 import { type Json, request } from '../helpers/http.js';
+import { spawnRunner, untilHealthy } from '../helpers/runner.js';
 
 // The runner in a process of its own, persisted under a unique directory that DynamoDB Local
 // (and its watchdog) name on their command lines.
@@ -39,43 +40,18 @@ function kill(pid: number, signal: NodeJS.Signals): void {
 }
 
 async function startRunner(runtimePort: number, adminPort: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/main.ts'], {
-    env: {
-      ...process.env,
-      DATA_DIR: dataDir,
-      RUNTIME_PORT: String(runtimePort),
-      ADMIN_PORT: String(adminPort),
-      ADMIN_API_KEY: ADMIN['x-admin-api-key'],
-      DYNAMODB_ENDPOINT: '',
-      TABLE_NAME: 'durability-table',
-      LOG_LEVEL: 'silent',
-      EXPIRY_SWEEP_INTERVAL_MS: '600000',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const runner = spawnRunner({
+    DATA_DIR: dataDir,
+    RUNTIME_PORT: String(runtimePort),
+    ADMIN_PORT: String(adminPort),
+    ADMIN_API_KEY: ADMIN['x-admin-api-key'],
+    TABLE_NAME: 'durability-table',
+    LOG_LEVEL: 'silent',
+    EXPIRY_SWEEP_INTERVAL_MS: '600000',
   });
-  runners.push(child);
-  let output = '';
-  child.stdout?.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
-  child.stderr?.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      const [runtime, admin] = await Promise.all([
-        request('GET', `http://127.0.0.1:${runtimePort}/actuator/health`),
-        request('GET', `http://127.0.0.1:${adminPort}/actuator/health`),
-      ]);
-      if (runtime.status === 200 && admin.status === 200) return child;
-    } catch {
-      // not listening yet
-    }
-    if (child.exitCode !== null || Date.now() > deadline)
-      throw new Error(`runner did not come up: ${output}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  runners.push(runner.child);
+  await untilHealthy(runner, { runtime: runtimePort, admin: adminPort }, 30_000);
+  return runner.child;
 }
 
 function stop(child: ChildProcess): Promise<void> {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { SPEC_PERMISSIONS } from '../../functions/domain/permissions.js';
 import { balanceAt } from '../helpers/balances.js';
 import { expectError } from '../helpers/errors.js';
 import {
@@ -256,16 +257,7 @@ describe('pagination cursors', () => {
 });
 
 describe('budget writes need budgets:write', () => {
-  const SPEC_EIGHT = [
-    'reservations:create',
-    'reservations:commit',
-    'reservations:release',
-    'reservations:extend',
-    'reservations:list',
-    'balances:read',
-    'decide',
-    'events:create',
-  ];
+  const SPEC_EIGHT = [...SPEC_PERMISSIONS];
   const createBudget = (headers: Record<string, string>, scope: string) =>
     request('POST', admin('/v1/admin/budgets'), {
       headers,

@@ -1,10 +1,10 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../infra/local/dynamodb.js';
-import { request } from '../helpers/http.js';
+import { spawnRunner, untilHealthy } from '../helpers/runner.js';
 
 // The runner as users and supervisors start it, in processes of its own; everything it starts
 // has this unique directory on its command line (DynamoDB Local's -dbPath and its watchdog).
@@ -85,46 +85,20 @@ interface Runner {
 async function startRunner(name: string, how: 'npm start' | 'node'): Promise<Runner> {
   const dataDir = join(root, name);
   const [runtimePort, adminPort] = [await freePort(), await freePort()];
-  const [command, args] =
-    how === 'npm start'
-      ? ['npm', ['start']]
-      : [process.execPath, ['--import', 'tsx', 'infra/local/main.ts']];
-  const child = spawn(command, args, {
-    env: {
-      ...process.env,
+  const runner = spawnRunner(
+    {
       DATA_DIR: dataDir,
       RUNTIME_PORT: String(runtimePort),
       ADMIN_PORT: String(adminPort),
       ADMIN_API_KEY: 'hygiene-admin',
-      DYNAMODB_ENDPOINT: '',
       TABLE_NAME: 'hygiene-table',
       LOG_LEVEL: 'warn',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+    { how },
+  );
+  const { child, output } = runner;
   if (child.pid !== undefined) launched.add(child.pid);
-  let output = '';
-  child.stdout?.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
-  child.stderr?.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      const [runtime, admin] = await Promise.all([
-        request('GET', `http://127.0.0.1:${runtimePort}/actuator/health`),
-        request('GET', `http://127.0.0.1:${adminPort}/actuator/health`),
-      ]);
-      if (runtime.status === 200 && admin.status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (child.exitCode !== null || Date.now() > deadline)
-      throw new Error(`runner did not come up: ${output}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await untilHealthy(runner, { runtime: runtimePort, admin: adminPort }, 30_000);
   const pid = child.pid ?? -1;
   for (const descendant of descendantsOf(pid)) launched.add(descendant);
   const server =
@@ -136,7 +110,7 @@ async function startRunner(name: string, how: 'npm start' | 'node'): Promise<Run
             /^\S*node\S* .*infra\/local\/main\.ts/.test(p.args),
         )?.pid;
   if (server === undefined) throw new Error(`no server process under npm ${pid}`);
-  return { child, dataDir, serverPid: server, output: () => output };
+  return { child, dataDir, serverPid: server, output };
 }
 
 /** DynamoDB Local and its watchdog: the processes naming the data dir. */

@@ -1,10 +1,11 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../infra/local/dynamodb.js';
 import { request } from '../helpers/http.js';
+import { type SpawnedRunner, spawnRunner, untilHealthy } from '../helpers/runner.js';
 
 // `npm start` as a user runs it: a separate process with DynamoDB Local persisted on disk.
 const dataDir = mkdtempSync(join(tmpdir(), 'brs-restart-'));
@@ -16,31 +17,15 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** `npm start` in a child process, with `env` over this process's; its output is collected. */
-function spawnRunner(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/main.ts', ...args], {
-    env: { ...process.env, DYNAMODB_ENDPOINT: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (d: Buffer) => {
-    stdout += d.toString();
-  });
-  child.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  return { child, stderr: () => stderr, output: () => stdout + stderr, exited };
+function launch(args: string[], env: Record<string, string>): SpawnedRunner {
+  const spawned = spawnRunner(env, { args });
+  children.push(spawned.child);
+  return spawned;
 }
 
 /** A runner on disk (DATA_DIR), once both servers answer their health check. */
-async function startRunner(
-  runtimePort: number,
-  adminPort: number,
-): Promise<{ child: ChildProcess; output: () => string }> {
-  const { child, output } = spawnRunner([], {
+async function startRunner(runtimePort: number, adminPort: number): Promise<SpawnedRunner> {
+  const started = launch([], {
     DATA_DIR: dataDir,
     RUNTIME_PORT: String(runtimePort),
     ADMIN_PORT: String(adminPort),
@@ -48,21 +33,8 @@ async function startRunner(
     TABLE_NAME: 'restart-table',
     LOG_LEVEL: 'warn',
   });
-  const deadline = Date.now() + 45_000;
-  for (;;) {
-    try {
-      const [runtime, admin] = await Promise.all([
-        request('GET', `http://127.0.0.1:${runtimePort}/actuator/health`),
-        request('GET', `http://127.0.0.1:${adminPort}/actuator/health`),
-      ]);
-      if (runtime.status === 200 && admin.status === 200) return { child, output };
-    } catch {
-      // not listening yet
-    }
-    if (child.exitCode !== null || Date.now() > deadline)
-      throw new Error(`runner did not come up: ${output()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await untilHealthy(started, { runtime: runtimePort, admin: adminPort });
+  return started;
 }
 
 function stop(child: ChildProcess): Promise<number | null> {
@@ -142,7 +114,7 @@ describe('npm start', () => {
     const blocker = (await import('node:net')).createServer().listen(runtimePort, '127.0.0.1');
     const adminPort = await freePort();
 
-    const runner = spawnRunner(['--in-memory'], {
+    const runner = launch(['--in-memory'], {
       RUNTIME_PORT: String(runtimePort),
       ADMIN_PORT: String(adminPort),
     });
@@ -154,7 +126,7 @@ describe('npm start', () => {
   });
 
   it('exits non-zero with one clear line when Java is missing', async () => {
-    const runner = spawnRunner(['--in-memory'], { PATH: '/nonexistent' });
+    const runner = launch(['--in-memory'], { PATH: '/nonexistent' });
     const code = await runner.exited;
 
     expect(code).toBe(1);
