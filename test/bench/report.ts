@@ -427,6 +427,29 @@ export function markdown(r: Results): string {
       );
     }
   }
+  if (r.expiry) {
+    const e = r.expiry;
+    out.push('');
+    out.push(
+      `#### Expiry lag: ${e.due} holds due at once while ${e.clients} clients run reserve→commit (sweeper every ${e.intervalMs} ms)`,
+    );
+    out.push('');
+    out.push(
+      table(
+        ['Holds back', 'Lag p50', 'Lag p95', 'Lag max', 'Bound', 'Pairs meanwhile'],
+        [
+          [
+            `${e.expired}/${e.due}`,
+            `${e.lagMs.p50} ms`,
+            `${e.lagMs.p95} ms`,
+            `${e.lagMs.max} ms`,
+            `${e.boundMs} ms`,
+            String(e.pairsUnderLoad),
+          ],
+        ],
+      ),
+    );
+  }
   if (r.listing) {
     const listing = r.listing;
     const sizes = [...new Set(listing.rows.map((x) => x.tenantReservations))];
