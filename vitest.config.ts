@@ -4,41 +4,38 @@ import { defineConfig } from 'vitest/config';
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
 // Three projects: `unit` (pure code, no network, seconds), `infra` (CDK template tests: one
-// in-process synth, CPU-heavy) and `integration` (real sockets against DynamoDB Local, started
-// once for the whole run by the global setup). `vitest run` runs all three.
+// in-process synth, CPU-heavy) and `integration` (real sockets against DynamoDB Local, which the
+// global setup starts once for the run). `vitest run` runs all three.
+//
+// One group of two workers for all of them (2 cores): integration is the long pole and keeps
+// both workers busy; the unit and infra files fill the gaps, the first ones while DynamoDB Local
+// boots. Ordering the projects one after another (unit, then integration, then infra) leaves a
+// core idle during each single-worker phase. At most two integration files share the one
+// DynamoDB Local at a time.
+const group = { sequence: { groupOrder: 0 }, maxWorkers: 2, environment: 'node' } as const;
+
 export default defineConfig({
   test: {
     projects: [
-      {
-        test: {
-          name: 'unit',
-          sequence: { groupOrder: 0 },
-          include: ['test/unit/**/*.test.ts'],
-          environment: 'node',
-        },
-      },
+      { test: { name: 'unit', include: ['test/unit/**/*.test.ts'], ...group } },
       {
         test: {
           name: 'infra',
-          sequence: { groupOrder: 2 },
           include: ['test/infra/**/*.test.ts'],
-          environment: 'node',
           testTimeout: 60_000,
           hookTimeout: 60_000,
+          ...group,
         },
       },
       {
         test: {
           name: 'integration',
-          // After the unit project; two files at a time share the one DynamoDB Local.
-          sequence: { groupOrder: 1 },
           include: ['test/integration/**/*.test.ts'],
-          environment: 'node',
           globalSetup: ['test/helpers/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
           pool: 'forks',
-          maxWorkers: 2,
+          ...group,
         },
       },
     ],

@@ -19,8 +19,8 @@ import {
 import { type Json, request } from '../helpers/http.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
-// Server time runs with real time (listings order by creation time); the expiry test moves it
-// forward instead of waiting. The tests of this file run one at a time.
+// Server time runs with real time (listings order by creation time); tests move it forward
+// instead of waiting. The tests of this file run one at a time.
 const clock = testClock();
 const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '60000' }, clock });
 
@@ -652,11 +652,11 @@ describe('GET /v1/reservations', () => {
       r6: { agent: 'g' },
       r7: { workspace: 'w', app: 'b' },
     };
-    // One at a time, a few ms apart, so "newest first" has exactly one right answer.
+    // One at a time, a few ms of server time apart, so "newest first" has one right answer.
     for (const [name, subject] of Object.entries(subjects)) {
       idemKeys[name] = `key-${name}-${randomUUID()}`;
       ids[name] = await reserveOk(t, { idempotency_key: idemKeys[name], subject });
-      await sleep(3);
+      clock.advance(3);
     }
     await commit(t, ids.r2 ?? '', 50);
     await release(t, ids.r7 ?? '');
