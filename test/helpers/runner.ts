@@ -42,7 +42,7 @@ export function spawnRunner(
 export async function untilHealthy(
   runner: SpawnedRunner,
   ports: { readonly runtime: number; readonly admin: number },
-  timeoutMs = 45_000,
+  timeoutMs = 60_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -50,7 +50,7 @@ async function startRunner(runtimePort: number, adminPort: number): Promise<Chil
     EXPIRY_SWEEP_INTERVAL_MS: '600000',
   });
   runners.push(runner.child);
-  await untilHealthy(runner, { runtime: runtimePort, admin: adminPort }, 30_000);
+  await untilHealthy(runner, { runtime: runtimePort, admin: adminPort });
   return runner.child;
 }
 
@@ -73,7 +73,8 @@ interface Op {
   commitAcknowledged?: boolean;
 }
 
-describe('the embedded store under a hard kill', () => {
+// Each test starts whole runners (Node, Java): on a loaded machine one start-up alone can take 20 s.
+describe('the embedded store under a hard kill', { timeout: 150_000 }, () => {
   it('client retries with their idempotency keys reconcile what a SIGKILL of DynamoDB Local lost', async () => {
     const [runtimePort, adminPort] = [await freePort(), await freePort()];
     const runtime = `http://127.0.0.1:${runtimePort}`;

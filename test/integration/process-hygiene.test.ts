@@ -98,7 +98,7 @@ async function startRunner(name: string, how: 'npm start' | 'node'): Promise<Run
   );
   const { child, output } = runner;
   if (child.pid !== undefined) launched.add(child.pid);
-  await untilHealthy(runner, { runtime: runtimePort, admin: adminPort }, 30_000);
+  await untilHealthy(runner, { runtime: runtimePort, admin: adminPort });
   const pid = child.pid ?? -1;
   for (const descendant of descendantsOf(pid)) launched.add(descendant);
   const server =
@@ -116,7 +116,8 @@ async function startRunner(name: string, how: 'npm start' | 'node'): Promise<Run
 /** DynamoDB Local and its watchdog: the processes naming the data dir. */
 const storeOf = (runner: Runner) => processesNaming(runner.dataDir);
 
-describe('process hygiene of the local runner', () => {
+// Each test starts whole runners (Node, Java): on a loaded machine one start-up alone can take 20 s.
+describe('process hygiene of the local runner', { timeout: 150_000 }, () => {
   it('stops DynamoDB Local within seconds when the server is SIGKILLed', async () => {
     const runner = await startRunner('server-sigkill', 'node');
     expect(storeOf(runner).some((p) => p.args.includes('DynamoDBLocal.jar'))).toBe(true);

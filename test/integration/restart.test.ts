@@ -49,7 +49,8 @@ const javaProcessesFor = (dir: string): string[] => {
   return out.split('\n').filter((line) => line.includes('DynamoDBLocal') && line.includes(dir));
 };
 
-describe('npm start', () => {
+// Each test starts whole runners (Node, Java): on a loaded machine one start-up alone can take 20 s.
+describe('npm start', { timeout: 150_000 }, () => {
   it('keeps tenants, keys and budgets across a restart, and leaves no Java process behind', async () => {
     const [runtimePort, adminPort] = [await freePort(), await freePort()];
     const first = await startRunner(runtimePort, adminPort);
