@@ -15,8 +15,8 @@ export interface SweepResult {
 
 /**
  * Expires every reservation past expires_at_ms + grace_period_ms: rounds of one parallel read
- * of the due index, then batched transactions, until nothing is due or `stopAt` (real time) is
- * reached. Every expiry is conditioned on ACTIVE-and-due, so two sweepers at once, or a sweep
+ * of the due index, then batched transactions, until a round finds nothing to expire or
+ * `stopAt` (real time) is reached. Every expiry is conditioned on ACTIVE-and-due, so two sweepers at once, or a sweep
  * racing a commit, settle each reservation exactly once. `now` is read per batch:
  * finalized_at_ms is when that reservation was expired.
  */
@@ -31,8 +31,9 @@ export async function sweepExpiredReservations(
     examined += page.reservations.length;
     const progressed = await expireAll(page.reservations, now);
     expired += progressed;
-    // Nothing expirable in a full page: index entries not yet caught up with settles. Next pass.
-    if (!page.more || progressed === 0) break;
+    // Read again while a round expires anything: what fell due meanwhile goes in this pass,
+    // not the next tick. Nothing expirable (index entries not yet caught up): next pass.
+    if (progressed === 0) break;
   }
   return { expired, examined };
 }
