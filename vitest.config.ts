@@ -8,10 +8,10 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 // global setup starts once for the run). `vitest run` runs all three.
 //
 // One group of two workers for all of them (2 cores): integration is the long pole and keeps
-// both workers busy; the unit and infra files fill the gaps, the first ones while DynamoDB Local
-// boots. Ordering the projects one after another (unit, then integration, then infra) leaves a
-// core idle during each single-worker phase. At most two integration files share the one
-// DynamoDB Local at a time.
+// both workers busy, and the short unit and infra files (scheduled last, shortest first) fill
+// the gaps at the end. Ordering the projects one after another (unit, then integration, then
+// infra) leaves a core idle during each single-worker phase. At most two integration files
+// share the one DynamoDB Local at a time.
 const group = { sequence: { groupOrder: 0 }, maxWorkers: 2, environment: 'node' } as const;
 
 export default defineConfig({

@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
-import { localClient } from '../../infra/local/dynamodb.js';
 import type { LocalStack } from '../../infra/local/stack.js';
 import type { TestClock } from './clock.js';
 
@@ -24,7 +22,6 @@ export async function startTestStack({
   const endpoint = inject('dynamoEndpoint');
   if (!/^http:\/\/(127\.0\.0\.1|localhost):\d+$/.test(endpoint))
     throw new Error(`not a local endpoint: ${endpoint}`);
-  await untilAnswers(endpoint);
   Object.assign(process.env, {
     DYNAMODB_ENDPOINT: endpoint,
     TABLE_NAME: `test-${randomUUID().slice(0, 8)}`,
@@ -40,26 +37,6 @@ export async function startTestStack({
     sweeper: false,
     ...(clock && { clock: clock.now }),
   });
-}
-
-/** DynamoDB Local boots while the first test files run (global-setup.ts): waits for it. */
-async function untilAnswers(endpoint: string): Promise<void> {
-  const client = localClient(endpoint);
-  const deadline = Date.now() + 45_000;
-  try {
-    for (;;) {
-      try {
-        await client.send(new ListTablesCommand({}));
-        return;
-      } catch (error) {
-        if (Date.now() > deadline)
-          throw new Error(`DynamoDB Local does not answer at ${endpoint}: ${String(error)}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  } finally {
-    client.destroy();
-  }
 }
 
 export const ADMIN_KEY = 'test-admin-key';
