@@ -36,5 +36,6 @@ const sign = (secret: string, query: unknown, body: string): string =>
     .update(body)
     .digest('base64url');
 
-const invalidCursor = () =>
+/** A cursor that does not verify, or names no valid position: 400. */
+export const invalidCursor = () =>
   invalidRequest('cursor is invalid, or belongs to another query', { field: 'cursor' });

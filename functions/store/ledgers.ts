@@ -1,7 +1,7 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Unit } from '../domain/amounts.js';
 import type { AuditEntry } from '../domain/audit.js';
-import { invalidRequest } from '../domain/errors.js';
+import { invalidCursor } from '../domain/cursor.js';
 import type { Ledger, LedgerChange, LedgerField } from '../domain/ledger.js';
 import type { Segment, SegmentKind } from '../domain/scopes.js';
 import { segmentText } from '../domain/scopes.js';
@@ -176,9 +176,7 @@ export interface LedgerIndexPage {
 
 /** Up to limit+1 matching index entries after `after`, in path order (strongly consistent). */
 export async function queryLedgerIndex(q: LedgerIndexQuery): Promise<LedgerIndexPage> {
-  if (q.after !== undefined && !isLedgerIndexPosition(q.after)) {
-    throw invalidRequest('cursor is invalid, or belongs to another query', { field: 'cursor' });
-  }
+  if (q.after !== undefined && !isLedgerIndexPosition(q.after)) throw invalidCursor();
   const names: Record<string, string> = { '#pk': 'pk' };
   const values: Record<string, unknown> = { ':pk': ledgerIndexPartition(q.tenant, q.segment) };
   const filters: string[] = [];

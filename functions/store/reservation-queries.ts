@@ -1,5 +1,5 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { invalidRequest } from '../domain/errors.js';
+import { invalidCursor } from '../domain/cursor.js';
 import type { Reservation, ReservationStatus } from '../domain/reservation.js';
 import { LEVELS, type Level } from '../domain/scopes.js';
 import { documentClient, tableName } from './client.js';
@@ -18,9 +18,6 @@ import {
 } from './keys.js';
 import type { IndexName } from './table.js';
 import { getItems } from './transact.js';
-
-export const invalidCursorPosition = () =>
-  invalidRequest('cursor is invalid, or belongs to another query', { field: 'cursor' });
 
 /** The reservation, or undefined when it never existed (strongly consistent). */
 export async function readReservation(reservationId: string): Promise<Reservation | undefined> {
@@ -84,7 +81,7 @@ const MAX_EXAMINED = 1_000;
  * BatchGetItem, and filters are applied to those fresh items, never to a stale index copy.
  */
 export async function queryReservations(q: ReservationListQuery): Promise<ReservationPage> {
-  if (q.after !== undefined && !isListPosition(q.after)) throw invalidCursorPosition();
+  if (q.after !== undefined && !isListPosition(q.after)) throw invalidCursor();
   const source = listingSource(q);
   const found: Reservation[] = [];
   let examined = 0;

@@ -80,7 +80,8 @@ export function insertReservation(n: NewReservation): Promise<WriteOutcome> {
 
 export interface Settlement {
   readonly reservation: Reservation;
-  readonly to: 'COMMITTED' | 'RELEASED' | 'EXPIRED';
+  /** Expiries go in batches (expireReservations). */
+  readonly to: 'COMMITTED' | 'RELEASED';
   readonly now: number;
   readonly changes: readonly LedgerChange[];
   readonly committed?: Amount | undefined;
@@ -92,8 +93,8 @@ export interface Settlement {
 }
 
 /**
- * Commit, release or expiry: one transaction conditioned on the reservation still being ACTIVE
- * (and before, resp. after, its deadline), so whichever settles first wins and the others fail.
+ * Commit or release: one transaction conditioned on the reservation still being ACTIVE
+ * and before its deadline (an expiry: after it), so whichever settles first wins.
  */
 export function settleTransaction(s: Settlement): TransactItem[] {
   const items: TransactItem[] = [
@@ -107,7 +108,7 @@ export function settleTransaction(s: Settlement): TransactItem[] {
 /** The reservation's own update of a settle: conditioned on ACTIVE, the tenant and the deadline. */
 function settleUpdate(
   r: Reservation,
-  to: Settlement['to'],
+  to: Settlement['to'] | 'EXPIRED',
   now: number,
   committed?: Amount,
   detail?: Record<string, unknown>,

@@ -44,7 +44,7 @@ export async function sweepExpiredReservations(
  * past their deadline are expired (racing the sweeper safely); true when any was, so the
  * request is evaluated again on fresh ledgers.
  */
-export async function expireHoldsBlocking(
+async function expireHoldsBlocking(
   tenant: string,
   refusal: ScopeRefusal | undefined,
   ledgers: ReadonlyMap<string, Ledger>,

@@ -10,6 +10,7 @@ import {
 } from '../../functions/store/idempotency.js';
 import { ledgerUpdate, newLedgerTransaction } from '../../functions/store/ledgers.js';
 import {
+  expiryBatchTransaction,
   extensionTransaction,
   reserveTransaction,
   settleTransaction,
@@ -79,7 +80,7 @@ describe('settleTransaction', () => {
   });
 
   it('conditions an expiry on the deadline having passed, with no idempotency record', () => {
-    const items = settleTransaction({ reservation, to: 'EXPIRED', now: 70_000, changes: [] });
+    const items = expiryBatchTransaction([reservation], [], 70_000);
 
     expect(items).toHaveLength(1);
     expect(items[0]?.Update?.ConditionExpression).toContain('#deadline <= :now');
