@@ -30,3 +30,24 @@ export class DomainError extends Error {
 
 export const invalidRequest = (message: string, details?: Record<string, unknown>) =>
   new DomainError('INVALID_REQUEST', message, details);
+
+/** Why a write could not get through: other writes held its items, or DynamoDB throttled it. */
+export type BusyReason = 'CONTENTION' | 'THROTTLED';
+
+/**
+ * Nothing was written, and the same request may well succeed a moment later: contention on a
+ * hot item or throttling outlasted the operation's retry budget. Answered 503 with SPEC's
+ * retryable `INTERNAL_ERROR` body, `details.reason` and `Retry-After` (docs/decisions.md,
+ * "Contention"), never as an unexpected 500.
+ */
+export class RetryLaterError extends Error {
+  override readonly name = 'RetryLaterError';
+
+  constructor(
+    readonly reason: BusyReason,
+    readonly retryAfterMs: number,
+    options?: ErrorOptions,
+  ) {
+    super(`busy (${reason}): retry after ${retryAfterMs} ms`, options);
+  }
+}

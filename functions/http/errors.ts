@@ -1,5 +1,5 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { DomainError, type ErrorCode } from '../domain/errors.js';
+import { DomainError, type ErrorCode, RetryLaterError } from '../domain/errors.js';
 import { exactJson } from '../domain/json.js';
 import { ReservationExpiredError } from '../domain/reservation.js';
 import { reservationDetailView } from './views.js';
@@ -26,6 +26,7 @@ export function errorResponse(
   error: unknown,
   requestId: string,
 ): APIGatewayProxyStructuredResultV2 {
+  if (error instanceof RetryLaterError) return retryLaterResponse(error, requestId);
   const refusal = error instanceof DomainError ? error : undefined;
   const code: ErrorCode = refusal?.code ?? 'INTERNAL_ERROR';
   const details =
@@ -41,6 +42,32 @@ export function errorResponse(
       message: refusal?.message ?? 'unexpected server error',
       request_id: requestId,
       ...(details && { details }),
+    }),
+  };
+}
+
+/**
+ * 503 with SPEC's retryable INTERNAL_ERROR body: SPEC lets clients retry INTERNAL_ERROR with
+ * backoff, and 503 + Retry-After tells HTTP clients and gateways the same, while a 500 stays
+ * what it means: a fault of ours (docs/decisions.md, "Contention").
+ */
+function retryLaterResponse(error: RetryLaterError, requestId: string) {
+  const message =
+    error.reason === 'CONTENTION'
+      ? 'the budget is busy with concurrent writes; nothing was written, retry shortly'
+      : 'the table is throttling writes; nothing was written, retry shortly';
+  return {
+    statusCode: 503,
+    headers: {
+      'content-type': 'application/json',
+      'x-request-id': requestId,
+      'retry-after': String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))),
+    },
+    body: exactJson({
+      error: 'INTERNAL_ERROR',
+      message,
+      request_id: requestId,
+      details: { reason: error.reason, retry_after_ms: error.retryAfterMs },
     }),
   };
 }

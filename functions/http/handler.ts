@@ -8,7 +8,7 @@ import type {
 import type { z } from 'zod';
 import { serverNow } from '../clock.js';
 import { config } from '../config/settings.js';
-import { DomainError, invalidRequest } from '../domain/errors.js';
+import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
 import { exactJson, illFormedStringAt, parseExactJson } from '../domain/json.js';
 import { log } from '../log.js';
 import { type RouteId, routes } from '../routes.js';
@@ -73,7 +73,13 @@ export function httpHandler<R extends RouteId, S extends Schemas>(
     })
     .onError((request) => {
       const s = stateOf(request.event);
-      if (!(request.error instanceof DomainError)) {
+      if (request.error instanceof RetryLaterError) {
+        log.warn('busy: answered 503 retryable', {
+          request_id: s.requestId,
+          route: routeId,
+          reason: request.error.reason,
+        });
+      } else if (!(request.error instanceof DomainError)) {
         log.error('unhandled error', {
           request_id: s.requestId,
           route: routeId,

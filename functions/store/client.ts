@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { config } from '../config/settings.js';
+import { RetryLaterError } from '../domain/errors.js';
 
 /**
  * The one DynamoDB client of the process, created at cold start without any network I/O.
@@ -25,6 +26,31 @@ export const dynamoClient = new DynamoDBClient({
 // The SDK's logger middleware redacts every request and response for a logger that prints
 // nothing: measurable CPU per call (BENCHMARKS.md profile). Failures reach our own log anyway.
 dynamoClient.middlewareStack.remove('loggerMiddleware');
+
+/**
+ * Throttling and plain-write conflicts that outlast the SDK's own retries (it retries
+ * throttles, not conflicts) mean "nothing was done, try again shortly": RetryLaterError, answered
+ * 503 with Retry-After, never a 500. Outermost (initialize step), so it sees the final error.
+ */
+const BUSY: Record<string, 'THROTTLED' | 'CONTENTION'> = {
+  ProvisionedThroughputExceededException: 'THROTTLED',
+  ThrottlingException: 'THROTTLED',
+  RequestLimitExceeded: 'THROTTLED',
+  TransactionConflictException: 'CONTENTION',
+  TransactionInProgressException: 'CONTENTION',
+};
+dynamoClient.middlewareStack.add(
+  (next) => async (args) => {
+    try {
+      return await next(args);
+    } catch (error) {
+      const reason = error instanceof Error ? BUSY[error.name] : undefined;
+      if (reason) throw new RetryLaterError(reason, 500, { cause: error });
+      throw error;
+    }
+  },
+  { step: 'initialize', name: 'busyAsRetryLater', priority: 'high' },
+);
 
 export const documentClient = DynamoDBDocumentClient.from(dynamoClient, {
   marshallOptions: { removeUndefinedValues: true },

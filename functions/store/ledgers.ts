@@ -232,6 +232,7 @@ export function applyFunding(
       auditPut(audit),
     ],
     { recordAt: 1, ledgersFrom: 0, ledgerCount: 1 },
+    'settle',
   );
 }
 

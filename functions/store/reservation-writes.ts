@@ -167,7 +167,7 @@ export async function expireReservations(
   changes: readonly LedgerChange[],
   now: number,
 ): Promise<{ readonly kind: 'written' } | { readonly kind: 'stale'; readonly ids: string[] }> {
-  const outcome = await transact(expiryBatchTransaction(reservations, changes, now));
+  const outcome = await transact(expiryBatchTransaction(reservations, changes, now), 'settle');
   if (outcome.kind === 'committed') return { kind: 'written' };
   const ids = reservations.flatMap((r, i) =>
     outcome.reasons[i]?.code === 'ConditionalCheckFailed' ? [r.reservationId] : [],
@@ -177,11 +177,15 @@ export async function expireReservations(
 
 /** `stale` also when the reservation is no longer ACTIVE-and-settleable: read it again. */
 export function settleReservation(s: Settlement): Promise<WriteOutcome> {
-  return transactWrite(settleTransaction(s), {
-    recordAt: s.idempotency ? 1 + s.changes.length : undefined,
-    ledgersFrom: 1,
-    ledgerCount: s.changes.length,
-  });
+  return transactWrite(
+    settleTransaction(s),
+    {
+      recordAt: s.idempotency ? 1 + s.changes.length : undefined,
+      ledgersFrom: 1,
+      ledgerCount: s.changes.length,
+    },
+    'settle',
+  );
 }
 
 export interface Extension {
@@ -230,5 +234,9 @@ export function extensionTransaction(e: Extension): TransactItem[] {
 }
 
 export function moveReservationExpiry(e: Extension): Promise<WriteOutcome> {
-  return transactWrite(extensionTransaction(e), { recordAt: 1, ledgersFrom: 1, ledgerCount: 0 });
+  return transactWrite(
+    extensionTransaction(e),
+    { recordAt: 1, ledgersFrom: 1, ledgerCount: 0 },
+    'settle',
+  );
 }

@@ -5,6 +5,7 @@ import {
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { RetryLaterError } from '../domain/errors.js';
 import { documentClient, tableName } from './client.js';
 import { keys } from './keys.js';
 
@@ -46,17 +47,44 @@ export const tenantExists = (tenant: string): TransactItem => ({
   },
 });
 
-const MAX_CONFLICT_RETRIES = 6;
+/**
+ * How hard a write tries before answering 503 (RetryLaterError). DynamoDB cancels, never
+ * queues, a transaction that touches an item another one holds, so under load every attempt is
+ * a race. Work that frees or settles budget (commit, release, extend, expiry, funding) must get
+ * through, so it tries longest; a reserve, which would take budget, is turned away early, before
+ * it holds anything, and its client retries (docs/decisions.md, "Contention").
+ */
+export type WritePriority = 'admit' | 'settle';
+
+export const CONFLICT_RETRY_BUDGET: Record<
+  WritePriority,
+  { readonly retries: number; readonly capMs: number }
+> = {
+  admit: { retries: 3, capMs: 50 },
+  settle: { retries: 12, capMs: 200 },
+};
+
+/** Full-jitter exponential backoff before retry `attempt` (0-based). */
+export const conflictBackoffMs = (attempt: number, capMs: number, random = Math.random()) =>
+  random * Math.min(capMs, 10 * 2 ** attempt);
 
 /** Counters the benchmark reads; cheap enough to keep in production. */
-export const transactStats = { conflictRetries: 0 };
+export const transactStats = { conflictRetries: 0, busyAnswers: 0 };
+
+/** Cancellation codes after which the same request may succeed a moment later. */
+const CONFLICT = 'TransactionConflict';
+const THROTTLED = new Set(['ThrottlingError', 'ProvisionedThroughputExceeded']);
 
 /**
  * One TransactWriteItems. A condition failure is an outcome for the caller to classify; a
- * `TransactionConflict` (another transaction touched the same item) is retried with full-jitter
- * backoff, since nothing was written and the same request may succeed a moment later.
+ * conflict with another transaction or a throttled item (nothing was written) is retried with
+ * full-jitter backoff within the priority's budget, then answered as RetryLaterError.
  */
-export async function transact(items: TransactItem[]): Promise<TransactOutcome> {
+export async function transact(
+  items: TransactItem[],
+  priority: WritePriority = 'admit',
+): Promise<TransactOutcome> {
+  const budget = CONFLICT_RETRY_BUDGET[priority];
   for (let attempt = 0; ; attempt++) {
     try {
       await documentClient.send(new TransactWriteCommand({ TransactItems: items }));
@@ -70,15 +98,18 @@ export async function transact(items: TransactItem[]): Promise<TransactOutcome> 
           item: r.Item ? unmarshall(r.Item) : undefined,
         }),
       );
-      const conditionFailed = reasons.some((r) => r.code === 'ConditionalCheckFailed');
-      const conflict = reasons.some((r) => r.code === 'TransactionConflict');
-      if (conditionFailed || !conflict) {
-        if (!conditionFailed) throw error;
+      if (reasons.some((r) => r.code === 'ConditionalCheckFailed'))
         return { kind: 'cancelled', reasons };
+      const throttled = reasons.some((r) => THROTTLED.has(r.code));
+      if (!throttled && !reasons.some((r) => r.code === CONFLICT)) throw error;
+      if (attempt >= budget.retries) {
+        transactStats.busyAnswers++;
+        throw new RetryLaterError(throttled ? 'THROTTLED' : 'CONTENTION', 2 * budget.capMs, {
+          cause: error,
+        });
       }
-      if (attempt >= MAX_CONFLICT_RETRIES) throw error;
       transactStats.conflictRetries++;
-      await sleep(Math.random() * Math.min(400, 10 * 2 ** attempt));
+      await sleep(conflictBackoffMs(attempt, budget.capMs));
     }
   }
 }

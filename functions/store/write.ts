@@ -1,7 +1,12 @@
 import type { Ledger } from '../domain/ledger.js';
 import { type StoredOutcome, storedOutcomeOf } from './idempotency.js';
 import { isLedgerItem, ledgerOf } from './items.js';
-import { type CancellationReason, type TransactItem, transact } from './transact.js';
+import {
+  type CancellationReason,
+  type TransactItem,
+  transact,
+  type WritePriority,
+} from './transact.js';
 
 /**
  * What every guarded write comes back with: written; a duplicate (the idempotency record
@@ -30,8 +35,9 @@ export interface TransactionLayout {
 export async function transactWrite(
   items: TransactItem[],
   layout: TransactionLayout,
+  priority: WritePriority = 'admit',
 ): Promise<WriteOutcome> {
-  const outcome = await transact(items);
+  const outcome = await transact(items, priority);
   return outcome.kind === 'committed'
     ? { kind: 'written' }
     : classifyCancellation(outcome.reasons, layout);

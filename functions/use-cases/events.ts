@@ -1,6 +1,6 @@
 import type { Amount, Unit } from '../domain/amounts.js';
 import type { Caller } from '../domain/caller.js';
-import { DomainError } from '../domain/errors.js';
+import { DomainError, RetryLaterError } from '../domain/errors.js';
 import { derivedId, fingerprint } from '../domain/fingerprint.js';
 import {
   type Ledger,
@@ -80,7 +80,7 @@ export async function createEvent(
       if (!lastAttempt) return undefined;
       const first = refused[0];
       const refusal = scopeRefusal(scopes[first?.index ?? 0] ?? '', unit, first?.ledger, amount);
-      return refusal ? refusalError(refusal) : new Error('event kept conflicting');
+      return refusal ? refusalError(refusal) : new RetryLaterError('CONTENTION', 100);
     },
   });
 }

@@ -1,4 +1,4 @@
-import { DomainError } from '../domain/errors.js';
+import { DomainError, RetryLaterError } from '../domain/errors.js';
 import { type StoredOutcome, UNRENDERABLE } from '../store/idempotency.js';
 import type { RefusedLedger, WriteOutcome } from '../store/write.js';
 
@@ -61,7 +61,8 @@ export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
       const refusal = op.refusalOf?.(outcome.refused, plan.decided, lastAttempt);
       if (refusal) throw refusal;
     }
-    if (lastAttempt) throw new Error(`${op.name} kept conflicting`);
+    // The state kept moving under the write (a hot ledger): nothing was written; retryable.
+    if (lastAttempt) throw new RetryLaterError('CONTENTION', 100);
   }
 }
 

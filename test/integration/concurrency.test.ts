@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  ProvisionedThroughputExceededException,
+  TransactionCanceledException,
+} from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { L, ledgers } from '../helpers/balances.js';
 import { testClock } from '../helpers/clock.js';
@@ -256,6 +259,52 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
   });
 });
 
+describe('throttling', () => {
+  it('retries a throttled transaction, then answers 503 THROTTLED with nothing written', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
+    let attempts = 0;
+    onTransactWrite('throttled', async () => {
+      attempts++;
+      throw new TransactionCanceledException({
+        message: 'Transaction cancelled',
+        $metadata: {},
+        CancellationReasons: [{ Code: 'ThrottlingError' }, { Code: 'None' }],
+      });
+    });
+
+    const failed = await reserve(t, reserveBody({ estimate: usd(400) }));
+    client.middlewareStack.remove('throttled');
+
+    expect(attempts).toBe(4);
+    expectError(failed, 503, 'INTERNAL_ERROR');
+    expect(errorOf(failed).details).toEqual({ reason: 'THROTTLED', retry_after_ms: 100 });
+    expect(await ledgers(stack, t)).toEqual({
+      '': L(10_000, 0, 0, 0, 10_000),
+      'workspace:w': L(10_000, 0, 0, 0, 10_000),
+    });
+  });
+
+  it('answers 503 THROTTLED when a read stays throttled through the SDK retries', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'BatchGetItemCommand') {
+          throw new ProvisionedThroughputExceededException({ message: 'slow down', $metadata: {} });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'throttledRead' },
+    );
+    injected.push('throttledRead');
+
+    const failed = await reserve(t, reserveBody({ estimate: usd(400) }));
+
+    expectError(failed, 503, 'INTERNAL_ERROR');
+    expect(failed.headers.get('retry-after')).toBe('1');
+    expect(errorOf(failed).details).toEqual({ reason: 'THROTTLED', retry_after_ms: 500 });
+  });
+});
+
 describe('TransactionConflict cancellations', () => {
   it('retries injected conflicts: reserve and commit still succeed, each applied once', async () => {
     const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
@@ -282,7 +331,7 @@ describe('TransactionConflict cancellations', () => {
     });
   });
 
-  it('answers 500 INTERNAL_ERROR on a persistent conflict, changes nothing, and a retry is fresh', async () => {
+  it('answers 503 retryable INTERNAL_ERROR with Retry-After on a persistent conflict, changes nothing, and a retry is fresh', async () => {
     const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     let attempts = 0;
     onTransactWrite('persistentConflict', async () => {
@@ -297,12 +346,15 @@ describe('TransactionConflict cancellations', () => {
     const recorded = await statusOf(t, body.idempotency_key);
     const retried = await reserve(t, body);
 
-    expect(attempts).toBeGreaterThan(1);
-    expect(failed.status).toBe(500);
+    // A reserve is turned away after its short budget (3 retries), before it holds anything.
+    expect(attempts).toBe(4);
+    expect(failed.status).toBe(503);
+    expect(failed.headers.get('retry-after')).toBe('1');
     expect(failed.body).toEqual({
       error: 'INTERNAL_ERROR',
       message: expect.any(String),
       request_id: expect.any(String),
+      details: { reason: 'CONTENTION', retry_after_ms: 100 },
     });
     expect(JSON.stringify(failed.body)).not.toMatch(/Transaction|cancel/i);
     expect(afterFailure).toEqual({
@@ -317,18 +369,23 @@ describe('TransactionConflict cancellations', () => {
     });
   });
 
-  it('answers 500 on a persistent conflict during commit and leaves the reservation ACTIVE', async () => {
+  it('tries a commit longer than a reserve, then answers 503 and leaves the reservation ACTIVE', async () => {
     const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     const body = reserveBody({ estimate: usd(400) });
     const r = await reserve(t, body);
+    let attempts = 0;
     onTransactWrite('persistentConflict', async () => {
+      attempts++;
       throw conflict();
     });
 
     const failed = await commit(t, r.body.reservation_id, { actual: usd(100) });
     client.middlewareStack.remove('persistentConflict');
 
-    expectError(failed, 500, 'INTERNAL_ERROR');
+    // Settling work gets the long budget (12 retries): a granted hold should get settled.
+    expect(attempts).toBe(13);
+    expectError(failed, 503, 'INTERNAL_ERROR');
+    expect(errorOf(failed).details).toEqual({ reason: 'CONTENTION', retry_after_ms: 400 });
     expect(await statusOf(t, body.idempotency_key)).toBe('ACTIVE');
     expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 400, 0, 9_600),

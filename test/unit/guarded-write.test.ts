@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DomainError } from '../../functions/domain/errors.js';
+import { DomainError, RetryLaterError } from '../../functions/domain/errors.js';
 import type { WriteOutcome } from '../../functions/store/write.js';
 import {
   guardedWrite,
@@ -78,13 +78,13 @@ describe('guardedWrite', () => {
     expect(calls).toEqual({ reads: 2, writes: 2, decides: 2 });
   });
 
-  it('gives up after a bounded number of stale attempts with a plain (500) error', async () => {
+  it('gives up after a bounded number of stale attempts with a retryable (503) answer', async () => {
     const { op, calls } = scripted({ reads: [{}], writes: [{ kind: 'stale', refused: [] }] });
 
     const error = await guardedWrite(op).catch((e: unknown) => e);
 
-    expect(error).toBeInstanceOf(Error);
-    expect(error).not.toBeInstanceOf(DomainError);
+    expect(error).toBeInstanceOf(RetryLaterError);
+    expect(error).toMatchObject({ reason: 'CONTENTION' });
     expect(calls.writes).toBe(MAX_STALE_RETRIES + 1);
   });
 
