@@ -1,0 +1,221 @@
+/**
+ * Today's service as the contention simulator sees it: the reserve and commit transactions of
+ * one tenant budget, built by the store's own pure builders and turned into item writes by the
+ * same generic extraction the live emulator uses (keys from Put.Item / Update.Key /
+ * ConditionCheck.Key, index keys from the table definition). When the builders change (sharded
+ * ledgers, other items), the shapes follow; what is written here by hand is only what a
+ * request does around its transaction: how many reads come first, and its retry priority.
+ */
+import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { Amount } from '../../functions/domain/amounts.js';
+import { derivedId, fingerprint } from '../../functions/domain/fingerprint.js';
+import { holdChange, type Ledger, ledgersAfter } from '../../functions/domain/ledger.js';
+import type { Reservation } from '../../functions/domain/reservation.js';
+import { deriveScopes, type Subject } from '../../functions/domain/scopes.js';
+import { commitChanges } from '../../functions/domain/settlement.js';
+import { reserveTransaction, settleTransaction } from '../../functions/store/reservation-writes.js';
+import {
+  CONFLICT_RETRY_BUDGET,
+  conflictBackoffMs,
+  type TransactItem,
+  type WritePriority,
+} from '../../functions/store/transact.js';
+import type { Committed, Reserved } from '../../functions/use-cases/reservations.js';
+import {
+  describeTransaction,
+  ItemMemory,
+  type OperationShape,
+  type RetryPolicy,
+} from './contention.js';
+
+/** What a reserve and a commit each retry by. */
+export interface PairPolicies {
+  readonly reserve: RetryPolicy;
+  readonly commit: RetryPolicy;
+}
+
+/** Today's `transact`: a reserve retries at `admit` priority, a commit at `settle`. */
+export function servicePolicy(priority: WritePriority): RetryPolicy {
+  const { retries, capMs } = CONFLICT_RETRY_BUDGET[priority];
+  return {
+    retries,
+    retriesThrottling: true,
+    backoffMs: (attempt, random) => conflictBackoffMs(attempt, capMs, random()),
+  };
+}
+
+export const SERVICE_POLICIES: PairPolicies = {
+  reserve: servicePolicy('admit'),
+  commit: servicePolicy('settle'),
+};
+
+/**
+ * `transact` until commit a472f41 (the policy the pre-change model figures assume, kept to
+ * calibrate against them): every write retried a conflict 6 times with full-jitter backoff
+ * min(400, 10·2^attempt) ms, then failed with 500; a throttled transaction failed at once.
+ */
+const legacy: RetryPolicy = {
+  retries: 6,
+  retriesThrottling: false,
+  backoffMs: (attempt, random) => random() * Math.min(400, 10 * 2 ** attempt),
+};
+export const LEGACY_POLICIES: PairPolicies = { reserve: legacy, commit: legacy };
+
+export type ScopeCount = 1 | 3;
+
+const UNIT = 'USD_MICROCENTS';
+const ESTIMATE = 1_000;
+const ACTUAL = 800;
+/** The subject whose scopes a pair holds: the tenant alone, or tenant / workspace / agent. */
+const SUBJECTS: Record<ScopeCount, (tenant: string) => Subject> = {
+  1: (tenant) => ({ tenant }),
+  3: () => ({ workspace: 'w', agent: 'a' }),
+};
+
+/** A busy budget, so stored results (the balances in them) have their production size. */
+const busyLedger = (scope: string): Ledger => ({
+  scope,
+  unit: UNIT,
+  allocated: 1_000_000_000_000,
+  spent: 123_456_800,
+  reserved: 4_567_000,
+  debt: 0,
+  overdraftLimit: 0,
+  remaining: 1_000_000_000_000 - 123_456_800 - 4_567_000,
+});
+
+/** The document client's marshalling (store/client.ts: removeUndefinedValues), per action. */
+export function marshallTransactItems(items: readonly TransactItem[]): TransactWriteItem[] {
+  const m = (value: Record<string, unknown> | undefined) =>
+    value && marshall(value, { removeUndefinedValues: true });
+  return items.map((entry) => {
+    const [kind, action] = Object.entries(entry)[0] ?? [];
+    const a = (action ?? {}) as Record<string, unknown>;
+    const marshalled = {
+      ...a,
+      Item: m(a.Item as Record<string, unknown> | undefined),
+      Key: m(a.Key as Record<string, unknown> | undefined),
+      ExpressionAttributeValues: m(a.ExpressionAttributeValues as Record<string, unknown>),
+    };
+    // The same fields, now AttributeValues: the shape TransactWriteItems sends on the wire.
+    return { [kind ?? 'ConditionCheck']: marshalled } as TransactWriteItem;
+  });
+}
+
+/** The two transactions of one reserve → commit of `key`, as the use cases build them today. */
+export function pairTransactions(
+  tenant: string,
+  scopeCount: ScopeCount,
+  key: string,
+  now = 1_800_000_000_000,
+): { readonly reserve: TransactItem[]; readonly commit: TransactItem[] } {
+  const subject = SUBJECTS[scopeCount](tenant);
+  const { scopes, scopePath } = deriveScopes(tenant, subject);
+  const estimate: Amount = { unit: UNIT, amount: ESTIMATE };
+  const ledgers = new Map(scopes.map((s) => [s, busyLedger(s)]));
+  const reservation: Reservation = {
+    reservationId: derivedId('rsv', tenant, key),
+    tenant,
+    status: 'ACTIVE',
+    idempotencyKey: key,
+    subject,
+    action: { kind: 'llm.completion', name: 'simulated-model' },
+    reserved: estimate,
+    createdAtMs: now,
+    expiresAtMs: now + 60_000,
+    gracePeriodMs: 5_000,
+    scopePath,
+    affectedScopes: scopes,
+    overagePolicy: 'REJECT',
+  };
+  const holds = scopes.map((s) => holdChange(s, UNIT, ESTIMATE));
+  const reserved: Reserved = {
+    kind: 'reserved',
+    affectedScopes: scopes,
+    scopePath,
+    reserved: estimate,
+    reservationId: reservation.reservationId,
+    expiresAtMs: reservation.expiresAtMs,
+    balances: ledgersAfter(ledgers, holds),
+  };
+  const reserve = reserveTransaction({
+    reservation,
+    holds,
+    outcome: { fingerprint: fingerprint({ key, subject }), result: reserved },
+  });
+  const actual: Amount = { unit: UNIT, amount: ACTUAL };
+  const changes = commitChanges(reservation, actual, ledgers);
+  const committed: Committed = {
+    status: 'COMMITTED',
+    charged: actual,
+    released: { unit: UNIT, amount: ESTIMATE - ACTUAL },
+    balances: ledgersAfter(ledgers, changes),
+  };
+  const commit = settleTransaction({
+    reservation,
+    to: 'COMMITTED',
+    now: now + 1_000,
+    changes,
+    committed: actual,
+    detail: {},
+    idempotency: {
+      scope: { tenant, operation: 'commit', key: `${key}-commit` },
+      outcome: { fingerprint: fingerprint({ key, actual }), result: committed },
+    },
+  });
+  return { reserve, commit };
+}
+
+/**
+ * One reserve → commit of `key` on the tenant's budget: a reserve reads once (reservation +
+ * ledgers) then sends `reserveTransaction`; a commit reads twice (record + reservation, then
+ * ledgers) then sends `settleTransaction` (use-cases/reservations.ts).
+ */
+export function reserveCommitPair(
+  tenant: string,
+  scopeCount: ScopeCount,
+  key: string,
+  policies: PairPolicies,
+): OperationShape[] {
+  const { reserve, commit } = pairTransactions(tenant, scopeCount, key);
+  // The commit updates the item the reserve put: remembered, it is sized and its index
+  // entries move from the partitions they are in, as the live emulator would see them.
+  const memory = new ItemMemory();
+  const reserveWrites = describeTransaction(marshallTransactItems(reserve), memory);
+  for (const d of reserveWrites) if (d.after !== undefined) memory.set(d.write.item, d.after);
+  const commitWrites = describeTransaction(marshallTransactItems(commit), memory);
+  return [
+    {
+      name: 'reserve',
+      reads: 1,
+      writes: reserveWrites.map((d) => d.write),
+      retry: policies.reserve,
+    },
+    { name: 'commit', reads: 2, writes: commitWrites.map((d) => d.write), retry: policies.commit },
+  ];
+}
+
+/** Private keys a client cycles through: an item is reused only this many pairs later. */
+const KEY_SLOTS = 4;
+
+/**
+ * A simulator `pair` for `clients` on one tenant budget: the ledgers are shared, each client's
+ * reservation and idempotency items its own. Built once per client and slot, then reused.
+ */
+export function tenantPairs(
+  tenant: string,
+  scopeCount: ScopeCount,
+  policies: PairPolicies,
+): (client: number, n: number) => readonly OperationShape[] {
+  const built = new Map<string, OperationShape[]>();
+  return (client, n) => {
+    const key = `sim-${client}-${n % KEY_SLOTS}`;
+    let shape = built.get(key);
+    if (!shape) {
+      shape = reserveCommitPair(tenant, scopeCount, key, policies);
+      built.set(key, shape);
+    }
+    return shape;
+  };
+}
