@@ -27,7 +27,13 @@ process.on('SIGTERM', () => void shutdown('received SIGTERM'));
 watchLauncher((what) => void shutdown(`${what} exited`));
 
 try {
-  stack = await startLocalStack({ inMemory, announce: true });
+  // EMULATE_CONTENTION=1 (or settings, e.g. hold_ms=13,latency_ms=0): DynamoDB's conflicts
+  // and throttling on DynamoDB Local (docs/contention-emulator.md). Local runner only.
+  const setting = process.env.EMULATE_CONTENTION;
+  const contention = setting
+    ? (await import('./contention.js')).contentionSettingsFromText(setting)
+    : undefined;
+  stack = await startLocalStack({ inMemory, announce: true, contention });
 } catch (error) {
   console.error(`error: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);

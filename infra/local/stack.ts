@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server as HttpServer } from 'node:http';
 import { join } from 'node:path';
+import type { ContentionSettings } from './contention.js';
 import {
   ensureTable,
   type LocalDynamo,
@@ -27,6 +28,11 @@ export interface LocalStackOptions {
   readonly sweeper?: boolean;
   /** Server time for every handler and the sweeper (tests advance it instead of sleeping). */
   readonly clock?: () => number;
+  /**
+   * Emulate DynamoDB's transaction conflicts and per-key throttling on the service's client
+   * (infra/local/contention.ts); `{}` for the defaults. Off when absent.
+   */
+  readonly contention?: Partial<ContentionSettings> | undefined;
 }
 
 /**
@@ -60,6 +66,12 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     if (options.clock) {
       const { useClock } = await import('../../functions/clock.js');
       useClock(options.clock);
+    }
+    if (options.contention) {
+      // Imported only when asked: nothing of the emulator is loaded otherwise.
+      const { installContentionEmulator } = await import('./contention.js');
+      const { dynamoClient } = await import('../../functions/store/client.js');
+      installContentionEmulator(dynamoClient, { settings: options.contention });
     }
     const { createLocalServer } = await import('./server.js');
     const client = localClient(process.env.DYNAMODB_ENDPOINT ?? '', config.AWS_REGION);
@@ -112,6 +124,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       console.log(`  runtime server: ${stack.runtimeUrl}   (GET /actuator/health)`);
       console.log(`  admin server:   ${stack.adminUrl}   (GET /actuator/health)`);
       console.log(`  expiry sweeper: every ${config.EXPIRY_SWEEP_INTERVAL_MS} ms`);
+      if (options.contention) {
+        const { DEFAULT_SETTINGS } = await import('./contention.js');
+        const s = { ...DEFAULT_SETTINGS, ...options.contention };
+        console.log(
+          `  contention emulated: holds ${s.hold.text}, cancel holds ${s.cancelHold.text}, ${s.writeUnitsPerSecond} WRU/s per item and index key, extra latency ${s.latency.text} (docs/contention-emulator.md)`,
+        );
+      }
       if (!config.ADMIN_API_KEY) {
         console.log('  ADMIN_API_KEY is not set: admin operations answer 401. Start with e.g.');
         console.log('    ADMIN_API_KEY=change-me npm start');
