@@ -1,6 +1,13 @@
 import { parseArgs } from 'node:util';
 
-export const PHASES = ['latency', 'throughput', 'listing', 'expiry', 'profile'] as const;
+export const PHASES = [
+  'latency',
+  'throughput',
+  'listing',
+  'expiry',
+  'profile',
+  'contention',
+] as const;
 export type Phase = (typeof PHASES)[number];
 
 export interface BenchOptions {
@@ -25,6 +32,8 @@ export interface BenchOptions {
   readonly markdown: boolean;
   /** Only rewrite BENCHMARKS.md from this results file, measuring nothing. */
   readonly render?: string | undefined;
+  /** Add the `contention` phase (DynamoDB's conflicts and throttling emulated). */
+  readonly emulateContention: boolean;
 }
 
 const USAGE = `npm run bench -- [options]
@@ -42,6 +51,9 @@ const USAGE = `npm run bench -- [options]
   --clients 1,10,50           concurrency levels
   --list-size N               reservations of the large listing tenant (default 20000, quick 1000)
   --phases a,b                subset of ${PHASES.join(',')}
+  --emulate-contention        add the contention phase: the simulator, and the service with
+                              DynamoDB's transaction conflicts and throttling emulated
+                              (EMULATE_CONTENTION, if set, gives the emulator's settings)
   --out FILE                  results file (default bench/results/<date>[-quick].json)
   --markdown / --no-markdown  rewrite the generated table in BENCHMARKS.md (default: full runs only)
   --render FILE               only rewrite BENCHMARKS.md from a results file
@@ -68,6 +80,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       markdown: { type: 'boolean' },
       'no-markdown': { type: 'boolean' },
       render: { type: 'string' },
+      'emulate-contention': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -88,12 +101,17 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     throw new Error(`--dynamodb-endpoint must be a local DynamoDB Local, not ${endpoint}`);
   }
   if (endpoint && !remote[0]) throw new Error('--dynamodb-endpoint goes with --runtime-url');
-  const phases = values.phases
+  // The contention phase runs when asked for: by --emulate-contention, or by name.
+  const listed = values.phases
     ? values.phases.split(',').map((p) => {
         if (!(PHASES as readonly string[]).includes(p)) throw new Error(`unknown phase ${p}`);
         return p as Phase;
       })
-    : PHASES.filter((p) => !(quick && p === 'profile'));
+    : PHASES.filter((p) => !(quick && p === 'profile') && p !== 'contention');
+  const phases: Phase[] =
+    values['emulate-contention'] && !listed.includes('contention')
+      ? [...listed, 'contention']
+      : listed;
   const samples = positive(values.samples, quick ? 12 : 400, 'samples');
   return {
     quick,
@@ -115,6 +133,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     out: values.out,
     markdown: values['no-markdown'] ? false : (values.markdown ?? !quick),
     render: values.render,
+    emulateContention: phases.includes('contention'),
   };
 }
 

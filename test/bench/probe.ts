@@ -8,6 +8,10 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { dynamoClient } from '../../functions/store/client.js';
 import { transactStats } from '../../functions/store/transact.js';
+import {
+  type ContentionCounters,
+  installedContentionEmulator,
+} from '../../infra/local/contention.js';
 import { installTally, type Tally } from './tally.js';
 
 export interface ProbeRequest {
@@ -19,6 +23,8 @@ export interface ProbeRequest {
 export interface ProbeSnapshot {
   readonly tally: Tally;
   readonly conflictRetries: number;
+  /** The contention emulator's counters, when the server runs with EMULATE_CONTENTION. */
+  readonly contention?: ContentionCounters | undefined;
   readonly rssBytes: number;
   readonly maxRssKb: number;
 }
@@ -35,6 +41,7 @@ async function answer(request: ProbeRequest): Promise<unknown> {
       return {
         tally: structuredClone(tally),
         conflictRetries: transactStats.conflictRetries,
+        contention: structuredClone(installedContentionEmulator()?.counters),
         rssBytes: process.memoryUsage.rss(),
         maxRssKb: process.resourceUsage().maxRSS,
       } satisfies ProbeSnapshot;

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AuditResult } from './audit.js';
+import type { ContentionResult } from './contention.js';
 import type { ExpiryLag } from './expiry.js';
 import type { ItemSize, OpResult } from './latency.js';
 import type { ListingResult, ListingRow } from './listing.js';
@@ -40,6 +41,8 @@ export interface Results {
   readonly listing?: ListingResult | undefined;
   readonly expiry?: ExpiryLag | undefined;
   readonly profile?: ProfileSummary | undefined;
+  /** Rendered in a block of its own (test/bench/contention.ts). */
+  readonly contention?: ContentionResult | undefined;
   readonly memory: Memory;
   readonly audits: readonly AuditResult[];
   readonly statuses: Record<string, Record<string, number>>;

@@ -22,9 +22,23 @@ const opts = parseOptions(argv);
 if (opts.render) {
   const { markdown, updateBenchmarksMd } = await import('./report.js');
   const results = JSON.parse(readFileSync(opts.render, 'utf8')) as Results;
-  updateBenchmarksMd('BENCHMARKS.md', markdown(results));
+  if (results.options.phases !== undefined && onlyContention(results.options.phases as string[]))
+    say('BENCHMARKS.md: a contention-only run leaves the main generated section alone');
+  else updateBenchmarksMd('BENCHMARKS.md', markdown(results));
+  if (results.contention) {
+    const { contentionMarkdown, updateContentionBlock } = await import('./contention.js');
+    updateContentionBlock(
+      'BENCHMARKS.md',
+      contentionMarkdown(results.contention, results.startedAt, results.command),
+    );
+  }
   say(`BENCHMARKS.md: generated section rewritten from ${opts.render}`);
   process.exit(0);
+}
+/** A run of the contention phase alone: it has no figures for the main generated section. */
+function onlyContention(phases: Iterable<string>): boolean {
+  const list = [...phases];
+  return list.length === 1 && list[0] === 'contention';
 }
 const command = commandLine(argv);
 const started = new Date();
@@ -83,6 +97,17 @@ async function main(): Promise<number> {
   let endpoint = opts.dynamodbEndpoint;
   let runtimeUrl = opts.runtimeUrl;
   let adminUrl = opts.adminUrl;
+  const serverEnv = (dynamodbEndpoint: string) => ({
+    DYNAMODB_ENDPOINT: dynamodbEndpoint,
+    TABLE_NAME: opts.table,
+    ADMIN_API_KEY: adminKey,
+    LOG_LEVEL: 'silent',
+    // The sweeper is a Lambda of its own in AWS; here it would add queries to the counts.
+    EXPIRY_SWEEP_INTERVAL_MS: '3600000',
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    // Only the contention phase's own server emulates contention, never this one.
+    EMULATE_CONTENTION: '',
+  });
   if (!runtimeUrl) {
     const { ensureTable, localClient, startDynamoDbLocal } = await import(
       '../../infra/local/dynamodb.js'
@@ -93,15 +118,7 @@ async function main(): Promise<number> {
     const client = localClient(endpoint);
     await ensureTable(client, opts.table);
     client.destroy();
-    server = await ServerProcess.start({
-      DYNAMODB_ENDPOINT: endpoint,
-      TABLE_NAME: opts.table,
-      ADMIN_API_KEY: adminKey,
-      LOG_LEVEL: 'silent',
-      // The sweeper is a Lambda of its own in AWS; here it would add queries to the counts.
-      EXPIRY_SWEEP_INTERVAL_MS: '3600000',
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-    });
+    server = await ServerProcess.start(serverEnv(endpoint));
     runtimeUrl = server.runtimeUrl;
     adminUrl = server.adminUrl;
     setup.push(
@@ -208,6 +225,25 @@ async function main(): Promise<number> {
     expiryPhase(bench),
   );
   const profile = await runPhase('profile', 'server CPU profile', () => profilePhase(bench));
+  const contention = await runPhase(
+    'contention',
+    'contention: DynamoDB’s conflicts and throttling emulated (simulator, then the service)',
+    async () => {
+      const { contentionPhase } = await import('./contention.js');
+      const { contentionSettingsFromText } = await import('../../infra/local/contention.js');
+      const emulation = contentionSettingsFromText(process.env.EMULATE_CONTENTION || '1') ?? {};
+      const dynamodbEndpoint = endpoint;
+      // A server of its own, on the same DynamoDB Local and table, with the emulator installed.
+      const startEmulated = dynamodbEndpoint
+        ? () =>
+            ServerProcess.start({
+              ...serverEnv(dynamodbEndpoint),
+              EMULATE_CONTENTION: process.env.EMULATE_CONTENTION || '1',
+            })
+        : undefined;
+      return contentionPhase(bench, emulation, startEmulated);
+    },
+  );
   say('\n== final check of every ledger of the run');
   const auditFrom = performance.now();
   await bench.finalCheck();
@@ -262,6 +298,7 @@ async function main(): Promise<number> {
     listing,
     expiry,
     profile,
+    contention,
     memory,
     audits: bench.audits,
     statuses,
@@ -281,13 +318,23 @@ async function main(): Promise<number> {
   );
   const file =
     opts.out ??
-    `bench/results/${started.toISOString().slice(0, 10)}${opts.quick ? '-quick' : ''}.json`;
+    `bench/results/${started.toISOString().slice(0, 10)}${opts.quick ? '-quick' : ''}${onlyContention(opts.phases) ? '-contention' : ''}.json`;
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   say(`results: ${file}`);
   if (opts.markdown) {
-    report.updateBenchmarksMd('BENCHMARKS.md', report.markdown(results));
-    say('BENCHMARKS.md: generated section updated');
+    if (!onlyContention(opts.phases)) {
+      report.updateBenchmarksMd('BENCHMARKS.md', report.markdown(results));
+      say('BENCHMARKS.md: generated section updated');
+    }
+    if (contention) {
+      const { contentionMarkdown, updateContentionBlock } = await import('./contention.js');
+      updateContentionBlock(
+        'BENCHMARKS.md',
+        contentionMarkdown(contention, results.startedAt, command),
+      );
+      say('BENCHMARKS.md: contention section updated');
+    }
   }
   say(`rerun: ${command}   (${results.durationSeconds} s)`);
   if (!ok) {
