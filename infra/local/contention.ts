@@ -224,6 +224,7 @@ export function describeWrite(
   let before: AttributeMap | undefined = known?.keys;
   let after: AttributeMap | undefined;
   let bytes: number;
+  const effects = kind === 'Update' ? updateEffects(action) : new Map<string, Effect>();
   if (kind === 'Put') {
     const putItem = action.Item ?? {};
     bytes = itemSize(putItem);
@@ -232,7 +233,7 @@ export function describeWrite(
     after = keyAttributesOf(putItem);
   } else if (kind === 'Update') {
     bytes = known?.bytes ?? ASSUMED_ITEM_BYTES;
-    after = updatedKeys(before ?? {}, action);
+    after = updatedKeys(before ?? {}, effects);
   } else {
     bytes = known?.bytes ?? ASSUMED_ITEM_BYTES;
     after = undefined;
@@ -253,9 +254,9 @@ export function describeWrite(
     if (before === undefined) {
       // An Update of an item never seen: its new entry is known only if the update sets the
       // index partition key (and does not remove the sort key).
-      if (kind === 'Update' && after && setsAttribute(action, index.partitionKey)) {
-        if (!removesAttribute(action, index.sortKey)) put({ ...key, ...after });
-      }
+      const setsPartition = typeof effects.get(index.partitionKey) === 'object';
+      if (after && setsPartition && effects.get(index.sortKey) !== 'REMOVE')
+        put({ ...key, ...after });
       continue;
     }
     const old = hasEntry(index, before) ? before : undefined;
@@ -302,11 +303,14 @@ function topLevelParts(text: string): string[] {
   return parts.filter((p) => p.length > 0);
 }
 
-/** Attribute name → what the update does to it: a value it SETs (undefined: computed), or REMOVE. */
-function updateEffects(action: WriteAction): Map<string, AttributeValue | 'REMOVE' | undefined> {
+/** What an Update does to an attribute: SET to a value, SET to something computed, or REMOVE. */
+type Effect = AttributeValue | 'COMPUTED' | 'REMOVE';
+
+/** Attribute name → its effect, for the SET and REMOVE clauses of an update expression. */
+function updateEffects(action: WriteAction): Map<string, Effect> {
   const names = action.ExpressionAttributeNames ?? {};
   const values = action.ExpressionAttributeValues ?? {};
-  const effects = new Map<string, AttributeValue | 'REMOVE' | undefined>();
+  const effects = new Map<string, Effect>();
   const nameOf = (token: string) => names[token.trim()] ?? token.trim();
   for (const [, verb, body] of (action.UpdateExpression ?? '').matchAll(UPDATE_CLAUSE)) {
     for (const part of topLevelParts(body ?? '')) {
@@ -314,26 +318,23 @@ function updateEffects(action: WriteAction): Map<string, AttributeValue | 'REMOV
       if (verb !== 'SET') continue;
       const at = part.indexOf('=');
       const rhs = part.slice(at + 1).trim();
-      effects.set(nameOf(part.slice(0, at)), /^:[\w]+$/.test(rhs) ? values[rhs] : undefined);
+      effects.set(nameOf(part.slice(0, at)), (/^:\w+$/.test(rhs) && values[rhs]) || 'COMPUTED');
     }
   }
   return effects;
 }
 
-const setsAttribute = (action: WriteAction, attribute: string) => {
-  const effect = updateEffects(action).get(attribute);
-  return effect !== undefined && effect !== 'REMOVE';
-};
-const removesAttribute = (action: WriteAction, attribute: string) =>
-  updateEffects(action).get(attribute) === 'REMOVE';
-
-/** The key attributes after an Update: its SETs of plain values and its REMOVEs applied. */
-function updatedKeys(before: AttributeMap, action: WriteAction): AttributeMap {
+/**
+ * The key attributes after an Update: its SETs of plain values and its REMOVEs applied. A key
+ * SET to a computed value (`if_not_exists`, arithmetic) is dropped: where its entry goes is
+ * unknown, so it is not counted.
+ */
+function updatedKeys(before: AttributeMap, effects: Map<string, Effect>): AttributeMap {
   const after: AttributeMap = { ...before };
-  for (const [attribute, effect] of updateEffects(action)) {
+  for (const [attribute, effect] of effects) {
     if (!KEY_ATTRIBUTES.has(attribute)) continue;
-    if (effect === 'REMOVE') delete after[attribute];
-    else if (effect !== undefined) after[attribute] = effect;
+    if (effect === 'REMOVE' || effect === 'COMPUTED') delete after[attribute];
+    else after[attribute] = effect;
   }
   return after;
 }
@@ -493,10 +494,11 @@ export class ContentionModel {
    * The transaction was cancelled downstream (a condition failed in DynamoDB Local): its items
    * are let go as a cancelled transaction's would be, a cancel hold after it was sent.
    */
-  cancelled(ticket: number, sentAt: number): void {
+  cancelled(ticket: number, writes: readonly ItemWrite[], sentAt: number): void {
     const until = sentAt + this.settings.cancelHold.sample(this.random);
-    for (const [item, hold] of this.holds) {
-      if (hold.ticket === ticket && hold.until > until) this.holds.set(item, { until, ticket });
+    for (const { item } of writes) {
+      const hold = this.holds.get(item);
+      if (hold?.ticket === ticket && hold.until > until) this.holds.set(item, { until, ticket });
     }
   }
 
@@ -516,11 +518,6 @@ export class ContentionModel {
     }
     this.consume(write, now);
     return 'ok';
-  }
-
-  /** Units the item or index key could take right now (tests and diagnostics). */
-  available(bucket: string): number {
-    return this.tokens(bucket, this.clock.now());
   }
 
   private isHeld(item: string, now: number): boolean {
@@ -604,7 +601,7 @@ export interface EmulatorOptions {
   readonly settings?: Partial<ContentionSettings> | undefined;
   readonly clock?: Clock | undefined;
   readonly random?: Random | undefined;
-  /** How the extra latency is waited for (tests pass one that resolves at once). */
+  /** How it waits (extra latency, an answer held until its holds end); tests move a clock. */
   readonly sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
@@ -659,7 +656,8 @@ export class ContentionEmulator {
   private async transaction<T>(items: TransactWriteItem[], forward: () => Promise<T>): Promise<T> {
     const sentAt = this.clock.now();
     const described = describeTransaction(items, this.memory);
-    const verdict = this.model.prepareTransaction(described.map((d) => d.write));
+    const writes = described.map((d) => d.write);
+    const verdict = this.model.prepareTransaction(writes);
     await this.delay();
     if (verdict.kind === 'cancelled') {
       await this.until(verdict.until);
@@ -671,7 +669,7 @@ export class ContentionEmulator {
       await this.until(verdict.until);
       return result;
     } catch (error) {
-      this.model.cancelled(verdict.ticket, sentAt);
+      this.model.cancelled(verdict.ticket, writes, sentAt);
       throw error;
     }
   }
