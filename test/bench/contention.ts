@@ -114,11 +114,11 @@ function simulatedRows(quick: boolean, settings: ContentionSettings): SimulatedR
           clients,
           warmupMs: 5_000,
           durationMs: seconds * 1000,
-          pair: tenantPairs('sim', scopes, POLICIES[policy].policies),
+          pair: tenantPairs('acme', scopes, POLICIES[policy].policies),
           settings,
           seed: SEED,
         });
-        const shape = reserveCommitPair('sim', scopes, 'cost', POLICIES[policy].policies);
+        const shape = reserveCommitPair('acme', scopes, 'cost', POLICIES[policy].policies);
         const of = (op: string) =>
           ratio(r.byOperation[op]?.failed ?? 0, r.byOperation[op]?.requests ?? 0);
         const row: SimulatedRow = {
@@ -153,7 +153,7 @@ function simulatedRows(quick: boolean, settings: ContentionSettings): SimulatedR
 const pct = (x: number) => `${Math.round(x * 100)}%`;
 
 /**
- * Closed-loop reserve → commit pairs. A refused reserve (any non-2xx) ends its pair. Through
+ * Closed-loop reserve → commit pairs; a refused request (any non-2xx) ends its pair. Through
  * the emulated server 5xx are what contention produces and are counted, not failures; anything
  * else unexpected (4xx, 5xx without the emulator, a broken socket) fails the run.
  */
@@ -172,7 +172,7 @@ async function pairLoad(
   const latencies: number[] = [];
   const windowStart = performance.now() + warmupMs;
   const windowEnd = windowStart + durationMs;
-  const counted = (t: number) => t >= windowStart && t < windowEnd;
+  const counted = (at: number) => at >= windowStart && at < windowEnd;
   const answer = async (what: string, path: string, body: unknown) => {
     const reply = await target.send('POST', path, t.headers, body);
     if (counted(performance.now()))
@@ -381,7 +381,7 @@ export function contentionMarkdown(
         `${r.scopes} (${r.items}, ${r.writeUnits})`,
         r.clients.toLocaleString('en-US'),
         r.pairsPerSecond.toFixed(1),
-        r.attemptsPerSecond.toFixed(0),
+        r.attemptsPerSecond.toLocaleString('en-US', { maximumFractionDigits: 0 }),
         pct1(r.conflictRate),
         pct1(r.throttleRate),
         `${pct1(r.failureRate)} (${pct1(r.reserveFailureRate)} / ${pct1(r.commitFailureRate)})`,
