@@ -28,8 +28,11 @@ export interface Shard {
   readonly gated: boolean;
 }
 
-/** Shards per budget at most: an exact write touches all of them in one transaction (≤ 100 items). */
-export const MAX_SHARDS = 32;
+/**
+ * Shards per budget at most. An exact write touches every shard of a budget in one transaction
+ * of at most 100 items; six sharded levels × 16 + the reservation + its record = 98.
+ */
+export const MAX_SHARDS = 16;
 
 /** The budget a set of shards makes up. */
 export function mergeShards(

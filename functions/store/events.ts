@@ -6,8 +6,9 @@ import type { Subject } from '../domain/scopes.js';
 import { type StoredOutcome, storedOutcomeAttributes } from './idempotency.js';
 import { keys } from './keys.js';
 import { ledgerUpdate } from './ledgers.js';
+import { type Layouts, NO_LAYOUTS, placeChanges, seedOf } from './shards.js';
 import { putIfAbsent, type TransactItem } from './transact.js';
-import { transactWrite, type WriteOutcome } from './write.js';
+import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 export interface NewEvent {
   readonly eventId: string;
@@ -23,12 +24,15 @@ export interface NewEvent {
   readonly clientTimeMs?: number | undefined;
   readonly charges: readonly LedgerChange[];
   readonly outcome: StoredOutcome;
+  /** The sharded budgets among the scopes, as read (store/shards.ts). */
+  readonly layouts?: Layouts | undefined;
 }
 
 /** The debit on every scope and the event record (its own idempotency record): scopes + 1 items. */
-export function eventTransaction(e: NewEvent): TransactItem[] {
-  return [
-    ...e.charges.map(ledgerUpdate),
+export function eventTransaction(e: NewEvent): GuardedTransaction {
+  const placed = placeChanges(e.charges, e.layouts ?? NO_LAYOUTS, seedOf(e.eventId), ledgerUpdate);
+  const items: TransactItem[] = [
+    ...placed.items,
     putIfAbsent({
       ...keys.event(e.eventId),
       type: 'event',
@@ -48,12 +52,9 @@ export function eventTransaction(e: NewEvent): TransactItem[] {
       ...storedOutcomeAttributes(e.outcome),
     }),
   ];
+  return { items, layout: { recordAt: placed.items.length, proofs: placed.proofs } };
 }
 
 export function insertEvent(e: NewEvent): Promise<WriteOutcome> {
-  return transactWrite(eventTransaction(e), {
-    recordAt: e.charges.length,
-    ledgersFrom: 0,
-    ledgerCount: e.charges.length,
-  });
+  return transactWrite(eventTransaction(e));
 }

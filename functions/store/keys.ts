@@ -11,6 +11,11 @@ export const keys = {
   tenant: (tenant: string) => ({ pk: `TENANT#${tenant}`, sk: SK }),
   apiKey: (secretHash: string) => ({ pk: `APIKEY#${secretHash}`, sk: SK }),
   ledger: (scope: string, unit: Unit) => ({ pk: `LEDGER#${scope}#${unit}`, sk: SK }),
+  /** Escrow shard k ≥ 1 of a sharded budget (shard 0 is the ledger item): its own partition. */
+  ledgerShard: (scope: string, unit: Unit, k: number) => ({
+    pk: `LEDGER#${scope}#${unit}#${k}`,
+    sk: SK,
+  }),
   /** One entry per segment of a ledger's path, so a balance filter is one Query. */
   ledgerIndex: (tenant: string, segment: string, scope: string, unit: Unit) => ({
     pk: ledgerIndexPartition(tenant, segment),

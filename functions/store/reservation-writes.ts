@@ -12,13 +12,16 @@ import {
 } from './idempotency.js';
 import { dueShard, dueSortKey, keys, listPartitions, listSortKey } from './keys.js';
 import { ledgerUpdate } from './ledgers.js';
+import { type Layouts, NO_LAYOUTS, placeChanges, seedOf } from './shards.js';
 import { type Item, putIfAbsent, type TransactItem, transact } from './transact.js';
-import { transactWrite, type WriteOutcome } from './write.js';
+import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 export interface NewReservation {
   readonly reservation: Reservation;
   readonly holds: readonly LedgerChange[];
   readonly outcome: StoredOutcome;
+  /** The sharded budgets among the scopes, as read (store/shards.ts). */
+  readonly layouts?: Layouts | undefined;
 }
 
 /** The listing index keys: one per filter GET /v1/reservations can pick an index by. */
@@ -36,11 +39,21 @@ function listAttributes(r: Reservation): Item {
   return attributes;
 }
 
-/** Holds on every scope, then the reservation record (its own idempotency record): scopes + 1 items. */
-export function reserveTransaction(n: NewReservation): TransactItem[] {
+/**
+ * Holds on every scope (one item each, or a sharded budget's shards), then the reservation
+ * record, which is its own idempotency record and remembers the shard of each hold.
+ */
+export function reserveTransaction(n: NewReservation): GuardedTransaction {
   const r = n.reservation;
-  return [
-    ...n.holds.map(ledgerUpdate),
+  const placed = placeChanges(
+    n.holds,
+    n.layouts ?? NO_LAYOUTS,
+    seedOf(r.reservationId),
+    ledgerUpdate,
+  );
+  const recordAt = placed.items.length;
+  const items = [
+    ...placed.items,
     // Keyed by a hash of (tenant, idempotency key): a replay fails here instead of reserving twice.
     putIfAbsent({
       ...keys.reservation(r.reservationId),
@@ -60,6 +73,7 @@ export function reserveTransaction(n: NewReservation): TransactItem[] {
       scope_path: r.scopePath,
       scopes: r.affectedScopes,
       overage_policy: r.overagePolicy,
+      ...(placed.shards.some((k) => k !== 0) && { hold_shards: placed.shards }),
       // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
       ...(r.metadata !== undefined && { metadata_json: exactJson(r.metadata) }),
       ...storedOutcomeAttributes(n.outcome),
@@ -68,14 +82,11 @@ export function reserveTransaction(n: NewReservation): TransactItem[] {
       due_sk: dueSortKey(settleDeadline(r), r.tenant, r.reservationId),
     }),
   ];
+  return { items, layout: { recordAt, proofs: placed.proofs } };
 }
 
 export function insertReservation(n: NewReservation): Promise<WriteOutcome> {
-  return transactWrite(reserveTransaction(n), {
-    recordAt: n.holds.length,
-    ledgersFrom: 0,
-    ledgerCount: n.holds.length,
-  });
+  return transactWrite(reserveTransaction(n));
 }
 
 export interface Settlement {
@@ -90,19 +101,31 @@ export interface Settlement {
   readonly idempotency?:
     | { readonly scope: IdempotencyScope; readonly outcome: StoredOutcome }
     | undefined;
+  /** The sharded budgets among the scopes, as read (store/shards.ts). */
+  readonly layouts?: Layouts | undefined;
 }
 
 /**
  * Commit or release: one transaction conditioned on the reservation still being ACTIVE
  * and before its deadline (an expiry: after it), so whichever settles first wins.
  */
-export function settleTransaction(s: Settlement): TransactItem[] {
+export function settleTransaction(s: Settlement): GuardedTransaction {
+  const placed = placeChanges(
+    s.changes,
+    s.layouts ?? NO_LAYOUTS,
+    seedOf(s.reservation.reservationId),
+    ledgerUpdate,
+  );
   const items: TransactItem[] = [
     settleUpdate(s.reservation, s.to, s.now, s.committed, s.detail),
-    ...s.changes.map(ledgerUpdate),
+    ...placed.items,
   ];
-  if (s.idempotency) items.push(idempotencyPut(s.idempotency.scope, s.idempotency.outcome, s.now));
-  return items;
+  let recordAt: number | undefined;
+  if (s.idempotency) {
+    recordAt = items.length;
+    items.push(idempotencyPut(s.idempotency.scope, s.idempotency.outcome, s.now));
+  }
+  return { items, layout: { recordAt, proofs: [undefined, ...placed.proofs] } };
 }
 
 /** The reservation's own update of a settle: conditioned on ACTIVE, the tenant and the deadline. */
@@ -157,7 +180,8 @@ export function expiryBatchTransaction(
 ): TransactItem[] {
   return [
     ...reservations.map((r) => settleUpdate(r, 'EXPIRED', now)),
-    ...changes.map(ledgerUpdate),
+    // Unguarded returns, each pinned to the shard its holds are on: no ledger needs reading.
+    ...placeChanges(changes, NO_LAYOUTS, 0, ledgerUpdate).items,
   ];
 }
 
@@ -177,15 +201,7 @@ export async function expireReservations(
 
 /** `stale` also when the reservation is no longer ACTIVE-and-settleable: read it again. */
 export function settleReservation(s: Settlement): Promise<WriteOutcome> {
-  return transactWrite(
-    settleTransaction(s),
-    {
-      recordAt: s.idempotency ? 1 + s.changes.length : undefined,
-      ledgersFrom: 1,
-      ledgerCount: s.changes.length,
-    },
-    'settle',
-  );
+  return transactWrite(settleTransaction(s), 'settle');
 }
 
 export interface Extension {
@@ -197,10 +213,10 @@ export interface Extension {
 }
 
 /** Moves expiry (and the sweeper's due key) forward; conditioned on the expiry that was read. */
-export function extensionTransaction(e: Extension): TransactItem[] {
+export function extensionTransaction(e: Extension): GuardedTransaction {
   const r = e.reservation;
   const newDeadline = e.newExpiresAtMs + r.gracePeriodMs;
-  return [
+  const items: TransactItem[] = [
     {
       Update: {
         TableName: tableName(),
@@ -231,12 +247,9 @@ export function extensionTransaction(e: Extension): TransactItem[] {
     },
     idempotencyPut(e.idempotency.scope, e.idempotency.outcome, e.now),
   ];
+  return { items, layout: { recordAt: 1, proofs: [] } };
 }
 
 export function moveReservationExpiry(e: Extension): Promise<WriteOutcome> {
-  return transactWrite(
-    extensionTransaction(e),
-    { recordAt: 1, ledgersFrom: 1, ledgerCount: 0 },
-    'settle',
-  );
+  return transactWrite(extensionTransaction(e), 'settle');
 }

@@ -38,7 +38,7 @@ const outcome = { fingerprint: 'f', result: {} };
 
 describe('reserveTransaction', () => {
   it('is one conditional hold per scope plus the reservation record: scopes + 1 items', () => {
-    const items = reserveTransaction({
+    const { items } = reserveTransaction({
       reservation,
       holds: scopes.map((s) => holdChange(s, 'TOKENS', 10)),
       outcome,
@@ -62,7 +62,7 @@ describe('reserveTransaction', () => {
 
 describe('settleTransaction', () => {
   it('conditions a commit on ACTIVE, the tenant and the deadline not yet passed: scopes + 2 items', () => {
-    const items = settleTransaction({
+    const { items } = settleTransaction({
       reservation,
       to: 'COMMITTED',
       now: 2_000,
@@ -107,7 +107,7 @@ describe('ledgerUpdate', () => {
 
 describe('eventTransaction', () => {
   it('is one debit per scope plus the event record: scopes + 1 items', () => {
-    const items = eventTransaction({
+    const { items } = eventTransaction({
       eventId: 'evt_1',
       tenant: 't',
       createdAtMs: 1_000,
@@ -134,7 +134,7 @@ describe('eventTransaction', () => {
 
 describe('extensionTransaction', () => {
   it('moves expiry, deadline and due key, conditioned on the expiry that was read', () => {
-    const items = extensionTransaction({
+    const { items } = extensionTransaction({
       reservation,
       newExpiresAtMs: 71_000,
       now: 2_000,
@@ -243,7 +243,7 @@ describe('classifyCancellation', () => {
     overdraft_limit: 0,
     remaining: 2,
   };
-  const layout = { recordAt: 2, ledgersFrom: 0, ledgerCount: 2 };
+  const layout = { recordAt: 2, proofs: [0, 1] };
 
   it('reads a failed record condition as a duplicate carrying the stored outcome', () => {
     const reasons = [
@@ -279,7 +279,16 @@ describe('classifyCancellation', () => {
   it('reads a failed reservation condition (before the ledgers) as stale with no ledger evidence', () => {
     const reasons = [{ code: 'ConditionalCheckFailed' }, { code: 'None' }, { code: 'None' }];
 
-    expect(classifyCancellation(reasons, { recordAt: 2, ledgersFrom: 1, ledgerCount: 1 })).toEqual({
+    expect(classifyCancellation(reasons, { recordAt: 2, proofs: [undefined, 0] })).toEqual({
+      kind: 'stale',
+      refused: [],
+    });
+  });
+
+  it('reads a failed shard condition as stale with no evidence: a shard proves nothing of its budget', () => {
+    const reasons = [{ code: 'ConditionalCheckFailed', item: ledgerItem }, { code: 'None' }];
+
+    expect(classifyCancellation(reasons, { recordAt: 1, proofs: [undefined] })).toEqual({
       kind: 'stale',
       refused: [],
     });
