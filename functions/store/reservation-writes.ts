@@ -10,7 +10,7 @@ import {
   type StoredOutcome,
   storedOutcomeAttributes,
 } from './idempotency.js';
-import { dueShard, dueSortKey, keys, listPartitions, listSortKey } from './keys.js';
+import { dueShard, dueSortKey, keys, listPartitions, listSortKey, listSpreadOf } from './keys.js';
 import { ledgerUpdate } from './ledgers.js';
 import { type Layouts, NO_LAYOUTS, placeChanges, seedOf } from './shards.js';
 import { type Item, putIfAbsent, type TransactItem, transact } from './transact.js';
@@ -26,15 +26,16 @@ export interface NewReservation {
 
 /** The listing index keys: one per filter GET /v1/reservations can pick an index by. */
 function listAttributes(r: Reservation): Item {
+  const spread = listSpreadOf(r.reservationId);
   const attributes: Item = {
-    tenant_pk: listPartitions.tenant(r.tenant),
-    status_pk: listPartitions.status(r.tenant, r.status),
+    tenant_pk: listPartitions.tenant(r.tenant, spread),
+    status_pk: listPartitions.status(r.tenant, r.status, spread),
     list_sk: listSortKey(r.createdAtMs, r.reservationId),
   };
   for (const level of LEVELS.slice(1)) {
     const value = r.subject[level];
     if (value !== undefined)
-      attributes[`${level}_pk`] = listPartitions.level(r.tenant, level, value);
+      attributes[`${level}_pk`] = listPartitions.level(r.tenant, level, value, spread);
   }
   return attributes;
 }
@@ -156,7 +157,8 @@ function settleUpdate(
       },
       ExpressionAttributeValues: {
         ':to': to,
-        ':status_pk': listPartitions.status(r.tenant, to),
+        // Listings read every spread, so an item listed before spreads existed may move to one.
+        ':status_pk': listPartitions.status(r.tenant, to, listSpreadOf(r.reservationId)),
         ':now': now,
         ':active': 'ACTIVE',
         ':tenant': r.tenant,

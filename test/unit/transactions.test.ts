@@ -60,6 +60,30 @@ describe('reserveTransaction', () => {
   });
 });
 
+describe('listing spread', () => {
+  it('lists each reservation under one spread of every listing key, and a settle keeps it there', () => {
+    const spreads = new Set<string>();
+    for (let i = 0; i < 40; i++) {
+      const r = { ...reservation, reservationId: `rsv_${i}` };
+      const put = reserveTransaction({ reservation: r, holds: [], outcome }).items[0]?.Put?.Item;
+      const suffix = /(~\d)?$/.exec(String(put?.tenant_pk))?.[0] ?? '';
+      spreads.add(suffix);
+      expect(put).toMatchObject({
+        tenant_pk: `T#t${suffix}`,
+        status_pk: `T#t#ACTIVE${suffix}`,
+        workspace_pk: `T#t#workspace#w${suffix}`,
+        agent_pk: `T#t#agent#a${suffix}`,
+      });
+      const settle = settleTransaction({ reservation: r, to: 'RELEASED', now: 2_000, changes: [] });
+      expect(settle.items[0]?.Update?.ExpressionAttributeValues?.[':status_pk']).toBe(
+        `T#t#RELEASED${suffix}`,
+      );
+    }
+    // Spread 0 has no suffix: the key every reservation had before listings were spread.
+    expect([...spreads].sort()).toEqual(['', '~1', '~2', '~3']);
+  });
+});
+
 describe('settleTransaction', () => {
   it('conditions a commit on ACTIVE, the tenant and the deadline not yet passed: scopes + 2 items', () => {
     const { items } = settleTransaction({
