@@ -54,12 +54,12 @@ export const releaseChanges = (r: Reservation): LedgerChange[] =>
     r.affectedScopes.map((s) => releaseChange(s, r.reserved.unit, r.reserved.amount)),
   );
 
-/** Changes in scope order, each pinned to the shard its scope's hold was taken on. */
+/**
+ * Changes in scope order, each pinned to the shard its scope's hold was taken on: always, since
+ * a settlement must land where its hold is (shard 0 when the reservation names none).
+ */
 export const pinToHolds = (r: Reservation, changes: readonly LedgerChange[]): LedgerChange[] =>
-  changes.map((c, i) => {
-    const shard = r.holdShards?.[i];
-    return shard ? { ...c, shard } : c;
-  });
+  changes.map((c, i) => ({ ...c, shard: r.holdShards?.[i] ?? 0 }));
 
 /**
  * The sweeper's transition (SPEC: ACTIVE, TTL plus grace elapsed → EXPIRED): the ledger changes

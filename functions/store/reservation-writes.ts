@@ -7,8 +7,8 @@ import { tableName } from './client.js';
 import {
   type IdempotencyScope,
   idempotencyPut,
+  outcomeAttributesOf,
   type StoredOutcome,
-  storedOutcomeAttributes,
 } from './idempotency.js';
 import { dueShard, dueSortKey, keys, listPartitions, listSortKey, listSpreadOf } from './keys.js';
 import { ledgerUpdate } from './ledgers.js';
@@ -53,35 +53,37 @@ export function reserveTransaction(n: NewReservation): GuardedTransaction {
     ledgerUpdate,
   );
   const recordAt = placed.items.length;
+  const record: Item = {
+    ...keys.reservation(r.reservationId),
+    type: 'reservation',
+    reservation_id: r.reservationId,
+    tenant: r.tenant,
+    status: r.status,
+    idempotency_key: r.idempotencyKey,
+    subject: r.subject,
+    action: r.action,
+    unit: r.reserved.unit,
+    estimate: r.reserved.amount,
+    created_at_ms: r.createdAtMs,
+    expires_at_ms: r.expiresAtMs,
+    // The first expiry stays derivable after extends move expires_at_ms (the replay needs it).
+    ttl_ms: r.expiresAtMs - r.createdAtMs,
+    grace_period_ms: r.gracePeriodMs,
+    deadline_ms: settleDeadline(r),
+    scope_path: r.scopePath,
+    scopes: r.affectedScopes,
+    overage_policy: r.overagePolicy,
+    ...(placed.shards.some((k) => k !== 0) && { hold_shards: placed.shards }),
+    // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
+    ...(r.metadata !== undefined && { metadata_json: exactJson(r.metadata) }),
+    ...listAttributes(r),
+    due_pk: dueShard(r.reservationId),
+    due_sk: dueSortKey(settleDeadline(r), r.tenant, r.reservationId),
+  };
+  // Keyed by a hash of (tenant, idempotency key): a replay fails here instead of reserving twice.
   const items = [
     ...placed.items,
-    // Keyed by a hash of (tenant, idempotency key): a replay fails here instead of reserving twice.
-    putIfAbsent({
-      ...keys.reservation(r.reservationId),
-      type: 'reservation',
-      reservation_id: r.reservationId,
-      tenant: r.tenant,
-      status: r.status,
-      idempotency_key: r.idempotencyKey,
-      subject: r.subject,
-      action: r.action,
-      unit: r.reserved.unit,
-      estimate: r.reserved.amount,
-      created_at_ms: r.createdAtMs,
-      expires_at_ms: r.expiresAtMs,
-      grace_period_ms: r.gracePeriodMs,
-      deadline_ms: settleDeadline(r),
-      scope_path: r.scopePath,
-      scopes: r.affectedScopes,
-      overage_policy: r.overagePolicy,
-      ...(placed.shards.some((k) => k !== 0) && { hold_shards: placed.shards }),
-      // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
-      ...(r.metadata !== undefined && { metadata_json: exactJson(r.metadata) }),
-      ...storedOutcomeAttributes(n.outcome),
-      ...listAttributes(r),
-      due_pk: dueShard(r.reservationId),
-      due_sk: dueSortKey(settleDeadline(r), r.tenant, r.reservationId),
-    }),
+    putIfAbsent({ ...record, ...outcomeAttributesOf(record, n.outcome) }),
   ];
   return { items, layout: { recordAt, proofs: placed.proofs } };
 }

@@ -24,6 +24,7 @@ import {
   releaseChange,
   scopeRefusal,
 } from '../../functions/domain/ledger.js';
+import { type Reservation, releaseChanges } from '../../functions/domain/reservation.js';
 import { eventPolicy } from '../../functions/domain/settlement.js';
 
 // The escrow algorithm against one model: the same random sequence of reserve, commit,
@@ -331,5 +332,30 @@ describe('routeChange', () => {
     expect(routeChange({ guard: { kind: 'snapshot', values: {} } }, shards, 1, 0).path).toBe(
       'exact',
     );
+  });
+});
+
+describe('pinToHolds', () => {
+  const r = {
+    reservationId: 'rsv_1',
+    tenant: 't',
+    status: 'ACTIVE',
+    idempotencyKey: 'k',
+    subject: {},
+    action: { kind: 'llm', name: 'm' },
+    reserved: { unit: 'TOKENS', amount: 10 },
+    createdAtMs: 0,
+    expiresAtMs: 1,
+    gracePeriodMs: 0,
+    scopePath: 'tenant:t/workspace:w',
+    affectedScopes: ['tenant:t', 'tenant:t/workspace:w'],
+    overagePolicy: 'REJECT',
+  } satisfies Reservation;
+
+  it('pins every settlement to its hold’s shard, shard 0 included and when none is recorded', () => {
+    expect(releaseChanges({ ...r, holdShards: [3, 0] }).map((c) => c.shard)).toEqual([3, 0]);
+    // A reservation whose holds all landed on shard 0 records none: its settlements go to 0,
+    // never to a shard picked afresh (that would move reserved between shards).
+    expect(releaseChanges(r).map((c) => c.shard)).toEqual([0, 0]);
   });
 });

@@ -60,6 +60,54 @@ describe('reserveTransaction', () => {
   });
 });
 
+describe('compact stored results', () => {
+  const balances = scopes.map((scope, i) => ({
+    scope,
+    unit: 'TOKENS' as const,
+    allocated: 1_000 * (i + 1),
+    spent: 0,
+    reserved: 10,
+    debt: 0,
+    overdraftLimit: 0,
+    remaining: 1_000 * (i + 1) - 10,
+  }));
+  const reserved = {
+    kind: 'reserved',
+    affectedScopes: scopes,
+    scopePath: scopes[2],
+    reserved: { unit: 'TOKENS', amount: 10 },
+    reservationId: 'rsv_1',
+    expiresAtMs: 61_000,
+    balances,
+  };
+
+  it('stores a reservation’s balances compactly and replays exactly the result it was given', () => {
+    const { items } = reserveTransaction({
+      reservation,
+      holds: [],
+      outcome: { fingerprint: 'f', result: reserved },
+    });
+    const item = items[0]?.Put?.Item ?? {};
+
+    expect(item.result).toBeUndefined();
+    expect(JSON.stringify(item).length).toBeLessThan(1_000);
+    expect(storedOutcomeOf(item)).toEqual({ fingerprint: 'f', result: reserved });
+  });
+
+  it('stores the whole result when the item could not rebuild it', () => {
+    const odd = { ...reserved, expiresAtMs: 99 };
+    const { items } = reserveTransaction({
+      reservation,
+      holds: [],
+      outcome: { fingerprint: 'f', result: odd },
+    });
+    const item = items[0]?.Put?.Item ?? {};
+
+    expect(item.balances_compact).toBeUndefined();
+    expect(storedOutcomeOf(item)).toEqual({ fingerprint: 'f', result: odd });
+  });
+});
+
 describe('listing spread', () => {
   it('lists each reservation under one spread of every listing key, and a settle keeps it there', () => {
     const spreads = new Set<string>();
