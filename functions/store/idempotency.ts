@@ -161,3 +161,63 @@ function rebuiltResult(item: Item, compact: string): unknown {
     balances,
   };
 }
+
+/**
+ * Commit and release finalize a reservation once, so their outcome lives on the reservation
+ * item itself (SPEC's key scope is the endpoint, and each reservation has its own commit and
+ * release endpoint): one item less per settlement (docs/idempotency.md). `settle_op` and
+ * `settle_key` say which request it answers.
+ */
+export function settledOutcomeAttributes(
+  r: { readonly scopes: readonly string[]; readonly unit: Unit; readonly estimate: number },
+  committed: number | undefined,
+  operation: string,
+  key: string,
+  o: StoredOutcome,
+): Item {
+  const balances = (o.result as { balances?: unknown } | undefined)?.balances;
+  const base = { settle_op: operation, settle_key: key, settle_fingerprint: o.fingerprint };
+  if (Array.isArray(balances)) {
+    const compact = compactBalances(balances as Ledger[], r.scopes);
+    const item = { ...r, scopes: [...r.scopes], committed, settle_op: operation };
+    if (
+      compact !== undefined &&
+      canonicalJson(settledResult(item, compact)) ===
+        canonicalJson(JSON.parse(JSON.stringify(o.result)))
+    ) {
+      return { ...base, settle_balances: compact };
+    }
+  }
+  return { ...base, settle_result: JSON.stringify(o.result) };
+}
+
+/** The outcome a reservation item records for this commit or release request, if it does. */
+export function settledOutcomeOf(
+  item: Item | undefined,
+  operation: string,
+  key: string,
+): StoredOutcome | undefined {
+  if (!item || item.settle_op !== operation || item.settle_key !== key) return undefined;
+  const fingerprint = String(item.settle_fingerprint);
+  if (typeof item.settle_balances === 'string')
+    return { fingerprint, result: settledResult(item, item.settle_balances) };
+  if (typeof item.settle_result === 'string')
+    return { fingerprint, result: JSON.parse(item.settle_result) };
+  return undefined;
+}
+
+/** `Committed` or `Released`, exactly as the use case returned it, from the item. */
+function settledResult(item: Item, compact: string): unknown {
+  const unit = item.unit as Unit;
+  const estimate = Number(item.estimate);
+  const balances = balancesOfCompact(compact, item.scopes as string[], unit);
+  if (item.settle_op === 'release')
+    return { status: 'RELEASED', released: { unit, amount: estimate }, balances };
+  const charged = Number(item.committed);
+  return {
+    status: 'COMMITTED',
+    charged: { unit, amount: charged },
+    released: { unit, amount: Math.max(0, estimate - charged) },
+    balances,
+  };
+}

@@ -9,6 +9,7 @@ import {
   idempotencyPut,
   outcomeAttributesOf,
   type StoredOutcome,
+  settledOutcomeAttributes,
 } from './idempotency.js';
 import { dueShard, dueSortKey, keys, listPartitions, listSortKey, listSpreadOf } from './keys.js';
 import { ledgerUpdate } from './ledgers.js';
@@ -119,16 +120,23 @@ export function settleTransaction(s: Settlement): GuardedTransaction {
     seedOf(s.reservation.reservationId),
     ledgerUpdate,
   );
+  const r = s.reservation;
+  const outcome = s.idempotency
+    ? settledOutcomeAttributes(
+        { scopes: r.affectedScopes, unit: r.reserved.unit, estimate: r.reserved.amount },
+        s.committed?.amount,
+        s.idempotency.scope.operation,
+        s.idempotency.scope.key,
+        s.idempotency.outcome,
+      )
+    : undefined;
   const items: TransactItem[] = [
-    settleUpdate(s.reservation, s.to, s.now, s.committed, s.detail),
+    settleUpdate(r, s.to, s.now, s.committed, s.detail, outcome),
     ...placed.items,
   ];
-  let recordAt: number | undefined;
-  if (s.idempotency) {
-    recordAt = items.length;
-    items.push(idempotencyPut(s.idempotency.scope, s.idempotency.outcome, s.now));
-  }
-  return { items, layout: { recordAt, proofs: [undefined, ...placed.proofs] } };
+  // No record item: a concurrent duplicate fails the reservation's condition, and the read
+  // that follows finds its outcome on the reservation (store/snapshot.ts).
+  return { items, layout: { proofs: [undefined, ...placed.proofs] } };
 }
 
 /** The reservation's own update of a settle: conditioned on ACTIVE, the tenant and the deadline. */
@@ -138,13 +146,15 @@ function settleUpdate(
   now: number,
   committed?: Amount,
   detail?: Record<string, unknown>,
+  outcome?: Item,
 ): TransactItem {
   const beforeDeadline = to !== 'EXPIRED';
+  const outcomeNames = Object.keys(outcome ?? {});
   return {
     Update: {
       TableName: tableName(),
       Key: keys.reservation(r.reservationId),
-      UpdateExpression: `SET #status = :to, #status_pk = :status_pk, #finalized = :now${committed ? ', #committed = :committed' : ''}${detail ? ', #detail = :detail' : ''} REMOVE #due_pk, #due_sk`,
+      UpdateExpression: `SET #status = :to, #status_pk = :status_pk, #finalized = :now${committed ? ', #committed = :committed' : ''}${detail ? ', #detail = :detail' : ''}${outcomeNames.map((n) => `, #${n} = :${n}`).join('')} REMOVE #due_pk, #due_sk`,
       ConditionExpression: `#status = :active AND #tenant = :tenant AND #deadline ${beforeDeadline ? '>' : '<='} :now`,
       ExpressionAttributeNames: {
         '#status': 'status',
@@ -156,6 +166,7 @@ function settleUpdate(
         '#due_sk': 'due_sk',
         ...(committed && { '#committed': 'committed' }),
         ...(detail && { '#detail': `${to.toLowerCase()}_detail_json` }),
+        ...Object.fromEntries(outcomeNames.map((n) => [`#${n}`, n])),
       },
       ExpressionAttributeValues: {
         ':to': to,
@@ -166,6 +177,7 @@ function settleUpdate(
         ':tenant': r.tenant,
         ...(committed && { ':committed': committed.amount }),
         ...(detail && { ':detail': exactJson(detail) }),
+        ...Object.fromEntries(outcomeNames.map((n) => [`:${n}`, outcome?.[n]])),
       },
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     },

@@ -5,6 +5,7 @@ import {
   type IdempotencyScope,
   idempotencyKey,
   type StoredOutcome,
+  settledOutcomeOf,
   storedOutcomeOf,
 } from './idempotency.js';
 import { isReservationItem, reservationOf } from './items.js';
@@ -62,7 +63,11 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
       ? items.get(keys.event(r.eventId).pk)
       : reservationItem;
   return {
-    replay: storedOutcomeOf(recordItem),
+    // Commit and release outcomes live on the reservation; records of 0.2 and before apart.
+    replay:
+      storedOutcomeOf(recordItem) ??
+      (r.idempotency &&
+        settledOutcomeOf(reservationItem, r.idempotency.operation, r.idempotency.key)),
     reservation: isReservationItem(reservationItem) ? reservationOf(reservationItem) : undefined,
     ledgers,
     layouts,

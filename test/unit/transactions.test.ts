@@ -5,6 +5,7 @@ import { newApiKeyTransaction } from '../../functions/store/api-keys.js';
 import { eventTransaction } from '../../functions/store/events.js';
 import {
   idempotencyPut,
+  settledOutcomeOf,
   storedOutcomeOf,
   UNRENDERABLE,
 } from '../../functions/store/idempotency.js';
@@ -133,7 +134,7 @@ describe('listing spread', () => {
 });
 
 describe('settleTransaction', () => {
-  it('conditions a commit on ACTIVE, the tenant and the deadline not yet passed: scopes + 2 items', () => {
+  it('conditions a commit on ACTIVE, the tenant and the deadline not yet passed: scopes + 1 items', () => {
     const { items } = settleTransaction({
       reservation,
       to: 'COMMITTED',
@@ -143,12 +144,63 @@ describe('settleTransaction', () => {
       idempotency: { scope: { tenant: 't', operation: 'commit', key: 'c' }, outcome },
     });
 
-    expect(items).toHaveLength(scopes.length + 2);
+    expect(items).toHaveLength(scopes.length + 1);
     expect(items[0]?.Update?.ConditionExpression).toBe(
       '#status = :active AND #tenant = :tenant AND #deadline > :now',
     );
     expect(items[0]?.Update?.UpdateExpression).toContain('REMOVE #due_pk, #due_sk');
-    expect(items[4]?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
+    // The outcome rides on the reservation: no idempotency record of its own.
+    expect(items[0]?.Update?.ExpressionAttributeValues).toMatchObject({
+      ':settle_op': 'commit',
+      ':settle_key': 'c',
+      ':settle_fingerprint': 'f',
+    });
+  });
+
+  it('stores a commit’s balances compactly on the reservation and replays exactly its result', () => {
+    const committed = {
+      status: 'COMMITTED',
+      charged: { unit: 'TOKENS', amount: 7 },
+      released: { unit: 'TOKENS', amount: 3 },
+      balances: scopes.map((scope) => ({
+        scope,
+        unit: 'TOKENS',
+        allocated: 100,
+        spent: 7,
+        reserved: 0,
+        debt: 0,
+        overdraftLimit: 0,
+        remaining: 93,
+      })),
+    };
+    const { items } = settleTransaction({
+      reservation,
+      to: 'COMMITTED',
+      now: 2_000,
+      changes: [],
+      committed: { unit: 'TOKENS', amount: 7 },
+      idempotency: {
+        scope: { tenant: 't', operation: 'commit', key: 'c' },
+        outcome: { fingerprint: 'f', result: committed },
+      },
+    });
+    const values = items[0]?.Update?.ExpressionAttributeValues ?? {};
+    const item: Record<string, unknown> = {
+      scopes,
+      unit: 'TOKENS',
+      estimate: 10,
+      committed: 7,
+      ...Object.fromEntries(
+        Object.entries(values)
+          .filter(([k]) => k.startsWith(':settle_'))
+          .map(([k, v]) => [k.slice(1), v]),
+      ),
+    };
+
+    expect(item.settle_result).toBeUndefined();
+    expect(settledOutcomeOf(item, 'commit', 'c')).toEqual({ fingerprint: 'f', result: committed });
+    expect(settledOutcomeOf(item, 'commit', 'other')).toBeUndefined();
+    expect(settledOutcomeOf(item, 'release', 'c')).toBeUndefined();
   });
 
   it('conditions an expiry on the deadline having passed, with no idempotency record', () => {
