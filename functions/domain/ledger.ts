@@ -49,6 +49,11 @@ export interface LedgerChange {
   readonly unit: Unit;
   readonly delta: LedgerDelta;
   readonly guard: LedgerGuard;
+  /**
+   * For a budget split into escrow shards (domain/escrow.ts): the shard a reservation holds
+   * on, where its settlement must land. Absent: any shard that covers the change.
+   */
+  readonly shard?: number | undefined;
 }
 
 export const isOverLimit = (l: Ledger): boolean => l.debt > l.overdraftLimit;
@@ -195,7 +200,7 @@ export const releaseChange = (scope: string, unit: Unit, amount: number): Ledger
 export function mergeChanges(changes: readonly LedgerChange[]): LedgerChange[] {
   const byLedger = new Map<string, LedgerChange>();
   for (const c of changes) {
-    const key = `${c.scope}\u0000${c.unit}`;
+    const key = `${c.scope}\u0000${c.unit}\u0000${c.shard ?? 0}`;
     const seen = byLedger.get(key);
     if (!seen) {
       byLedger.set(key, { ...c, delta: { ...c.delta } });

@@ -29,6 +29,11 @@ export interface Reservation {
   readonly affectedScopes: readonly string[];
   readonly overagePolicy: OveragePolicy;
   readonly metadata?: Readonly<Record<string, unknown>> | undefined;
+  /**
+   * Per affected scope, the escrow shard the hold was taken on (domain/escrow.ts), where its
+   * settlement lands; absent when no scope's budget is sharded (shard 0 everywhere).
+   */
+  readonly holdShards?: readonly number[] | undefined;
 }
 
 /** Commit and release stay possible through the grace period; extend does not (SPEC § Limits). */
@@ -44,7 +49,17 @@ export const isEffectivelyExpired = (r: Reservation, now: number): boolean =>
 
 /** Every scope gets the whole hold back: release, and expiry alike. */
 export const releaseChanges = (r: Reservation): LedgerChange[] =>
-  r.affectedScopes.map((s) => releaseChange(s, r.reserved.unit, r.reserved.amount));
+  pinToHolds(
+    r,
+    r.affectedScopes.map((s) => releaseChange(s, r.reserved.unit, r.reserved.amount)),
+  );
+
+/**
+ * Changes in scope order, each pinned to the shard its scope's hold was taken on: always, since
+ * a settlement must land where its hold is (shard 0 when the reservation names none).
+ */
+export const pinToHolds = (r: Reservation, changes: readonly LedgerChange[]): LedgerChange[] =>
+  changes.map((c, i) => ({ ...c, shard: r.holdShards?.[i] ?? 0 }));
 
 /**
  * The sweeper's transition (SPEC: ACTIVE, TTL plus grace elapsed → EXPIRED): the ledger changes

@@ -11,7 +11,7 @@ import {
   type ScopeRefusal,
   scopeRefusal,
 } from './ledger.js';
-import type { Reservation } from './reservation.js';
+import { pinToHolds, type Reservation } from './reservation.js';
 
 /** SPEC § commit math (docs/ledger-math.md): the changes a commit of `actual` makes, or a refusal. */
 export function commitChanges(
@@ -33,7 +33,7 @@ export function commitChanges(
   const scoped = r.affectedScopes.map((s) => ledgers.get(s) ?? emptyLedger(s, unit));
   const charge = chargeAll(scoped, r.reserved.amount, actual.amount, r.overagePolicy);
   if ('refusal' in charge) throw refusalError(charge.refusal);
-  return charge.changes;
+  return pinToHolds(r, charge.changes);
 }
 
 /**

@@ -3,11 +3,12 @@ import { exactJson } from '../domain/json.js';
 import type { LedgerChange, OveragePolicy } from '../domain/ledger.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
-import { type StoredOutcome, storedOutcomeAttributes } from './idempotency.js';
+import { outcomeAttributesOf, type StoredOutcome } from './idempotency.js';
 import { keys } from './keys.js';
 import { ledgerUpdate } from './ledgers.js';
-import { putIfAbsent, type TransactItem } from './transact.js';
-import { transactWrite, type WriteOutcome } from './write.js';
+import { type Layouts, NO_LAYOUTS, placeChanges, seedOf } from './shards.js';
+import { type Item, putIfAbsent, type TransactItem } from './transact.js';
+import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 export interface NewEvent {
   readonly eventId: string;
@@ -23,37 +24,37 @@ export interface NewEvent {
   readonly clientTimeMs?: number | undefined;
   readonly charges: readonly LedgerChange[];
   readonly outcome: StoredOutcome;
+  /** The sharded budgets among the scopes, as read (store/shards.ts). */
+  readonly layouts?: Layouts | undefined;
 }
 
 /** The debit on every scope and the event record (its own idempotency record): scopes + 1 items. */
-export function eventTransaction(e: NewEvent): TransactItem[] {
-  return [
-    ...e.charges.map(ledgerUpdate),
-    putIfAbsent({
-      ...keys.event(e.eventId),
-      type: 'event',
-      event_id: e.eventId,
-      tenant: e.tenant,
-      created_at_ms: e.createdAtMs,
-      subject: e.subject,
-      action: e.action,
-      unit: e.actual.unit,
-      actual: e.actual.amount,
-      scopes: e.scopes,
-      overage_policy: e.overagePolicy,
-      // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
-      ...(e.metrics !== undefined && { metrics_json: exactJson(e.metrics) }),
-      ...(e.metadata !== undefined && { metadata_json: exactJson(e.metadata) }),
-      client_time_ms: e.clientTimeMs,
-      ...storedOutcomeAttributes(e.outcome),
-    }),
+export function eventTransaction(e: NewEvent): GuardedTransaction {
+  const placed = placeChanges(e.charges, e.layouts ?? NO_LAYOUTS, seedOf(e.eventId), ledgerUpdate);
+  const record: Item = {
+    ...keys.event(e.eventId),
+    type: 'event',
+    event_id: e.eventId,
+    tenant: e.tenant,
+    created_at_ms: e.createdAtMs,
+    subject: e.subject,
+    action: e.action,
+    unit: e.actual.unit,
+    actual: e.actual.amount,
+    scopes: e.scopes,
+    overage_policy: e.overagePolicy,
+    // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
+    ...(e.metrics !== undefined && { metrics_json: exactJson(e.metrics) }),
+    ...(e.metadata !== undefined && { metadata_json: exactJson(e.metadata) }),
+    client_time_ms: e.clientTimeMs,
+  };
+  const items: TransactItem[] = [
+    ...placed.items,
+    putIfAbsent({ ...record, ...outcomeAttributesOf(record, e.outcome) }),
   ];
+  return { items, layout: { recordAt: placed.items.length, proofs: placed.proofs } };
 }
 
 export function insertEvent(e: NewEvent): Promise<WriteOutcome> {
-  return transactWrite(eventTransaction(e), {
-    recordAt: e.charges.length,
-    ledgersFrom: 0,
-    ledgerCount: e.charges.length,
-  });
+  return transactWrite(eventTransaction(e));
 }

@@ -44,6 +44,7 @@ export function reservationOf(item: Item): Reservation {
     affectedScopes: item.scopes as string[],
     overagePolicy: item.overage_policy as Reservation['overagePolicy'],
     metadata: metadataOf(item),
+    holdShards: Array.isArray(item.hold_shards) ? item.hold_shards.map(Number) : undefined,
   };
 }
 
@@ -67,11 +68,4 @@ export function apiKeyOf(item: Item): ApiKey {
     createdAt: String(item.created_at),
     expiresAt: item.expires_at as string | undefined,
   };
-}
-
-/** The ledgers among `items`, by scope. */
-export function ledgersByScope(items: Iterable<Item>): Map<string, Ledger> {
-  const byScope = new Map<string, Ledger>();
-  for (const item of items) if (isLedgerItem(item)) byScope.set(String(item.scope), ledgerOf(item));
-  return byScope;
 }

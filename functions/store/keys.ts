@@ -11,6 +11,11 @@ export const keys = {
   tenant: (tenant: string) => ({ pk: `TENANT#${tenant}`, sk: SK }),
   apiKey: (secretHash: string) => ({ pk: `APIKEY#${secretHash}`, sk: SK }),
   ledger: (scope: string, unit: Unit) => ({ pk: `LEDGER#${scope}#${unit}`, sk: SK }),
+  /** Escrow shard k ≥ 1 of a sharded budget (shard 0 is the ledger item): its own partition. */
+  ledgerShard: (scope: string, unit: Unit, k: number) => ({
+    pk: `LEDGER#${scope}#${unit}#${k}`,
+    sk: SK,
+  }),
   /** One entry per segment of a ledger's path, so a balance filter is one Query. */
   ledgerIndex: (tenant: string, segment: string, scope: string, unit: Unit) => ({
     pk: ledgerIndexPartition(tenant, segment),
@@ -44,19 +49,37 @@ export const isLedgerIndexPosition = (position: string): boolean =>
 
 export const reservationIdOfListKey = (listSk: string): string => listSk.slice(16);
 
+/**
+ * Each listing partition of a tenant is spread over LIST_SPREAD partition keys, so a busy
+ * tenant's index writes (2 per reserve→commit pair on `…#ACTIVE`) do not meet one GSI partition's
+ * 1,000 writes/s; a listing reads all of them and merges (docs/scaling.md). Spread 0 is the key
+ * without a suffix, the one every reservation had before, so older items stay listed.
+ */
+export const LIST_SPREAD = 4;
+
+const spreadKey = (key: string, spread: number) => (spread === 0 ? key : `${key}~${spread}`);
+
+/** The listing spread of a reservation: fixed by its id, so a status change keeps it. */
+export const listSpreadOf = (reservationId: string): number => hashOf(reservationId) % LIST_SPREAD;
+
 export const listPartitions = {
-  tenant: (tenant: string) => `T#${tenant}`,
-  status: (tenant: string, status: string) => `T#${tenant}#${status}`,
-  level: (tenant: string, level: Level, value: string) => `T#${tenant}#${level}#${value}`,
+  tenant: (tenant: string, spread = 0) => spreadKey(`T#${tenant}`, spread),
+  status: (tenant: string, status: string, spread = 0) =>
+    spreadKey(`T#${tenant}#${status}`, spread),
+  level: (tenant: string, level: Level, value: string, spread = 0) =>
+    spreadKey(`T#${tenant}#${level}#${value}`, spread),
 };
 
 export const duePartition = (shard: number): string => `DUE#${shard}`;
 
-export function dueShard(reservationId: string): string {
+function hashOf(id: string): number {
   let h = 0;
-  for (const c of reservationId) h = (h * 31 + c.charCodeAt(0)) >>> 0;
-  return duePartition(h % DUE_SHARDS);
+  for (const c of id) h = (h * 31 + c.charCodeAt(0)) >>> 0;
+  return h;
 }
+
+export const dueShard = (reservationId: string): string =>
+  duePartition(hashOf(reservationId) % DUE_SHARDS);
 
 /**
  * Due-index sort key: deadline first (the sweeper's range), then the tenant, so a tenant's due

@@ -2,14 +2,24 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Unit } from '../domain/amounts.js';
 import type { AuditEntry } from '../domain/audit.js';
 import { invalidCursor } from '../domain/cursor.js';
+import { emptyShards, respread } from '../domain/escrow.js';
 import type { Ledger, LedgerChange, LedgerField } from '../domain/ledger.js';
 import type { Segment, SegmentKind } from '../domain/scopes.js';
 import { segmentText } from '../domain/scopes.js';
 import { auditPut } from './audit.js';
 import { documentClient, tableName } from './client.js';
 import { type IdempotencyScope, idempotencyPut, type StoredOutcome } from './idempotency.js';
-import { isLedgerItem, ledgerOf, ledgersByScope } from './items.js';
 import { isLedgerIndexPosition, keys, ledgerIndexPartition } from './keys.js';
+import {
+  budgetKeys,
+  budgetsFrom,
+  completeShards,
+  type Layouts,
+  NO_LAYOUTS,
+  newShardItems,
+  placeChanges,
+  readShardsAtomically,
+} from './shards.js';
 import {
   counterUpdate,
   getItems,
@@ -18,7 +28,7 @@ import {
   tenantExists,
   transact,
 } from './transact.js';
-import { transactWrite, type WriteOutcome } from './write.js';
+import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 const FIELD: Record<LedgerField, string> = {
   allocated: 'allocated',
@@ -88,16 +98,31 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
   };
 }
 
+/** The keys to read for the ledgers of these scopes (with the shards known of). */
 export const ledgerKeys = (scopes: readonly string[], unit: Unit) =>
-  scopes.map((scope) => keys.ledger(scope, unit));
+  budgetKeys(scopes.map((scope) => ({ scope, unit })));
+
+/** Ledgers by scope (sharded budgets merged), and the layouts of the sharded ones. */
+export interface LedgerRead {
+  readonly ledgers: ReadonlyMap<string, Ledger>;
+  readonly layouts: Layouts;
+  /** Whether the ledgers are one instant's (see SnapshotRequest.atomic). */
+  readonly atomic: boolean;
+}
 
 /** The ledgers of the given scopes in one unit, by scope; absent scopes have no ledger. */
 export async function getLedgers(
   scopes: readonly string[],
   unit: Unit,
-): Promise<Map<string, Ledger>> {
+  atomic = false,
+): Promise<LedgerRead> {
   const items = await getItems(ledgerKeys(scopes, unit));
-  return ledgersByScope(items.values());
+  await completeShards(items);
+  const first = budgetsFrom(items);
+  if (first.layouts.size === 0) return { ...first, atomic: true };
+  if (!atomic) return { ...first, atomic: false };
+  await readShardsAtomically(items, first.layouts);
+  return { ...budgetsFrom(items), atomic: true };
 }
 
 export interface NewLedger {
@@ -106,6 +131,8 @@ export interface NewLedger {
   readonly ledger: Ledger;
   readonly createdAt: string;
   readonly audit: AuditEntry;
+  /** Escrow shards to split the budget into (1: unsharded). */
+  readonly shards?: number | undefined;
 }
 
 /**
@@ -116,6 +143,10 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
   const { ledger } = n;
   const texts = n.segments.map(segmentText);
   const level: SegmentKind = n.segments[n.segments.length - 1]?.kind ?? 'tenant';
+  const count = n.shards ?? 1;
+  // Sharded: shard 0 is the ledger item, with the count, the gate and its part of the budget.
+  const shards = count > 1 ? respread(emptyShards(count), ledger) : undefined;
+  const first = shards?.[0] ?? ledger;
   return [
     putIfAbsent({
       ...keys.ledger(ledger.scope, ledger.unit),
@@ -123,13 +154,14 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
       tenant: n.tenant,
       scope: ledger.scope,
       unit: ledger.unit,
-      allocated: ledger.allocated,
-      spent: ledger.spent,
-      reserved: ledger.reserved,
-      debt: ledger.debt,
+      allocated: first.allocated,
+      spent: first.spent,
+      reserved: first.reserved,
+      debt: first.debt,
       overdraft_limit: ledger.overdraftLimit,
-      remaining: ledger.remaining,
+      remaining: first.remaining,
       created_at: n.createdAt,
+      ...(shards && { shards: count, gated: shards[0]?.gated ?? false }),
     }),
     ...texts.map((segment) =>
       putIfAbsent({
@@ -143,6 +175,7 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
     ),
     tenantExists(n.tenant),
     auditPut(n.audit),
+    ...(shards ? newShardItems(ledger, shards).map(putIfAbsent) : []),
   ];
 }
 
@@ -219,21 +252,34 @@ export async function queryLedgerIndex(q: LedgerIndexQuery): Promise<LedgerIndex
   return { entries: entries.slice(0, q.limit), hasMore: entries.length > q.limit || false };
 }
 
-/** One funding change, its idempotency record and its audit record, in one transaction. */
+/**
+ * One funding change (on a sharded budget: every shard, laid out afresh), its idempotency
+ * record and its audit record, in one transaction.
+ */
+export function fundingTransaction(
+  change: LedgerChange,
+  idempotency: { scope: IdempotencyScope; outcome: StoredOutcome },
+  audit: AuditEntry,
+  layouts: Layouts = NO_LAYOUTS,
+): GuardedTransaction {
+  const placed = placeChanges([change], layouts, 0, ledgerUpdate);
+  return {
+    items: [
+      ...placed.items,
+      idempotencyPut(idempotency.scope, idempotency.outcome, audit.atMs),
+      auditPut(audit),
+    ],
+    layout: { recordAt: placed.items.length, proofs: placed.proofs },
+  };
+}
+
 export function applyFunding(
   change: LedgerChange,
   idempotency: { scope: IdempotencyScope; outcome: StoredOutcome },
   audit: AuditEntry,
+  layouts: Layouts = NO_LAYOUTS,
 ): Promise<WriteOutcome> {
-  return transactWrite(
-    [
-      ledgerUpdate(change),
-      idempotencyPut(idempotency.scope, idempotency.outcome, audit.atMs),
-      auditPut(audit),
-    ],
-    { recordAt: 1, ledgersFrom: 0, ledgerCount: 1 },
-    'settle',
-  );
+  return transactWrite(fundingTransaction(change, idempotency, audit, layouts), 'settle');
 }
 
 /** The units in which `scope` has a ledger (used only to explain a refusal). */
@@ -258,11 +304,14 @@ export async function unitsOfScope(tenant: string, scope: string): Promise<Unit[
 export async function getLedgerSet(
   entries: readonly { scope: string; unit: Unit }[],
 ): Promise<Map<string, Ledger>> {
-  const items = await getItems(entries.map((e) => keys.ledger(e.scope, e.unit)));
+  const items = await getItems(budgetKeys(entries));
+  await completeShards(items);
   const result = new Map<string, Ledger>();
-  for (const item of items.values()) {
-    if (isLedgerItem(item))
-      result.set(`${String(item.scope)}#${String(item.unit)}`, ledgerOf(item));
+  // By unit: one scope may have ledgers in several units.
+  for (const unit of new Set(entries.map((e) => e.unit))) {
+    const ofUnit = new Map([...items].filter(([, item]) => item.unit === unit));
+    for (const ledger of budgetsFrom(ofUnit).ledgers.values())
+      result.set(`${ledger.scope}#${ledger.unit}`, ledger);
   }
   return result;
 }

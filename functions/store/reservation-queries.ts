@@ -11,6 +11,7 @@ import {
   duePartition,
   isListPosition,
   keys,
+  LIST_SPREAD,
   listPartitions,
   listSortKey,
   reservationIdOfListKey,
@@ -53,24 +54,75 @@ export interface ReservationPage {
   readonly nextPosition?: string | undefined;
 }
 
+interface ListingSource {
+  readonly index: IndexName;
+  readonly attribute: string;
+  /** The partition of each listing spread (keys.ts LIST_SPREAD): read all, merge. */
+  readonly partitions: readonly string[];
+}
+
 /** The index a listing walks: the most specific subject filter, else status, else the tenant. */
-function listingSource(q: ReservationListQuery) {
+function listingSource(q: ReservationListQuery): ListingSource {
+  const spreads = Array.from({ length: LIST_SPREAD }, (_, k) => k);
   const level = [...SUBJECT_LEVELS].reverse().find((l) => q.subject[l] !== undefined);
   if (level) {
+    const value = q.subject[level] ?? '';
     return {
       index: INDEX_OF[level],
       attribute: `${level}_pk`,
-      partition: listPartitions.level(q.tenant, level, q.subject[level] ?? ''),
+      partitions: spreads.map((k) => listPartitions.level(q.tenant, level, value, k)),
     };
   }
-  if (q.status) {
+  const { status } = q;
+  if (status) {
     return {
       index: 'byStatus',
       attribute: 'status_pk',
-      partition: listPartitions.status(q.tenant, q.status),
+      partitions: spreads.map((k) => listPartitions.status(q.tenant, status, k)),
     };
   }
-  return { index: 'byTenant', attribute: 'tenant_pk', partition: listPartitions.tenant(q.tenant) };
+  return {
+    index: 'byTenant',
+    attribute: 'tenant_pk',
+    partitions: spreads.map((k) => listPartitions.tenant(q.tenant, k)),
+  };
+}
+
+/**
+ * The next `limit` list keys before `position` across every spread, newest first: each spread's
+ * first `limit`, merged (the global first `limit` are among them). `exhausted` when no spread has
+ * anything beyond what was returned.
+ */
+async function nextListKeys(
+  source: ListingSource,
+  position: string | undefined,
+  limit: number,
+): Promise<{ listKeys: string[]; exhausted: boolean }> {
+  const pages = await Promise.all(
+    source.partitions.map((partition) =>
+      documentClient.send(
+        new QueryCommand({
+          TableName: tableName(),
+          IndexName: source.index,
+          KeyConditionExpression: position ? '#p = :p AND #s < :after' : '#p = :p',
+          ExpressionAttributeNames: {
+            '#p': source.attribute,
+            ...(position && { '#s': 'list_sk' }),
+          },
+          ExpressionAttributeValues: { ':p': partition, ...(position && { ':after': position }) },
+          ScanIndexForward: false,
+          Limit: limit,
+        }),
+      ),
+    ),
+  );
+  const merged = pages
+    .flatMap((page) => (page.Items ?? []).map((i) => String(i.list_sk)))
+    .sort((a, b) => (a < b ? 1 : a > b ? -1 : 0));
+  const listKeys = merged.slice(0, limit);
+  const exhausted =
+    merged.length <= limit && pages.every((page) => page.LastEvaluatedKey === undefined);
+  return { listKeys, exhausted };
 }
 
 /** Cap on index entries examined per page, so a selective filter cannot make one call unbounded. */
@@ -88,22 +140,9 @@ export async function queryReservations(q: ReservationListQuery): Promise<Reserv
   let position = q.after;
   let exhausted = false;
   while (found.length <= q.limit && examined < MAX_EXAMINED && !exhausted) {
-    const page = await documentClient.send(
-      new QueryCommand({
-        TableName: tableName(),
-        IndexName: source.index,
-        KeyConditionExpression: position ? '#p = :p AND #s < :after' : '#p = :p',
-        ExpressionAttributeNames: { '#p': source.attribute, ...(position && { '#s': 'list_sk' }) },
-        ExpressionAttributeValues: {
-          ':p': source.partition,
-          ...(position && { ':after': position }),
-        },
-        ScanIndexForward: false,
-        Limit: q.limit + 1 - found.length,
-      }),
-    );
-    const listKeys = (page.Items ?? []).map((i) => String(i.list_sk));
-    exhausted = !page.LastEvaluatedKey;
+    const next = await nextListKeys(source, position, q.limit + 1 - found.length);
+    const { listKeys } = next;
+    exhausted = next.exhausted;
     if (listKeys.length === 0) break;
     const items = await getItems(
       listKeys.map((sk) => keys.reservation(reservationIdOfListKey(sk))),

@@ -7,75 +7,90 @@ import { tableName } from './client.js';
 import {
   type IdempotencyScope,
   idempotencyPut,
+  outcomeAttributesOf,
   type StoredOutcome,
-  storedOutcomeAttributes,
+  settledOutcomeAttributes,
 } from './idempotency.js';
-import { dueShard, dueSortKey, keys, listPartitions, listSortKey } from './keys.js';
+import { dueShard, dueSortKey, keys, listPartitions, listSortKey, listSpreadOf } from './keys.js';
 import { ledgerUpdate } from './ledgers.js';
+import { type Layouts, NO_LAYOUTS, placeChanges, seedOf } from './shards.js';
 import { type Item, putIfAbsent, type TransactItem, transact } from './transact.js';
-import { transactWrite, type WriteOutcome } from './write.js';
+import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 export interface NewReservation {
   readonly reservation: Reservation;
   readonly holds: readonly LedgerChange[];
   readonly outcome: StoredOutcome;
+  /** The sharded budgets among the scopes, as read (store/shards.ts). */
+  readonly layouts?: Layouts | undefined;
 }
 
 /** The listing index keys: one per filter GET /v1/reservations can pick an index by. */
 function listAttributes(r: Reservation): Item {
+  const spread = listSpreadOf(r.reservationId);
   const attributes: Item = {
-    tenant_pk: listPartitions.tenant(r.tenant),
-    status_pk: listPartitions.status(r.tenant, r.status),
+    tenant_pk: listPartitions.tenant(r.tenant, spread),
+    status_pk: listPartitions.status(r.tenant, r.status, spread),
     list_sk: listSortKey(r.createdAtMs, r.reservationId),
   };
   for (const level of LEVELS.slice(1)) {
     const value = r.subject[level];
     if (value !== undefined)
-      attributes[`${level}_pk`] = listPartitions.level(r.tenant, level, value);
+      attributes[`${level}_pk`] = listPartitions.level(r.tenant, level, value, spread);
   }
   return attributes;
 }
 
-/** Holds on every scope, then the reservation record (its own idempotency record): scopes + 1 items. */
-export function reserveTransaction(n: NewReservation): TransactItem[] {
+/**
+ * Holds on every scope (one item each, or a sharded budget's shards), then the reservation
+ * record, which is its own idempotency record and remembers the shard of each hold.
+ */
+export function reserveTransaction(n: NewReservation): GuardedTransaction {
   const r = n.reservation;
-  return [
-    ...n.holds.map(ledgerUpdate),
-    // Keyed by a hash of (tenant, idempotency key): a replay fails here instead of reserving twice.
-    putIfAbsent({
-      ...keys.reservation(r.reservationId),
-      type: 'reservation',
-      reservation_id: r.reservationId,
-      tenant: r.tenant,
-      status: r.status,
-      idempotency_key: r.idempotencyKey,
-      subject: r.subject,
-      action: r.action,
-      unit: r.reserved.unit,
-      estimate: r.reserved.amount,
-      created_at_ms: r.createdAtMs,
-      expires_at_ms: r.expiresAtMs,
-      grace_period_ms: r.gracePeriodMs,
-      deadline_ms: settleDeadline(r),
-      scope_path: r.scopePath,
-      scopes: r.affectedScopes,
-      overage_policy: r.overagePolicy,
-      // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
-      ...(r.metadata !== undefined && { metadata_json: exactJson(r.metadata) }),
-      ...storedOutcomeAttributes(n.outcome),
-      ...listAttributes(r),
-      due_pk: dueShard(r.reservationId),
-      due_sk: dueSortKey(settleDeadline(r), r.tenant, r.reservationId),
-    }),
+  const placed = placeChanges(
+    n.holds,
+    n.layouts ?? NO_LAYOUTS,
+    seedOf(r.reservationId),
+    ledgerUpdate,
+  );
+  const recordAt = placed.items.length;
+  const record: Item = {
+    ...keys.reservation(r.reservationId),
+    type: 'reservation',
+    reservation_id: r.reservationId,
+    tenant: r.tenant,
+    status: r.status,
+    idempotency_key: r.idempotencyKey,
+    subject: r.subject,
+    action: r.action,
+    unit: r.reserved.unit,
+    estimate: r.reserved.amount,
+    created_at_ms: r.createdAtMs,
+    expires_at_ms: r.expiresAtMs,
+    // The first expiry stays derivable after extends move expires_at_ms (the replay needs it).
+    ttl_ms: r.expiresAtMs - r.createdAtMs,
+    grace_period_ms: r.gracePeriodMs,
+    deadline_ms: settleDeadline(r),
+    scope_path: r.scopePath,
+    scopes: r.affectedScopes,
+    overage_policy: r.overagePolicy,
+    ...(placed.shards.some((k) => k !== 0) && { hold_shards: placed.shards }),
+    // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
+    ...(r.metadata !== undefined && { metadata_json: exactJson(r.metadata) }),
+    ...listAttributes(r),
+    due_pk: dueShard(r.reservationId),
+    due_sk: dueSortKey(settleDeadline(r), r.tenant, r.reservationId),
+  };
+  // Keyed by a hash of (tenant, idempotency key): a replay fails here instead of reserving twice.
+  const items = [
+    ...placed.items,
+    putIfAbsent({ ...record, ...outcomeAttributesOf(record, n.outcome) }),
   ];
+  return { items, layout: { recordAt, proofs: placed.proofs } };
 }
 
 export function insertReservation(n: NewReservation): Promise<WriteOutcome> {
-  return transactWrite(reserveTransaction(n), {
-    recordAt: n.holds.length,
-    ledgersFrom: 0,
-    ledgerCount: n.holds.length,
-  });
+  return transactWrite(reserveTransaction(n));
 }
 
 export interface Settlement {
@@ -90,19 +105,38 @@ export interface Settlement {
   readonly idempotency?:
     | { readonly scope: IdempotencyScope; readonly outcome: StoredOutcome }
     | undefined;
+  /** The sharded budgets among the scopes, as read (store/shards.ts). */
+  readonly layouts?: Layouts | undefined;
 }
 
 /**
  * Commit or release: one transaction conditioned on the reservation still being ACTIVE
  * and before its deadline (an expiry: after it), so whichever settles first wins.
  */
-export function settleTransaction(s: Settlement): TransactItem[] {
+export function settleTransaction(s: Settlement): GuardedTransaction {
+  const placed = placeChanges(
+    s.changes,
+    s.layouts ?? NO_LAYOUTS,
+    seedOf(s.reservation.reservationId),
+    ledgerUpdate,
+  );
+  const r = s.reservation;
+  const outcome = s.idempotency
+    ? settledOutcomeAttributes(
+        { scopes: r.affectedScopes, unit: r.reserved.unit, estimate: r.reserved.amount },
+        s.committed?.amount,
+        s.idempotency.scope.operation,
+        s.idempotency.scope.key,
+        s.idempotency.outcome,
+      )
+    : undefined;
   const items: TransactItem[] = [
-    settleUpdate(s.reservation, s.to, s.now, s.committed, s.detail),
-    ...s.changes.map(ledgerUpdate),
+    settleUpdate(r, s.to, s.now, s.committed, s.detail, outcome),
+    ...placed.items,
   ];
-  if (s.idempotency) items.push(idempotencyPut(s.idempotency.scope, s.idempotency.outcome, s.now));
-  return items;
+  // No record item: a concurrent duplicate fails the reservation's condition, and the read
+  // that follows finds its outcome on the reservation (store/snapshot.ts).
+  return { items, layout: { proofs: [undefined, ...placed.proofs] } };
 }
 
 /** The reservation's own update of a settle: conditioned on ACTIVE, the tenant and the deadline. */
@@ -112,13 +146,15 @@ function settleUpdate(
   now: number,
   committed?: Amount,
   detail?: Record<string, unknown>,
+  outcome?: Item,
 ): TransactItem {
   const beforeDeadline = to !== 'EXPIRED';
+  const outcomeNames = Object.keys(outcome ?? {});
   return {
     Update: {
       TableName: tableName(),
       Key: keys.reservation(r.reservationId),
-      UpdateExpression: `SET #status = :to, #status_pk = :status_pk, #finalized = :now${committed ? ', #committed = :committed' : ''}${detail ? ', #detail = :detail' : ''} REMOVE #due_pk, #due_sk`,
+      UpdateExpression: `SET #status = :to, #status_pk = :status_pk, #finalized = :now${committed ? ', #committed = :committed' : ''}${detail ? ', #detail = :detail' : ''}${outcomeNames.map((n) => `, #${n} = :${n}`).join('')} REMOVE #due_pk, #due_sk`,
       ConditionExpression: `#status = :active AND #tenant = :tenant AND #deadline ${beforeDeadline ? '>' : '<='} :now`,
       ExpressionAttributeNames: {
         '#status': 'status',
@@ -130,15 +166,18 @@ function settleUpdate(
         '#due_sk': 'due_sk',
         ...(committed && { '#committed': 'committed' }),
         ...(detail && { '#detail': `${to.toLowerCase()}_detail_json` }),
+        ...Object.fromEntries(outcomeNames.map((n) => [`#${n}`, n])),
       },
       ExpressionAttributeValues: {
         ':to': to,
-        ':status_pk': listPartitions.status(r.tenant, to),
+        // Listings read every spread, so an item listed before spreads existed may move to one.
+        ':status_pk': listPartitions.status(r.tenant, to, listSpreadOf(r.reservationId)),
         ':now': now,
         ':active': 'ACTIVE',
         ':tenant': r.tenant,
         ...(committed && { ':committed': committed.amount }),
         ...(detail && { ':detail': exactJson(detail) }),
+        ...Object.fromEntries(outcomeNames.map((n) => [`:${n}`, outcome?.[n]])),
       },
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     },
@@ -157,7 +196,8 @@ export function expiryBatchTransaction(
 ): TransactItem[] {
   return [
     ...reservations.map((r) => settleUpdate(r, 'EXPIRED', now)),
-    ...changes.map(ledgerUpdate),
+    // Unguarded returns, each pinned to the shard its holds are on: no ledger needs reading.
+    ...placeChanges(changes, NO_LAYOUTS, 0, ledgerUpdate).items,
   ];
 }
 
@@ -177,15 +217,7 @@ export async function expireReservations(
 
 /** `stale` also when the reservation is no longer ACTIVE-and-settleable: read it again. */
 export function settleReservation(s: Settlement): Promise<WriteOutcome> {
-  return transactWrite(
-    settleTransaction(s),
-    {
-      recordAt: s.idempotency ? 1 + s.changes.length : undefined,
-      ledgersFrom: 1,
-      ledgerCount: s.changes.length,
-    },
-    'settle',
-  );
+  return transactWrite(settleTransaction(s), 'settle');
 }
 
 export interface Extension {
@@ -197,10 +229,10 @@ export interface Extension {
 }
 
 /** Moves expiry (and the sweeper's due key) forward; conditioned on the expiry that was read. */
-export function extensionTransaction(e: Extension): TransactItem[] {
+export function extensionTransaction(e: Extension): GuardedTransaction {
   const r = e.reservation;
   const newDeadline = e.newExpiresAtMs + r.gracePeriodMs;
-  return [
+  const items: TransactItem[] = [
     {
       Update: {
         TableName: tableName(),
@@ -231,12 +263,9 @@ export function extensionTransaction(e: Extension): TransactItem[] {
     },
     idempotencyPut(e.idempotency.scope, e.idempotency.outcome, e.now),
   ];
+  return { items, layout: { recordAt: 1, proofs: [] } };
 }
 
 export function moveReservationExpiry(e: Extension): Promise<WriteOutcome> {
-  return transactWrite(
-    extensionTransaction(e),
-    { recordAt: 1, ledgersFrom: 1, ledgerCount: 0 },
-    'settle',
-  );
+  return transactWrite(extensionTransaction(e), 'settle');
 }

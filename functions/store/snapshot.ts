@@ -5,11 +5,13 @@ import {
   type IdempotencyScope,
   idempotencyKey,
   type StoredOutcome,
+  settledOutcomeOf,
   storedOutcomeOf,
 } from './idempotency.js';
-import { isReservationItem, ledgersByScope, reservationOf } from './items.js';
+import { isReservationItem, reservationOf } from './items.js';
 import { keys } from './keys.js';
 import { ledgerKeys } from './ledgers.js';
+import { budgetsFrom, completeShards, type Layouts, readShardsAtomically } from './shards.js';
 import { getItems, type Key } from './transact.js';
 
 export interface SnapshotRequest {
@@ -17,6 +19,11 @@ export interface SnapshotRequest {
   readonly eventId?: string | undefined;
   readonly idempotency?: IdempotencyScope | undefined;
   readonly ledgers?: { readonly scopes: readonly string[]; readonly unit: Unit } | undefined;
+  /**
+   * Read sharded budgets at one instant (TransactGetItems), as a refusal must be: a
+   * BatchGetItem sees each shard at its own moment.
+   */
+  readonly atomic?: boolean | undefined;
 }
 
 export interface Snapshot {
@@ -24,6 +31,10 @@ export interface Snapshot {
   readonly replay?: StoredOutcome | undefined;
   readonly reservation?: Reservation | undefined;
   readonly ledgers: ReadonlyMap<string, Ledger>;
+  /** The sharded budgets among the ledgers, for the write to place its changes on. */
+  readonly layouts: Layouts;
+  /** Whether the ledgers are one instant's (always, unless a sharded budget was batch-read). */
+  readonly atomic: boolean;
 }
 
 /**
@@ -37,6 +48,12 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   if (r.idempotency) wanted.push(idempotencyKey(r.idempotency));
   if (r.ledgers) wanted.push(...ledgerKeys(r.ledgers.scopes, r.ledgers.unit));
   const items = await getItems(wanted);
+  await completeShards(items);
+  let { ledgers, layouts } = budgetsFrom(items);
+  if (r.atomic && layouts.size > 0) {
+    await readShardsAtomically(items, layouts);
+    ({ ledgers, layouts } = budgetsFrom(items));
+  }
   const reservationItem = r.reservationId
     ? items.get(keys.reservation(r.reservationId).pk)
     : undefined;
@@ -46,8 +63,14 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
       ? items.get(keys.event(r.eventId).pk)
       : reservationItem;
   return {
-    replay: storedOutcomeOf(recordItem),
+    // Commit and release outcomes live on the reservation; records of 0.2 and before apart.
+    replay:
+      storedOutcomeOf(recordItem) ??
+      (r.idempotency &&
+        settledOutcomeOf(reservationItem, r.idempotency.operation, r.idempotency.key)),
     reservation: isReservationItem(reservationItem) ? reservationOf(reservationItem) : undefined,
-    ledgers: ledgersByScope(items.values()),
+    ledgers,
+    layouts,
+    atomic: layouts.size === 0 || r.atomic === true,
   };
 }

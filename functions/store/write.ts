@@ -24,17 +24,25 @@ export interface RefusedLedger {
   readonly ledger: Ledger | undefined;
 }
 
-/** Where a transaction's items are: its idempotency record, and its run of ledger updates. */
+/**
+ * Where a transaction's items are: its idempotency record, and per item the index of the
+ * ledger change whose failed condition proves that ledger's state (an unsharded ledger item;
+ * a shard proves nothing about its budget).
+ */
 export interface TransactionLayout {
   readonly recordAt?: number | undefined;
-  readonly ledgersFrom: number;
-  readonly ledgerCount: number;
+  readonly proofs: readonly (number | undefined)[];
+}
+
+/** A transaction and how to read its cancellation. */
+export interface GuardedTransaction {
+  readonly items: TransactItem[];
+  readonly layout: TransactionLayout;
 }
 
 /** One TransactWriteItems, its cancellation read the one way every write reads it. */
 export async function transactWrite(
-  items: TransactItem[],
-  layout: TransactionLayout,
+  { items, layout }: GuardedTransaction,
   priority: WritePriority = 'admit',
 ): Promise<WriteOutcome> {
   const outcome = await transact(items, priority);
@@ -54,11 +62,10 @@ export function classifyCancellation(
     return { kind: 'duplicate', stored: storedOutcomeOf(reasons[layout.recordAt ?? -1]?.item) };
   }
   const refused: RefusedLedger[] = [];
-  for (let index = 0; index < layout.ledgerCount; index++) {
-    const at = layout.ledgersFrom + index;
-    if (!failed(at)) continue;
+  layout.proofs.forEach((index, at) => {
+    if (index === undefined || !failed(at)) return;
     const item = reasons[at]?.item;
     refused.push({ index, ledger: isLedgerItem(item) ? ledgerOf(item) : undefined });
-  }
+  });
   return { kind: 'stale', refused };
 }

@@ -33,6 +33,8 @@ export interface BudgetRequest {
   readonly unit: Unit;
   readonly allocated: Amount;
   readonly overdraftLimit?: Amount | undefined;
+  /** Escrow shards (domain/escrow.ts); absent or 1: unsharded. */
+  readonly shards?: number | undefined;
 }
 export interface Budget {
   readonly tenant: string;
@@ -78,7 +80,7 @@ export async function createBudget(
     unit: ledger.unit,
     after: ledger,
   };
-  const inserted = await insertLedger({ ...budget, segments, audit });
+  const inserted = await insertLedger({ ...budget, segments, audit, shards: request.shards });
   if (inserted === 'noTenant') throw noTenant(tenant);
   if (inserted === 'duplicate') {
     throw new DomainError(
@@ -124,8 +126,8 @@ export function fundBudget(
   return guardedWrite({
     name: 'funding',
     fingerprint: print,
-    read: () => readSnapshot({ idempotency, ledgers: { scopes: [scope], unit } }),
-    decide: ({ ledgers }) => {
+    read: (atomic) => readSnapshot({ idempotency, ledgers: { scopes: [scope], unit }, atomic }),
+    decide: ({ ledgers, layouts }) => {
       const ledger = ledgers.get(scope);
       // A missing tenant has no budgets either: for the operator, this is the 404 to give.
       if (!ledger) throw new DomainError('NOT_FOUND', `no budget for ${scope} in ${unit}`);
@@ -135,9 +137,9 @@ export function fundBudget(
         before: ledger,
         after: applyDelta(ledger, change.delta),
       };
-      return { result, change };
+      return { result, change, layouts };
     },
-    write: ({ result, change }) =>
+    write: ({ result, change, layouts }) =>
       applyFunding(
         change,
         { scope: idempotency, outcome: { fingerprint: print, result } },
@@ -157,6 +159,7 @@ export function fundBudget(
             ...(request.reason !== undefined && { reason: request.reason }),
           },
         },
+        layouts,
       ),
     // A concurrent credit may have brought allocated near the largest amount.
     refusalOf: (refused, { change }) => {

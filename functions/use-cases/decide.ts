@@ -7,7 +7,7 @@ import { callerScopes, type Subject } from '../domain/scopes.js';
 import { putIdempotencyRecord } from '../store/idempotency.js';
 import { readSnapshot } from '../store/snapshot.js';
 import { expiredHoldsFreer } from './expiry.js';
-import { guardedWrite, readAgain } from './guarded-write.js';
+import { atomicIfRefused, guardedWrite, readAgain } from './guarded-write.js';
 
 export interface DecideRequest {
   readonly idempotencyKey: string;
@@ -34,8 +34,20 @@ export function decide(caller: Caller, request: DecideRequest, now: number): Pro
   return guardedWrite({
     name: 'decide',
     fingerprint: print,
-    read: () => readSnapshot({ idempotency, ledgers: { scopes, unit: request.estimate.unit } }),
-    decide: async ({ ledgers }) => {
+    read: (atomic) =>
+      readSnapshot({ idempotency, ledgers: { scopes, unit: request.estimate.unit }, atomic }),
+    decide: async (snapshot) => {
+      // A DENY read shard by shard is decided again on one instant's budgets (docs/scaling.md).
+      const { ledgers } = await atomicIfRefused(
+        snapshot,
+        (s) => admissionRefusal(scopes, request.estimate, s.ledgers),
+        () =>
+          readSnapshot({
+            idempotency,
+            ledgers: { scopes, unit: request.estimate.unit },
+            atomic: true,
+          }),
+      );
       const refusal = admissionRefusal(scopes, request.estimate, ledgers);
       if (await freer.free(refusal, ledgers)) return readAgain;
       return { result: { refusal: refusal?.code, affectedScopes: scopes } };

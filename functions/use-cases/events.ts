@@ -47,8 +47,8 @@ export async function createEvent(
   return guardedWrite({
     name: 'event',
     fingerprint: print,
-    read: () => readSnapshot({ eventId, ledgers: { scopes, unit } }),
-    decide: async ({ ledgers }) => {
+    read: (atomic) => readSnapshot({ eventId, ledgers: { scopes, unit }, atomic }),
+    decide: async ({ ledgers, layouts }) => {
       const missing = scopes.find((s) => !ledgers.has(s));
       if (missing !== undefined) await requireUnitOfScope(caller.tenant, missing, unit);
       const charge = eventChanges(scopes, request.actual, request.overagePolicy, ledgers);
@@ -57,11 +57,12 @@ export async function createEvent(
         throw refusalError(charge.refusal);
       }
       const result: EventApplied = { eventId, balances: ledgersAfter(ledgers, charge.changes) };
-      return { result, changes: charge.changes };
+      return { result, changes: charge.changes, layouts };
     },
-    write: ({ result, changes }) =>
+    write: ({ result, changes, layouts }) =>
       insertEvent({
         eventId,
+        layouts,
         tenant: caller.tenant,
         createdAtMs: now,
         subject: request.subject,
@@ -79,6 +80,8 @@ export async function createEvent(
     refusalOf: (refused, _plan, lastAttempt) => {
       if (!lastAttempt) return undefined;
       const first = refused[0];
+      // Only an unsharded ledger's failed condition is evidence (a shard's proves nothing).
+      if (!first) return new RetryLaterError('CONTENTION', 100);
       const refusal = scopeRefusal(scopes[first?.index ?? 0] ?? '', unit, first?.ledger, amount);
       return refusal ? refusalError(refusal) : new RetryLaterError('CONTENTION', 100);
     },

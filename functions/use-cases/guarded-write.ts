@@ -11,6 +11,11 @@ export const MAX_STALE_RETRIES = 8;
 /** What every read returns: the stored outcome, when the operation was already applied. */
 export interface Snapshot {
   readonly replay?: StoredOutcome | undefined;
+  /**
+   * false when sharded budgets were read shard by shard (not one instant): a refusal decided
+   * on it is checked again on an atomic read before it is answered (docs/scaling.md).
+   */
+  readonly atomic?: boolean | undefined;
 }
 
 /** A decision: the result to answer, and what to write for it. */
@@ -28,7 +33,8 @@ export interface GuardedWrite<S extends Snapshot, P extends Plan<unknown>> {
   readonly name: string;
   /** Of the request payload: the same key with another payload is a mismatch. */
   readonly fingerprint: string;
-  read(): Promise<S>;
+  /** `atomic`: read sharded budgets at one instant (a refusal's proof). */
+  read(atomic?: boolean): Promise<S>;
   decide(snapshot: S): P | typeof readAgain | Promise<P | typeof readAgain>;
   write(plan: P): Promise<WriteOutcome>;
   /**
@@ -73,7 +79,15 @@ async function decideOrReplay<S extends Snapshot, P extends Plan<unknown>>(
   try {
     return { decided: await op.decide(snapshot) };
   } catch (refusal) {
-    if (!(refusal instanceof DomainError && op.recheckReplayBeforeRefusing)) throw refusal;
+    if (!(refusal instanceof DomainError)) throw refusal;
+    if (snapshot.atomic === false) {
+      // Refused on shards read one by one: decide again on one instant's budgets (which also
+      // looks for the record once more). Its refusal is the answer.
+      const again = await op.read(true);
+      if (again.replay) return { replayed: replayOf<P['result']>(again.replay, op.fingerprint) };
+      return { decided: await op.decide(again) };
+    }
+    if (!op.recheckReplayBeforeRefusing) throw refusal;
     const again = await op.read();
     if (again.replay) return { replayed: replayOf<P['result']>(again.replay, op.fingerprint) };
     throw refusal;
@@ -92,4 +106,18 @@ export function replayOf<R>(stored: StoredOutcome | undefined, fingerprint: stri
   if (stored.result === UNRENDERABLE) throw new Error('replay of a record written by 0.1.0');
   // Stored by this same operation from a value of type R.
   return stored.result as R;
+}
+
+/**
+ * For answers that report a refusal instead of throwing it (decide's and a dry run's DENY): the
+ * snapshot to answer from. A refusal seen on shards read one by one is looked at again on an
+ * atomic read, as guardedWrite does for thrown refusals.
+ */
+export async function atomicIfRefused<S extends Snapshot>(
+  snapshot: S,
+  refusalOf: (s: S) => unknown,
+  readAtomically: () => Promise<S>,
+): Promise<S> {
+  if (snapshot.atomic !== false || refusalOf(snapshot) === undefined) return snapshot;
+  return readAtomically();
 }

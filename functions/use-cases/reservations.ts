@@ -30,10 +30,11 @@ import {
   moveReservationExpiry,
   settleReservation,
 } from '../store/reservation-writes.js';
+import type { Layouts } from '../store/shards.js';
 import { readSnapshot } from '../store/snapshot.js';
 import type { WriteOutcome } from '../store/write.js';
 import { expiredHoldsFreer, expireReservation } from './expiry.js';
-import { guardedWrite, type Plan, readAgain } from './guarded-write.js';
+import { atomicIfRefused, guardedWrite, type Plan, readAgain } from './guarded-write.js';
 
 export interface ReservationRequest {
   readonly idempotencyKey: string;
@@ -77,7 +78,11 @@ export async function createReservation(
   if (request.dryRun) {
     // SPEC rule 3: evaluated like a live reservation, nothing persisted, no id or expiry.
     for (;;) {
-      const { ledgers } = await readSnapshot({ ledgers: { scopes, unit } });
+      const { ledgers } = await atomicIfRefused(
+        await readSnapshot({ ledgers: { scopes, unit } }),
+        (s) => admissionRefusal(scopes, request.estimate, s.ledgers),
+        () => readSnapshot({ ledgers: { scopes, unit }, atomic: true }),
+      );
       const refusal = admissionRefusal(scopes, request.estimate, ledgers);
       if (await freer.free(refusal, ledgers)) continue;
       return {
@@ -94,8 +99,8 @@ export async function createReservation(
   return guardedWrite({
     name: 'reservation',
     fingerprint: print,
-    read: () => readSnapshot({ reservationId, ledgers: { scopes, unit } }),
-    decide: async ({ ledgers }) => {
+    read: (atomic) => readSnapshot({ reservationId, ledgers: { scopes, unit }, atomic }),
+    decide: async ({ ledgers, layouts }) => {
       const refusal = admissionRefusal(scopes, request.estimate, ledgers);
       if (refusal) {
         if (await freer.free(refusal, ledgers)) return readAgain;
@@ -124,10 +129,10 @@ export async function createReservation(
         expiresAtMs: reservation.expiresAtMs,
         balances: ledgersAfter(ledgers, holds),
       };
-      return { result, reservation };
+      return { result, reservation, layouts };
     },
-    write: ({ result, reservation }) =>
-      insertReservation({ reservation, holds, outcome: { fingerprint: print, result } }),
+    write: ({ result, reservation, layouts }) =>
+      insertReservation({ reservation, holds, layouts, outcome: { fingerprint: print, result } }),
     // The ledgers changed since the read: the condition that failed names the scope.
     refusalOf: (refused) => {
       const refusal = firstRefusal(
@@ -172,9 +177,10 @@ export function commitReservation(
       };
       return { result, changes };
     },
-    write: (r, { changes }, idempotency) =>
+    write: (r, { changes }, idempotency, layouts) =>
       settleReservation({
         reservation: r,
+        layouts,
         to: 'COMMITTED',
         now,
         changes,
@@ -215,9 +221,10 @@ export function releaseReservation(
       };
       return { result, changes };
     },
-    write: (r, { changes }, idempotency) =>
+    write: (r, { changes }, idempotency, layouts) =>
       settleReservation({
         reservation: r,
+        layouts,
         to: 'RELEASED',
         now,
         changes,
@@ -274,6 +281,7 @@ interface ReservationChange<P extends Plan<unknown>> {
     r: Reservation,
     plan: P,
     idempotency: { readonly scope: IdempotencyScope; readonly outcome: StoredOutcome },
+    layouts: Layouts,
   ): Promise<WriteOutcome>;
 }
 
@@ -295,16 +303,20 @@ function changeReservation<P extends Plan<unknown>>(
     name: trigger,
     fingerprint: print,
     recheckReplayBeforeRefusing: true,
-    read: () => readForSettling(caller, reservationId, idempotency),
-    decide: async ({ reservation, ledgers }) => {
+    read: (atomic) => readForSettling(caller, reservationId, idempotency, atomic),
+    decide: async ({ reservation, ledgers, layouts }) => {
       const r = await settleable(caller, reservationId, reservation, trigger, now);
-      return r === readAgain ? readAgain : { ...change.decide(r, ledgers), reservation: r };
+      return r === readAgain
+        ? readAgain
+        : { ...change.decide(r, ledgers), reservation: r, layouts };
     },
     write: (plan) =>
-      change.write(plan.reservation, plan, {
-        scope: idempotency,
-        outcome: { fingerprint: print, result: plan.result },
-      }),
+      change.write(
+        plan.reservation,
+        plan,
+        { scope: idempotency, outcome: { fingerprint: print, result: plan.result } },
+        plan.layouts,
+      ),
   });
 }
 
@@ -316,11 +328,12 @@ async function readForSettling(
   caller: Caller,
   reservationId: string,
   idempotency: IdempotencyScope,
+  atomic = false,
 ) {
   const first = await readSnapshot({ reservationId, idempotency });
   const r = first.reservation;
   if (first.replay || !r || r.tenant !== caller.tenant || r.status !== 'ACTIVE') return first;
-  return { ...first, ledgers: await getLedgers(r.affectedScopes, r.reserved.unit) };
+  return { ...first, ...(await getLedgers(r.affectedScopes, r.reserved.unit, atomic)) };
 }
 
 /**

@@ -12,7 +12,12 @@ import {
   type QueryCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import { derivedId } from '../../functions/domain/fingerprint.js';
-import { keys, ledgerIndexPartition, listPartitions } from '../../functions/store/keys.js';
+import {
+  keys,
+  LIST_SPREAD,
+  ledgerIndexPartition,
+  listPartitions,
+} from '../../functions/store/keys.js';
 import type { HttpTarget, Json } from './http.js';
 import type { BenchTenant } from './provision.js';
 
@@ -266,31 +271,60 @@ export class TableAuditor implements Auditor {
       attribute: 'pk',
       value: ledgerIndexPartition(t.tenant, `tenant:${t.tenant}`),
     });
+    const fields = [
+      'type',
+      'scope',
+      'unit',
+      'shards',
+      'allocated',
+      'spent',
+      'reserved',
+      'debt',
+      'remaining',
+    ];
     const items = await this.batchGet(
       index.map((e) => keys.ledger(String(e.scope), e.unit as 'USD_MICROCENTS')),
-      ['type', 'scope', 'unit', 'allocated', 'spent', 'reserved', 'debt', 'remaining'],
+      fields,
     );
-    return items
-      .filter((i) => i.type === 'ledger')
-      .map((i) => ({
+    // A sharded budget is the sum of its shards (docs/scaling.md): read shards 1..n-1 too.
+    const shardItems = await this.batchGet(
+      items.flatMap((i) =>
+        Array.from({ length: Math.max(0, num(i.shards ?? 1) - 1) }, (_, k) =>
+          keys.ledgerShard(String(i.scope), i.unit as 'USD_MICROCENTS', k + 1),
+        ),
+      ),
+      fields,
+    );
+    const sums = new Map<string, LedgerState>();
+    for (const i of [...items.filter((x) => x.type === 'ledger'), ...shardItems]) {
+      const key = `${String(i.scope)}#${String(i.unit)}`;
+      const seen = sums.get(key);
+      sums.set(key, {
         scope: String(i.scope),
         unit: String(i.unit),
-        allocated: num(i.allocated),
-        spent: num(i.spent),
-        reserved: num(i.reserved),
-        debt: num(i.debt),
-        remaining: num(i.remaining),
-      }))
-      .sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0));
+        allocated: (seen?.allocated ?? 0) + num(i.allocated),
+        spent: (seen?.spent ?? 0) + num(i.spent),
+        reserved: (seen?.reserved ?? 0) + num(i.reserved),
+        debt: (seen?.debt ?? 0) + num(i.debt),
+        remaining: (seen?.remaining ?? 0) + num(i.remaining),
+      });
+    }
+    return [...sums.values()].sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0));
   }
 
   async read(t: BenchTenant): Promise<TenantState> {
     const ledgers = await this.readLedgers(t);
-    const listed = await this.query({
-      IndexName: 'byTenant',
-      attribute: 'tenant_pk',
-      value: listPartitions.tenant(t.tenant),
-    });
+    // Every listing spread of the tenant (keys.ts LIST_SPREAD).
+    const spreads = await Promise.all(
+      Array.from({ length: LIST_SPREAD }, (_, k) =>
+        this.query({
+          IndexName: 'byTenant',
+          attribute: 'tenant_pk',
+          value: listPartitions.tenant(t.tenant, k),
+        }),
+      ),
+    );
+    const listed = spreads.flat();
     const reservationItems = await this.batchGet(
       listed.map((e) => ({ pk: String(e.pk), sk: String(e.sk) })),
       ['type', 'tenant', 'status', 'unit', 'scopes', 'estimate', 'committed'],

@@ -81,7 +81,7 @@ export function buildReserve(
     expiresAtMs: reservation.expiresAtMs,
     balances: balancesAfter(holds),
   };
-  const items = reserveTransaction({
+  const { items } = reserveTransaction({
     reservation,
     holds,
     outcome: { fingerprint: fingerprint({ idempotencyKey, subject, action }), result },
@@ -134,7 +134,7 @@ export async function rawCommit(r: Reservation, actual: number, key: string): Pr
           result,
         },
       },
-    }),
+    }).items,
     'commit',
   );
 }

@@ -75,7 +75,7 @@ export async function givenBudget(
   t: GivenTenant,
   scope: string,
   allocated: number,
-  options: { unit?: Unit; overdraftLimit?: number } = {},
+  options: { unit?: Unit; overdraftLimit?: number; shards?: number } = {},
 ): Promise<Json> {
   const unit = options.unit ?? 'USD_MICROCENTS';
   const full = scope.startsWith('tenant:') ? scope : scopeOf(t, scope);
@@ -88,6 +88,7 @@ export async function givenBudget(
       ...(options.overdraftLimit !== undefined && {
         overdraft_limit: { unit, amount: options.overdraftLimit },
       }),
+      ...(options.shards !== undefined && { shards: options.shards }),
     },
   });
   if (res.status !== 201) throw new Error(`budget: ${res.status} ${JSON.stringify(res.body)}`);

@@ -187,12 +187,14 @@ describe('expiryChanges (the sweeper transition)', () => {
         unit: 'TOKENS',
         delta: { reserved: -100, remaining: 100 },
         guard: { kind: 'exists' },
+        shard: 0,
       },
       {
         scope: 'tenant:acme/workspace:w',
         unit: 'TOKENS',
         delta: { reserved: -100, remaining: 100 },
         guard: { kind: 'exists' },
+        shard: 0,
       },
     ]);
   });

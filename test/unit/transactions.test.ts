@@ -5,6 +5,7 @@ import { newApiKeyTransaction } from '../../functions/store/api-keys.js';
 import { eventTransaction } from '../../functions/store/events.js';
 import {
   idempotencyPut,
+  settledOutcomeOf,
   storedOutcomeOf,
   UNRENDERABLE,
 } from '../../functions/store/idempotency.js';
@@ -38,7 +39,7 @@ const outcome = { fingerprint: 'f', result: {} };
 
 describe('reserveTransaction', () => {
   it('is one conditional hold per scope plus the reservation record: scopes + 1 items', () => {
-    const items = reserveTransaction({
+    const { items } = reserveTransaction({
       reservation,
       holds: scopes.map((s) => holdChange(s, 'TOKENS', 10)),
       outcome,
@@ -60,9 +61,81 @@ describe('reserveTransaction', () => {
   });
 });
 
+describe('compact stored results', () => {
+  const balances = scopes.map((scope, i) => ({
+    scope,
+    unit: 'TOKENS' as const,
+    allocated: 1_000 * (i + 1),
+    spent: 0,
+    reserved: 10,
+    debt: 0,
+    overdraftLimit: 0,
+    remaining: 1_000 * (i + 1) - 10,
+  }));
+  const reserved = {
+    kind: 'reserved',
+    affectedScopes: scopes,
+    scopePath: scopes[2],
+    reserved: { unit: 'TOKENS', amount: 10 },
+    reservationId: 'rsv_1',
+    expiresAtMs: 61_000,
+    balances,
+  };
+
+  it('stores a reservation’s balances compactly and replays exactly the result it was given', () => {
+    const { items } = reserveTransaction({
+      reservation,
+      holds: [],
+      outcome: { fingerprint: 'f', result: reserved },
+    });
+    const item = items[0]?.Put?.Item ?? {};
+
+    expect(item.result).toBeUndefined();
+    expect(JSON.stringify(item).length).toBeLessThan(1_000);
+    expect(storedOutcomeOf(item)).toEqual({ fingerprint: 'f', result: reserved });
+  });
+
+  it('stores the whole result when the item could not rebuild it', () => {
+    const odd = { ...reserved, expiresAtMs: 99 };
+    const { items } = reserveTransaction({
+      reservation,
+      holds: [],
+      outcome: { fingerprint: 'f', result: odd },
+    });
+    const item = items[0]?.Put?.Item ?? {};
+
+    expect(item.balances_compact).toBeUndefined();
+    expect(storedOutcomeOf(item)).toEqual({ fingerprint: 'f', result: odd });
+  });
+});
+
+describe('listing spread', () => {
+  it('lists each reservation under one spread of every listing key, and a settle keeps it there', () => {
+    const spreads = new Set<string>();
+    for (let i = 0; i < 40; i++) {
+      const r = { ...reservation, reservationId: `rsv_${i}` };
+      const put = reserveTransaction({ reservation: r, holds: [], outcome }).items[0]?.Put?.Item;
+      const suffix = /(~\d)?$/.exec(String(put?.tenant_pk))?.[0] ?? '';
+      spreads.add(suffix);
+      expect(put).toMatchObject({
+        tenant_pk: `T#t${suffix}`,
+        status_pk: `T#t#ACTIVE${suffix}`,
+        workspace_pk: `T#t#workspace#w${suffix}`,
+        agent_pk: `T#t#agent#a${suffix}`,
+      });
+      const settle = settleTransaction({ reservation: r, to: 'RELEASED', now: 2_000, changes: [] });
+      expect(settle.items[0]?.Update?.ExpressionAttributeValues?.[':status_pk']).toBe(
+        `T#t#RELEASED${suffix}`,
+      );
+    }
+    // Spread 0 has no suffix: the key every reservation had before listings were spread.
+    expect([...spreads].sort()).toEqual(['', '~1', '~2', '~3']);
+  });
+});
+
 describe('settleTransaction', () => {
-  it('conditions a commit on ACTIVE, the tenant and the deadline not yet passed: scopes + 2 items', () => {
-    const items = settleTransaction({
+  it('conditions a commit on ACTIVE, the tenant and the deadline not yet passed: scopes + 1 items', () => {
+    const { items } = settleTransaction({
       reservation,
       to: 'COMMITTED',
       now: 2_000,
@@ -71,12 +144,63 @@ describe('settleTransaction', () => {
       idempotency: { scope: { tenant: 't', operation: 'commit', key: 'c' }, outcome },
     });
 
-    expect(items).toHaveLength(scopes.length + 2);
+    expect(items).toHaveLength(scopes.length + 1);
     expect(items[0]?.Update?.ConditionExpression).toBe(
       '#status = :active AND #tenant = :tenant AND #deadline > :now',
     );
     expect(items[0]?.Update?.UpdateExpression).toContain('REMOVE #due_pk, #due_sk');
-    expect(items[4]?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
+    // The outcome rides on the reservation: no idempotency record of its own.
+    expect(items[0]?.Update?.ExpressionAttributeValues).toMatchObject({
+      ':settle_op': 'commit',
+      ':settle_key': 'c',
+      ':settle_fingerprint': 'f',
+    });
+  });
+
+  it('stores a commit’s balances compactly on the reservation and replays exactly its result', () => {
+    const committed = {
+      status: 'COMMITTED',
+      charged: { unit: 'TOKENS', amount: 7 },
+      released: { unit: 'TOKENS', amount: 3 },
+      balances: scopes.map((scope) => ({
+        scope,
+        unit: 'TOKENS',
+        allocated: 100,
+        spent: 7,
+        reserved: 0,
+        debt: 0,
+        overdraftLimit: 0,
+        remaining: 93,
+      })),
+    };
+    const { items } = settleTransaction({
+      reservation,
+      to: 'COMMITTED',
+      now: 2_000,
+      changes: [],
+      committed: { unit: 'TOKENS', amount: 7 },
+      idempotency: {
+        scope: { tenant: 't', operation: 'commit', key: 'c' },
+        outcome: { fingerprint: 'f', result: committed },
+      },
+    });
+    const values = items[0]?.Update?.ExpressionAttributeValues ?? {};
+    const item: Record<string, unknown> = {
+      scopes,
+      unit: 'TOKENS',
+      estimate: 10,
+      committed: 7,
+      ...Object.fromEntries(
+        Object.entries(values)
+          .filter(([k]) => k.startsWith(':settle_'))
+          .map(([k, v]) => [k.slice(1), v]),
+      ),
+    };
+
+    expect(item.settle_result).toBeUndefined();
+    expect(settledOutcomeOf(item, 'commit', 'c')).toEqual({ fingerprint: 'f', result: committed });
+    expect(settledOutcomeOf(item, 'commit', 'other')).toBeUndefined();
+    expect(settledOutcomeOf(item, 'release', 'c')).toBeUndefined();
   });
 
   it('conditions an expiry on the deadline having passed, with no idempotency record', () => {
@@ -107,7 +231,7 @@ describe('ledgerUpdate', () => {
 
 describe('eventTransaction', () => {
   it('is one debit per scope plus the event record: scopes + 1 items', () => {
-    const items = eventTransaction({
+    const { items } = eventTransaction({
       eventId: 'evt_1',
       tenant: 't',
       createdAtMs: 1_000,
@@ -134,7 +258,7 @@ describe('eventTransaction', () => {
 
 describe('extensionTransaction', () => {
   it('moves expiry, deadline and due key, conditioned on the expiry that was read', () => {
-    const items = extensionTransaction({
+    const { items } = extensionTransaction({
       reservation,
       newExpiresAtMs: 71_000,
       now: 2_000,
@@ -243,7 +367,7 @@ describe('classifyCancellation', () => {
     overdraft_limit: 0,
     remaining: 2,
   };
-  const layout = { recordAt: 2, ledgersFrom: 0, ledgerCount: 2 };
+  const layout = { recordAt: 2, proofs: [0, 1] };
 
   it('reads a failed record condition as a duplicate carrying the stored outcome', () => {
     const reasons = [
@@ -279,7 +403,16 @@ describe('classifyCancellation', () => {
   it('reads a failed reservation condition (before the ledgers) as stale with no ledger evidence', () => {
     const reasons = [{ code: 'ConditionalCheckFailed' }, { code: 'None' }, { code: 'None' }];
 
-    expect(classifyCancellation(reasons, { recordAt: 2, ledgersFrom: 1, ledgerCount: 1 })).toEqual({
+    expect(classifyCancellation(reasons, { recordAt: 2, proofs: [undefined, 0] })).toEqual({
+      kind: 'stale',
+      refused: [],
+    });
+  });
+
+  it('reads a failed shard condition as stale with no evidence: a shard proves nothing of its budget', () => {
+    const reasons = [{ code: 'ConditionalCheckFailed', item: ledgerItem }, { code: 'None' }];
+
+    expect(classifyCancellation(reasons, { recordAt: 1, proofs: [undefined] })).toEqual({
       kind: 'stale',
       refused: [],
     });

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { DomainError } from '../../domain/errors.js';
+import { MAX_SHARDS } from '../../domain/escrow.js';
 import { PERMISSIONS } from '../../domain/permissions.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
 import type { BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
@@ -44,6 +45,8 @@ export const CreateBudgetBody = z
     unit: Unit,
     allocated: Amount,
     overdraft_limit: Amount.optional(),
+    /** Escrow shards for a busy budget (docs/scaling.md); 1 (unsharded) when absent. */
+    shards: z.number().int().min(1).max(MAX_SHARDS).optional(),
   })
   .transform((b): BudgetRequest => camel(b));
 export type CreateBudgetBody = z.infer<typeof CreateBudgetBody>;

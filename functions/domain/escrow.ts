@@ -1,0 +1,172 @@
+import type { Ledger, LedgerChange, LedgerDelta, LedgerGuard } from './ledger.js';
+
+/**
+ * Escrow shards: a budget split N ways so that no single item takes every write (a DynamoDB
+ * item takes one transaction at a time and cancels the others). Each shard holds part of the
+ * allocation as its own counters; the budget is exactly their sum, and SPEC's rules are applied
+ * to that sum, never to a shard (docs/scaling.md).
+ *
+ * Two ways to change a sharded budget:
+ * - **fast**: one shard, with a condition only that shard needs to check. Taking budget (a hold,
+ *   a covered overage, an event) needs `shardCovers`; giving it back (commit at or under the
+ *   estimate, release, expiry) needs nothing. Invariant E: while the shards are not gated,
+ *   every shard's remaining is ≥ 0 and the budget has no debt, so a shard that covers an amount
+ *   proves the budget does.
+ * - **exact**: every shard at once, each conditioned on the values read, the change computed on
+ *   their sum by the ordinary domain rules, and the shards laid out afresh by `respread`. Used
+ *   for refusals, debt and overdraft, funding, and when no single shard has room.
+ *
+ * Debt and the overdraft limit live on shard 0 only; `gated` is set on every shard while the
+ * budget has debt or a negative remaining, which turns every taking of budget to the exact path.
+ */
+export interface Shard {
+  readonly allocated: number;
+  readonly spent: number;
+  readonly reserved: number;
+  readonly debt: number;
+  readonly remaining: number;
+  readonly gated: boolean;
+}
+
+/**
+ * Shards per budget at most. An exact write touches every shard of a budget in one transaction
+ * of at most 100 items; six sharded levels × 16 + the reservation + its record = 98.
+ */
+export const MAX_SHARDS = 16;
+
+/** The budget a set of shards makes up. */
+export function mergeShards(
+  base: Pick<Ledger, 'scope' | 'unit' | 'overdraftLimit'>,
+  shards: readonly Shard[],
+): Ledger {
+  const sum = (field: 'allocated' | 'spent' | 'reserved' | 'debt' | 'remaining') =>
+    shards.reduce((total, s) => total + s[field], 0);
+  return {
+    scope: base.scope,
+    unit: base.unit,
+    overdraftLimit: base.overdraftLimit,
+    allocated: sum('allocated'),
+    spent: sum('spent'),
+    reserved: sum('reserved'),
+    debt: sum('debt'),
+    remaining: sum('remaining'),
+  };
+}
+
+/** While this holds, only the exact path may take budget (invariant E would not hold). */
+export const mustGate = (budget: Ledger): boolean => budget.debt > 0 || budget.remaining < 0;
+
+/** The fast path's condition for taking `amount` from one shard (by invariant E, enough). */
+export const shardCovers = (s: Shard, amount: number): boolean => !s.gated && s.remaining >= amount;
+
+/**
+ * A shard that covers `amount` on its own, looking from `seed` onward, so concurrent holds
+ * (seeded by their ids) spread over the shards instead of racing for the first.
+ */
+export function pickShard(
+  shards: readonly Shard[],
+  amount: number,
+  seed: number,
+): number | undefined {
+  const n = shards.length;
+  for (let i = 0; i < n; i++) {
+    const k = (seed + i) % n;
+    const shard = shards[k];
+    if (shard && shardCovers(shard, amount)) return k;
+  }
+  return undefined;
+}
+
+/**
+ * How a change reaches a sharded budget. `pinned` is the shard the reservation holds on (commit,
+ * release, expiry); a hold or an event has none and may take any shard that covers it.
+ */
+export type Route =
+  | { readonly path: 'fast'; readonly shard: number; readonly covers?: number | undefined }
+  | { readonly path: 'exact' };
+
+export function routeChange(
+  change: Pick<LedgerChange, 'guard'>,
+  shards: readonly Shard[],
+  pinned: number | undefined,
+  seed: number,
+): Route {
+  const guard: LedgerGuard = change.guard;
+  switch (guard.kind) {
+    case 'exists':
+      // Gives budget back (or charges exactly what is held): no shard condition needed.
+      return { path: 'fast', shard: pinned ?? seed % shards.length };
+    case 'admit':
+    case 'covers': {
+      const shard =
+        pinned === undefined
+          ? pickShard(shards, guard.amount, seed)
+          : shardCovers(shards[pinned] ?? ZERO, guard.amount)
+            ? pinned
+            : undefined;
+      return shard === undefined
+        ? { path: 'exact' }
+        : { path: 'fast', shard, covers: guard.amount };
+    }
+    case 'snapshot':
+    case 'maxAllocated':
+      return { path: 'exact' };
+  }
+}
+
+const ZERO: Shard = { allocated: 0, spent: 0, reserved: 0, debt: 0, remaining: 0, gated: true };
+
+/** A fast change on one shard (the store applies the same delta atomically). */
+export function applyToShard(s: Shard, delta: LedgerDelta): Shard {
+  return {
+    allocated: s.allocated + (delta.allocated ?? 0),
+    spent: s.spent + (delta.spent ?? 0),
+    reserved: s.reserved + (delta.reserved ?? 0),
+    debt: s.debt + (delta.debt ?? 0),
+    remaining: s.remaining + (delta.remaining ?? 0),
+    gated: s.gated,
+  };
+}
+
+/**
+ * The exact path: the shards as `after` (the budget once the change is applied, computed on
+ * the merged ledger) should be laid out. Holds stay where they are (a reservation settles on its
+ * own shard), so the change's reserved and spent go to `pin`; debt goes to shard 0; and the
+ * remaining is split evenly while the budget is healthy, so each shard can serve fast holds.
+ * Each shard's allocation is whatever makes its own remaining come out; only their sum is
+ * visible. Integers throughout.
+ */
+export function respread(
+  shards: readonly Shard[],
+  after: Ledger,
+  pin?: { readonly shard: number; readonly delta: LedgerDelta },
+): Shard[] {
+  const n = shards.length;
+  const gated = mustGate(after);
+  const reserved = shards.map(
+    (s, k) => s.reserved + (k === pin?.shard ? (pin.delta.reserved ?? 0) : 0),
+  );
+  const spent = shards.map((s, k) => s.spent + (k === pin?.shard ? (pin.delta.spent ?? 0) : 0));
+  const total = (values: readonly number[]) => values.reduce((a, b) => a + b, 0);
+  if (total(reserved) !== after.reserved || total(spent) !== after.spent) {
+    throw new Error('respread: the shards and the budget disagree on reserved or spent');
+  }
+  const base = Math.floor(after.remaining / n);
+  const extra = after.remaining - base * n;
+  return shards.map((_, k) => {
+    const debt = k === 0 ? after.debt : 0;
+    const remaining = gated ? (k === 0 ? after.remaining : 0) : base + (k < extra ? 1 : 0);
+    return {
+      allocated: remaining + (spent[k] ?? 0) + (reserved[k] ?? 0) + debt,
+      spent: spent[k] ?? 0,
+      reserved: reserved[k] ?? 0,
+      debt,
+      remaining,
+      gated,
+    };
+  });
+}
+
+/** `n` empty shards: `respread(emptyShards(n), budget)` splits a new budget n ways. */
+export const emptyShards = (n: number): Shard[] =>
+  Array.from({ length: n }, () => ({ ...ZERO, gated: false }));

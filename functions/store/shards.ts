@@ -1,0 +1,274 @@
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { TransactGetCommand } from '@aws-sdk/lib-dynamodb';
+import type { Unit } from '../domain/amounts.js';
+import { RetryLaterError } from '../domain/errors.js';
+import { mergeShards, respread, routeChange, type Shard } from '../domain/escrow.js';
+import { applyDelta, type Ledger, type LedgerChange } from '../domain/ledger.js';
+import { documentClient, tableName } from './client.js';
+import { isLedgerItem, ledgerOf } from './items.js';
+import { keys } from './keys.js';
+import { counterUpdate, getItems, type Item, type Key, type TransactItem } from './transact.js';
+
+// Escrow shards in the table (domain/escrow.ts, docs/scaling.md). Shard 0 of a budget is its
+// ledger item `LEDGER#<scope>#<unit>`, which also carries `shards` (the count) and the
+// overdraft limit; shard k ≥ 1 is `LEDGER#<scope>#<unit>#<k>`, a partition of its own. An
+// unsharded budget is the ledger item alone, exactly as before shards existed.
+
+/** A sharded budget as read: the merged ledger and each shard's counters. */
+export interface ShardedBudget {
+  readonly ledger: Ledger;
+  readonly shards: readonly Shard[];
+}
+
+/** Sharded budgets by scope, as one operation read them (unsharded ones are absent). */
+export type Layouts = ReadonlyMap<string, ShardedBudget>;
+export const NO_LAYOUTS: Layouts = new Map();
+
+export const shardKey = (scope: string, unit: Unit, k: number): Key =>
+  k === 0 ? keys.ledger(scope, unit) : keys.ledgerShard(scope, unit, k);
+
+/** A budget's shard count never changes once created, so the process may remember it. */
+const shardCounts = new Map<string, number>();
+const countKey = (scope: string, unit: Unit) => `${scope}\u0000${unit}`;
+
+/** The keys to read for these budgets: each ledger item, and the shards already known of. */
+export function budgetKeys(entries: readonly { scope: string; unit: Unit }[]): Key[] {
+  return entries.flatMap(({ scope, unit }) => {
+    const n = shardCounts.get(countKey(scope, unit)) ?? 1;
+    return Array.from({ length: n }, (_, k) => shardKey(scope, unit, k));
+  });
+}
+
+const shardCountOf = (item: Item): number => Number(item.shards ?? 1);
+
+const shardOf = (item: Item): Shard => ({
+  allocated: Number(item.allocated),
+  spent: Number(item.spent),
+  reserved: Number(item.reserved),
+  debt: Number(item.debt),
+  remaining: Number(item.remaining),
+  gated: item.gated === true,
+});
+
+/**
+ * Reads the shards a first read (`items`, by pk) lacks, for budgets it shows to be sharded, and
+ * adds them to `items`. One more BatchGetItem the first time a process meets a sharded budget.
+ */
+export async function completeShards(items: Map<string, Item>): Promise<void> {
+  const missing: Key[] = [];
+  for (const item of [...items.values()]) {
+    if (!isLedgerItem(item)) continue;
+    const n = shardCountOf(item);
+    if (n <= 1) continue;
+    const unit = item.unit as Unit;
+    shardCounts.set(countKey(String(item.scope), unit), n);
+    for (let k = 1; k < n; k++) {
+      const key = shardKey(String(item.scope), unit, k);
+      if (!items.has(key.pk)) missing.push(key);
+    }
+  }
+  if (missing.length === 0) return;
+  for (const [pk, item] of await getItems(missing)) items.set(pk, item);
+}
+
+/** Ledgers (merged) and the layouts of sharded budgets among `items`, by scope. */
+export function budgetsFrom(items: ReadonlyMap<string, Item>): {
+  ledgers: Map<string, Ledger>;
+  layouts: Map<string, ShardedBudget>;
+} {
+  const ledgers = new Map<string, Ledger>();
+  const layouts = new Map<string, ShardedBudget>();
+  for (const item of items.values()) {
+    if (!isLedgerItem(item)) continue;
+    const base = ledgerOf(item);
+    const n = shardCountOf(item);
+    if (n <= 1) {
+      ledgers.set(base.scope, base);
+      continue;
+    }
+    const shards = Array.from({ length: n }, (_, k) =>
+      k === 0 ? item : items.get(shardKey(base.scope, base.unit, k).pk),
+    );
+    // A shard created with the budget is never deleted: absent means it was not read.
+    if (shards.some((s) => s === undefined)) throw new Error(`shards of ${base.scope} unread`);
+    const budget = { shards: shards.map((s) => shardOf(s as Item)) };
+    const ledger = mergeShards(base, budget.shards);
+    ledgers.set(base.scope, ledger);
+    layouts.set(base.scope, { ledger, shards: budget.shards });
+  }
+  return { ledgers, layouts };
+}
+
+const ATOMIC_READ_RETRIES = 4;
+
+/**
+ * The shards of these budgets at one instant (TransactGetItems is serializable with
+ * transactions; a BatchGetItem across shards is not): what a refusal must be proven on.
+ * Items by pk, merged into `items`.
+ */
+export async function readShardsAtomically(
+  items: Map<string, Item>,
+  layouts: Layouts,
+): Promise<void> {
+  const wanted = [...layouts.values()].flatMap((b) =>
+    b.shards.map((_, k) => shardKey(b.ledger.scope, b.ledger.unit, k)),
+  );
+  for (let i = 0; i < wanted.length; i += 100) {
+    const batch = wanted.slice(i, i + 100);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const out = await documentClient.send(
+          new TransactGetCommand({
+            TransactItems: batch.map((Key) => ({ Get: { TableName: tableName(), Key } })),
+          }),
+        );
+        for (const r of out.Responses ?? []) if (r.Item) items.set(String(r.Item.pk), r.Item);
+        break;
+      } catch (error) {
+        // A write transaction holds one of the shards: nothing was read, look again shortly.
+        if (!(error instanceof TransactionCanceledException)) throw error;
+        if (attempt >= ATOMIC_READ_RETRIES) throw new RetryLaterError('CONTENTION', 100);
+        await new Promise((r) => setTimeout(r, Math.random() * 10 * 2 ** attempt));
+      }
+    }
+  }
+}
+
+/** The items of a change placed on a budget, and which of them prove the ledger's state. */
+export interface PlacedChanges {
+  readonly items: TransactItem[];
+  /** Per item: the index of the change whose failed condition proves a refusal, if any. */
+  readonly proofs: (number | undefined)[];
+  /** Per change: the shard it landed on (0 for an unsharded budget). */
+  readonly shards: number[];
+}
+
+/**
+ * Each change as the items that apply it. An unsharded budget: its ledger item, with the
+ * change's own guard (a failed condition there proves the refusal). A sharded one, routed by
+ * `routeChange`: one shard under its own condition (fast), or every shard rewritten by
+ * `respread` under the condition that none moved since it was read (exact). A failed shard
+ * condition proves nothing about the budget: the operation reads again.
+ */
+export function placeChanges(
+  changes: readonly LedgerChange[],
+  layouts: Layouts,
+  seed: number,
+  ledgerUpdate: (change: LedgerChange) => TransactItem,
+): PlacedChanges {
+  const placed: PlacedChanges = { items: [], proofs: [], shards: [] };
+  changes.forEach((change, i) => {
+    const budget = layouts.get(change.scope);
+    if (!budget) {
+      // Unsharded, or a settlement pinned to its shard (the sweeper reads no ledgers).
+      if (change.shard && change.guard.kind === 'exists') {
+        placed.items.push(shardUpdate(change, change.shard, undefined));
+        placed.proofs.push(undefined);
+      } else {
+        placed.items.push(ledgerUpdate(change));
+        placed.proofs.push(i);
+      }
+      placed.shards.push(change.shard ?? 0);
+      return;
+    }
+    const route = routeChange(change, budget.shards, change.shard, seed);
+    if (route.path === 'fast') {
+      placed.items.push(shardUpdate(change, route.shard, route.covers));
+      placed.proofs.push(undefined);
+      placed.shards.push(route.shard);
+      return;
+    }
+    const pin = change.shard ?? seed % budget.shards.length;
+    const after = respread(budget.shards, applyDelta(budget.ledger, change.delta), {
+      shard: pin,
+      delta: change.delta,
+    });
+    after.forEach((shard, k) => {
+      placed.items.push(shardRewrite(change, k, budget.shards[k] as Shard, shard));
+      placed.proofs.push(undefined);
+    });
+    placed.shards.push(pin);
+  });
+  return placed;
+}
+
+/** The fast path: the change's delta on one shard, which must cover `covers` when given. */
+function shardUpdate(change: LedgerChange, k: number, covers: number | undefined): TransactItem {
+  const { delta } = change;
+  const update = counterUpdate(
+    {
+      allocated: delta.allocated,
+      spent: delta.spent,
+      reserved: delta.reserved,
+      debt: delta.debt,
+      remaining: delta.remaining,
+    },
+    'remaining',
+  );
+  const names: Record<string, string> = { ...update.names, '#pk': 'pk' };
+  const values: Record<string, unknown> = { ...update.values };
+  let condition = 'attribute_exists(#pk)';
+  if (covers !== undefined) {
+    names['#remaining'] = 'remaining';
+    names['#gated'] = 'gated';
+    values[':covers'] = covers;
+    values[':false'] = false;
+    condition += ' AND #remaining >= :covers AND #gated = :false';
+  }
+  return {
+    Update: {
+      TableName: tableName(),
+      Key: shardKey(change.scope, change.unit, k),
+      UpdateExpression: update.expression,
+      ConditionExpression: condition,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    },
+  };
+}
+
+const SHARD_FIELDS = ['allocated', 'spent', 'reserved', 'debt', 'remaining', 'gated'] as const;
+
+/** The exact path, one shard: its new counters, if it still holds what was read. */
+function shardRewrite(change: LedgerChange, k: number, before: Shard, after: Shard): TransactItem {
+  const names: Record<string, string> = { '#pk': 'pk' };
+  const values: Record<string, unknown> = {};
+  const sets: string[] = [];
+  const conditions = ['attribute_exists(#pk)'];
+  for (const field of SHARD_FIELDS) {
+    names[`#${field}`] = field;
+    values[`:was_${field}`] = before[field];
+    values[`:now_${field}`] = after[field];
+    conditions.push(`#${field} = :was_${field}`);
+    sets.push(`#${field} = :now_${field}`);
+  }
+  return {
+    Update: {
+      TableName: tableName(),
+      Key: shardKey(change.scope, change.unit, k),
+      UpdateExpression: `SET ${sets.join(', ')}`,
+      ConditionExpression: conditions.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    },
+  };
+}
+
+/** The shard items of a new budget split n ways (shard 0 is its ledger item). */
+export function newShardItems(ledger: Ledger, shards: readonly Shard[]): Item[] {
+  return shards.slice(1).map((s, i) => ({
+    ...shardKey(ledger.scope, ledger.unit, i + 1),
+    type: 'ledger-shard',
+    scope: ledger.scope,
+    unit: ledger.unit,
+    shard: i + 1,
+    ...s,
+  }));
+}
+
+/** A stable seed from an id, so one reservation's retries try the same shard first. */
+export function seedOf(id: string): number {
+  let h = 0;
+  for (const c of id) h = (h * 31 + c.charCodeAt(0)) >>> 0;
+  return h;
+}

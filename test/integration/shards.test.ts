@@ -1,0 +1,232 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, describe, expect, it } from 'vitest';
+import { L, ledgers } from '../helpers/balances.js';
+import { testClock } from '../helpers/clock.js';
+import { expectError } from '../helpers/errors.js';
+import {
+  adminHeaders,
+  fund,
+  type GivenTenant,
+  givenBudget,
+  givenTenant,
+  scopeOf,
+  usd,
+} from '../helpers/fixtures.js';
+import { request } from '../helpers/http.js';
+import { reservationsApi } from '../helpers/reservations.js';
+import { useTestStack } from '../helpers/scaffold.js';
+
+// Budgets split into escrow shards (docs/scaling.md): every answer and every balance must be
+// what the same budget unsharded would give, to the unit, under concurrency too. The shard
+// items are read straight from the table to see that the load really spreads.
+const clock = testClock();
+const stack = useTestStack({ clock });
+const { reserve, commit, release } = reservationsApi(stack);
+
+let table: DynamoDBDocumentClient | undefined;
+afterAll(() => table?.destroy());
+
+/** The counters of each shard of a budget, straight from the table. */
+async function shardsOf(t: GivenTenant, rel: string, n: number) {
+  table ??= DynamoDBDocumentClient.from(
+    new DynamoDBClient({
+      endpoint: stack.dynamoEndpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    }),
+  );
+  const base = `LEDGER#${scopeOf(t, rel)}#USD_MICROCENTS`;
+  const out = [];
+  for (let k = 0; k < n; k++) {
+    const { Item } = await table.send(
+      new GetCommand({
+        TableName: process.env.TABLE_NAME,
+        Key: { pk: k === 0 ? base : `${base}#${k}`, sk: '-' },
+      }),
+    );
+    out.push(Item);
+  }
+  return out;
+}
+
+/** A tenant with a sharded root budget and an unsharded workspace under it. */
+async function shardedTenant(
+  root: number,
+  shards: number,
+  options: { overdraftLimit?: number } = {},
+) {
+  const t = await givenTenant(stack);
+  await givenBudget(stack, t, '', root, { shards, ...options });
+  await givenBudget(stack, t, 'workspace:w', 1_000_000);
+  return t;
+}
+
+describe('a budget split into shards', () => {
+  it('is created with its allocation split evenly, and shows as one budget', async () => {
+    const t = await shardedTenant(1_003, 4);
+
+    const shards = await shardsOf(t, '', 4);
+
+    expect(shards.map((s) => s?.remaining)).toEqual([251, 251, 251, 250]);
+    expect(shards[0]?.shards).toBe(4);
+    expect((await ledgers(stack, t))['']).toEqual(L(1_003, 0, 0, 0, 1_003));
+  });
+
+  it('refuses shards outside 1..16 with 400', async () => {
+    const t = await givenTenant(stack);
+    for (const shards of [0, 17, 1.5]) {
+      const res = await request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
+        headers: adminHeaders,
+        body: { scope: scopeOf(t, ''), unit: 'USD_MICROCENTS', allocated: usd(10), shards },
+      });
+      expectError(res, 400, 'INVALID_REQUEST');
+    }
+  });
+
+  it('admits exactly what the whole budget covers under concurrency, spreading holds over shards', async () => {
+    const t = await shardedTenant(3_000, 4);
+
+    const results = await Promise.all(
+      Array.from({ length: 40 }, () => reserve(t, { estimate: usd(100) })),
+    );
+
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(30);
+    for (const r of results.filter((x) => x.status !== 200)) expectError(r, 409, 'BUDGET_EXCEEDED');
+    expect((await ledgers(stack, t))['']).toEqual(L(3_000, 0, 3_000, 0, 0));
+    const shards = await shardsOf(t, '', 4);
+    expect(shards.reduce((sum, s) => sum + Number(s?.reserved), 0)).toBe(3_000);
+  });
+
+  it('uses the whole budget even when no single shard could hold the amount', async () => {
+    const t = await shardedTenant(1_000, 4);
+
+    const big = await reserve(t, { estimate: usd(900) });
+    const over = await reserve(t, { estimate: usd(101) });
+    const rest = await reserve(t, { estimate: usd(100) });
+
+    expect([big.status, rest.status]).toEqual([200, 200]);
+    expectError(over, 409, 'BUDGET_EXCEEDED');
+    expect(over.body.details).toMatchObject({ remaining: 100, requested: 101 });
+    expect((await ledgers(stack, t))['']).toEqual(L(1_000, 0, 1_000, 0, 0));
+  });
+
+  it('settles commits and releases on the shard of each hold, exactly', async () => {
+    const t = await shardedTenant(10_000, 8);
+    const held = await Promise.all(
+      Array.from({ length: 16 }, () => reserve(t, { estimate: usd(500) })),
+    );
+    expect(held.every((r) => r.status === 200)).toBe(true);
+
+    const settled = await Promise.all(
+      held.map((r, i) =>
+        i % 2 === 0
+          ? commit(t, r.body.reservation_id, { actual: usd(300) })
+          : release(t, r.body.reservation_id),
+      ),
+    );
+
+    expect(settled.map((r) => r.status)).toEqual(held.map(() => 200));
+    expect((await ledgers(stack, t))['']).toEqual(L(10_000, 2_400, 0, 0, 7_600));
+    const shards = await shardsOf(t, '', 8);
+    expect(shards.map((s) => s?.reserved)).toEqual(shards.map(() => 0));
+    expect(shards.every((s) => Number(s?.remaining) >= 0)).toBe(true);
+  });
+
+  it('charges an overage beyond one shard from the whole budget, and refuses what no shard sum covers', async () => {
+    const t = await shardedTenant(1_000, 4);
+    const r = await reserve(t, { estimate: usd(100), overage_policy: 'ALLOW_IF_AVAILABLE' });
+
+    const charged = await commit(t, r.body.reservation_id, { actual: usd(700) });
+    const r2 = await reserve(t, { estimate: usd(100), overage_policy: 'ALLOW_IF_AVAILABLE' });
+    const refused = await commit(t, r2.body.reservation_id, { actual: usd(400) });
+
+    expect(charged.status).toBe(200);
+    expectError(refused, 409, 'BUDGET_EXCEEDED');
+    expect((await ledgers(stack, t))['']).toEqual(L(1_000, 700, 100, 0, 200));
+  });
+
+  it('goes into debt within the overdraft limit, then refuses reserves until the debt is repaid', async () => {
+    const t = await shardedTenant(1_000, 4, { overdraftLimit: 500 });
+    const r = await reserve(t, { estimate: usd(800), overage_policy: 'ALLOW_WITH_OVERDRAFT' });
+
+    const committed = await commit(t, r.body.reservation_id, { actual: usd(1_300) });
+    const blocked = await reserve(t, { estimate: usd(1) });
+    const repaid = await fund(stack, t, '', 'REPAY_DEBT', 400);
+    const after = await reserve(t, { estimate: usd(100) });
+
+    expect(committed.status).toBe(200);
+    expectError(blocked, 409, 'DEBT_OUTSTANDING');
+    expect(repaid.status).toBe(200);
+    expect(after.status).toBe(200);
+    expect((await ledgers(stack, t))['']).toEqual(L(1_100, 1_000, 100, 0, 0));
+  });
+
+  it('funds exactly: RESET below what is spent gates the budget, CREDIT reopens it', async () => {
+    const t = await shardedTenant(1_000, 4);
+    const r = await reserve(t, { estimate: usd(400) });
+    await commit(t, r.body.reservation_id, { actual: usd(400) });
+
+    const reset = await fund(stack, t, '', 'RESET', 300);
+    const blocked = await reserve(t, { estimate: usd(0) });
+    const credit = await fund(stack, t, '', 'CREDIT', 500);
+    const open = await reserve(t, { estimate: usd(400) });
+    const over = await reserve(t, { estimate: usd(1) });
+
+    expect([reset.status, credit.status, open.status]).toEqual([200, 200, 200]);
+    expectError(blocked, 409, 'BUDGET_EXCEEDED');
+    expectError(over, 409, 'BUDGET_EXCEEDED');
+    expect((await ledgers(stack, t))['']).toEqual(L(800, 400, 400, 0, 0));
+  });
+
+  it('debits events from the whole budget, and answers decide and dry runs as for one ledger', async () => {
+    const t = await shardedTenant(1_000, 4);
+    const event = (amount: number) =>
+      request('POST', `${stack.runtimeUrl}/v1/events`, {
+        headers: t.headers,
+        body: {
+          idempotency_key: `e-${amount}-${Math.random()}`,
+          subject: { workspace: 'w' },
+          action: { kind: 'tool', name: 'search' },
+          actual: usd(amount),
+        },
+      });
+    const decide = (amount: number) =>
+      request('POST', `${stack.runtimeUrl}/v1/decide`, {
+        headers: t.headers,
+        body: {
+          idempotency_key: `d-${amount}-${Math.random()}`,
+          subject: { workspace: 'w' },
+          action: { kind: 'tool', name: 'search' },
+          estimate: usd(amount),
+        },
+      });
+
+    expect((await event(600)).status).toBe(201);
+    expect((await decide(400)).body.decision).toBe('ALLOW');
+    expect((await decide(401)).body.decision).toBe('DENY');
+    expect((await reserve(t, { estimate: usd(400), dry_run: true })).body.decision).toBe('ALLOW');
+    expectError(await event(401), 409, 'BUDGET_EXCEEDED');
+    expect((await ledgers(stack, t))['']).toEqual(L(1_000, 600, 0, 0, 400));
+  });
+
+  it('returns expired holds to their shards', async () => {
+    const t = await shardedTenant(2_000, 4);
+    const held = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        reserve(t, { estimate: usd(250), ttl_ms: 1_000, grace_period_ms: 0 }),
+      ),
+    );
+    expect(held.every((r) => r.status === 200)).toBe(true);
+    clock.advance(2_000);
+
+    const { sweepOnce } = await import('../../functions/jobs/expire-reservations.js');
+    await sweepOnce();
+
+    expect((await ledgers(stack, t))['']).toEqual(L(2_000, 0, 0, 0, 2_000));
+    const shards = await shardsOf(t, '', 4);
+    expect(shards.map((s) => s?.reserved)).toEqual([0, 0, 0, 0]);
+    expect((await reserve(t, { estimate: usd(2_000) })).status).toBe(200);
+  });
+});

@@ -1,0 +1,361 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  applyToShard,
+  emptyShards,
+  MAX_SHARDS,
+  mergeShards,
+  pickShard,
+  respread,
+  routeChange,
+  type Shard,
+  shardCovers,
+} from '../../functions/domain/escrow.js';
+import {
+  applyDelta,
+  chargeLedger,
+  emptyLedger,
+  type FundOperation,
+  fundChange,
+  holdChange,
+  type Ledger,
+  type LedgerChange,
+  type OveragePolicy,
+  releaseChange,
+  scopeRefusal,
+} from '../../functions/domain/ledger.js';
+import { type Reservation, releaseChanges } from '../../functions/domain/reservation.js';
+import { eventPolicy } from '../../functions/domain/settlement.js';
+
+// The escrow algorithm against one model: the same random sequence of reserve, commit,
+// release, expiry, event and funding applied to one unsharded ledger (the model, SPEC's rules as
+// the domain already implements them) and to a budget of N shards routed the way the store
+// routes them (fast on one shard under its own condition, or exact over all shards). Every
+// decision must match the model's, the shards must always sum to the model, and invariant E
+// (not gated ⇒ every shard's remaining ≥ 0 and no debt) must hold after every step, so that
+// a fast hold can never oversubscribe the budget.
+
+const SCOPE = 'tenant:t';
+const UNIT = 'TOKENS';
+const MAX = 1_000_000_000;
+
+type Op =
+  | { readonly kind: 'reserve'; readonly amount: number; readonly seed: number }
+  | { readonly kind: 'commit'; readonly pick: number; readonly actual: number }
+  | { readonly kind: 'release' | 'expire'; readonly pick: number }
+  | {
+      readonly kind: 'event';
+      readonly actual: number;
+      readonly policy: OveragePolicy;
+      seed: number;
+    }
+  | { readonly kind: 'fund'; readonly operation: FundOperation; readonly amount: number };
+
+const policies: OveragePolicy[] = ['REJECT', 'ALLOW_IF_AVAILABLE', 'ALLOW_WITH_OVERDRAFT'];
+const amount = fc.oneof(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 400 }));
+const op: fc.Arbitrary<Op> = fc.oneof(
+  {
+    weight: 5,
+    arbitrary: fc.record({ kind: fc.constant('reserve' as const), amount, seed: fc.nat() }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant('commit' as const), pick: fc.nat(), actual: amount }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('expire' as const), pick: fc.nat() }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('event' as const),
+      actual: amount,
+      policy: fc.constantFrom(...policies),
+      seed: fc.nat(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('fund' as const),
+      operation: fc.constantFrom<FundOperation>('CREDIT', 'RESET', 'REPAY_DEBT'),
+      amount: fc.integer({ min: 0, max: 600 }),
+    }),
+  },
+);
+
+interface Hold {
+  readonly held: number;
+  readonly policy: OveragePolicy;
+  readonly shard: number;
+}
+
+/** A sharded budget routed as the store routes it. */
+class ShardedBudget {
+  shards: Shard[];
+  readonly fastPaths = { fast: 0, exact: 0 };
+
+  constructor(
+    initial: Ledger,
+    n: number,
+    public overdraftLimit: number,
+  ) {
+    this.shards = respread(emptyShards(n), initial);
+  }
+
+  get ledger(): Ledger {
+    return mergeShards(
+      { scope: SCOPE, unit: UNIT, overdraftLimit: this.overdraftLimit },
+      this.shards,
+    );
+  }
+
+  /** Applies a change decided on the merged ledger; returns the shard it landed on. */
+  apply(change: LedgerChange, pinned: number | undefined, seed: number): number {
+    const route = routeChange(change, this.shards, pinned, seed);
+    if (route.path === 'fast') {
+      const shard = this.shards[route.shard] as Shard;
+      if (route.covers !== undefined) expect(shardCovers(shard, route.covers)).toBe(true);
+      this.shards[route.shard] = applyToShard(shard, change.delta);
+      this.fastPaths.fast++;
+      return route.shard;
+    }
+    const shard = pinned ?? seed % this.shards.length;
+    this.shards = respread(this.shards, applyDelta(this.ledger, change.delta), {
+      shard,
+      delta: change.delta,
+    });
+    this.fastPaths.exact++;
+    return shard;
+  }
+}
+
+function run(ops: readonly Op[], n: number, allocated: number, overdraftLimit: number) {
+  let model: Ledger = {
+    ...emptyLedger(SCOPE, UNIT),
+    allocated,
+    remaining: allocated,
+    overdraftLimit,
+  };
+  const budget = new ShardedBudget(model, n, overdraftLimit);
+  const holds: Hold[] = [];
+  const take = (pick: number) => holds.splice(pick % holds.length, 1)[0] as Hold;
+
+  for (const o of ops) {
+    const merged = budget.ledger;
+    expect(merged).toEqual(model);
+    switch (o.kind) {
+      case 'reserve': {
+        const refusal = scopeRefusal(SCOPE, UNIT, model, o.amount);
+        // A fast hold is possible only when the model admits: that is what makes it safe.
+        const fast = pickShard(budget.shards, o.amount, o.seed);
+        if (fast !== undefined) expect(refusal).toBeUndefined();
+        if (refusal) break;
+        const change = holdChange(SCOPE, UNIT, o.amount);
+        const shard = budget.apply(change, undefined, o.seed);
+        model = applyDelta(model, change.delta);
+        holds.push({ held: o.amount, policy: policies[o.seed % 3] as OveragePolicy, shard });
+        break;
+      }
+      case 'commit': {
+        if (holds.length === 0) break;
+        const h = take(o.pick);
+        const outcome = chargeLedger(model, h.held, o.actual, h.policy);
+        if (outcome.kind === 'refused') {
+          // Refused on the merged ledger, as the exact path would: the hold is released.
+          holds.push(h);
+          break;
+        }
+        budget.apply(outcome.change, h.shard, 0);
+        model = applyDelta(model, outcome.change.delta);
+        break;
+      }
+      case 'release':
+      case 'expire': {
+        if (holds.length === 0) break;
+        const h = take(o.pick);
+        const change = releaseChange(SCOPE, UNIT, h.held);
+        budget.apply(change, h.shard, 0);
+        model = applyDelta(model, change.delta);
+        break;
+      }
+      case 'event': {
+        const outcome = chargeLedger(model, 0, o.actual, eventPolicy(o.policy));
+        if (outcome.kind === 'refused') {
+          expect(pickShard(budget.shards, o.actual, o.seed) === undefined || o.actual === 0).toBe(
+            true,
+          );
+          break;
+        }
+        budget.apply(outcome.change, undefined, o.seed);
+        model = applyDelta(model, outcome.change.delta);
+        break;
+      }
+      case 'fund': {
+        let change: LedgerChange;
+        try {
+          change = fundChange(model, o.operation, o.amount, MAX);
+        } catch {
+          break;
+        }
+        budget.apply(change, undefined, 0);
+        model = applyDelta(model, change.delta);
+        break;
+      }
+    }
+    const after = budget.ledger;
+    expect(after).toEqual(model);
+    // Invariant E, and where debt and holds live.
+    const gated = budget.shards.map((s) => s.gated);
+    expect(new Set(gated).size).toBe(1);
+    if (!gated[0]) {
+      expect(after.debt).toBe(0);
+      for (const s of budget.shards) expect(s.remaining).toBeGreaterThanOrEqual(0);
+    }
+    expect(budget.shards.slice(1).map((s) => s.debt)).toEqual(budget.shards.slice(1).map(() => 0));
+    const heldOn = (k: number) =>
+      holds.filter((h) => h.shard === k).reduce((total, h) => total + h.held, 0);
+    expect(budget.shards.map((s) => s.reserved)).toEqual(budget.shards.map((_, k) => heldOn(k)));
+  }
+  return budget.fastPaths;
+}
+
+describe('escrow shards against the unsharded model', () => {
+  it('decide exactly as one ledger and always sum to it, for 1 to 32 shards', () => {
+    fc.assert(
+      fc.property(
+        fc.array(op, { maxLength: 120 }),
+        fc.integer({ min: 1, max: MAX_SHARDS }),
+        fc.integer({ min: 0, max: 2_000 }),
+        fc.integer({ min: 0, max: 300 }),
+        (ops, n, allocated, overdraftLimit) => {
+          run(ops, n, allocated, overdraftLimit);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it('takes the fast path for most holds while the budget is far from spent', () => {
+    const ops: Op[] = Array.from({ length: 200 }, (_, i) =>
+      i % 2 === 0
+        ? { kind: 'reserve', amount: 10, seed: i * 7919 }
+        : { kind: 'commit', pick: 0, actual: 8 },
+    );
+    const paths = run(ops, 8, 100_000, 0);
+    expect(paths.exact).toBe(0);
+    expect(paths.fast).toBe(200);
+  });
+});
+
+describe('respread', () => {
+  it('splits a healthy remaining evenly, in integers, keeping holds on their shards', () => {
+    const shards = respread(emptyShards(3), {
+      ...emptyLedger(SCOPE, UNIT),
+      allocated: 10,
+      remaining: 10,
+    });
+    expect(shards.map((s) => s.remaining)).toEqual([4, 3, 3]);
+    expect(shards.map((s) => s.allocated)).toEqual([4, 3, 3]);
+    const moved = respread(
+      shards,
+      { ...emptyLedger(SCOPE, UNIT), allocated: 10, reserved: 5, remaining: 5 },
+      {
+        shard: 2,
+        delta: { reserved: 5, remaining: -5 },
+      },
+    );
+    expect(moved.map((s) => s.reserved)).toEqual([0, 0, 5]);
+    expect(moved.map((s) => s.remaining)).toEqual([2, 2, 1]);
+  });
+
+  it('gates every shard and keeps debt on shard 0 while the budget is in debt', () => {
+    const budget = {
+      ...emptyLedger(SCOPE, UNIT),
+      allocated: 10,
+      spent: 15,
+      debt: 5,
+      remaining: -10,
+    };
+    const shards = respread(
+      emptyShards(4).map((s, k) => (k === 1 ? { ...s, spent: 15 } : s)),
+      budget,
+    );
+    expect(shards.every((s) => s.gated)).toBe(true);
+    expect(shards.map((s) => s.debt)).toEqual([5, 0, 0, 0]);
+    expect(pickShard(shards, 1, 0)).toBeUndefined();
+    expect(mergeShards({ scope: SCOPE, unit: UNIT, overdraftLimit: 0 }, shards)).toEqual({
+      ...budget,
+      overdraftLimit: 0,
+    });
+  });
+
+  it('refuses to lay out shards that do not add up to the budget', () => {
+    expect(() => respread(emptyShards(2), { ...emptyLedger(SCOPE, UNIT), reserved: 1 })).toThrow();
+  });
+});
+
+describe('routeChange', () => {
+  const shards = respread(emptyShards(4), {
+    ...emptyLedger(SCOPE, UNIT),
+    allocated: 40,
+    remaining: 40,
+  });
+
+  it('settles on the pinned shard without a condition', () => {
+    expect(routeChange({ guard: { kind: 'exists' } }, shards, 3, 0)).toEqual({
+      path: 'fast',
+      shard: 3,
+    });
+  });
+
+  it('holds on a shard that covers the amount, from the seed onward, else goes exact', () => {
+    expect(routeChange({ guard: { kind: 'admit', amount: 10 } }, shards, undefined, 6)).toEqual({
+      path: 'fast',
+      shard: 2,
+      covers: 10,
+    });
+    expect(routeChange({ guard: { kind: 'admit', amount: 11 } }, shards, undefined, 6)).toEqual({
+      path: 'exact',
+    });
+    // Not gated, every shard is at 0 or more (invariant E): a zero hold fits any of them.
+    expect(routeChange({ guard: { kind: 'admit', amount: 0 } }, shards, undefined, 0)).toEqual({
+      path: 'fast',
+      shard: 0,
+      covers: 0,
+    });
+  });
+
+  it('always takes the exact path for funding and overdraft charges', () => {
+    expect(
+      routeChange({ guard: { kind: 'maxAllocated', atMost: 5 } }, shards, undefined, 0).path,
+    ).toBe('exact');
+    expect(routeChange({ guard: { kind: 'snapshot', values: {} } }, shards, 1, 0).path).toBe(
+      'exact',
+    );
+  });
+});
+
+describe('pinToHolds', () => {
+  const r = {
+    reservationId: 'rsv_1',
+    tenant: 't',
+    status: 'ACTIVE',
+    idempotencyKey: 'k',
+    subject: {},
+    action: { kind: 'llm', name: 'm' },
+    reserved: { unit: 'TOKENS', amount: 10 },
+    createdAtMs: 0,
+    expiresAtMs: 1,
+    gracePeriodMs: 0,
+    scopePath: 'tenant:t/workspace:w',
+    affectedScopes: ['tenant:t', 'tenant:t/workspace:w'],
+    overagePolicy: 'REJECT',
+  } satisfies Reservation;
+
+  it('pins every settlement to its hold’s shard, shard 0 included and when none is recorded', () => {
+    expect(releaseChanges({ ...r, holdShards: [3, 0] }).map((c) => c.shard)).toEqual([3, 0]);
+    // A reservation whose holds all landed on shard 0 records none: its settlements go to 0,
+    // never to a shard picked afresh (that would move reserved between shards).
+    expect(releaseChanges(r).map((c) => c.shard)).toEqual([0, 0]);
+  });
+});
