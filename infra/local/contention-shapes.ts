@@ -10,11 +10,13 @@ import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { Amount } from '../../functions/domain/amounts.js';
 import { derivedId, fingerprint } from '../../functions/domain/fingerprint.js';
+import { emptyShards, respread } from '../../functions/domain/escrow.js';
 import { holdChange, type Ledger, ledgersAfter } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
 import { deriveScopes, type Subject } from '../../functions/domain/scopes.js';
 import { commitChanges } from '../../functions/domain/settlement.js';
 import { reserveTransaction, settleTransaction } from '../../functions/store/reservation-writes.js';
+import type { Layouts } from '../../functions/store/shards.js';
 import {
   CONFLICT_RETRY_BUDGET,
   conflictBackoffMs,
@@ -103,17 +105,35 @@ export function marshallTransactItems(items: readonly TransactItem[]): TransactW
   });
 }
 
+/** A pair's budgets: the scopes it holds, each budget split into `shards` escrow shards. */
+export interface PairBudgets {
+  readonly scopes: ScopeCount;
+  /** 1 (the default): unsharded budgets, one ledger item each. */
+  readonly shards?: number | undefined;
+}
+
 /** The two transactions of one reserve → commit of `key`, as the use cases build them today. */
 export function pairTransactions(
   tenant: string,
-  scopeCount: ScopeCount,
+  budgets: PairBudgets,
   key: string,
   now = 1_800_000_000_000,
 ): { readonly reserve: TransactItem[]; readonly commit: TransactItem[] } {
-  const subject = SUBJECTS[scopeCount](tenant);
+  const subject = SUBJECTS[budgets.scopes](tenant);
   const { scopes, scopePath } = deriveScopes(tenant, subject);
   const estimate: Amount = { unit: UNIT, amount: ESTIMATE };
   const ledgers = new Map(scopes.map((s) => [s, busyLedger(s)]));
+  // As the use cases read them: a sharded budget's shards, its remaining split evenly (what it
+  // holds and spent so far placed on shard 0).
+  const count = budgets.shards ?? 1;
+  const layouts: Layouts = new Map(
+    count > 1
+      ? [...ledgers].map(([scope, ledger]) => {
+          const sofar = { shard: 0, delta: { reserved: ledger.reserved, spent: ledger.spent } };
+          return [scope, { ledger, shards: respread(emptyShards(count), ledger, sofar) }];
+        })
+      : [],
+  );
   const reservation: Reservation = {
     reservationId: derivedId('rsv', tenant, key),
     tenant,
@@ -143,9 +163,14 @@ export function pairTransactions(
     reservation,
     holds,
     outcome: { fingerprint: fingerprint({ key, subject }), result: reserved },
-  });
+    layouts,
+  }).items;
+  // The commit settles on the shards the holds took, as read back from the reservation record.
+  const record = reserve.find((entry) => entry.Put?.Item?.reservation_id)?.Put?.Item;
+  const holdShards = Array.isArray(record?.hold_shards) ? record.hold_shards.map(Number) : undefined;
+  const held: Reservation = { ...reservation, holdShards };
   const actual: Amount = { unit: UNIT, amount: ACTUAL };
-  const changes = commitChanges(reservation, actual, ledgers);
+  const changes = commitChanges(held, actual, ledgers);
   const committed: Committed = {
     status: 'COMMITTED',
     charged: actual,
@@ -153,7 +178,7 @@ export function pairTransactions(
     balances: ledgersAfter(ledgers, changes),
   };
   const commit = settleTransaction({
-    reservation,
+    reservation: held,
     to: 'COMMITTED',
     now: now + 1_000,
     changes,
@@ -163,22 +188,23 @@ export function pairTransactions(
       scope: { tenant, operation: 'commit', key: `${key}-commit` },
       outcome: { fingerprint: fingerprint({ key, actual }), result: committed },
     },
-  });
+    layouts,
+  }).items;
   return { reserve, commit };
 }
 
 /**
  * One reserve → commit of `key` on the tenant's budget: a reserve reads once (reservation +
- * ledgers) then sends `reserveTransaction`; a commit reads twice (record + reservation, then
- * ledgers) then sends `settleTransaction` (use-cases/reservations.ts).
+ * ledgers) then sends `reserveTransaction`; a commit reads twice (reservation, then ledgers)
+ * then sends `settleTransaction` (use-cases/reservations.ts).
  */
 export function reserveCommitPair(
   tenant: string,
-  scopeCount: ScopeCount,
+  budgets: PairBudgets,
   key: string,
   policies: PairPolicies,
 ): OperationShape[] {
-  const { reserve, commit } = pairTransactions(tenant, scopeCount, key);
+  const { reserve, commit } = pairTransactions(tenant, budgets, key);
   // The commit updates the item the reserve put: remembered, it is sized and its index
   // entries move from the partitions they are in, as the live emulator would see them.
   const memory = new ItemMemory();
@@ -205,7 +231,7 @@ const KEY_SLOTS = 4;
  */
 export function tenantPairs(
   tenant: string,
-  scopeCount: ScopeCount,
+  budgets: PairBudgets,
   policies: PairPolicies,
 ): (client: number, n: number) => readonly OperationShape[] {
   const built = new Map<string, OperationShape[]>();
@@ -213,7 +239,7 @@ export function tenantPairs(
     const key = `sim-${client}-${n % KEY_SLOTS}`;
     let shape = built.get(key);
     if (!shape) {
-      shape = reserveCommitPair(tenant, scopeCount, key, policies);
+      shape = reserveCommitPair(tenant, budgets, key, policies);
       built.set(key, shape);
     }
     return shape;

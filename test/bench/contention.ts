@@ -18,6 +18,7 @@ import {
 } from '../../infra/local/contention.js';
 import {
   LEGACY_POLICIES,
+  type PairBudgets,
   type PairPolicies,
   reserveCommitPair,
   type ScopeCount,
@@ -27,7 +28,7 @@ import {
 import { type Bench, say } from './context.js';
 import { HttpTarget, UnexpectedReply } from './http.js';
 import { ACTUAL, reserveBody } from './latency.js';
-import { type BenchTenant, UNIT } from './provision.js';
+import { ALLOCATED, type BenchTenant, UNIT } from './provision.js';
 import type { ServerProcess } from './server.js';
 import { summarize } from './stats.js';
 
@@ -45,12 +46,30 @@ const POLICIES: Record<PolicyName, { readonly policies: PairPolicies; readonly t
 };
 
 export const SIMULATED_CLIENTS = [1, 2, 4, 10, 50, 200, 1_000] as const;
-export const SERVICE_CLIENTS = [10, 50] as const;
+/**
+ * What is simulated: today's policy on 1 and 3 scopes, and on a budget in 16 escrow shards
+ * (docs/scaling.md); the earlier policy on 1 and 3 scopes, to calibrate against the model.
+ */
+const SIMULATED: readonly { readonly policy: PolicyName; readonly budgets: PairBudgets }[] = [
+  { policy: 'today', budgets: { scopes: 1 } },
+  { policy: 'today', budgets: { scopes: 3 } },
+  { policy: 'today', budgets: { scopes: 1, shards: 16 } },
+  { policy: 'before', budgets: { scopes: 1 } },
+  { policy: 'before', budgets: { scopes: 3 } },
+];
+/** The service runs: one tenant budget, unsharded at 10 and 50 clients, then in 16 shards. */
+const SERVICE_RUNS: readonly { readonly clients: number; readonly shards: number }[] = [
+  { clients: 10, shards: 1 },
+  { clients: 50, shards: 1 },
+  { clients: 50, shards: 16 },
+];
 const SEED = 1;
 
 export interface SimulatedRow {
   readonly policy: PolicyName;
   readonly scopes: ScopeCount;
+  /** Escrow shards of each budget (1: unsharded). */
+  readonly shards: number;
   readonly clients: number;
   readonly seconds: number;
   /** The pair's shape: items written by the reserve + the commit, and their write units. */
@@ -71,6 +90,8 @@ export interface SimulatedRow {
 
 export interface ServiceRow {
   readonly clients: number;
+  /** Escrow shards of the tenant budget (1: unsharded). */
+  readonly shards: number;
   readonly seconds: number;
   /** The same load on the bench's own server, without the emulator. */
   readonly baselinePairsPerSecond: number;
@@ -105,52 +126,53 @@ const r4 = (x: number) => Math.round(x * 10_000) / 10_000;
 /** (a) the simulator: every policy × shape × concurrency, in virtual time. */
 function simulatedRows(quick: boolean, settings: ContentionSettings): SimulatedRow[] {
   const rows: SimulatedRow[] = [];
-  for (const policy of ['today', 'before'] as const) {
-    for (const scopes of [1, 3] as const) {
-      for (const clients of SIMULATED_CLIENTS) {
-        // 1,000 clients cost the most CPU per virtual second and complete the fewest pairs.
-        const seconds = quick ? 10 : clients >= 1_000 ? 30 : 60;
-        const r = simulate({
-          clients,
-          warmupMs: 5_000,
-          durationMs: seconds * 1000,
-          pair: tenantPairs('acme', scopes, POLICIES[policy].policies),
-          settings,
-          seed: SEED,
-        });
-        const shape = reserveCommitPair('acme', scopes, 'cost', POLICIES[policy].policies);
-        const of = (op: string) =>
-          ratio(r.byOperation[op]?.failed ?? 0, r.byOperation[op]?.requests ?? 0);
-        const row: SimulatedRow = {
-          policy,
-          scopes,
-          clients,
-          seconds,
-          items: shape.map((op) => op.writes.length).join(' + '),
-          writeUnits: shape
-            .flatMap((op) => op.writes)
-            .reduce((a, w) => a + w.units + w.indexWrites.reduce((x, i) => x + i.units, 0), 0),
-          pairsPerSecond: r1(r.pairsPerSecond),
-          attemptsPerSecond: r1(r.attempts / seconds),
-          conflictRate: r4(r.conflictRate),
-          throttleRate: r4(r.throttleRate),
-          failureRate: r4(r.failureRate),
-          reserveFailureRate: r4(of('reserve')),
-          commitFailureRate: r4(of('commit')),
-          pairP50Ms: Math.round(r.pairLatencyMs.p50),
-          pairP99Ms: Math.round(r.pairLatencyMs.p99),
-        };
-        rows.push(row);
-        say(
-          `  sim ${policy.padEnd(6)} ${scopes} scope${scopes > 1 ? 's' : ' '} ×${String(clients).padEnd(5)} ${row.pairsPerSecond.toFixed(1).padStart(6)} pairs/s  conflicts ${pct(row.conflictRate).padStart(4)} of ${row.attemptsPerSecond.toFixed(0).padStart(5)} tx/s  throttled ${pct(row.throttleRate)}  failed ${pct(row.failureRate).padStart(4)} (reserve ${pct(row.reserveFailureRate)}, commit ${pct(row.commitFailureRate)})  pair p50 ${row.pairP50Ms} p99 ${row.pairP99Ms} ms`,
-        );
-      }
+  for (const { policy, budgets } of SIMULATED) {
+    for (const clients of SIMULATED_CLIENTS) {
+      // 1,000 clients cost the most CPU per virtual second and complete the fewest pairs.
+      const seconds = quick ? 10 : clients >= 1_000 ? 30 : 60;
+      const r = simulate({
+        clients,
+        warmupMs: 5_000,
+        durationMs: seconds * 1000,
+        pair: tenantPairs('acme', budgets, POLICIES[policy].policies),
+        settings,
+        seed: SEED,
+      });
+      const shape = reserveCommitPair('acme', budgets, 'cost', POLICIES[policy].policies);
+      const of = (op: string) =>
+        ratio(r.byOperation[op]?.failed ?? 0, r.byOperation[op]?.requests ?? 0);
+      const row: SimulatedRow = {
+        policy,
+        scopes: budgets.scopes,
+        shards: budgets.shards ?? 1,
+        clients,
+        seconds,
+        items: shape.map((op) => op.writes.length).join(' + '),
+        writeUnits: shape
+          .flatMap((op) => op.writes)
+          .reduce((a, w) => a + w.units + w.indexWrites.reduce((x, i) => x + i.units, 0), 0),
+        pairsPerSecond: r1(r.pairsPerSecond),
+        attemptsPerSecond: r1(r.attempts / seconds),
+        conflictRate: r4(r.conflictRate),
+        throttleRate: r4(r.throttleRate),
+        failureRate: r4(r.failureRate),
+        reserveFailureRate: r4(of('reserve')),
+        commitFailureRate: r4(of('commit')),
+        pairP50Ms: Math.round(r.pairLatencyMs.p50),
+        pairP99Ms: Math.round(r.pairLatencyMs.p99),
+      };
+      rows.push(row);
+      say(
+        `  sim ${policy.padEnd(6)} ${budgetsText(row).padEnd(19)} ×${String(clients).padEnd(5)} ${row.pairsPerSecond.toFixed(1).padStart(6)} pairs/s  conflicts ${pct(row.conflictRate).padStart(4)} of ${row.attemptsPerSecond.toFixed(0).padStart(5)} tx/s  throttled ${pct(row.throttleRate)}  failed ${pct(row.failureRate).padStart(4)} (reserve ${pct(row.reserveFailureRate)}, commit ${pct(row.commitFailureRate)})  pair p50 ${row.pairP50Ms} p99 ${row.pairP99Ms} ms`,
+      );
     }
   }
   return rows;
 }
 
 const pct = (x: number) => `${Math.round(x * 100)}%`;
+const budgetsText = (r: { readonly scopes: number; readonly shards: number }) =>
+  `${r.scopes} scope${r.scopes > 1 ? 's' : ''}${r.shards > 1 ? `, ${r.shards} shards` : ''}`;
 
 /**
  * Closed-loop reserve → commit pairs; a refused request (any non-2xx) ends its pair. Through
@@ -230,10 +252,11 @@ async function serviceRows(
     for (const target of [b.runtime, emulated])
       await pairLoad(b, target, warm, 10, 0, b.opts.quick ? 1_000 : 4_000, 'contention warm-up');
     await b.audit('contention warm-up', [warm]);
-    for (const clients of SERVICE_CLIENTS) {
+    for (const { clients, shards } of SERVICE_RUNS) {
+      const name = `${clients}${shards > 1 ? `-s${shards}` : ''}`;
       // The same load on the bench's own server, without the emulator: what DynamoDB Local and
       // this machine allow at all, so the emulated figures can be read against it.
-      const plain = await b.tenant(`contention-plain-${clients}`, ['']);
+      const plain = await tenantBudget(b, `contention-plain-${name}`, shards);
       const baseline = await pairLoad(
         b,
         b.runtime,
@@ -241,10 +264,10 @@ async function serviceRows(
         clients,
         warmupMs,
         seconds * 1000,
-        `contention baseline ×${clients}`,
+        `contention baseline ×${name}`,
       );
-      const label = `contention service ×${clients}`;
-      const tenant = await b.tenant(`contention-svc-${clients}`, ['']);
+      const label = `contention service ×${name}`;
+      const tenant = await tenantBudget(b, `contention-svc-${name}`, shards);
       const before = await server.snapshot();
       const { statuses, latencies } = await pairLoad(
         b,
@@ -274,6 +297,7 @@ async function serviceRows(
       const base = summarize(baseline.latencies);
       const row: ServiceRow = {
         clients,
+        shards,
         seconds,
         baselinePairsPerSecond: r1(baseline.latencies.length / seconds),
         baselinePairP50Ms: Math.round(base.p50),
@@ -293,7 +317,7 @@ async function serviceRows(
         ? `${emulator.transactions} tx, ${emulator.cancelledForConflict} cancelled for conflict, ${emulator.cancelledForThrottling} throttled, ${emulator.plainWriteConflicts} plain-write conflicts`
         : 'n/a';
       say(
-        `  service ×${String(clients).padEnd(3)} ${row.pairsPerSecond.toFixed(1).padStart(6)} pairs/s (without the emulator ${row.baselinePairsPerSecond.toFixed(1)}, p50 ${row.baselinePairP50Ms} ms)  ${row.requests} requests (${statusText(statuses)}), 5xx ${pct(row.fiveXxRate)}  emulator: ${counters}; transact retries ${row.conflictRetries}  pair p50 ${row.pairP50Ms} p99 ${row.pairP99Ms} ms`,
+        `  service ×${String(clients).padEnd(3)} ${budgetsText({ scopes: 1, shards }).padEnd(17)} ${row.pairsPerSecond.toFixed(1).padStart(6)} pairs/s (without the emulator ${row.baselinePairsPerSecond.toFixed(1)}, p50 ${row.baselinePairP50Ms} ms)  ${row.requests} requests (${statusText(statuses)}), 5xx ${pct(row.fiveXxRate)}  emulator: ${counters}; transact retries ${row.conflictRetries}  pair p50 ${row.pairP50Ms} p99 ${row.pairP99Ms} ms`,
       );
     }
   } finally {
@@ -302,6 +326,24 @@ async function serviceRows(
     await b.sizing(true);
   }
   return rows;
+}
+
+/**
+ * A tenant with one budget at its root, split into `shards` escrow shards (the admin API's
+ * `shards`), created as `provisionTenant` creates budgets, so the audit knows its allocation.
+ */
+async function tenantBudget(b: Bench, label: string, shards: number): Promise<BenchTenant> {
+  if (shards === 1) return b.tenant(label, ['']);
+  const t = await b.tenant(label, []);
+  const scope = `tenant:${t.tenant}`;
+  await b.parts.admin.expect('create sharded budget', 'POST', '/v1/admin/budgets', t.headers, {
+    scope,
+    unit: UNIT,
+    allocated: { unit: UNIT, amount: ALLOCATED },
+    shards,
+  });
+  t.budgets.set(scope, ALLOCATED);
+  return t;
 }
 
 const statusText = (statuses: Record<string, number>) =>
@@ -323,7 +365,7 @@ export async function contentionPhase(
     `holds: ${s.hold.text} from the moment a transaction is sent (an answer never comes before its holds end); a cancelled transaction's prepared items: ${s.cancelHold.text}`,
     `throttling: ${s.writeUnitsPerSecond} WRU/s per item and per index partition key value, ${s.burstSeconds} s of unused capacity banked`,
     `simulator: transaction round trip ${DEFAULT_TRANSACTION_LATENCY.text}, each read ${DEFAULT_READ_LATENCY.text}; a reserve reads once, a commit twice; seed ${SEED}, 5 s warm-up, then 60 s (30 s at 1,000 clients; 10 s with --quick) of virtual time`,
-    'service: `infra/local/main.ts` with EMULATE_CONTENTION in a process of its own on the bench’s DynamoDB Local; closed-loop reserve→commit on one tenant budget (1 scope), a refused request ends its pair',
+    'service: `infra/local/main.ts` with EMULATE_CONTENTION in a process of its own on the bench’s DynamoDB Local; closed-loop reserve→commit on one tenant budget (1 scope; unsharded, then in 16 escrow shards), a refused request ends its pair',
   ];
   say(`  ${settings.join('\n  ')}`);
   const simulated = simulatedRows(b.opts.quick, s);
@@ -367,7 +409,7 @@ export function contentionMarkdown(
     table(
       [
         'Policy',
-        'Scopes (items, WRU per pair)',
+        'Budgets (items, WRU per pair)',
         'Clients',
         'Pairs/s',
         'Tx sent/s',
@@ -378,7 +420,7 @@ export function contentionMarkdown(
       ],
       c.simulated.map((r) => [
         r.policy,
-        `${r.scopes} (${r.items}, ${r.writeUnits})`,
+        `${budgetsText(r)} (${r.items}, ${r.writeUnits})`,
         r.clients.toLocaleString('en-US'),
         r.pairsPerSecond.toFixed(1),
         r.attemptsPerSecond.toLocaleString('en-US', { maximumFractionDigits: 0 }),
@@ -396,6 +438,7 @@ export function contentionMarkdown(
       table(
         [
           'Clients',
+          'Tenant budget',
           'Pairs/s (without the emulator)',
           'Requests (statuses)',
           '5xx rate',
@@ -406,6 +449,7 @@ export function contentionMarkdown(
         ],
         c.service.map((r) => [
           String(r.clients),
+          r.shards > 1 ? `${r.shards} shards` : 'unsharded',
           `${r.pairsPerSecond.toFixed(1)} (${r.baselinePairsPerSecond.toFixed(1)})`,
           `${r.requests} (${statusText(r.statuses)})`,
           pct1(r.fiveXxRate),
