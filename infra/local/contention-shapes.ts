@@ -9,8 +9,8 @@
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { Amount } from '../../functions/domain/amounts.js';
-import { derivedId, fingerprint } from '../../functions/domain/fingerprint.js';
 import { emptyShards, respread } from '../../functions/domain/escrow.js';
+import { derivedId, fingerprint } from '../../functions/domain/fingerprint.js';
 import { holdChange, type Ledger, ledgersAfter } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
 import { deriveScopes, type Subject } from '../../functions/domain/scopes.js';
@@ -167,7 +167,9 @@ export function pairTransactions(
   }).items;
   // The commit settles on the shards the holds took, as read back from the reservation record.
   const record = reserve.find((entry) => entry.Put?.Item?.reservation_id)?.Put?.Item;
-  const holdShards = Array.isArray(record?.hold_shards) ? record.hold_shards.map(Number) : undefined;
+  const holdShards = Array.isArray(record?.hold_shards)
+    ? record.hold_shards.map(Number)
+    : undefined;
   const held: Reservation = { ...reservation, holdShards };
   const actual: Amount = { unit: UNIT, amount: ACTUAL };
   const changes = commitChanges(held, actual, ledgers);
