@@ -32,8 +32,6 @@ export interface BenchOptions {
   readonly markdown: boolean;
   /** Only rewrite BENCHMARKS.md from this results file, measuring nothing. */
   readonly render?: string | undefined;
-  /** Add the `contention` phase (DynamoDB's conflicts and throttling emulated). */
-  readonly emulateContention: boolean;
 }
 
 const USAGE = `npm run bench -- [options]
@@ -54,7 +52,8 @@ const USAGE = `npm run bench -- [options]
   --emulate-contention        add the contention phase: the simulator, and the service with
                               DynamoDB's transaction conflicts and throttling emulated
                               (EMULATE_CONTENTION, if set, gives the emulator's settings)
-  --out FILE                  results file (default bench/results/<date>[-quick].json)
+  --out FILE                  results file (default bench/results/<date>[-quick].json;
+                              <date>-contention.json for the contention phase alone)
   --markdown / --no-markdown  rewrite the generated table in BENCHMARKS.md (default: full runs only)
   --render FILE               only rewrite BENCHMARKS.md from a results file
 `;
@@ -133,7 +132,6 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     out: values.out,
     markdown: values['no-markdown'] ? false : (values.markdown ?? !quick),
     render: values.render,
-    emulateContention: phases.includes('contention'),
   };
 }
 
