@@ -189,6 +189,7 @@ async function pairLoad(
   label: string,
 ) {
   const busyExpected = target !== b.runtime;
+  const keyPrefix = label.replace(/[^A-Za-z0-9-]+/g, '-');
   const outcomes = b.outcomesOf(label);
   const statuses: Record<string, number> = {};
   const latencies: number[] = [];
@@ -206,7 +207,7 @@ async function pairLoad(
   const client = async (c: number) => {
     for (let i = 0; performance.now() < windowEnd; i++) {
       const began = performance.now();
-      const key = `${label}-${c}-${i}`;
+      const key = `${keyPrefix}-${c}-${i}`;
       try {
         const reserved = await answer(
           'reserve',
