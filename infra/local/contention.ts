@@ -866,6 +866,13 @@ export interface SimulationOptions {
   readonly readLatency?: Distribution | undefined;
   readonly settings?: Partial<ContentionSettings> | undefined;
   readonly seed: number;
+  /**
+   * Clients that honour the 503's Retry-After, as SPEC asks of them (retry INTERNAL_ERROR with
+   * backoff): after a failed request they wait this long (jittered ±50 %), then retry a failed
+   * commit (a granted hold is settled, not abandoned) or start their next pair after a failed
+   * reserve. Undefined: the worst case, clients that abandon and go again at once.
+   */
+  readonly retryAfterMs?: number | undefined;
 }
 
 export interface OperationTally {
@@ -1026,6 +1033,14 @@ export function simulate(o: SimulationOptions): SimulationResult {
           return;
         }
         finishRequest(op, false);
+        if (o.retryAfterMs !== undefined) {
+          const wait = o.retryAfterMs * (0.5 + random());
+          // A commit is retried until it lands; a refused reserve gives up its pair.
+          if (i > 0) queue.push(now + wait, () => attempt(op, i, 0));
+          else queue.push(now + wait, () => startPair(client, n + 1));
+          if (i === 0 && inWindow(now)) failedPairs++;
+          return;
+        }
         if (inWindow(now)) failedPairs++;
         startPair(client, n + 1);
       });

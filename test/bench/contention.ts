@@ -32,12 +32,24 @@ import { ALLOCATED, type BenchTenant, UNIT } from './provision.js';
 import type { ServerProcess } from './server.js';
 import { summarize } from './stats.js';
 
-export type PolicyName = 'today' | 'before';
+export type PolicyName = 'today' | 'polite' | 'before';
 
-const POLICIES: Record<PolicyName, { readonly policies: PairPolicies; readonly text: string }> = {
+const POLICIES: Record<
+  PolicyName,
+  {
+    readonly policies: PairPolicies;
+    readonly text: string;
+    readonly retryAfterMs?: number | undefined;
+  }
+> = {
   today: {
     policies: SERVICE_POLICIES,
     text: 'today’s `transact` (functions/store/transact.ts): a reserve retries 3 times (backoff ≤ 50 ms), a commit 12 times (≤ 200 ms), throttles too; then 503',
+  },
+  polite: {
+    policies: SERVICE_POLICIES,
+    retryAfterMs: 1_000,
+    text: 'today’s `transact`, with clients that honour the 503’s Retry-After (1 s, jittered ±50 %) as SPEC asks: a failed commit is retried until it lands, a refused reserve waits before the next pair',
   },
   before: {
     policies: LEGACY_POLICIES,
@@ -54,6 +66,8 @@ const SIMULATED: readonly { readonly policy: PolicyName; readonly budgets: PairB
   { policy: 'today', budgets: { scopes: 1 } },
   { policy: 'today', budgets: { scopes: 3 } },
   { policy: 'today', budgets: { scopes: 1, shards: 16 } },
+  { policy: 'polite', budgets: { scopes: 1 } },
+  { policy: 'polite', budgets: { scopes: 1, shards: 16 } },
   { policy: 'before', budgets: { scopes: 1 } },
   { policy: 'before', budgets: { scopes: 3 } },
 ];
@@ -137,6 +151,7 @@ function simulatedRows(quick: boolean, settings: ContentionSettings): SimulatedR
         pair: tenantPairs('acme', budgets, POLICIES[policy].policies),
         settings,
         seed: SEED,
+        retryAfterMs: POLICIES[policy].retryAfterMs,
       });
       const shape = reserveCommitPair('acme', budgets, 'cost', POLICIES[policy].policies);
       const of = (op: string) =>
@@ -373,7 +388,11 @@ export async function contentionPhase(
   const service = startEmulatedServer ? await serviceRows(b, startEmulatedServer) : [];
   return {
     settings,
-    policies: { today: POLICIES.today.text, before: POLICIES.before.text },
+    policies: {
+      today: POLICIES.today.text,
+      polite: POLICIES.polite.text,
+      before: POLICIES.before.text,
+    },
     simulated,
     service,
     serviceSkipped: startEmulatedServer
