@@ -873,6 +873,11 @@ export interface SimulationOptions {
    * reserve. Undefined: the worst case, clients that abandon and go again at once.
    */
   readonly retryAfterMs?: number | undefined;
+  /**
+   * The work a reservation guards (an LLM call, a tool run): the time between a reserve's
+   * answer and its commit. Undefined: none, a closed loop that only reserves and commits.
+   */
+  readonly workTime?: Distribution | undefined;
 }
 
 export interface OperationTally {
@@ -1009,7 +1014,7 @@ export function simulate(o: SimulationOptions): SimulationResult {
         startPair(client, n + 1);
         return;
       }
-      let reads = 0;
+      let reads = i > 0 && o.workTime ? o.workTime.sample(random) : 0;
       for (let r = 0; r < op.reads; r++) reads += readLatency.sample(random);
       queue.push(now + reads, () => attempt(op, i, 0));
     };

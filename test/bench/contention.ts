@@ -14,6 +14,8 @@ import {
   DEFAULT_READ_LATENCY,
   DEFAULT_SETTINGS,
   DEFAULT_TRANSACTION_LATENCY,
+  type Distribution,
+  lognormal,
   simulate,
 } from '../../infra/local/contention.js';
 import {
@@ -32,7 +34,7 @@ import { ALLOCATED, type BenchTenant, UNIT } from './provision.js';
 import type { ServerProcess } from './server.js';
 import { summarize } from './stats.js';
 
-export type PolicyName = 'today' | 'polite' | 'before';
+export type PolicyName = 'today' | 'polite' | 'agents' | 'before';
 
 const POLICIES: Record<
   PolicyName,
@@ -40,6 +42,7 @@ const POLICIES: Record<
     readonly policies: PairPolicies;
     readonly text: string;
     readonly retryAfterMs?: number | undefined;
+    readonly workTime?: Distribution | undefined;
   }
 > = {
   today: {
@@ -51,6 +54,12 @@ const POLICIES: Record<
     retryAfterMs: 1_000,
     text: 'today’s `transact`, with clients that honour the 503’s Retry-After (1 s, jittered ±50 %) as SPEC asks: a failed commit is retried until it lands, a refused reserve waits before the next pair',
   },
+  agents: {
+    policies: SERVICE_POLICIES,
+    retryAfterMs: 1_000,
+    workTime: lognormal(1_000, 8_000),
+    text: 'as `polite`, and each client does the work a reservation guards between its reserve and its commit (an LLM or tool call: log-normal, p50 1 s, p99 8 s), as agents do',
+  },
   before: {
     policies: LEGACY_POLICIES,
     text: 'before a472f41, as the earlier model assumed: every write retries a conflict 6 times (backoff ≤ 400 ms), a throttle not at all; then 500',
@@ -60,7 +69,9 @@ const POLICIES: Record<
 export const SIMULATED_CLIENTS = [1, 2, 4, 10, 50, 200, 1_000] as const;
 /**
  * What is simulated: today's policy on 1 and 3 scopes, and on a budget in 16 escrow shards
- * (docs/scaling.md); the earlier policy on 1 and 3 scopes, to calibrate against the model.
+ * (docs/scaling.md), with clients that go again at once, that honour Retry-After, and that do
+ * an agent's work between reserve and commit; the earlier policy on 1 and 3 scopes, to
+ * calibrate against the model.
  */
 const SIMULATED: readonly { readonly policy: PolicyName; readonly budgets: PairBudgets }[] = [
   { policy: 'today', budgets: { scopes: 1 } },
@@ -68,6 +79,8 @@ const SIMULATED: readonly { readonly policy: PolicyName; readonly budgets: PairB
   { policy: 'today', budgets: { scopes: 1, shards: 16 } },
   { policy: 'polite', budgets: { scopes: 1 } },
   { policy: 'polite', budgets: { scopes: 1, shards: 16 } },
+  { policy: 'agents', budgets: { scopes: 1 } },
+  { policy: 'agents', budgets: { scopes: 1, shards: 16 } },
   { policy: 'before', budgets: { scopes: 1 } },
   { policy: 'before', budgets: { scopes: 3 } },
 ];
@@ -152,6 +165,7 @@ function simulatedRows(quick: boolean, settings: ContentionSettings): SimulatedR
         settings,
         seed: SEED,
         retryAfterMs: POLICIES[policy].retryAfterMs,
+        workTime: POLICIES[policy].workTime,
       });
       const shape = reserveCommitPair('acme', budgets, 'cost', POLICIES[policy].policies);
       const of = (op: string) =>
@@ -391,6 +405,7 @@ export async function contentionPhase(
     policies: {
       today: POLICIES.today.text,
       polite: POLICIES.polite.text,
+      agents: POLICIES.agents.text,
       before: POLICIES.before.text,
     },
     simulated,
