@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 export const PHASES = [
   'latency',
   'throughput',
+  'minimal',
   'listing',
   'expiry',
   'profile',

@@ -4,6 +4,7 @@ import type { ContentionResult } from './contention.js';
 import type { ExpiryLag } from './expiry.js';
 import type { ItemSize, OpResult } from './latency.js';
 import type { ListingResult, ListingRow } from './listing.js';
+import type { MinimalResult } from './minimal.js';
 import type { ProfileSummary } from './profile.js';
 import type { MachineInfo } from './system.js';
 import { type PerOp, PRICES, unitsText } from './tally.js';
@@ -38,6 +39,8 @@ export interface Results {
   readonly latency?: readonly OpResult[] | undefined;
   readonly itemSizes?: readonly ItemSize[] | undefined;
   readonly throughput?: readonly LoadRun[] | undefined;
+  /** The service next to the minimal protocol shape (test/bench/minimal.ts). */
+  readonly minimal?: MinimalResult | undefined;
   readonly listing?: ListingResult | undefined;
   readonly expiry?: ExpiryLag | undefined;
   readonly profile?: ProfileSummary | undefined;
@@ -67,6 +70,7 @@ const readCalls = (p: PerOp) =>
 export function evaluateTargets(r: {
   latency?: readonly OpResult[] | undefined;
   throughput?: readonly LoadRun[] | undefined;
+  minimal?: MinimalResult | undefined;
   expiry?: ExpiryLag | undefined;
   audits: readonly AuditResult[];
   statuses: Record<string, Record<string, number>>;
@@ -146,6 +150,7 @@ export function evaluateTargets(r: {
           .join('; ') || 'DynamoDB counts unavailable (service not started by the bench)',
     });
   }
+  if (r.minimal) targets.push(...minimalTargets(r.minimal));
   const mismatches = r.audits.reduce((a, x) => a + x.mismatches, 0);
   const fivexx = Object.values(r.statuses)
     .flatMap((s) => Object.entries(s))
@@ -158,6 +163,33 @@ export function evaluateTargets(r: {
     detail: `${r.audits.length} audits, ${mismatches} mismatches; ${fivexx} responses 5xx`,
   });
   return targets;
+}
+
+/** Issue 12's targets: the service against the minimal protocol shape. */
+function minimalTargets(m: MinimalResult): Target[] {
+  const x = m.summary;
+  const svc = m.pairs.find((p) => p.engine === 'service');
+  const min = m.pairs.find((p) => p.engine === 'minimal');
+  return [
+    {
+      id: 'minimal-rate',
+      target: `at ${x.clients ?? 10} clients the service sustains ≥ 70% of the minimal shape’s reserve→commit rate (3 scopes)`,
+      met: x.ratio === undefined ? undefined : x.ratio >= 0.7,
+      detail: `${f(x.serviceRate, 1)} vs ${f(x.minimalRate, 1)} pairs/s = ${x.ratio === undefined ? 'n/a' : pct(x.ratio)}${x.ratioRange ? ` (rounds ${pct(x.ratioRange[0])}–${pct(x.ratioRange[1])})` : ''}`,
+    },
+    {
+      id: 'minimal-p50',
+      target: 'single-client reserve p50 (3 scopes) within 3 ms of the minimal shape’s',
+      met: x.reserveP50GapMs === undefined ? undefined : x.reserveP50GapMs <= 3,
+      detail: `${f(x.serviceReserveP50)} vs ${f(x.minimalReserveP50)} ms (+${f(x.reserveP50GapMs)} ms)`,
+    },
+    {
+      id: 'minimal-units',
+      target: '≤ 24 WRU per 3-scope reserve→commit pair (about $15 per million pairs)',
+      met: svc ? svc.writeUnits <= 24 + 1e-9 : undefined,
+      detail: `service ${f(svc?.writeUnits, 1)} WRU + ${f(svc?.readUnits, 1)} RRU = $${f(svc?.usdPerMillion)}/M; minimal ${f(min?.writeUnits, 1)} WRU + ${f(min?.readUnits, 1)} RRU = $${f(min?.usdPerMillion)}/M`,
+    },
+  ];
 }
 
 export interface RatioRow {
@@ -429,6 +461,81 @@ export function markdown(r: Results): string {
         ),
       );
     }
+  }
+  if (r.minimal) {
+    const mn = r.minimal;
+    out.push('');
+    out.push(
+      `#### Minimal protocol shape (phase \`minimal\`): the service vs the least a 3-scope reserve→commit can write (${mn.shape})`,
+    );
+    out.push('');
+    out.push(
+      table(
+        [
+          'Operation',
+          'Engine',
+          'p50',
+          'p95',
+          'p99',
+          'DynamoDB calls',
+          'Items written',
+          'WRU',
+          'RRU',
+          'Units by table / index',
+        ],
+        mn.ops.map((o) => [
+          o.op,
+          o.engine,
+          f(o.latency.p50),
+          f(o.latency.p95),
+          f(o.latency.p99),
+          callsText(o.perOp),
+          f(o.perOp?.itemsWritten, 1),
+          f(o.perOp?.writeUnits, 1),
+          f(o.perOp?.readUnits, 1),
+          o.perOp ? unitsText(o.perOp) : 'n/a',
+        ]),
+      ),
+    );
+    out.push('');
+    out.push(
+      table(
+        ['Per 3-scope pair', 'WRU', 'RRU', '$ per M pairs'],
+        mn.pairs.map((p) => [
+          p.engine,
+          f(p.writeUnits, 1),
+          f(p.readUnits, 1),
+          `$${f(p.usdPerMillion)}`,
+        ]),
+      ),
+    );
+    out.push('');
+    out.push(
+      table(
+        [
+          'Clients',
+          'Service pairs/s',
+          'Minimal pairs/s',
+          'Service/minimal',
+          'Service p50 / p99 ms',
+          'Minimal p50 / p99 ms',
+          'Other load % (svc / min)',
+        ],
+        [...new Set(mn.throughput.map((x) => x.clients))].map((c) => {
+          const s = mn.throughput.find((x) => x.clients === c && x.engine === 'service');
+          const m = mn.throughput.find((x) => x.clients === c && x.engine === 'minimal');
+          return [
+            String(c),
+            f(s?.perSecond, 1),
+            f(m?.perSecond, 1),
+            s && m && m.perSecond > 0 ? pct(s.perSecond / m.perSecond) : 'n/a',
+            `${f(s?.latency.p50, 1)} / ${f(s?.latency.p99, 1)}`,
+            `${f(m?.latency.p50, 1)} / ${f(m?.latency.p99, 1)}`,
+            `${s?.cpu.otherPct ?? 'n/a'} / ${m?.cpu.otherPct ?? 'n/a'}`,
+          ];
+        }),
+      ),
+    );
   }
   if (r.expiry) {
     const e = r.expiry;

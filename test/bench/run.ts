@@ -173,6 +173,11 @@ async function main(): Promise<number> {
       'Raw engine: the TransactWriteItems the service would send, built by `reserveTransaction` / `settleTransaction` and sent by the store’s own `transact` (same client settings and conflict retries) from the bench process, against ledgers of the same shape on the same DynamoDB Local, at the same concurrency.',
     );
   }
+  if (endpoint && opts.phases.has('minimal')) {
+    setup.push(
+      `Minimal shape (phase \`minimal\`, test/bench/minimal.ts): its own table \`${opts.table}-minimal\` on the same DynamoDB Local, pk/sk only, no secondary index. Reserve = one TransactWriteItems of one conditional Update per scope + one Put of a small reservation item; commit = one TransactWriteItems of one Update per scope + one conditional Update of the reservation. No read before writing, no idempotency record. Sent from the bench process by a client of its own (the store's client settings and conflict retries), counted by the same tally.`,
+    );
+  }
   setup.push(
     'Warm-up before anything is measured: reserve→commit from 10 clients, through the service then the raw engine (10 s; 1 s with --quick). Single-client reserve and commit alternate one service request and one raw request, so drift hits both alike.',
     'Audit after every phase: every ledger of the tenants it touched, read from the table (ledger index, byTenant index, BatchGetItem): reserved = Σ ACTIVE holds, spent = Σ commit and event charges, debt = 0, allocated as created, remaining = allocated − spent − reserved − debt.',
@@ -204,7 +209,7 @@ async function main(): Promise<number> {
   const { expiryPhase } = await import('./expiry.js');
   const report = await import('./report.js');
 
-  if (opts.phases.has('latency') || opts.phases.has('throughput')) {
+  if (opts.phases.has('latency') || opts.phases.has('throughput') || opts.phases.has('minimal')) {
     const seconds = opts.quick ? 1 : 10;
     say(`\n== warm-up: ${seconds} s of reserve→commit from 10 clients, service then raw engine`);
     const from = performance.now();
@@ -217,6 +222,18 @@ async function main(): Promise<number> {
   const latency = single?.ops;
   const throughput = await runPhase('throughput', 'throughput: service, then raw engine', () =>
     throughputPhase(bench, machine.cpus),
+  );
+  const minimal = await runPhase(
+    'minimal',
+    'minimal protocol shape: the service vs the least a reserve→commit can write',
+    async () => {
+      if (!endpoint) {
+        say('  skipped: the minimal shape needs the DynamoDB Local the service uses');
+        return undefined;
+      }
+      const { minimalPhase } = await import('./minimal.js');
+      return minimalPhase(bench, endpoint, machine.cpus);
+    },
   );
   const listing = await runPhase('listing', 'listing: 100 vs many reservations', () =>
     listingPhase(bench),
@@ -265,6 +282,7 @@ async function main(): Promise<number> {
   const targets = report.evaluateTargets({
     latency,
     throughput,
+    minimal,
     expiry,
     audits: bench.audits,
     statuses,
@@ -295,6 +313,7 @@ async function main(): Promise<number> {
     latency,
     itemSizes: single?.items,
     throughput,
+    minimal,
     listing,
     expiry,
     profile,
