@@ -5,6 +5,7 @@ import type { Unit } from '../domain/amounts.js';
 import { canonicalJson } from '../domain/fingerprint.js';
 import type { Ledger } from '../domain/ledger.js';
 import { documentClient } from './client.js';
+import { reservationIdOf, scopePathOf } from './items.js';
 import { keys } from './keys.js';
 import { type Item, putIfAbsent, putIfAbsentInput, type TransactItem } from './transact.js';
 import type { WriteOutcome } from './write.js';
@@ -154,9 +155,9 @@ function rebuiltResult(item: Item, compact: string): unknown {
   return {
     kind: 'reserved',
     affectedScopes: scopes,
-    scopePath: String(item.scope_path),
+    scopePath: scopePathOf(item),
     reserved: { unit, amount: Number(item.estimate) },
-    reservationId: String(item.reservation_id),
+    reservationId: reservationIdOf(item),
     expiresAtMs: Number(item.created_at_ms) + Number(item.ttl_ms),
     balances,
   };

@@ -4,6 +4,7 @@ import { parseExactJson } from '../domain/json.js';
 import type { Ledger } from '../domain/ledger.js';
 import { effectivePermissions, type Permission } from '../domain/permissions.js';
 import type { Reservation, ReservationStatus } from '../domain/reservation.js';
+import { keys } from './keys.js';
 import type { Item } from './transact.js';
 
 // Items → domain values. Nothing above the store sees a raw item.
@@ -28,7 +29,7 @@ export function ledgerOf(item: Item): Ledger {
 export function reservationOf(item: Item): Reservation {
   const unit = item.unit as Unit;
   return {
-    reservationId: String(item.reservation_id),
+    reservationId: reservationIdOf(item),
     tenant: String(item.tenant),
     status: item.status as ReservationStatus,
     idempotencyKey: String(item.idempotency_key),
@@ -40,7 +41,7 @@ export function reservationOf(item: Item): Reservation {
     expiresAtMs: Number(item.expires_at_ms),
     gracePeriodMs: Number(item.grace_period_ms),
     finalizedAtMs: item.finalized_at_ms === undefined ? undefined : Number(item.finalized_at_ms),
-    scopePath: String(item.scope_path),
+    scopePath: scopePathOf(item),
     affectedScopes: item.scopes as string[],
     overagePolicy: item.overage_policy as Reservation['overagePolicy'],
     metadata: metadataOf(item),
@@ -69,3 +70,14 @@ export function apiKeyOf(item: Item): ApiKey {
     expiresAt: item.expires_at as string | undefined,
   };
 }
+
+/** Items since 0.3 keep the id only in pk, and the scope path only as the last scope. */
+export const reservationIdOf = (item: Item): string =>
+  typeof item.reservation_id === 'string'
+    ? item.reservation_id
+    : keys.reservationIdOfPk(String(item.pk));
+
+export const scopePathOf = (item: Item): string =>
+  typeof item.scope_path === 'string'
+    ? item.scope_path
+    : String((item.scopes as string[] | undefined)?.at(-1) ?? '');

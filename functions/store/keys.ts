@@ -22,6 +22,8 @@ export const keys = {
     sk: `${scope}#${unit}`,
   }),
   reservation: (reservationId: string) => ({ pk: `RESERVATION#${reservationId}`, sk: SK }),
+  /** The reservation id of a reservation item's pk. */
+  reservationIdOfPk: (pk: string) => pk.slice('RESERVATION#'.length),
   event: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: SK }),
   /** A tenant's audit trail, oldest first; the request id keeps same-millisecond entries apart. */
   audit: (tenant: string, atMs: number, requestId: string) => ({

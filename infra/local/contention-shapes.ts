@@ -166,7 +166,7 @@ export function pairTransactions(
     layouts,
   }).items;
   // The commit settles on the shards the holds took, as read back from the reservation record.
-  const record = reserve.find((entry) => entry.Put?.Item?.reservation_id)?.Put?.Item;
+  const record = reserve.find((entry) => entry.Put?.Item?.type === 'reservation')?.Put?.Item;
   const holdShards = Array.isArray(record?.hold_shards)
     ? record.hold_shards.map(Number)
     : undefined;
