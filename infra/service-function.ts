@@ -51,8 +51,9 @@ export interface ServiceFunctionProps {
   readonly description?: string;
 }
 
-// Exactly the calls functions/store/*.ts makes. TransactWriteItems has no action of its own: each
-// Put / Update / ConditionCheck item is authorized by PutItem / UpdateItem / ConditionCheckItem.
+// Exactly the calls functions/store/*.ts makes. Transactions have no actions of their own: each
+// Put / Update / ConditionCheck of a TransactWriteItems is authorized by PutItem / UpdateItem /
+// ConditionCheckItem, and each Get of a TransactGetItems (a sharded budget's atomic read) by GetItem.
 export const READ_ACTIONS = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query'];
 export const WRITE_ACTIONS = [
   'dynamodb:PutItem',
