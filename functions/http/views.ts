@@ -8,7 +8,14 @@ import type { Budget, Funded } from '../use-cases/budgets.js';
 import type { Decision } from '../use-cases/decide.js';
 import type { EventApplied } from '../use-cases/events.js';
 import type { Page } from '../use-cases/reads.js';
-import type { Committed, DryRun, Extended, Released, Reserved } from '../use-cases/reservations.js';
+import type {
+  Committed,
+  DryRun,
+  Extended,
+  Lease,
+  Released,
+  Reserved,
+} from '../use-cases/reservations.js';
 import { Reply } from './reply.js';
 
 // Domain results → wire JSON. Exactly SPEC's fields: optional ones are omitted, never null.
@@ -70,7 +77,7 @@ export function reservationView(r: Reservation, { withMetadata }: { withMetadata
 export const reservationDetailView = (r: Reservation) => reservationView(r, { withMetadata: true });
 
 /** SPEC § POST /v1/reservations: the live reservation, or a dry run's decision. */
-export function reservationCreatedView(r: Reserved | DryRun) {
+export function reservationCreatedView(r: (Reserved & Lease) | DryRun) {
   const placement = {
     affected_scopes: r.affectedScopes,
     scope_path: r.scopePath,
@@ -82,6 +89,7 @@ export function reservationCreatedView(r: Reserved | DryRun) {
     reservation_id: r.reservationId,
     decision: 'ALLOW',
     expires_at_ms: r.expiresAtMs,
+    remaining_ttl_ms: r.remainingTtlMs,
     ...placement,
   };
 }
@@ -108,9 +116,10 @@ export const releasedView = (r: Released) => ({
   balances: r.balances.map(balanceView),
 });
 
-export const extendedView = (e: Extended) => ({
+export const extendedView = (e: Extended & Lease) => ({
   status: e.status,
   expires_at_ms: e.expiresAtMs,
+  remaining_ttl_ms: e.remainingTtlMs,
   balances: e.balances.map(balanceView),
 });
 

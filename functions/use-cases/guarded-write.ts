@@ -48,6 +48,11 @@ export interface GuardedWrite<S extends Snapshot, P extends Plan<unknown>> {
    * Before refusing, look once more, so that duplicate replays instead of being refused.
    */
   readonly recheckReplayBeforeRefusing?: boolean;
+  /**
+   * Told when the answer is a replay, with the read that found it (none when a concurrent
+   * duplicate's record answered the write): for volatile fields recomputed on every answer.
+   */
+  onReplay?(snapshot: S | undefined): void;
 }
 
 export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
@@ -56,14 +61,19 @@ export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
   for (let attempt = 0; ; attempt++) {
     const lastAttempt = attempt >= MAX_STALE_RETRIES;
     const snapshot = await op.read();
-    if (snapshot.replay) return replayOf<P['result']>(snapshot.replay, op.fingerprint);
+    if (snapshot.replay) {
+      op.onReplay?.(snapshot);
+      return replayOf<P['result']>(snapshot.replay, op.fingerprint);
+    }
     const plan = await decideOrReplay(op, snapshot);
     if ('replayed' in plan) return plan.replayed;
     if (plan.decided !== readAgain) {
       const outcome = await op.write(plan.decided);
       if (outcome.kind === 'written') return plan.decided.result;
-      if (outcome.kind === 'duplicate')
+      if (outcome.kind === 'duplicate') {
+        op.onReplay?.(undefined);
         return replayOf<P['result']>(outcome.stored, op.fingerprint);
+      }
       const refusal = op.refusalOf?.(outcome.refused, plan.decided, lastAttempt);
       if (refusal) throw refusal;
     }
@@ -84,12 +94,18 @@ async function decideOrReplay<S extends Snapshot, P extends Plan<unknown>>(
       // Refused on shards read one by one: decide again on one instant's budgets (which also
       // looks for the record once more). Its refusal is the answer.
       const again = await op.read(true);
-      if (again.replay) return { replayed: replayOf<P['result']>(again.replay, op.fingerprint) };
+      if (again.replay) {
+        op.onReplay?.(again);
+        return { replayed: replayOf<P['result']>(again.replay, op.fingerprint) };
+      }
       return { decided: await op.decide(again) };
     }
     if (!op.recheckReplayBeforeRefusing) throw refusal;
     const again = await op.read();
-    if (again.replay) return { replayed: replayOf<P['result']>(again.replay, op.fingerprint) };
+    if (again.replay) {
+      op.onReplay?.(again);
+      return { replayed: replayOf<P['result']>(again.replay, op.fingerprint) };
+    }
     throw refusal;
   }
 }

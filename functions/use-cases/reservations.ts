@@ -60,6 +60,29 @@ export interface Reserved extends Placement {
   readonly reservationId: string;
   readonly expiresAtMs: number;
 }
+
+/**
+ * The time a live reservation has left, observed as the answer is made: volatile, never
+ * stored with a result, recomputed on a replay and 0 once the reservation is no longer ACTIVE
+ * (the reference's `remaining_ttl_ms`; the SDK schedules its heartbeat from it).
+ */
+export interface Lease {
+  readonly remainingTtlMs: number;
+}
+
+/** Tracks whether a replayed answer's reservation is still ACTIVE, for its Lease. */
+function leaseAt(now: number) {
+  let active = true;
+  return {
+    onReplay: (snapshot: { readonly reservation?: Reservation | undefined } | undefined) => {
+      // A concurrent duplicate's record (no read) was made an instant ago: still ACTIVE.
+      if (snapshot?.reservation) active = snapshot.reservation.status === 'ACTIVE';
+    },
+    of: (expiresAtMs: number): Lease => ({
+      remainingTtlMs: active ? Math.max(0, expiresAtMs - now) : 0,
+    }),
+  };
+}
 export interface DryRun extends Placement {
   readonly kind: 'dryRun';
   readonly refusal?: RefusalCode | undefined;
@@ -70,7 +93,7 @@ export async function createReservation(
   caller: Caller,
   request: ReservationRequest,
   now: number,
-): Promise<Reserved | DryRun> {
+): Promise<(Reserved & Lease) | DryRun> {
   const { scopes, scopePath } = callerScopes(caller, request.subject);
   const { unit, amount } = request.estimate;
   const placement = { affectedScopes: scopes, scopePath, reserved: request.estimate };
@@ -96,7 +119,8 @@ export async function createReservation(
   const reservationId = derivedId('rsv', caller.tenant, request.idempotencyKey);
   const holds = scopes.map((s) => holdChange(s, unit, amount));
   const print = fingerprint(request);
-  return guardedWrite({
+  const lease = leaseAt(now);
+  const reserved = await guardedWrite({
     name: 'reservation',
     fingerprint: print,
     read: (atomic) => readSnapshot({ reservationId, ledgers: { scopes, unit }, atomic }),
@@ -142,7 +166,9 @@ export async function createReservation(
       if (refusal?.code === 'BUDGET_EXCEEDED' && !freer.tried) return undefined;
       return refusal && refusalError(refusal);
     },
+    onReplay: (snapshot) => lease.onReplay(snapshot),
   });
+  return { ...reserved, ...lease.of(reserved.expiresAtMs) };
 }
 
 export interface CommitRequest {
@@ -249,13 +275,15 @@ export interface Extended {
  * POST /v1/reservations/{id}/extend. Time base: the current expires_at_ms (not the request time),
  * as the reference description says; refused from expires_at_ms on, grace does not count.
  */
-export function extendReservation(
+export async function extendReservation(
   caller: Caller,
   reservationId: string,
   request: ExtendRequest,
   now: number,
-): Promise<Extended> {
-  return changeReservation(caller, reservationId, 'extend', request, now, {
+): Promise<Extended & Lease> {
+  const lease = leaseAt(now);
+  const extended = await changeReservation(caller, reservationId, 'extend', request, now, {
+    onReplay: lease.onReplay,
     decide: (r, ledgers) => ({
       result: {
         status: 'ACTIVE' as const,
@@ -272,10 +300,13 @@ export function extendReservation(
         idempotency,
       }),
   });
+  return { ...extended, ...lease.of(extended.expiresAtMs) };
 }
 
 /** What commit, release and extend each state: the decision on an ACTIVE reservation, and its write. */
 interface ReservationChange<P extends Plan<unknown>> {
+  /** Told when the answer is a replay (GuardedWrite.onReplay). */
+  onReplay?(snapshot: { readonly reservation?: Reservation | undefined } | undefined): void;
   decide(r: Reservation, ledgers: ReadonlyMap<string, Ledger>): P;
   write(
     r: Reservation,
@@ -317,6 +348,7 @@ function changeReservation<P extends Plan<unknown>>(
         { scope: idempotency, outcome: { fingerprint: print, result: plan.result } },
         plan.layouts,
       ),
+    onReplay: (snapshot) => change.onReplay?.(snapshot),
   });
 }
 

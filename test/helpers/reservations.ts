@@ -87,3 +87,12 @@ export function reservationsApi(stack: LocalStack) {
     listed,
   };
 }
+
+/**
+ * A create or extend body without `remaining_ttl_ms`: a volatile observation, recomputed on
+ * every answer (a replay included), so replays are compared without it.
+ */
+export function withoutLease(body: Json): Json {
+  const { remaining_ttl_ms: _volatile, ...rest } = body;
+  return rest;
+}

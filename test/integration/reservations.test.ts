@@ -19,7 +19,7 @@ import {
   usd,
 } from '../helpers/fixtures.js';
 import { type Json, type Response, request } from '../helpers/http.js';
-import { reservationsApi } from '../helpers/reservations.js';
+import { reservationsApi, withoutLease } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
 const stack = useTestStack();
@@ -68,6 +68,7 @@ describe.concurrent('POST /v1/reservations', () => {
       'balances',
       'decision',
       'expires_at_ms',
+      'remaining_ttl_ms',
       'reservation_id',
       'reserved',
       'scope_path',
@@ -356,7 +357,7 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
 
     expect(first.status).toBe(200);
     expect(again.status).toBe(200);
-    expect(again.body).toEqual(first.body);
+    expect(withoutLease(again.body)).toEqual(withoutLease(first.body));
     expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 400, 0, 9_600),
       'workspace:w': L(1_000, 0, 400, 0, 600),
@@ -374,7 +375,7 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
 
     expect(first.status).toBe(200);
     expect(again.status).toBe(200);
-    expect(again.body).toEqual(first.body);
+    expect(withoutLease(again.body)).toEqual(withoutLease(first.body));
     expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 0, 50, 0, 950));
   });
 
@@ -453,7 +454,7 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
     const again = await create(t, body);
 
     expect(again.status).toBe(200);
-    expect(again.body).toEqual(first.body);
+    expect(withoutLease(again.body)).toEqual(withoutLease(first.body));
     expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 200, 0, 0, 800));
   });
 });
@@ -644,7 +645,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/commit', () => {
     });
 
     expect(again.status).toBe(200);
-    expect(again.body).toEqual(first.body);
+    expect(withoutLease(again.body)).toEqual(withoutLease(first.body));
     expectError(other, 409, 'IDEMPOTENCY_MISMATCH');
     expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 250, 100, 0, 650));
   });
@@ -711,7 +712,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/release', () => {
     const other = await release(t, r.body.reservation_id, { idempotency_key: key, reason: 'x' });
 
     expect(again.status).toBe(200);
-    expect(again.body).toEqual(first.body);
+    expect(withoutLease(again.body)).toEqual(withoutLease(first.body));
     expectError(other, 409, 'IDEMPOTENCY_MISMATCH');
     expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 0, 0, 0, 1_000));
   });
@@ -736,7 +737,10 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/extend', () => {
     expect(twice.body).toMatchObject({ status: 'ACTIVE', expires_at_ms: e0 + 3_500 });
     for (const res of [once, twice]) {
       const keys = Object.keys(res.body).sort();
-      expect(['expires_at_ms,status', 'balances,expires_at_ms,status']).toContain(keys.join(','));
+      expect([
+        'expires_at_ms,remaining_ttl_ms,status',
+        'balances,expires_at_ms,remaining_ttl_ms,status',
+      ]).toContain(keys.join(','));
       if (res.body.balances !== undefined) {
         expect(balancesIn(t, res.body)).toEqual({
           '': L(1_000, 0, 100, 0, 900),
@@ -799,7 +803,7 @@ describe.concurrent('POST /v1/reservations/{reservation_id}/extend', () => {
     });
 
     expect(again.status).toBe(200);
-    expect(again.body).toEqual(first.body);
+    expect(withoutLease(again.body)).toEqual(withoutLease(first.body));
     expectError(other, 409, 'IDEMPOTENCY_MISMATCH');
     const got = await getReservation(t, r.body.reservation_id);
     expect(got.body.expires_at_ms).toBe(Number(r.body.expires_at_ms) + 5_000);
