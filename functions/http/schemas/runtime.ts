@@ -24,31 +24,61 @@ import {
   SubjectFilters,
 } from './common.js';
 
+/**
+ * Fields a client sends to change what its request means, which this server does not implement:
+ * refused with 400 naming the field, never applied as if absent (a shadow evaluation taken as a
+ * real hold would spend budget the client meant only to observe). `false` means what absence
+ * means, so it is accepted. Other unknown fields stay ignored (docs/decisions.md).
+ */
+const UNIMPLEMENTED = ['observe_mode'] as const;
+
+const refusingUnimplemented = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((body, ctx) => {
+    if (body && typeof body === 'object') {
+      for (const field of UNIMPLEMENTED) {
+        const value = (body as Record<string, unknown>)[field];
+        if (value !== undefined && value !== false) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [field],
+            message: 'not supported by this server; send the request without it',
+            input: value,
+          });
+        }
+      }
+    }
+    return body;
+  }, schema);
+
 // SPEC § Endpoints. Defaults live here so no later layer re-applies them.
-export const CreateReservationBody = z
-  .object({
-    idempotency_key: IdempotencyKey,
-    subject: Subject,
-    action: Action,
-    estimate: Amount,
-    ttl_ms: Int(1_000, 86_400_000).default(60_000),
-    grace_period_ms: Int(0, 60_000).default(5_000),
-    overage_policy: OveragePolicy.default('REJECT'),
-    dry_run: z.boolean().default(false),
-    metadata: Metadata.optional(),
-  })
-  .transform((b): ReservationRequest => camel(b));
+export const CreateReservationBody = refusingUnimplemented(
+  z
+    .object({
+      idempotency_key: IdempotencyKey,
+      subject: Subject,
+      action: Action,
+      estimate: Amount,
+      ttl_ms: Int(1_000, 86_400_000).default(60_000),
+      grace_period_ms: Int(0, 60_000).default(5_000),
+      overage_policy: OveragePolicy.default('REJECT'),
+      dry_run: z.boolean().default(false),
+      metadata: Metadata.optional(),
+    })
+    .transform((b): ReservationRequest => camel(b)),
+);
 export type CreateReservationBody = z.infer<typeof CreateReservationBody>;
 
-export const DecideBody = z
-  .object({
-    idempotency_key: IdempotencyKey,
-    subject: Subject,
-    action: Action,
-    estimate: Amount,
-    metadata: Metadata.optional(),
-  })
-  .transform((b): DecideRequest => camel(b));
+export const DecideBody = refusingUnimplemented(
+  z
+    .object({
+      idempotency_key: IdempotencyKey,
+      subject: Subject,
+      action: Action,
+      estimate: Amount,
+      metadata: Metadata.optional(),
+    })
+    .transform((b): DecideRequest => camel(b)),
+);
 export type DecideBody = z.infer<typeof DecideBody>;
 
 export const ReservationIdParams = z.object({ reservation_id: z.string().min(1).max(128) });
@@ -80,18 +110,20 @@ export const ExtendBody = z
   .transform((b): ExtendRequest => camel(b));
 export type ExtendBody = z.infer<typeof ExtendBody>;
 
-export const CreateEventBody = z
-  .object({
-    idempotency_key: IdempotencyKey,
-    subject: Subject,
-    action: Action,
-    actual: Amount,
-    overage_policy: OveragePolicy.default('REJECT'),
-    metrics: StandardMetrics.optional(),
-    client_time_ms: Int(0).optional(),
-    metadata: Metadata.optional(),
-  })
-  .transform((b): EventRequest => camel(b));
+export const CreateEventBody = refusingUnimplemented(
+  z
+    .object({
+      idempotency_key: IdempotencyKey,
+      subject: Subject,
+      action: Action,
+      actual: Amount,
+      overage_policy: OveragePolicy.default('REJECT'),
+      metrics: StandardMetrics.optional(),
+      client_time_ms: Int(0).optional(),
+      metadata: Metadata.optional(),
+    })
+    .transform((b): EventRequest => camel(b)),
+);
 export type CreateEventBody = z.infer<typeof CreateEventBody>;
 
 export const ListReservationsQuery = z
