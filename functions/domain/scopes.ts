@@ -37,6 +37,14 @@ export interface Segment {
 
 export const segmentText = (s: Segment): string => `${s.kind}:${s.value}`;
 
+/**
+ * Standard subject values are compared case-insensitively: scope identifiers carry them in
+ * lowercase, as the reference does (`workspace: "Prod"` and a budget on `workspace:prod` are one
+ * scope). Tenant ids and dimension values keep their case. The subject is echoed as sent.
+ */
+export const canonicalValue = (kind: SegmentKind, value: string): string =>
+  kind === 'tenant' || kind === 'dimensions' ? value : value.toLowerCase();
+
 function checkValue(field: string, value: string, pattern: RegExp, max: number): void {
   if (value.length === 0 || value.length > max || !pattern.test(value)) {
     throw invalidRequest(
@@ -57,7 +65,7 @@ export function subjectSegments(tenant: string, subject: Subject): Segment[] {
     const value = subject[level];
     if (value === undefined) continue;
     checkValue(`subject.${level}`, value, SEGMENT_VALUE, MAX_SEGMENT_VALUE);
-    segments.push({ kind: level, value });
+    segments.push({ kind: level, value: canonicalValue(level, value) });
   }
   const dimensions = Object.entries(subject.dimensions ?? {});
   if (dimensions.length > MAX_DIMENSIONS) {
@@ -90,7 +98,11 @@ export function callerScopes(caller: Caller, subject: Subject): DerivedScopes {
   return deriveScopes(caller.tenant, subject);
 }
 
-/** Parses a scope identifier and insists on the canonical form that subjects derive. */
+/**
+ * Parses a scope identifier into the canonical segments that subjects derive: standard values
+ * in lowercase (so `workspace:Prod` names the scope `workspace:prod`), and every other
+ * non-canonical form refused.
+ */
 export function parseScope(scope: string): Segment[] {
   if (scope.length === 0 || scope.length > 4096) throw invalidRequest('scope is empty or too long');
   const segments = scope.split('/').map((text): Segment => {
@@ -99,7 +111,10 @@ export function parseScope(scope: string): Segment[] {
     if (colon < 0 || !(LEVELS.includes(kind as Level) || kind === 'dimensions')) {
       throw invalidRequest(`scope segment '${text}' must be <level>:<value>`, { field: 'scope' });
     }
-    return { kind: kind as SegmentKind, value: text.slice(colon + 1) };
+    return {
+      kind: kind as SegmentKind,
+      value: canonicalValue(kind as SegmentKind, text.slice(colon + 1)),
+    };
   });
   if (segments[0]?.kind !== 'tenant') {
     throw invalidRequest('scope must start with tenant:<tenant>', { field: 'scope' });
@@ -119,7 +134,7 @@ export function parseScope(scope: string): Segment[] {
   }
   subject.dimensions = dimensions;
   const canonical = deriveScopes(segments[0].value, subject as Subject).scopePath;
-  if (canonical !== scope) {
+  if (canonical !== segments.map(segmentText).join('/')) {
     throw invalidRequest(`scope is not in canonical form; expected '${canonical}'`, {
       field: 'scope',
       expected: canonical,

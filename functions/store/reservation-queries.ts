@@ -1,7 +1,7 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { invalidCursor } from '../domain/cursor.js';
 import type { Reservation, ReservationStatus } from '../domain/reservation.js';
-import { LEVELS, type Level } from '../domain/scopes.js';
+import { canonicalValue, LEVELS, type Level } from '../domain/scopes.js';
 import { documentClient, tableName } from './client.js';
 import { isReservationItem, reservationOf } from './items.js';
 import {
@@ -66,7 +66,7 @@ function listingSource(q: ReservationListQuery): ListingSource {
   const spreads = Array.from({ length: LIST_SPREAD }, (_, k) => k);
   const level = [...SUBJECT_LEVELS].reverse().find((l) => q.subject[l] !== undefined);
   if (level) {
-    const value = q.subject[level] ?? '';
+    const value = canonicalValue(level, q.subject[level] ?? '');
     return {
       index: INDEX_OF[level],
       attribute: `${level}_pk`,

@@ -2,7 +2,7 @@ import type { Amount } from '../domain/amounts.js';
 import { exactJson } from '../domain/json.js';
 import type { LedgerChange } from '../domain/ledger.js';
 import { type Reservation, settleDeadline } from '../domain/reservation.js';
-import { LEVELS } from '../domain/scopes.js';
+import { canonicalValue, LEVELS } from '../domain/scopes.js';
 import { tableName } from './client.js';
 import {
   type IdempotencyScope,
@@ -36,7 +36,12 @@ function listAttributes(r: Reservation): Item {
   for (const level of LEVELS.slice(1)) {
     const value = r.subject[level];
     if (value !== undefined)
-      attributes[`${level}_pk`] = listPartitions.level(r.tenant, level, value, spread);
+      attributes[`${level}_pk`] = listPartitions.level(
+        r.tenant,
+        level,
+        canonicalValue(level, value),
+        spread,
+      );
   }
   return attributes;
 }

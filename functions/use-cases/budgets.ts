@@ -4,7 +4,7 @@ import { type BudgetWriter, requireOwnTenant } from '../domain/caller.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { fingerprint } from '../domain/fingerprint.js';
 import { applyDelta, type FundOperation, fundChange, type Ledger } from '../domain/ledger.js';
-import { parseScope, tenantOfScope } from '../domain/scopes.js';
+import { parseScope, segmentText, tenantOfScope } from '../domain/scopes.js';
 import { applyFunding, insertLedger } from '../store/ledgers.js';
 import { readSnapshot } from '../store/snapshot.js';
 import { guardedWrite } from './guarded-write.js';
@@ -22,7 +22,8 @@ function writableScope(writer: BudgetWriter, scope: string) {
   if (writer.kind === 'tenant') requireOwnTenant(writer, tenant, `scope ${scope}`, { scope });
   const actor: Actor =
     writer.kind === 'admin' ? { kind: 'admin' } : { kind: 'key', keyId: writer.keyId };
-  return { segments, tenant, actor };
+  // Stored and looked up in canonical form (standard values lowercase: domain/scopes.ts).
+  return { segments, tenant, actor, scope: segments.map(segmentText).join('/') };
 }
 
 const noTenant = (tenant: string) =>
@@ -48,7 +49,7 @@ export async function createBudget(
   request: BudgetRequest,
   { now, requestId }: WriteContext,
 ): Promise<Budget> {
-  const { segments, tenant, actor } = writableScope(writer, request.scope);
+  const { segments, tenant, actor, scope } = writableScope(writer, request.scope);
   for (const [field, amount] of [
     ['allocated', request.allocated],
     ['overdraft_limit', request.overdraftLimit],
@@ -60,7 +61,7 @@ export async function createBudget(
     }
   }
   const ledger: Ledger = {
-    scope: request.scope,
+    scope,
     unit: request.unit,
     allocated: request.allocated.amount,
     spent: 0,
@@ -85,8 +86,8 @@ export async function createBudget(
   if (inserted === 'duplicate') {
     throw new DomainError(
       'DUPLICATE_RESOURCE',
-      `a budget for ${request.scope} in ${request.unit} already exists`,
-      { scope: request.scope, unit: request.unit },
+      `a budget for ${scope} in ${request.unit} already exists`,
+      { scope, unit: request.unit },
     );
   }
   return budget;
@@ -112,7 +113,7 @@ export function fundBudget(
   request: FundRequest,
   { now, requestId }: WriteContext,
 ): Promise<Funded> {
-  const { tenant, actor } = writableScope(writer, request.scope);
+  const { tenant, actor, scope } = writableScope(writer, request.scope);
   if (request.amount.unit !== request.unit) {
     throw new DomainError(
       'UNIT_MISMATCH',
@@ -122,7 +123,7 @@ export function fundBudget(
   }
   const idempotency = { tenant, operation: 'fund', key: request.idempotencyKey };
   const print = fingerprint(request);
-  const { scope, unit, amount } = request;
+  const { unit, amount } = request;
   return guardedWrite({
     name: 'funding',
     fingerprint: print,

@@ -10,7 +10,7 @@ import {
   ReservationExpiredError,
   type ReservationStatus,
 } from '../domain/reservation.js';
-import { LEVELS, type Level, segmentText } from '../domain/scopes.js';
+import { canonicalValue, LEVELS, type Level, segmentText } from '../domain/scopes.js';
 import { getLedgerSet, queryLedgerIndex } from '../store/ledgers.js';
 import { queryReservations, readReservation } from '../store/reservation-queries.js';
 
@@ -61,7 +61,11 @@ export async function listReservations(
   const matches = (r: Reservation) =>
     r.tenant === caller.tenant &&
     (q.status === undefined || r.status === q.status) &&
-    subjectLevels.every((level) => q[level] === undefined || r.subject[level] === q[level]) &&
+    subjectLevels.every(
+      (level) =>
+        q[level] === undefined ||
+        canonicalValue(level, r.subject[level] ?? '') === canonicalValue(level, q[level]),
+    ) &&
     (q.idempotencyKey === undefined || r.idempotencyKey === q.idempotencyKey);
 
   if (q.idempotencyKey !== undefined) {
@@ -114,7 +118,7 @@ export async function listBalances(caller: Caller, q: BalanceFilters): Promise<P
     );
   }
   const segmentOf = (l: Level) =>
-    segmentText({ kind: l, value: l === 'tenant' ? caller.tenant : (q[l] ?? '') });
+    segmentText({ kind: l, value: l === 'tenant' ? caller.tenant : canonicalValue(l, q[l] ?? '') });
   const { cursor, limit, ...filters } = q;
   const binding = { tenant: caller.tenant, route: 'balances', ...filters };
   const secret = await cursorSecret();

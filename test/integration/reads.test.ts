@@ -6,6 +6,7 @@ import { balancesOf, ledgerKey, type WireAmount, type WireBalance } from '../hel
 import { testClock } from '../helpers/clock.js';
 import { expectError } from '../helpers/errors.js';
 import {
+  adminHeaders,
   type GivenTenant,
   givenBudget,
   givenBudgets,
@@ -1202,5 +1203,38 @@ describe('pagination under concurrent writes', () => {
       expect(visited.every((k) => known.has(k))).toBe(true);
       expect(visited).toEqual([...visited].sort());
     }
+  });
+});
+
+describe('case of standard subject values', () => {
+  it('makes Prod, PROD and prod one scope: budget, reservation, balances and listings agree', async () => {
+    const t = await givenTenant(stack);
+    const created = await request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
+      headers: adminHeaders,
+      body: {
+        scope: `${scopeOf(t, '')}/workspace:Prod`,
+        unit: 'USD_MICROCENTS',
+        allocated: { unit: 'USD_MICROCENTS', amount: 1_000 },
+      },
+    });
+    await givenBudget(stack, t, '', 10_000);
+
+    const id = await reserveOk(t, { subject: { workspace: 'PROD' } });
+    const got = await request('GET', rt(`/v1/reservations/${id}`), { headers: t.headers });
+    const balances = await request('GET', rt('/v1/balances?workspace=pRoD'), {
+      headers: t.headers,
+    });
+    const listed = await request('GET', rt('/v1/reservations?workspace=prod'), {
+      headers: t.headers,
+    });
+
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body.scope).toBe(`${scopeOf(t, '')}/workspace:prod`);
+    expect(got.body.subject).toMatchObject({ workspace: 'PROD' });
+    expect(got.body.scope_path).toBe(`${scopeOf(t, '')}/workspace:prod`);
+    const [balance] = balances.body.balances as Balance[];
+    expect(balance?.scope).toBe(`${scopeOf(t, '')}/workspace:prod`);
+    expect(balance?.reserved.amount).toBe(100);
+    expect((listed.body.reservations as Reservation[]).map((r) => r.reservation_id)).toEqual([id]);
   });
 });

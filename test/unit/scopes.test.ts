@@ -175,3 +175,28 @@ describe('parseScope', () => {
     expect(parse).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
   });
 });
+
+describe('case', () => {
+  it('derives standard levels in lowercase, keeping the tenant and dimension values as sent', () => {
+    const { scopes } = deriveScopes('Acme', {
+      workspace: 'Prod',
+      agent: 'Summarizer',
+      dimensions: { Run: 'AbC' },
+    });
+
+    expect(scopes).toEqual([
+      'tenant:Acme',
+      'tenant:Acme/workspace:prod',
+      'tenant:Acme/workspace:prod/agent:summarizer',
+      'tenant:Acme/workspace:prod/agent:summarizer/dimensions:Run=AbC',
+    ]);
+  });
+
+  it('reads a mixed-case scope as its canonical lowercase form', () => {
+    const segments = parseScope('tenant:acme/workspace:Prod/agent:A1');
+
+    expect(segments.map((s) => `${s.kind}:${s.value}`).join('/')).toBe(
+      'tenant:acme/workspace:prod/agent:a1',
+    );
+  });
+});
