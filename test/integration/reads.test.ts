@@ -805,7 +805,8 @@ describe('GET /v1/reservations/{reservation_id}', () => {
 
   it('returns every field of an ACTIVE reservation, metadata included, and no committed yet', async () => {
     const key = randomUUID();
-    const startedAt = Date.now();
+    // Server time (the test clock, which earlier tests moved forward), not Date.now().
+    const startedAt = clock.now();
     const created = await reserve(t, {
       idempotency_key: key,
       subject: { tenant: t.tenant, workspace: 'w', app: 'a' },
@@ -814,7 +815,7 @@ describe('GET /v1/reservations/{reservation_id}', () => {
       ttl_ms: 120_000,
       metadata: { run: 'r-1', nested: { depth: 2, list: [1, 'two', true] } },
     });
-    const finishedAt = Date.now();
+    const finishedAt = clock.now();
     const id = String(created.body.reservation_id);
 
     const res = await getReservation(t, id);
@@ -841,7 +842,7 @@ describe('GET /v1/reservations/{reservation_id}', () => {
   it('adds committed and finalized_at_ms once committed', async () => {
     const id = await reserveOk(t, { estimate: { unit: 'USD_MICROCENTS', amount: 300 } });
     const before = await getReservation(t, id);
-    const committedAt = Date.now();
+    const committedAt = clock.now();
     await commit(t, id, 275);
 
     const res = await getReservation(t, id);
