@@ -12,6 +12,18 @@ export const MAX_SEGMENT_VALUE = 128;
 export const DIMENSION_KEY = /^[A-Za-z0-9_.-]+$/;
 export const MAX_DIMENSION_KEY = 64;
 export const MAX_DIMENSIONS = 16;
+/** A dimension no budget of the tenant names is a tag: any string of 1 to 256 characters. */
+export const MAX_TAG_VALUE = 256;
+
+/**
+ * The dimension keys that are budget levels for a tenant: those some budget of it names. Every
+ * other key is a tag, stored and echoed but never a scope (docs/decisions.md, "Dimensions").
+ * `ALL_DIMENSIONS`: every key a level (a budget's own scope, parsed).
+ */
+export type BudgetedDimensions = ReadonlySet<string> | 'all';
+export const ALL_DIMENSIONS: BudgetedDimensions = 'all';
+export const NO_DIMENSIONS: BudgetedDimensions = new Set();
+const isBudgeted = (keys: BudgetedDimensions, key: string) => keys === 'all' || keys.has(key);
 
 export interface Subject {
   readonly tenant?: string | undefined;
@@ -58,7 +70,11 @@ function checkValue(field: string, value: string, pattern: RegExp, max: number):
  * Root `tenant:<effective tenant>`, then workspace, app, workflow, agent, toolset (absent levels
  * skipped), then one `dimensions:<key>=<value>` per dimension sorted by key.
  */
-export function subjectSegments(tenant: string, subject: Subject): Segment[] {
+export function subjectSegments(
+  tenant: string,
+  subject: Subject,
+  budgeted: BudgetedDimensions = ALL_DIMENSIONS,
+): Segment[] {
   checkValue('subject.tenant', tenant, SEGMENT_VALUE, MAX_SEGMENT_VALUE);
   const segments: Segment[] = [{ kind: 'tenant', value: tenant }];
   for (const level of LEVELS.slice(1)) {
@@ -76,26 +92,45 @@ export function subjectSegments(tenant: string, subject: Subject): Segment[] {
   dimensions.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   for (const [key, value] of dimensions) {
     checkValue(`subject.dimensions key '${key}'`, key, DIMENSION_KEY, MAX_DIMENSION_KEY);
+    if (!isBudgeted(budgeted, key)) {
+      if (value.length === 0 || value.length > MAX_TAG_VALUE) {
+        throw invalidRequest(`subject.dimensions.${key} must be 1 to ${MAX_TAG_VALUE} characters`, {
+          field: `subject.dimensions.${key}`,
+        });
+      }
+      continue;
+    }
     checkValue(`subject.dimensions.${key}`, value, SEGMENT_VALUE, MAX_SEGMENT_VALUE);
     segments.push({ kind: 'dimensions', value: `${key}=${value}` });
   }
   return segments;
 }
 
-export function deriveScopes(tenant: string, subject: Subject): DerivedScopes {
-  const texts = subjectSegments(tenant, subject).map(segmentText);
+export function deriveScopes(
+  tenant: string,
+  subject: Subject,
+  budgeted: BudgetedDimensions = ALL_DIMENSIONS,
+): DerivedScopes {
+  const texts = subjectSegments(tenant, subject, budgeted).map(segmentText);
   const scopes = texts.map((_, i) => texts.slice(0, i + 1).join('/'));
   return { scopes, scopePath: scopes[scopes.length - 1] ?? `tenant:${tenant}` };
 }
 
-/** SPEC § Subject: the scopes a caller's subject affects; subject.tenant must be the key's (403). */
-export function callerScopes(caller: Caller, subject: Subject): DerivedScopes {
+/**
+ * SPEC § Subject: the scopes a caller's subject affects; subject.tenant must be the key's (403).
+ * Only the dimension keys the tenant budgets are levels; the others are tags.
+ */
+export function callerScopes(
+  caller: Caller,
+  subject: Subject,
+  budgeted: BudgetedDimensions,
+): DerivedScopes {
   if (subject.tenant !== undefined) {
     requireOwnTenant(caller, subject.tenant, `subject.tenant '${subject.tenant}'`, {
       tenant: subject.tenant,
     });
   }
-  return deriveScopes(caller.tenant, subject);
+  return deriveScopes(caller.tenant, subject, budgeted);
 }
 
 /**

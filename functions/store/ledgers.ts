@@ -20,14 +20,8 @@ import {
   placeChanges,
   readShardsAtomically,
 } from './shards.js';
-import {
-  counterUpdate,
-  getItems,
-  putIfAbsent,
-  type TransactItem,
-  tenantExists,
-  transact,
-} from './transact.js';
+import { tenantWithDimensions } from './tenants.js';
+import { counterUpdate, getItems, putIfAbsent, type TransactItem, transact } from './transact.js';
 import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 const FIELD: Record<LedgerField, string> = {
@@ -173,7 +167,10 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
         segments: new Set(texts),
       }),
     ),
-    tenantExists(n.tenant),
+    tenantWithDimensions(
+      n.tenant,
+      n.segments.filter((x) => x.kind === 'dimensions').map((x) => x.value.split('=')[0] ?? ''),
+    ),
     auditPut(n.audit),
     ...(shards ? newShardItems(ledger, shards).map(putIfAbsent) : []),
   ];

@@ -3,11 +3,12 @@ import type { Caller } from '../domain/caller.js';
 import { fingerprint } from '../domain/fingerprint.js';
 import { admissionRefusal, type RefusalCode } from '../domain/ledger.js';
 import type { Action } from '../domain/reservation.js';
-import { callerScopes, type Subject } from '../domain/scopes.js';
+import type { Subject } from '../domain/scopes.js';
 import { putIdempotencyRecord } from '../store/idempotency.js';
 import { readSnapshot } from '../store/snapshot.js';
 import { expiredHoldsFreer } from './expiry.js';
 import { atomicIfRefused, guardedWrite, readAgain } from './guarded-write.js';
+import { affectedScopes } from './scopes.js';
 
 export interface DecideRequest {
   readonly idempotencyKey: string;
@@ -26,8 +27,12 @@ export interface Decision {
  * POST /v1/decide: the reservation's evaluation, answered 200 with DENY for budget and debt
  * conditions. Idempotent: the first answer is recorded and replayed for the same key.
  */
-export function decide(caller: Caller, request: DecideRequest, now: number): Promise<Decision> {
-  const { scopes } = callerScopes(caller, request.subject);
+export async function decide(
+  caller: Caller,
+  request: DecideRequest,
+  now: number,
+): Promise<Decision> {
+  const { scopes } = await affectedScopes(caller, request.subject, now);
   const idempotency = { tenant: caller.tenant, operation: 'decide', key: request.idempotencyKey };
   const print = fingerprint(request);
   const freer = expiredHoldsFreer(caller.tenant, now);

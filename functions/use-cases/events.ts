@@ -10,13 +10,14 @@ import {
   scopeRefusal,
 } from '../domain/ledger.js';
 import type { Action } from '../domain/reservation.js';
-import { callerScopes, type Subject } from '../domain/scopes.js';
+import type { Subject } from '../domain/scopes.js';
 import { eventChanges } from '../domain/settlement.js';
 import { insertEvent } from '../store/events.js';
 import { unitsOfScope } from '../store/ledgers.js';
 import { readSnapshot } from '../store/snapshot.js';
 import { expiredHoldsFreer } from './expiry.js';
 import { guardedWrite, readAgain } from './guarded-write.js';
+import { affectedScopes } from './scopes.js';
 
 export interface EventRequest {
   readonly idempotencyKey: string;
@@ -39,7 +40,7 @@ export async function createEvent(
   request: EventRequest,
   now: number,
 ): Promise<EventApplied> {
-  const { scopes } = callerScopes(caller, request.subject);
+  const { scopes } = await affectedScopes(caller, request.subject, now);
   const { unit, amount } = request.actual;
   const eventId = derivedId('evt', caller.tenant, request.idempotencyKey);
   const print = fingerprint(request);

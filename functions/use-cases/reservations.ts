@@ -21,7 +21,7 @@ import {
   releaseChanges,
   transition,
 } from '../domain/reservation.js';
-import { callerScopes, type Subject } from '../domain/scopes.js';
+import type { Subject } from '../domain/scopes.js';
 import { commitChanges } from '../domain/settlement.js';
 import type { IdempotencyScope, StoredOutcome } from '../store/idempotency.js';
 import { getLedgers } from '../store/ledgers.js';
@@ -35,6 +35,7 @@ import { readSnapshot } from '../store/snapshot.js';
 import type { WriteOutcome } from '../store/write.js';
 import { expiredHoldsFreer, expireReservation } from './expiry.js';
 import { atomicIfRefused, guardedWrite, type Plan, readAgain } from './guarded-write.js';
+import { affectedScopes } from './scopes.js';
 
 export interface ReservationRequest {
   readonly idempotencyKey: string;
@@ -94,7 +95,7 @@ export async function createReservation(
   request: ReservationRequest,
   now: number,
 ): Promise<(Reserved & Lease) | DryRun> {
-  const { scopes, scopePath } = callerScopes(caller, request.subject);
+  const { scopes, scopePath } = await affectedScopes(caller, request.subject, now);
   const { unit, amount } = request.estimate;
   const placement = { affectedScopes: scopes, scopePath, reserved: request.estimate };
   const freer = expiredHoldsFreer(caller.tenant, now);

@@ -48,6 +48,8 @@ const strongest = (codes: readonly (Refusal | undefined)[]): Refusal | undefined
 
 class Model {
   readonly ledgers = new Map<string, ModelLedger>();
+  /** The dimension keys some budget names: levels; every other key is a tag. */
+  readonly dimensionKeys = new Set<string>();
   readonly reservations: ModelReservation[] = [];
 
   /** SPEC core behaviour 2 and 6, scope blocking rules 1-2. */
@@ -135,11 +137,15 @@ const SUBJECTS: readonly SubjectSpec[] = [
   { workspace: 'w1', workflow: 'f1', toolset: 't1' },
 ];
 
-/** Scopes relative to the tenant root ('' is the root), root first. */
-function scopesOf(s: SubjectSpec): string[] {
+/**
+ * Scopes relative to the tenant root ('' is the root), root first. A dimension is a level only
+ * when a budget of the tenant names its key (`budgeted`; all keys when undefined): otherwise a tag.
+ */
+function scopesOf(s: SubjectSpec, budgeted?: ReadonlySet<string>): string[] {
   const segments: string[] = [];
   for (const level of LEVELS) if (s[level] !== undefined) segments.push(`${level}:${s[level]}`);
   for (const key of Object.keys(s.dimensions ?? {}).sort()) {
+    if (budgeted && !budgeted.has(key)) continue;
     segments.push(`dimensions:${key}=${s.dimensions?.[key]}`);
   }
   return ['', ...segments.map((_, i) => segments.slice(0, i + 1).join('/'))];
@@ -160,7 +166,7 @@ function bodyFor(t: GivenTenant, s: SubjectSpec, policy: Policy | 'default', fie
   };
 }
 
-const UNIVERSE = [...new Set(SUBJECTS.flatMap(scopesOf))];
+const UNIVERSE = [...new Set(SUBJECTS.flatMap((s) => scopesOf(s)))];
 
 // ---- the scenario ----------------------------------------------------------------------------
 
@@ -308,7 +314,7 @@ async function step(t: GivenTenant, model: Model, o: Operation, story: string[])
   switch (o.op) {
     case 'reserve': {
       const spec = SUBJECTS[o.subject] as SubjectSpec;
-      const scopes = scopesOf(spec);
+      const scopes = scopesOf(spec, model.dimensionKeys);
       const body = bodyFor(t, spec, o.policy, {
         action: { kind: 'llm.completion', name: 'model-x' },
         estimate: usd(o.estimate),
@@ -385,7 +391,7 @@ async function step(t: GivenTenant, model: Model, o: Operation, story: string[])
       // Nothing is held for an event: REJECT, like ALLOW_IF_AVAILABLE, charges only what
       // remaining covers ("cost not covered" → BUDGET_EXCEEDED, SPEC § Errors).
       const eventPolicy = o.policy === 'ALLOW_WITH_OVERDRAFT' ? o.policy : 'ALLOW_IF_AVAILABLE';
-      const refusal = model.charge(scopesOf(spec), 0, o.actual, eventPolicy);
+      const refusal = model.charge(scopesOf(spec, model.dimensionKeys), 0, o.actual, eventPolicy);
       story.push(
         `  → ${res.status} ${JSON.stringify(errorOf(res).error ?? '')}; model ${refusal ?? 201}`,
       );
@@ -433,6 +439,7 @@ async function runScenario({ budgets, operations }: Scenario): Promise<void> {
       limit: b.limit,
     });
     story.push(`budget '${scope}' ${b.allocated} (limit ${b.limit}, ${b.shards} shards)`);
+    for (const m of scope.matchAll(/dimensions:([^=]+)=/g)) model.dimensionKeys.add(m[1] ?? '');
   }
   await expectLedgersMatch(t, model, story);
   for (const o of operations) {

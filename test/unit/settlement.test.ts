@@ -3,7 +3,7 @@ import { requireOwnTenant } from '../../functions/domain/caller.js';
 import { DomainError } from '../../functions/domain/errors.js';
 import type { Ledger } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
-import { callerScopes } from '../../functions/domain/scopes.js';
+import { callerScopes, NO_DIMENSIONS } from '../../functions/domain/scopes.js';
 import { commitChanges, eventChanges, eventPolicy } from '../../functions/domain/settlement.js';
 
 const ledger = (scope: string, fields: Partial<Ledger> = {}): Ledger => {
@@ -40,12 +40,30 @@ describe('requireOwnTenant', () => {
 
 describe('callerScopes', () => {
   it("derives the scopes under the key's tenant, and refuses another subject.tenant", () => {
-    expect(callerScopes(caller, { workspace: 'w' }).scopes).toEqual([
+    expect(callerScopes(caller, { workspace: 'w' }, NO_DIMENSIONS).scopes).toEqual([
       'tenant:acme',
       'tenant:acme/workspace:w',
     ]);
-    expect(callerScopes(caller, { tenant: 'acme' }).scopePath).toBe('tenant:acme');
-    expect(codeOf(() => callerScopes(caller, { tenant: 'other' }))).toBe('FORBIDDEN');
+    expect(callerScopes(caller, { tenant: 'acme' }, NO_DIMENSIONS).scopePath).toBe('tenant:acme');
+    expect(codeOf(() => callerScopes(caller, { tenant: 'other' }, NO_DIMENSIONS))).toBe(
+      'FORBIDDEN',
+    );
+  });
+
+  it('makes a dimension a scope only where the tenant budgets its key; the others are tags', () => {
+    const subject = { workspace: 'w', dimensions: { run: 'r1', session: 'agent:main main@x' } };
+
+    expect(callerScopes(caller, subject, new Set(['run'])).scopes).toEqual([
+      'tenant:acme',
+      'tenant:acme/workspace:w',
+      'tenant:acme/workspace:w/dimensions:run=r1',
+    ]);
+    expect(callerScopes(caller, subject, NO_DIMENSIONS).scopePath).toBe('tenant:acme/workspace:w');
+    // A budgeted key keeps the scope charset; a tag may hold any 1 to 256 characters.
+    const bad = { workspace: 'w', dimensions: { session: 'agent:main' } };
+    expect(codeOf(() => callerScopes(caller, bad, new Set(['session'])))).toBe('INVALID_REQUEST');
+    const long = { workspace: 'w', dimensions: { session: 'x'.repeat(257) } };
+    expect(codeOf(() => callerScopes(caller, long, NO_DIMENSIONS))).toBe('INVALID_REQUEST');
   });
 });
 

@@ -7,6 +7,7 @@ import {
   MAX_DIMENSION_KEY,
   MAX_DIMENSIONS,
   MAX_SEGMENT_VALUE,
+  MAX_TAG_VALUE,
   SEGMENT_VALUE,
 } from '../../domain/scopes.js';
 
@@ -57,7 +58,8 @@ export const Subject = z
           .min(1)
           .max(MAX_DIMENSION_KEY)
           .regex(DIMENSION_KEY, "keys may hold only letters, digits, '_', '.' and '-'"),
-        SegmentValue,
+        // Any string: a key no budget names is a tag (domain/scopes.ts checks budgeted keys).
+        z.string().min(1).max(MAX_TAG_VALUE),
       )
       .refine(
         (d) => Object.keys(d).length <= MAX_DIMENSIONS,
