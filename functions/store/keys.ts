@@ -74,7 +74,8 @@ export const listPartitions = {
 
 export const duePartition = (shard: number): string => `DUE#${shard}`;
 
-function hashOf(id: string): number {
+/** A stable 32-bit hash of an id: spreads, shards and seeds derive from it. */
+export function hashOf(id: string): number {
   let h = 0;
   for (const c of id) h = (h * 31 + c.charCodeAt(0)) >>> 0;
   return h;

@@ -13,15 +13,21 @@ import { isLedgerIndexPosition, keys, ledgerIndexPartition } from './keys.js';
 import {
   budgetKeys,
   budgetsFrom,
+  budgetsOf,
   completeShards,
   type Layouts,
   NO_LAYOUTS,
   newShardItems,
   placeChanges,
-  readShardsAtomically,
 } from './shards.js';
 import { tenantWithDimensions } from './tenants.js';
-import { counterUpdate, getItems, putIfAbsent, type TransactItem, transact } from './transact.js';
+import {
+  getItems,
+  ledgerDeltaUpdate,
+  putIfAbsent,
+  type TransactItem,
+  transact,
+} from './transact.js';
 import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 const FIELD: Record<LedgerField, string> = {
@@ -35,19 +41,9 @@ const FIELD: Record<LedgerField, string> = {
 
 /** The conditional Update that applies one LedgerChange inside a transaction. */
 export function ledgerUpdate(change: LedgerChange): TransactItem {
-  const { delta, guard } = change;
-  const update = counterUpdate(
-    {
-      allocated: delta.allocated,
-      spent: delta.spent,
-      reserved: delta.reserved,
-      debt: delta.debt,
-      remaining: delta.remaining,
-    },
-    'remaining',
-  );
-  const names: Record<string, string> = { ...update.names, '#pk': 'pk' };
-  const values: Record<string, unknown> = { ...update.values };
+  const { guard } = change;
+  const update = ledgerDeltaUpdate(change.delta);
+  const { names, values } = update;
   const conditions = ['attribute_exists(#pk)'];
   switch (guard.kind) {
     case 'exists':
@@ -110,13 +106,7 @@ export async function getLedgers(
   unit: Unit,
   atomic = false,
 ): Promise<LedgerRead> {
-  const items = await getItems(ledgerKeys(scopes, unit));
-  await completeShards(items);
-  const first = budgetsFrom(items);
-  if (first.layouts.size === 0) return { ...first, atomic: true };
-  if (!atomic) return { ...first, atomic: false };
-  await readShardsAtomically(items, first.layouts);
-  return { ...budgetsFrom(items), atomic: true };
+  return budgetsOf(await getItems(ledgerKeys(scopes, unit)), atomic);
 }
 
 export interface NewLedger {

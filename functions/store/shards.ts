@@ -6,8 +6,8 @@ import { mergeShards, respread, routeChange, type Shard } from '../domain/escrow
 import { applyDelta, type Ledger, type LedgerChange } from '../domain/ledger.js';
 import { documentClient, tableName } from './client.js';
 import { isLedgerItem, ledgerOf } from './items.js';
-import { keys } from './keys.js';
-import { counterUpdate, getItems, type Item, type Key, type TransactItem } from './transact.js';
+import { hashOf, keys } from './keys.js';
+import { getItems, type Item, type Key, ledgerDeltaUpdate, type TransactItem } from './transact.js';
 
 // Escrow shards in the table (domain/escrow.ts, docs/scaling.md). Shard 0 of a budget is its
 // ledger item `LEDGER#<scope>#<unit>`, which also carries `shards` (the count) and the
@@ -99,6 +99,23 @@ export function budgetsFrom(items: ReadonlyMap<string, Item>): {
   return { ledgers, layouts };
 }
 
+/**
+ * The ledgers among items read by pk (sharded budgets merged, their missing shards read too),
+ * with the layouts of the sharded ones. `atomic`: sharded budgets read again at one instant,
+ * as a refusal must be; without it the answer says whether the read was one instant anyway.
+ */
+export async function budgetsOf(
+  items: Map<string, Item>,
+  atomic: boolean,
+): Promise<{ ledgers: Map<string, Ledger>; layouts: Layouts; atomic: boolean }> {
+  await completeShards(items);
+  const first = budgetsFrom(items);
+  if (first.layouts.size === 0) return { ...first, atomic: true };
+  if (!atomic) return { ...first, atomic: false };
+  await readShardsAtomically(items, first.layouts);
+  return { ...budgetsFrom(items), atomic: true };
+}
+
 const ATOMIC_READ_RETRIES = 4;
 
 /**
@@ -106,10 +123,7 @@ const ATOMIC_READ_RETRIES = 4;
  * transactions; a BatchGetItem across shards is not): what a refusal must be proven on.
  * Items by pk, merged into `items`.
  */
-export async function readShardsAtomically(
-  items: Map<string, Item>,
-  layouts: Layouts,
-): Promise<void> {
+async function readShardsAtomically(items: Map<string, Item>, layouts: Layouts): Promise<void> {
   const wanted = [...layouts.values()].flatMap((b) =>
     b.shards.map((_, k) => shardKey(b.ledger.scope, b.ledger.unit, k)),
   );
@@ -194,19 +208,8 @@ export function placeChanges(
 
 /** The fast path: the change's delta on one shard, which must cover `covers` when given. */
 function shardUpdate(change: LedgerChange, k: number, covers: number | undefined): TransactItem {
-  const { delta } = change;
-  const update = counterUpdate(
-    {
-      allocated: delta.allocated,
-      spent: delta.spent,
-      reserved: delta.reserved,
-      debt: delta.debt,
-      remaining: delta.remaining,
-    },
-    'remaining',
-  );
-  const names: Record<string, string> = { ...update.names, '#pk': 'pk' };
-  const values: Record<string, unknown> = { ...update.values };
+  const update = ledgerDeltaUpdate(change.delta);
+  const { names, values } = update;
   let condition = 'attribute_exists(#pk)';
   if (covers !== undefined) {
     names['#remaining'] = 'remaining';
@@ -267,8 +270,4 @@ export function newShardItems(ledger: Ledger, shards: readonly Shard[]): Item[] 
 }
 
 /** A stable seed from an id, so one reservation's retries try the same shard first. */
-export function seedOf(id: string): number {
-  let h = 0;
-  for (const c of id) h = (h * 31 + c.charCodeAt(0)) >>> 0;
-  return h;
-}
+export const seedOf = (id: string): number => hashOf(id);

@@ -11,7 +11,7 @@ import {
 import { isReservationItem, reservationOf } from './items.js';
 import { keys } from './keys.js';
 import { ledgerKeys } from './ledgers.js';
-import { budgetsFrom, completeShards, type Layouts, readShardsAtomically } from './shards.js';
+import { budgetsOf, type Layouts } from './shards.js';
 import { getItems, type Key } from './transact.js';
 
 export interface SnapshotRequest {
@@ -48,12 +48,7 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   if (r.idempotency) wanted.push(idempotencyKey(r.idempotency));
   if (r.ledgers) wanted.push(...ledgerKeys(r.ledgers.scopes, r.ledgers.unit));
   const items = await getItems(wanted);
-  await completeShards(items);
-  let { ledgers, layouts } = budgetsFrom(items);
-  if (r.atomic && layouts.size > 0) {
-    await readShardsAtomically(items, layouts);
-    ({ ledgers, layouts } = budgetsFrom(items));
-  }
+  const { ledgers, layouts, atomic } = await budgetsOf(items, r.atomic === true);
   const reservationItem = r.reservationId
     ? items.get(keys.reservation(r.reservationId).pk)
     : undefined;
@@ -71,6 +66,6 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
     reservation: isReservationItem(reservationItem) ? reservationOf(reservationItem) : undefined,
     ledgers,
     layouts,
-    atomic: layouts.size === 0 || r.atomic === true,
+    atomic,
   };
 }

@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { RetryLaterError } from '../domain/errors.js';
+import type { LedgerDelta } from '../domain/ledger.js';
 import { documentClient, tableName } from './client.js';
 import { keys } from './keys.js';
 
@@ -137,18 +138,24 @@ export async function getItems(keyList: readonly Key[]): Promise<Map<string, Ite
   return found;
 }
 
-/** SET a = a + :a … for every non-zero counter: one builder for holds, charges and funding. */
-export function counterUpdate(
-  deltas: Record<string, number | undefined>,
-  always: string,
-): { expression: string; names: Record<string, string>; values: Record<string, number> } {
-  const names: Record<string, string> = {};
-  const values: Record<string, number> = {};
+/**
+ * SET a = a + :d_a … for every non-zero counter of a ledger delta (remaining always), with `#pk`
+ * named for the existence condition every ledger write carries: one builder for holds, charges,
+ * funding and escrow shards.
+ */
+export function ledgerDeltaUpdate(delta: LedgerDelta): {
+  expression: string;
+  names: Record<string, string>;
+  values: Record<string, unknown>;
+} {
+  const names: Record<string, string> = { '#pk': 'pk' };
+  const values: Record<string, unknown> = {};
   const parts: string[] = [];
-  for (const [attribute, delta] of Object.entries(deltas)) {
-    if (!delta && attribute !== always) continue;
+  for (const attribute of ['allocated', 'spent', 'reserved', 'debt', 'remaining'] as const) {
+    const d = delta[attribute];
+    if (!d && attribute !== 'remaining') continue;
     names[`#${attribute}`] = attribute;
-    values[`:d_${attribute}`] = delta ?? 0;
+    values[`:d_${attribute}`] = d ?? 0;
     parts.push(`#${attribute} = #${attribute} + :d_${attribute}`);
   }
   return { expression: `SET ${parts.join(', ')}`, names, values };
