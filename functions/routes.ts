@@ -27,7 +27,7 @@ export interface TableAccess {
 
 export interface Route {
   readonly server: Server;
-  readonly method: 'GET' | 'POST' | 'ANY';
+  readonly method: 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'ANY';
   /** API Gateway route path; `$default` catches whatever no other route of the server matches. */
   readonly path: string;
   readonly entry: string;
@@ -132,7 +132,8 @@ export const routes = {
     method: 'POST',
     path: '/v1/reservations/{reservation_id}/release',
     entry: 'runtime/release-reservation',
-    auth: tenant('reservations:release'),
+    // The admin key releases any tenant's reservation (audited): the operator's force-release.
+    auth: { kind: 'tenantOrAdmin', permission: 'reservations:release' },
     status: 200,
     table: { items: 'write' },
   },
@@ -215,6 +216,84 @@ export const routes = {
     auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
     status: 200,
     table: { items: 'write' },
+  },
+  listTenants: {
+    server: 'admin',
+    method: 'GET',
+    path: '/v1/admin/tenants',
+    entry: 'admin/list-tenants',
+    auth: { kind: 'admin' },
+    status: 200,
+    table: { items: 'read', indexes: ['directory'] },
+    paginates: true,
+  },
+  getTenant: {
+    server: 'admin',
+    method: 'GET',
+    path: '/v1/admin/tenants/{tenant_id}',
+    entry: 'admin/get-tenant',
+    auth: { kind: 'admin' },
+    status: 200,
+    table: { items: 'read' },
+  },
+  updateTenant: {
+    server: 'admin',
+    method: 'PATCH',
+    path: '/v1/admin/tenants/{tenant_id}',
+    entry: 'admin/update-tenant',
+    auth: { kind: 'admin' },
+    status: 200,
+    // Closing revokes the tenant's keys (directory) and releases its ACTIVE reservations.
+    table: { items: 'write', indexes: ['directory', ...LISTING_INDEXES] },
+    timeoutSeconds: 29,
+  },
+  listApiKeys: {
+    server: 'admin',
+    method: 'GET',
+    path: '/v1/admin/api-keys',
+    entry: 'admin/list-api-keys',
+    auth: { kind: 'admin' },
+    status: 200,
+    table: { items: 'read', indexes: ['directory'] },
+    paginates: true,
+  },
+  getApiKey: {
+    server: 'admin',
+    method: 'GET',
+    path: '/v1/admin/api-keys/{key_id}',
+    entry: 'admin/get-api-key',
+    auth: { kind: 'admin' },
+    status: 200,
+    table: { items: 'read' },
+  },
+  updateApiKey: {
+    server: 'admin',
+    method: 'PATCH',
+    path: '/v1/admin/api-keys/{key_id}',
+    entry: 'admin/update-api-key',
+    auth: { kind: 'admin' },
+    status: 200,
+    table: { items: 'write' },
+  },
+  revokeApiKey: {
+    server: 'admin',
+    method: 'DELETE',
+    path: '/v1/admin/api-keys/{key_id}',
+    entry: 'admin/revoke-api-key',
+    auth: { kind: 'admin' },
+    status: 200,
+    table: { items: 'write' },
+  },
+  listAuditLogs: {
+    server: 'admin',
+    method: 'GET',
+    path: '/v1/admin/audit/logs',
+    entry: 'admin/list-audit-logs',
+    // The operator reads every tenant's trail; a key with budgets:write its own tenant's.
+    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+    status: 200,
+    table: { items: 'read', indexes: ['directory'] },
+    paginates: true,
   },
   validateKey: {
     server: 'admin',

@@ -6,5 +6,6 @@ import { createApiKey } from '../use-cases/api-keys.js';
 export const handler = httpHandler(
   'createApiKey',
   { body: CreateApiKeyBody },
-  async ({ body, now }) => createdApiKeyView(await createApiKey(body, now)),
+  async ({ body, now, requestId }) =>
+    createdApiKeyView(await createApiKey(body, { now, requestId })),
 );

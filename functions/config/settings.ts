@@ -25,7 +25,7 @@ const Config = z.object({
   CURSOR_SECRET: z.string().default(''),
   CURSOR_SECRET_ID: z.string().default(''),
   MAX_BODY_BYTES: z.coerce.number().int().min(1_024).max(1_048_576).default(65_536),
-  API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(300_000).default(30_000),
+  API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(5_000).default(5_000),
 });
 export type Config = z.infer<typeof Config>;
 

@@ -14,6 +14,22 @@ export interface ApiKey {
   readonly permissions: readonly Permission[];
   readonly createdAt: string;
   readonly expiresAt?: string | undefined;
+  /** REVOKED is permanent; an expired key is still ACTIVE here (see `keyStatus`). */
+  readonly status: 'ACTIVE' | 'REVOKED';
+  readonly updatedAt?: string | undefined;
+  readonly revokedAt?: string | undefined;
+  readonly revokedReason?: string | undefined;
+}
+
+/** The status a listing shows: REVOKED, else EXPIRED once past `expiresAt`, else ACTIVE. */
+export const keyStatus = (key: ApiKey, nowMs: number): 'ACTIVE' | 'REVOKED' | 'EXPIRED' =>
+  key.status === 'REVOKED' ? 'REVOKED' : isExpired(key, nowMs) ? 'EXPIRED' : 'ACTIVE';
+
+/** What an operator may change on a live key (name, description, permissions); never its tenant or secret. */
+export interface ApiKeyChange {
+  readonly name?: string | undefined;
+  readonly description?: string | undefined;
+  readonly permissions?: readonly Permission[] | undefined;
 }
 
 /** 192 bits from the OS CSPRNG, base64url, behind a recognizable prefix. */

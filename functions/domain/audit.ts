@@ -1,21 +1,92 @@
+import type { ApiKey } from './api-keys.js';
 import type { Ledger } from './ledger.js';
+import type { Tenant } from './tenant.js';
 
 /** Who changed something: the operator's admin key, or a tenant API key by its id. */
 export type Actor = { readonly kind: 'admin' } | { readonly kind: 'key'; readonly keyId: string };
 
 export const actorName = (a: Actor): string => (a.kind === 'admin' ? 'admin' : a.keyId);
 
-/** One change to a budget, recorded in the same transaction as the change itself. */
-export interface AuditEntry {
+interface AuditBase {
   readonly tenant: string;
   readonly atMs: number;
   readonly actor: Actor;
   readonly requestId: string;
-  readonly action: 'budget.create' | 'budget.fund';
-  readonly scope: string;
-  readonly unit: Ledger['unit'];
-  /** Absent for a creation. */
-  readonly before?: Ledger | undefined;
-  readonly after: Ledger;
+  readonly detail?: Readonly<Record<string, unknown>> | undefined;
+}
+
+/**
+ * One change, recorded in the same transaction as the change itself: what it was done to, and
+ * the record before (absent for a creation) and after. docs/decisions.md § Audit trail.
+ */
+export type AuditEntry = AuditBase &
+  (
+    | {
+        readonly action: 'budget.create' | 'budget.fund';
+        readonly scope: string;
+        readonly unit: Ledger['unit'];
+        readonly before?: Ledger | undefined;
+        readonly after: Ledger;
+      }
+    | {
+        readonly action: 'tenant.create' | 'tenant.update';
+        readonly before?: Tenant | undefined;
+        readonly after: Tenant;
+      }
+    | {
+        readonly action: 'api_key.create' | 'api_key.update' | 'api_key.revoke';
+        readonly before?: ApiKey | undefined;
+        readonly after: ApiKey;
+      }
+    | { readonly action: 'reservation.release'; readonly reservationId: string }
+  );
+
+export type AuditAction = AuditEntry['action'];
+
+/** The reference's operation names and resource types, for the trail's readers. */
+export const AUDIT_OPERATIONS = {
+  'budget.create': { operation: 'createBudget', resourceType: 'budget' },
+  'budget.fund': { operation: 'fundBudget', resourceType: 'budget' },
+  'tenant.create': { operation: 'createTenant', resourceType: 'tenant' },
+  'tenant.update': { operation: 'updateTenant', resourceType: 'tenant' },
+  'api_key.create': { operation: 'createApiKey', resourceType: 'api_key' },
+  'api_key.update': { operation: 'updateApiKey', resourceType: 'api_key' },
+  'api_key.revoke': { operation: 'revokeApiKey', resourceType: 'api_key' },
+  'reservation.release': { operation: 'releaseReservation', resourceType: 'reservation' },
+} as const satisfies Record<AuditAction, { operation: string; resourceType: string }>;
+
+export type AuditOperation = (typeof AUDIT_OPERATIONS)[AuditAction]['operation'];
+export const AUDIT_OPERATION_NAMES = Object.values(AUDIT_OPERATIONS).map((o) => o.operation);
+
+/** The id of what an entry changed: a tenant id, a key id, `<scope>#<unit>`, a reservation id. */
+export function resourceIdOf(e: AuditEntry): string {
+  switch (e.action) {
+    case 'budget.create':
+    case 'budget.fund':
+      return `${e.scope}#${e.unit}`;
+    case 'tenant.create':
+    case 'tenant.update':
+      return e.after.tenantId;
+    case 'api_key.create':
+    case 'api_key.update':
+    case 'api_key.revoke':
+      return e.after.keyId;
+    case 'reservation.release':
+      return e.reservationId;
+  }
+}
+
+/** An audit record as read back: the wire view renders it. */
+export interface AuditRecord {
+  readonly logId: string;
+  readonly tenant: string;
+  readonly atMs: number;
+  readonly actor: string;
+  readonly requestId: string;
+  readonly operation: string;
+  readonly resourceType: string;
+  readonly resourceId: string;
+  readonly before?: Readonly<Record<string, unknown>> | undefined;
+  readonly after?: Readonly<Record<string, unknown>> | undefined;
   readonly detail?: Readonly<Record<string, unknown>> | undefined;
 }

@@ -1,4 +1,7 @@
-/** SPEC § Errors: the 12 codes, plus DUPLICATE_RESOURCE for the admin plane (see docs/decisions.md). */
+/**
+ * SPEC § Errors: the 12 codes, plus DUPLICATE_RESOURCE for the admin plane and the reference's
+ * TENANT_CLOSED and KEY_REVOKED (see docs/decisions.md).
+ */
 export type ErrorCode =
   | 'INVALID_REQUEST'
   | 'UNIT_MISMATCH'
@@ -12,6 +15,8 @@ export type ErrorCode =
   | 'IDEMPOTENCY_MISMATCH'
   | 'RESERVATION_EXPIRED'
   | 'DUPLICATE_RESOURCE'
+  | 'TENANT_CLOSED'
+  | 'KEY_REVOKED'
   | 'INTERNAL_ERROR';
 
 /** A refusal the caller can act on. Carries an error code, never an HTTP status. */

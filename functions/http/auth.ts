@@ -68,26 +68,29 @@ async function authenticateAdmin(given: string | undefined): Promise<RouteCaller
 
 async function authenticateKey(secret: string | undefined, now: number): Promise<TenantCaller> {
   if (!secret) throw unauthorized('X-Service-API-Key header is required');
-  const key = await findKey(secret);
+  const key = await findKey(secret, now);
   // Lookup is by SHA-256 of the secret, so response time does not depend on how much of it matched.
   if (!key) throw unauthorized('API key is not valid');
+  if (key.status === 'REVOKED') throw unauthorized('API key has been revoked');
   if (isExpired(key, now)) throw unauthorized('API key has expired');
   return { kind: 'tenant', tenant: key.tenant, keyId: key.keyId, permissions: key.permissions };
 }
 
-// Keys are immutable once written (there is no revoke endpoint yet), so a short positive cache
-// per container saves a read on almost every request. Expiry is still checked on each use.
+// A short positive cache per container saves a read on almost every request. It is what bounds
+// revocation: a revoked or changed key is seen by every process within API_KEY_CACHE_TTL_MS
+// (at most 5 s; docs/decisions.md § Control plane). Expiry is still checked on each use. Ages
+// are on the server clock, so tests move past the bound instead of waiting for it.
 const cache = new Map<string, { key: ApiKey; at: number }>();
 const CACHE_MAX = 10_000;
 
-export async function findKey(secret: string): Promise<ApiKey | undefined> {
+export async function findKey(secret: string, now: number): Promise<ApiKey | undefined> {
   const hash = hashKeySecret(secret);
   const hit = cache.get(hash);
-  if (hit && Date.now() - hit.at < config.API_KEY_CACHE_TTL_MS) return hit.key;
+  if (hit && now >= hit.at && now - hit.at < config.API_KEY_CACHE_TTL_MS) return hit.key;
   const key = await getApiKeyByHash(hash);
   if (key && config.API_KEY_CACHE_TTL_MS > 0) {
     if (cache.size >= CACHE_MAX) cache.clear();
-    cache.set(hash, { key, at: Date.now() });
+    cache.set(hash, { key, at: now });
   }
   return key;
 }

@@ -1,5 +1,6 @@
 import type { Amount } from '../domain/amounts.js';
-import type { ApiKey } from '../domain/api-keys.js';
+import { type ApiKey, keyStatus } from '../domain/api-keys.js';
+import type { AuditRecord } from '../domain/audit.js';
 import { isOverLimit, type Ledger } from '../domain/ledger.js';
 import type { Reservation } from '../domain/reservation.js';
 import type { Tenant } from '../domain/tenant.js';
@@ -148,6 +149,63 @@ export const tenantView = (t: Tenant) => ({
   name: t.name,
   status: t.status,
   created_at: t.createdAt,
+  ...(t.updatedAt !== undefined && { updated_at: t.updatedAt }),
+});
+
+export const tenantPageView = (p: Page<Tenant>) => ({
+  tenants: p.items.map(tenantView),
+  has_more: p.nextCursor !== undefined,
+  ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
+});
+
+/** The reference's ApiKey: never the secret or its hash. `expires_at` only when the key has one. */
+export const apiKeyView = (key: ApiKey, now: number) => ({
+  key_id: key.keyId,
+  tenant_id: key.tenant,
+  key_prefix: key.keyPrefix,
+  name: key.name,
+  ...(key.description !== undefined && { description: key.description }),
+  permissions: key.permissions,
+  status: keyStatus(key, now),
+  created_at: key.createdAt,
+  ...(key.expiresAt !== undefined && { expires_at: key.expiresAt }),
+  ...(key.revokedAt !== undefined && { revoked_at: key.revokedAt }),
+  ...(key.revokedReason !== undefined && { revoked_reason: key.revokedReason }),
+});
+
+export const apiKeyPageView = (p: Page<ApiKey>, now: number) => ({
+  keys: p.items.map((k) => apiKeyView(k, now)),
+  has_more: p.nextCursor !== undefined,
+  ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
+});
+
+/**
+ * The reference's AuditLogEntry. Only successful changes are recorded (in their own
+ * transaction), so `status` is the success status of the operation; the record before and
+ * after, and the operation's detail, travel in `metadata`.
+ */
+export const auditRecordView = (r: AuditRecord) => ({
+  log_id: r.logId,
+  timestamp: new Date(r.atMs).toISOString(),
+  tenant_id: r.tenant,
+  ...(r.actor !== 'admin' && { key_id: r.actor }),
+  operation: r.operation,
+  resource_type: r.resourceType,
+  resource_id: r.resourceId,
+  request_id: r.requestId,
+  status: r.operation.startsWith('create') ? 201 : 200,
+  metadata: {
+    actor: r.actor,
+    ...(r.before !== undefined && { before: r.before }),
+    ...(r.after !== undefined && { after: r.after }),
+    ...(r.detail !== undefined && { detail: r.detail }),
+  },
+});
+
+export const auditPageView = (p: Page<AuditRecord>) => ({
+  logs: p.items.map(auditRecordView),
+  has_more: p.nextCursor !== undefined,
+  ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
 });
 
 /** The secret appears in this one response and nowhere else. */

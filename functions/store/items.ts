@@ -68,6 +68,11 @@ export function apiKeyOf(item: Item): ApiKey {
     permissions: effectivePermissions(item.permissions as Permission[]),
     createdAt: String(item.created_at),
     expiresAt: item.expires_at as string | undefined,
+    // Keys stored before revocation existed carry no status: they are live.
+    status: item.status === 'REVOKED' ? 'REVOKED' : 'ACTIVE',
+    updatedAt: item.updated_at as string | undefined,
+    revokedAt: item.revoked_at as string | undefined,
+    revokedReason: item.revoked_reason as string | undefined,
   };
 }
 

@@ -10,6 +10,8 @@ const pad = (n: number): string => String(Math.max(0, Math.trunc(n))).padStart(1
 export const keys = {
   tenant: (tenant: string) => ({ pk: `TENANT#${tenant}`, sk: SK }),
   apiKey: (secretHash: string) => ({ pk: `APIKEY#${secretHash}`, sk: SK }),
+  /** Points from a key id to its key item (keys are stored under the hash of their secret). */
+  apiKeyId: (keyId: string) => ({ pk: `APIKEYID#${keyId}`, sk: SK }),
   ledger: (scope: string, unit: Unit) => ({ pk: `LEDGER#${scope}#${unit}`, sk: SK }),
   /** Escrow shard k ≥ 1 of a sharded budget (shard 0 is the ledger item): its own partition. */
   ledgerShard: (scope: string, unit: Unit, k: number) => ({
@@ -25,16 +27,45 @@ export const keys = {
   /** The reservation id of a reservation item's pk. */
   reservationIdOfPk: (pk: string) => pk.slice('RESERVATION#'.length),
   event: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: SK }),
-  /** A tenant's audit trail, oldest first; the request id keeps same-millisecond entries apart. */
-  audit: (tenant: string, atMs: number, requestId: string) => ({
-    pk: `AUDIT#${tenant}`,
-    sk: `${pad(atMs)}#${requestId}`,
+  /**
+   * A tenant's audit trail in time order. The request id keeps same-millisecond entries apart,
+   * and the hash of what was changed the several entries of one request (a close cascade).
+   */
+  audit: (tenant: string, atMs: number, requestId: string, target: string) => ({
+    pk: auditPartition(tenant),
+    sk: `${pad(atMs)}#${requestId}#${hashOf(target).toString(36)}`,
   }),
   idempotency: (tenant: string, operation: string, key: string) => ({
     pk: `IDEMPOTENCY#${tenant}#${operation}#${key}`,
     sk: SK,
   }),
 };
+
+export const auditPartition = (tenant: string): string => `AUDIT#${tenant}`;
+
+/** The audit sort key bounds of a time range [from, to] (either open). */
+export const auditRange = (fromMs = 0, toMs = 999_999_999_999_999) => ({
+  from: pad(fromMs),
+  to: `${pad(toMs)}#~`,
+});
+
+/**
+ * Partitions of the `directory` index: the operator's listings. Tenants by id, keys by tenant
+ * then id, the audit trail across tenants by time (then tenant). Rare writes only.
+ */
+export const directory = {
+  tenants: { pk: 'TENANTS', sk: (tenant: string) => tenant },
+  apiKeys: {
+    pk: 'APIKEYS',
+    sk: (tenant: string, keyId: string) => `${tenant}#${keyId}`,
+    tenantPrefix: (tenant: string) => `${tenant}#`,
+  },
+  audit: {
+    pk: 'AUDIT',
+    sk: (tenant: string, auditSk: string) =>
+      `${auditSk.slice(0, 15)}#${tenant}#${auditSk.slice(16)}`,
+  },
+} as const;
 
 export const ledgerIndexPartition = (tenant: string, segment: string): string =>
   `LEDGERINDEX#${tenant}#${segment}`;

@@ -1,8 +1,10 @@
 import type { Amount } from '../domain/amounts.js';
+import type { AuditEntry } from '../domain/audit.js';
 import { exactJson } from '../domain/json.js';
 import type { LedgerChange } from '../domain/ledger.js';
 import { type Reservation, settleDeadline } from '../domain/reservation.js';
 import { canonicalValue, LEVELS } from '../domain/scopes.js';
+import { auditPut } from './audit.js';
 import { tableName } from './client.js';
 import {
   type IdempotencyScope,
@@ -112,6 +114,8 @@ export interface Settlement {
     | undefined;
   /** The sharded budgets among the scopes, as read (store/shards.ts). */
   readonly layouts?: Layouts | undefined;
+  /** An operator's forced release is audited in the same transaction. */
+  readonly audit?: AuditEntry | undefined;
 }
 
 /**
@@ -138,6 +142,7 @@ export function settleTransaction(s: Settlement): GuardedTransaction {
   const items: TransactItem[] = [
     settleUpdate(r, s.to, s.now, s.committed, s.detail, outcome),
     ...placed.items,
+    ...(s.audit ? [auditPut(s.audit)] : []),
   ];
   // No record item: a concurrent duplicate fails the reservation's condition, and the read
   // that follows finds its outcome on the reservation (store/snapshot.ts).

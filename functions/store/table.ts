@@ -37,6 +37,10 @@ export const tableDefinition = {
     // Sparse: only ACTIVE reservations carry due_pk, sharded so no partition gets hot. Keys only:
     // a reserve writes a small entry, and the sweeper reads the items it expires consistently.
     { name: 'dueForExpiry', partitionKey: 'due_pk', sortKey: 'due_sk', projection: 'KEYS_ONLY' },
+    // The operator's listings: tenants, API keys, and the audit trail across tenants. Sparse and
+    // small (only those items carry dir_pk; none is written per reservation), so ALL: a page is
+    // one Query.
+    { name: 'directory', partitionKey: 'dir_pk', sortKey: 'dir_sk', projection: 'ALL' },
   ] satisfies IndexDefinition[],
 } as const;
 

@@ -1,14 +1,25 @@
 import {
   type ApiKey,
+  type ApiKeyChange,
   generateKeyId,
   generateKeySecret,
   hashKeySecret,
   isExpired,
   keyPrefixOf,
+  keyStatus,
 } from '../domain/api-keys.js';
+import type { Actor } from '../domain/audit.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { effectivePermissions, type Permission } from '../domain/permissions.js';
-import { getApiKeyByHash, insertApiKey } from '../store/api-keys.js';
+import {
+  getApiKeyByHash,
+  getApiKeyById,
+  insertApiKey,
+  queryApiKeys,
+  updateApiKey,
+} from '../store/api-keys.js';
+import type { WriteContext } from './budgets.js';
+import { type Page, type PageRequest, paged } from './pages.js';
 
 export interface ApiKeyRequest {
   readonly tenantId: string;
@@ -23,8 +34,13 @@ export interface CreatedApiKey {
   readonly secret: string;
 }
 
-/** POST /v1/admin/api-keys: a new key of an existing tenant. */
-export async function createApiKey(request: ApiKeyRequest, now: number): Promise<CreatedApiKey> {
+const ADMIN: Actor = { kind: 'admin' };
+
+/** POST /v1/admin/api-keys: a new key of an existing tenant; audited. */
+export async function createApiKey(
+  request: ApiKeyRequest,
+  { now, requestId }: WriteContext,
+): Promise<CreatedApiKey> {
   if (request.expiresAt !== undefined && Date.parse(request.expiresAt) <= now) {
     throw invalidRequest('expires_at: must be in the future', { field: 'expires_at' });
   }
@@ -39,8 +55,15 @@ export async function createApiKey(request: ApiKeyRequest, now: number): Promise
     createdAt: new Date(now).toISOString(),
     expiresAt:
       request.expiresAt === undefined ? undefined : new Date(request.expiresAt).toISOString(),
+    status: 'ACTIVE',
   };
-  if ((await insertApiKey(hashKeySecret(secret), key)) === 'noTenant') {
+  const audit = { tenant: key.tenant, atMs: now, actor: ADMIN, requestId };
+  const inserted = await insertApiKey(hashKeySecret(secret), key, {
+    ...audit,
+    action: 'api_key.create',
+    after: key,
+  });
+  if (inserted === 'noTenant') {
     throw new DomainError('NOT_FOUND', `tenant ${request.tenantId} does not exist`, {
       tenant_id: request.tenantId,
     });
@@ -49,13 +72,151 @@ export async function createApiKey(request: ApiKeyRequest, now: number): Promise
 }
 
 export type KeyValidation =
-  | { readonly valid: false; readonly reason: 'KEY_NOT_FOUND' | 'KEY_EXPIRED' }
+  | { readonly valid: false; readonly reason: 'KEY_NOT_FOUND' | 'KEY_EXPIRED' | 'KEY_REVOKED' }
   | { readonly valid: true; readonly key: ApiKey };
 
 /** POST /v1/auth/validate: never an error; `valid: false` with a reason for unknown or expired keys. */
 export async function validateKey(secret: string, now: number): Promise<KeyValidation> {
   const key = await getApiKeyByHash(hashKeySecret(secret));
   if (!key) return { valid: false, reason: 'KEY_NOT_FOUND' };
+  if (key.status === 'REVOKED') return { valid: false, reason: 'KEY_REVOKED' };
   if (isExpired(key, now)) return { valid: false, reason: 'KEY_EXPIRED' };
   return { valid: true, key };
+}
+
+const keyNotFound = (keyId: string) =>
+  new DomainError('NOT_FOUND', `API key ${keyId} does not exist`, { key_id: keyId });
+
+/** GET /v1/admin/api-keys/{key_id}: never the secret, only its prefix. */
+export async function readApiKey(keyId: string): Promise<ApiKey> {
+  const found = await getApiKeyById(keyId);
+  if (!found) throw keyNotFound(keyId);
+  return found.key;
+}
+
+export type KeyStatus = 'ACTIVE' | 'REVOKED' | 'EXPIRED';
+
+/** GET /v1/admin/api-keys: one tenant's keys or every tenant's, by tenant then id. */
+export function listApiKeys(
+  q: PageRequest & {
+    readonly tenantId?: string | undefined;
+    readonly status?: KeyStatus | undefined;
+  },
+  now: number,
+): Promise<Page<ApiKey>> {
+  const binding = { route: 'api-keys', tenant: q.tenantId, status: q.status };
+  return paged(binding, q, async (after) => {
+    const page = await queryApiKeys({
+      tenant: q.tenantId,
+      after,
+      limit: q.limit,
+      matches: (key) => q.status === undefined || keyStatus(key, now) === q.status,
+    });
+    return { items: page.keys, nextPosition: page.nextPosition };
+  });
+}
+
+const MAX_ATTEMPTS = 5;
+
+/**
+ * One audited change to a live key, retried when another change came between read and write.
+ * `change` returns the key after, or the key itself when there is nothing to do.
+ */
+async function changeKey(
+  keyId: string,
+  action: 'api_key.update' | 'api_key.revoke',
+  change: (key: ApiKey) => ApiKey,
+  { now, requestId }: WriteContext,
+): Promise<ApiKey> {
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const found = await getApiKeyById(keyId);
+    if (!found) throw keyNotFound(keyId);
+    const before = found.key;
+    const after = change(before);
+    if (after === before) return before;
+    const audit = {
+      tenant: before.tenant,
+      atMs: now,
+      actor: ADMIN,
+      requestId,
+      action,
+      before,
+      after,
+    };
+    if ((await updateApiKey(found.secretHash, before, after, audit)) === 'updated') return after;
+  }
+  throw new DomainError('INTERNAL_ERROR', `API key ${keyId} kept changing; try again`);
+}
+
+/** PATCH /v1/admin/api-keys/{key_id}: name, description, permissions of a live key. */
+export function updateApiKeyDetails(
+  keyId: string,
+  request: ApiKeyChange,
+  context: WriteContext,
+): Promise<ApiKey> {
+  return changeKey(
+    keyId,
+    'api_key.update',
+    (key) => {
+      if (key.status === 'REVOKED') {
+        throw new DomainError('KEY_REVOKED', `API key ${keyId} is revoked`, { key_id: keyId });
+      }
+      return {
+        ...key,
+        ...(request.name !== undefined && { name: request.name }),
+        ...(request.description !== undefined && { description: request.description }),
+        ...(request.permissions !== undefined && {
+          permissions: effectivePermissions(request.permissions),
+        }),
+        updatedAt: new Date(context.now).toISOString(),
+      };
+    },
+    context,
+  );
+}
+
+/**
+ * DELETE /v1/admin/api-keys/{key_id}: permanent. Revoking a revoked key answers it as it is, so
+ * a retry is safe. Every process refuses the key within API_KEY_CACHE_TTL_MS (http/auth.ts).
+ */
+export function revokeApiKey(
+  keyId: string,
+  reason: string | undefined,
+  context: WriteContext,
+): Promise<ApiKey> {
+  return changeKey(
+    keyId,
+    'api_key.revoke',
+    (key) => {
+      if (key.status === 'REVOKED') return key;
+      const at = new Date(context.now).toISOString();
+      return {
+        ...key,
+        status: 'REVOKED',
+        revokedAt: at,
+        updatedAt: at,
+        ...(reason !== undefined && { revokedReason: reason }),
+      };
+    },
+    context,
+  );
+}
+
+/** Part of a tenant's close: every key of the tenant revoked (those already revoked stay so). */
+export async function revokeKeysOfTenant(
+  tenantId: string,
+  reason: string,
+  context: WriteContext,
+): Promise<void> {
+  for (let after: string | undefined; ; ) {
+    const page = await queryApiKeys({
+      tenant: tenantId,
+      after,
+      limit: 100,
+      matches: (key) => key.status !== 'REVOKED',
+    });
+    for (const key of page.keys) await revokeApiKey(key.keyId, reason, context);
+    if (page.nextPosition === undefined) return;
+    after = page.nextPosition;
+  }
 }

@@ -32,7 +32,7 @@ export async function decide(
   request: DecideRequest,
   now: number,
 ): Promise<Decision> {
-  const { scopes } = await affectedScopes(caller, request.subject, now);
+  const { scopes, requireTenantOpen } = await affectedScopes(caller, request.subject, now);
   const idempotency = { tenant: caller.tenant, operation: 'decide', key: request.idempotencyKey };
   const print = fingerprint(request);
   const freer = expiredHoldsFreer(caller.tenant, now);
@@ -42,6 +42,7 @@ export async function decide(
     read: (atomic) =>
       readSnapshot({ idempotency, ledgers: { scopes, unit: request.estimate.unit }, atomic }),
     decide: async (snapshot) => {
+      requireTenantOpen();
       // A DENY read shard by shard is decided again on one instant's budgets (docs/scaling.md).
       const { ledgers } = await atomicIfRefused(
         snapshot,

@@ -40,7 +40,7 @@ export async function createEvent(
   request: EventRequest,
   now: number,
 ): Promise<EventApplied> {
-  const { scopes } = await affectedScopes(caller, request.subject, now);
+  const { scopes, requireTenantOpen } = await affectedScopes(caller, request.subject, now);
   const { unit, amount } = request.actual;
   const eventId = derivedId('evt', caller.tenant, request.idempotencyKey);
   const print = fingerprint(request);
@@ -50,6 +50,7 @@ export async function createEvent(
     fingerprint: print,
     read: (atomic) => readSnapshot({ eventId, ledgers: { scopes, unit }, atomic }),
     decide: async ({ ledgers, layouts }) => {
+      requireTenantOpen();
       const missing = scopes.find((s) => !ledgers.has(s));
       if (missing !== undefined) await requireUnitOfScope(caller.tenant, missing, unit);
       const charge = eventChanges(scopes, request.actual, request.overagePolicy, ledgers);

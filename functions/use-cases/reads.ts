@@ -13,14 +13,11 @@ import {
 import { canonicalValue, LEVELS, type Level, segmentText } from '../domain/scopes.js';
 import { getLedgerSet, queryLedgerIndex } from '../store/ledgers.js';
 import { queryReservations, readReservation } from '../store/reservation-queries.js';
+import type { Page } from './pages.js';
 
 type SubjectFilters = Partial<Record<Level, string | undefined>>;
 
-/** A page of a listing: `nextCursor` only when there is more. */
-export interface Page<T> {
-  readonly items: readonly T[];
-  readonly nextCursor?: string | undefined;
-}
+export type { Page } from './pages.js';
 
 /** A ?tenant= filter may only name the caller's own tenant. */
 function requireOwnTenantFilter(caller: Caller, tenant: string | undefined): void {

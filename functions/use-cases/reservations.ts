@@ -25,6 +25,7 @@ import type { Subject } from '../domain/scopes.js';
 import { commitChanges } from '../domain/settlement.js';
 import type { IdempotencyScope, StoredOutcome } from '../store/idempotency.js';
 import { getLedgers } from '../store/ledgers.js';
+import { queryReservations, readReservation } from '../store/reservation-queries.js';
 import {
   insertReservation,
   moveReservationExpiry,
@@ -33,6 +34,7 @@ import {
 import type { Layouts } from '../store/shards.js';
 import { readSnapshot } from '../store/snapshot.js';
 import type { WriteOutcome } from '../store/write.js';
+import type { WriteContext } from './budgets.js';
 import { expiredHoldsFreer, expireReservation } from './expiry.js';
 import { atomicIfRefused, guardedWrite, type Plan, readAgain } from './guarded-write.js';
 import { affectedScopes } from './scopes.js';
@@ -95,12 +97,17 @@ export async function createReservation(
   request: ReservationRequest,
   now: number,
 ): Promise<(Reserved & Lease) | DryRun> {
-  const { scopes, scopePath } = await affectedScopes(caller, request.subject, now);
+  const { scopes, scopePath, requireTenantOpen } = await affectedScopes(
+    caller,
+    request.subject,
+    now,
+  );
   const { unit, amount } = request.estimate;
   const placement = { affectedScopes: scopes, scopePath, reserved: request.estimate };
   const freer = expiredHoldsFreer(caller.tenant, now);
   if (request.dryRun) {
     // SPEC rule 3: evaluated like a live reservation, nothing persisted, no id or expiry.
+    requireTenantOpen();
     for (;;) {
       const { ledgers } = await atomicIfRefused(
         await readSnapshot({ ledgers: { scopes, unit } }),
@@ -126,6 +133,7 @@ export async function createReservation(
     fingerprint: print,
     read: (atomic) => readSnapshot({ reservationId, ledgers: { scopes, unit }, atomic }),
     decide: async ({ ledgers, layouts }) => {
+      requireTenantOpen();
       const refusal = admissionRefusal(scopes, request.estimate, ledgers);
       if (refusal) {
         if (await freer.free(refusal, ledgers)) return readAgain;
@@ -237,6 +245,8 @@ export function releaseReservation(
   reservationId: string,
   request: ReleaseRequest,
   now: number,
+  /** An operator's forced release: audited in the release's transaction. */
+  forcedBy?: { readonly requestId: string },
 ): Promise<Released> {
   return changeReservation(caller, reservationId, 'release', request, now, {
     decide: (r, ledgers) => {
@@ -257,8 +267,73 @@ export function releaseReservation(
         changes,
         detail: request.reason === undefined ? undefined : { reason: request.reason },
         idempotency,
+        audit: forcedBy && {
+          tenant: r.tenant,
+          atMs: now,
+          actor: { kind: 'admin' },
+          requestId: forcedBy.requestId,
+          action: 'reservation.release',
+          reservationId,
+          ...(request.reason !== undefined && { detail: { reason: request.reason } }),
+        },
       }),
   });
+}
+
+/** The operator acting on one tenant's reservations. */
+const operatorOf = (tenant: string): Caller => ({
+  tenant,
+  keyId: 'admin',
+  permissions: ['reservations:release'],
+});
+
+/**
+ * POST /v1/reservations/{id}/release with the admin key: the operator releases any tenant's
+ * ACTIVE reservation; the reason lands in the audit trail.
+ */
+export async function forceReleaseReservation(
+  reservationId: string,
+  request: ReleaseRequest,
+  { now, requestId }: WriteContext,
+): Promise<Released> {
+  const r = await readReservation(reservationId);
+  if (!r) throw new DomainError('NOT_FOUND', `reservation ${reservationId} does not exist`);
+  return releaseReservation(operatorOf(r.tenant), reservationId, request, now, { requestId });
+}
+
+/**
+ * Part of a tenant's close: every ACTIVE reservation released (audited, one key per
+ * reservation, so a repeated close replays instead of releasing twice). Walks the tenant's
+ * ACTIVE listing until it is empty.
+ */
+export async function releaseOpenReservations(
+  tenant: string,
+  reason: string,
+  context: WriteContext,
+): Promise<void> {
+  for (let round = 0; round < 1_000; round++) {
+    const page = await queryReservations({
+      tenant,
+      status: 'ACTIVE',
+      subject: {},
+      limit: 50,
+      matches: (r) => r.tenant === tenant && r.status === 'ACTIVE',
+    });
+    if (page.reservations.length === 0) return;
+    await Promise.all(
+      page.reservations.map((r) =>
+        forceReleaseReservation(
+          r.reservationId,
+          { idempotencyKey: `tenant-close:${r.reservationId}`, reason },
+          context,
+        ).catch((error: unknown) => {
+          // Settled or expired meanwhile: nothing left to release.
+          if (error instanceof DomainError) return;
+          throw error;
+        }),
+      ),
+    );
+  }
 }
 
 export interface ExtendRequest {

@@ -1,24 +1,104 @@
+import type { Actor } from '../domain/audit.js';
 import { DomainError } from '../domain/errors.js';
-import type { Tenant } from '../domain/tenant.js';
-import { insertTenant } from '../store/tenants.js';
+import {
+  changedTenant,
+  type Tenant,
+  type TenantChange,
+  type TenantStatus,
+} from '../domain/tenant.js';
+import { getTenant, insertTenant, queryTenants, updateTenant } from '../store/tenants.js';
+import { revokeKeysOfTenant } from './api-keys.js';
+import type { WriteContext } from './budgets.js';
+import { type Page, type PageRequest, paged } from './pages.js';
+import { releaseOpenReservations } from './reservations.js';
 
 export interface TenantRequest {
   readonly tenantId: string;
   readonly name: string;
 }
 
-/** POST /v1/admin/tenants; an existing id → 409 DUPLICATE_RESOURCE. */
-export async function createTenant(request: TenantRequest, now: number): Promise<Tenant> {
+const ADMIN: Actor = { kind: 'admin' };
+
+/** POST /v1/admin/tenants; an existing id → 409 DUPLICATE_RESOURCE. Audited. */
+export async function createTenant(
+  request: TenantRequest,
+  { now, requestId }: WriteContext,
+): Promise<Tenant> {
   const tenant: Tenant = {
     tenantId: request.tenantId,
     name: request.name,
     status: 'ACTIVE',
     createdAt: new Date(now).toISOString(),
   };
-  if ((await insertTenant(tenant)) === 'duplicate') {
+  const audit = { tenant: tenant.tenantId, atMs: now, actor: ADMIN, requestId };
+  if (
+    (await insertTenant(tenant, { ...audit, action: 'tenant.create', after: tenant })) ===
+    'duplicate'
+  ) {
     throw new DomainError('DUPLICATE_RESOURCE', `tenant ${tenant.tenantId} already exists`, {
       tenant_id: tenant.tenantId,
     });
   }
   return tenant;
+}
+
+const notFound = (tenantId: string) =>
+  new DomainError('NOT_FOUND', `tenant ${tenantId} does not exist`, { tenant_id: tenantId });
+
+/** GET /v1/admin/tenants/{tenant_id}. */
+export async function readTenant(tenantId: string): Promise<Tenant> {
+  const tenant = await getTenant(tenantId);
+  if (!tenant) throw notFound(tenantId);
+  return tenant;
+}
+
+/** GET /v1/admin/tenants: by id, optionally of one status. */
+export function listTenants(
+  q: PageRequest & { readonly status?: TenantStatus | undefined },
+): Promise<Page<Tenant>> {
+  return paged({ route: 'tenants', status: q.status }, q, async (after) => {
+    const page = await queryTenants({ status: q.status, after, limit: q.limit });
+    return { items: page.tenants, nextPosition: page.nextPosition };
+  });
+}
+
+/** Bounded retries when another change to the same tenant came between read and write. */
+const MAX_ATTEMPTS = 5;
+
+/**
+ * PATCH /v1/admin/tenants/{tenant_id}: name and status (ACTIVE ↔ SUSPENDED, → CLOSED), audited.
+ * Closing flips the status first, then drives the cascade (keys revoked, open reservations
+ * released); every close request, the first or a repeat, drives it to completion, so a crash
+ * in the middle is finished by the next try (docs/decisions.md § Control plane).
+ */
+export async function changeTenant(
+  tenantId: string,
+  change: TenantChange,
+  context: WriteContext,
+): Promise<Tenant> {
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const before = await readTenant(tenantId);
+    const after = changedTenant(before, change, new Date(context.now).toISOString());
+    if (after !== before) {
+      const audit = {
+        tenant: tenantId,
+        atMs: context.now,
+        actor: ADMIN,
+        requestId: context.requestId,
+        action: 'tenant.update' as const,
+        before,
+        after,
+      };
+      if ((await updateTenant(before, after, audit)) === 'stale') continue;
+    }
+    if (after.status === 'CLOSED') await closeCascade(tenantId, context);
+    return after;
+  }
+  throw new DomainError('INTERNAL_ERROR', `tenant ${tenantId} kept changing; try again`);
+}
+
+/** What a closed tenant must not keep: live keys and held budget. Idempotent. */
+async function closeCascade(tenantId: string, context: WriteContext): Promise<void> {
+  await revokeKeysOfTenant(tenantId, 'tenant closed', context);
+  await releaseOpenReservations(tenantId, 'tenant closed', context);
 }

@@ -2,7 +2,10 @@ import { expect } from 'vitest';
 import * as z from 'zod';
 import type { Response, WireError } from './http.js';
 
-/** SPEC § Errors: the twelve codes and their statuses; DUPLICATE_RESOURCE is the admin plane's own. */
+/**
+ * SPEC § Errors: the twelve codes and their statuses, and the reference's TENANT_CLOSED (409);
+ * DUPLICATE_RESOURCE and the reference admin plane's KEY_REVOKED are the admin plane's own.
+ */
 export const SPEC_STATUS: Readonly<Record<string, number>> = {
   INVALID_REQUEST: 400,
   UNIT_MISMATCH: 400,
@@ -15,9 +18,14 @@ export const SPEC_STATUS: Readonly<Record<string, number>> = {
   RESERVATION_FINALIZED: 409,
   IDEMPOTENCY_MISMATCH: 409,
   RESERVATION_EXPIRED: 410,
+  TENANT_CLOSED: 409,
   INTERNAL_ERROR: 500,
 };
-const ADMIN_STATUS: Readonly<Record<string, number>> = { ...SPEC_STATUS, DUPLICATE_RESOURCE: 409 };
+const ADMIN_STATUS: Readonly<Record<string, number>> = {
+  ...SPEC_STATUS,
+  DUPLICATE_RESOURCE: 409,
+  KEY_REVOKED: 409,
+};
 
 /** SPEC's error body: exactly these keys, `details` optional. */
 const ErrorBody = z.strictObject({

@@ -172,7 +172,7 @@ function expectContract(res: Response, status: number, schema: z.ZodType, t: Giv
   expect(res.headers.get('x-cycles-tenant')).toBe(t.tenant);
 }
 
-const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '60000' } });
+const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '5000' } });
 
 const rt = (path: string) => `${stack.runtimeUrl}${path}`;
 

@@ -20,7 +20,7 @@ import {
 import { type Json, request } from '../helpers/http.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
-const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '60000' } });
+const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '5000' } });
 
 const rt = (path: string) => `${stack.runtimeUrl}${path}`;
 

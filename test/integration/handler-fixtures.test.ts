@@ -35,6 +35,16 @@ const SCENARIO: readonly (readonly [RouteId, number])[] = [
   ['listReservations', 200],
   ['listBalances', 200],
   ['createEvent', 201],
+  ['listTenants', 200],
+  ['getTenant', 200],
+  ['listApiKeys', 200],
+  // The fixtures name a key id that does not exist (the created key's id is random).
+  ['getApiKey', 404],
+  ['updateApiKey', 404],
+  ['revokeApiKey', 404],
+  ['listAuditLogs', 200],
+  // Last: it suspends the tenant.
+  ['updateTenant', 200],
 ];
 
 let keySecret: string = SAMPLE.apiKeySecret;

@@ -325,7 +325,7 @@ describe('budget writes need budgets:write', () => {
     const funded = await fundRoot(adminHeaders, t);
     const { documentClient, tableName } = await import('../../functions/store/client.js');
 
-    const { Items = [] } = await documentClient.send(
+    const { Items: all = [] } = await documentClient.send(
       new QueryCommand({
         TableName: tableName(),
         KeyConditionExpression: 'pk = :pk',
@@ -333,13 +333,15 @@ describe('budget writes need budgets:write', () => {
         ConsistentRead: true,
       }),
     );
+    // The tenant's and its key's creation are in its trail too (control-plane.test.ts).
+    const Items = all.filter((item) => String(item.action).startsWith('budget.'));
 
     expect(Items).toHaveLength(2);
     expect(Items[0]).toMatchObject({
       action: 'budget.create',
       actor: t.keyId,
       request_id: created.headers.get('x-request-id'),
-      scope: scopeOf(t, ''),
+      resource_id: `${scopeOf(t, '')}#USD_MICROCENTS`,
       after: { allocated: 1_000, remaining: 1_000 },
     });
     expect(Items[0]?.before).toBeUndefined();

@@ -16,7 +16,7 @@ import { errorOf, type Json, type Response, request } from '../helpers/http.js';
 import { withoutLease } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
-const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '60000' } });
+const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '5000' } });
 
 const rt = (path: string) => `${stack.runtimeUrl}${path}`;
 const admin = (path: string) => `${stack.adminUrl}${path}`;
@@ -295,6 +295,11 @@ describe('authentication', () => {
   ])('every runtime route answers 401 UNAUTHORIZED with %s', async (_what, headers) => {
     for (const [method, path, body] of runtimeRoutes(`rsv_${'0'.repeat(32)}`)) {
       const res = await request(method, rt(path), { headers, ...(body && { body }) });
+      if ('x-admin-api-key' in headers && path.endsWith('/release')) {
+        // The operator's force-release: the admin key gets through (and finds nothing here).
+        expectError(res, 404, 'NOT_FOUND', 'runtime');
+        continue;
+      }
 
       expect(res.status, `${method} ${path}`).toBe(401);
       expectError(res, 401, 'UNAUTHORIZED', 'runtime');

@@ -23,7 +23,7 @@ import { useTestStack } from '../helpers/scaffold.js';
 // Server time runs with real time (listings order by creation time); tests move it forward
 // instead of waiting. The tests of this file run one at a time.
 const clock = testClock();
-const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '60000' }, clock });
+const stack = useTestStack({ env: { API_KEY_CACHE_TTL_MS: '5000' }, clock });
 
 const rt = (path: string) => `${stack.runtimeUrl}${path}`;
 

@@ -343,6 +343,7 @@ describe('newApiKeyTransaction and newTenantPut', () => {
       name: 'n',
       permissions: [],
       createdAt: '2026-01-01T00:00:00.000Z',
+      status: 'ACTIVE' as const,
     };
 
     const items = newApiKeyTransaction('hash', key);
@@ -350,8 +351,9 @@ describe('newApiKeyTransaction and newTenantPut', () => {
 
     expect(items[0]?.ConditionCheck?.ConditionExpression).toBe('attribute_exists(#pk)');
     expect(items[1]?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
+    expect(items[2]?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
     expect(JSON.stringify(items)).not.toContain('cyc_live_abcdefgh');
-    expect(tenant.ConditionExpression).toBe('attribute_not_exists(#pk)');
+    expect(tenant.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
   });
 });
 

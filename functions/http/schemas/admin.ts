@@ -1,11 +1,13 @@
 import * as z from 'zod';
+import { AUDIT_OPERATION_NAMES } from '../../domain/audit.js';
 import { DomainError } from '../../domain/errors.js';
 import { MAX_SHARDS } from '../../domain/escrow.js';
 import { PERMISSIONS } from '../../domain/permissions.js';
+import { TENANT_STATUSES } from '../../domain/tenant.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
 import type { BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
 import type { TenantRequest } from '../../use-cases/tenants.js';
-import { Amount, camel, IdempotencyKey, Unit } from './common.js';
+import { Amount, Cursor, camel, IdempotencyKey, Unit } from './common.js';
 
 /** Tenant ids: 1 to 64 of letters, digits, '_', '.', '-', starting with a letter or digit. */
 export const TenantId = z
@@ -79,3 +81,72 @@ export const fundRequest = (params: z.infer<typeof FundPath>, b: FundBudgetBody)
 export type FundBudgetBody = z.infer<typeof FundBudgetBody>;
 
 export const ValidateKeyBody = z.object({ key_secret: z.string().min(1).max(512) });
+
+// ---- the operator's control plane (docs/decisions.md § Control plane) ------------------------
+
+/** Reference admin listings: 1 to 100 per page, 50 by default. */
+const AdminPageLimit = z.coerce.number().int().min(1).max(100).default(50);
+
+export const TenantParams = z.object({ tenant_id: TenantId });
+
+export const ListTenantsQuery = z.object({
+  status: z.enum(TENANT_STATUSES).optional(),
+  limit: AdminPageLimit,
+  cursor: Cursor.optional(),
+});
+
+/** Strict: a field we do not implement would change what the request means (issue 13 § 5). */
+export const UpdateTenantBody = z
+  .strictObject({
+    name: z.string().min(1).max(256).optional(),
+    status: z.enum(TENANT_STATUSES).optional(),
+  })
+  .refine((b) => b.name !== undefined || b.status !== undefined, {
+    message: 'name or status is required',
+  });
+
+export const KeyParams = z.object({
+  key_id: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^key_[0-9a-f]+$/, 'is not a key id'),
+});
+
+export const ListApiKeysQuery = z
+  .object({
+    tenant_id: TenantId.optional(),
+    status: z.enum(['ACTIVE', 'REVOKED', 'EXPIRED']).optional(),
+    limit: AdminPageLimit,
+    cursor: Cursor.optional(),
+  })
+  .transform(camel);
+
+export const UpdateApiKeyBody = z
+  .strictObject({
+    name: z.string().min(1).max(256).optional(),
+    description: z.string().max(1024).optional(),
+    permissions: z.array(z.enum(PERMISSIONS)).max(PERMISSIONS.length).optional(),
+  })
+  .refine((b) => Object.keys(b).length > 0, {
+    message: 'one of name, description, permissions is required',
+  });
+
+export const RevokeApiKeyQuery = z.object({ reason: z.string().min(1).max(512).optional() });
+
+const Instant = z.iso.datetime({ offset: true }).transform((t) => Date.parse(t));
+
+export const ListAuditLogsQuery = z
+  .object({
+    tenant_id: TenantId.optional(),
+    /** The actor: a key id, or `admin` for the operator. */
+    key_id: z.string().min(1).max(64).optional(),
+    operation: z.enum(AUDIT_OPERATION_NAMES as [string, ...string[]]).optional(),
+    resource_type: z.enum(['tenant', 'budget', 'api_key', 'reservation']).optional(),
+    resource_id: z.string().min(1).max(4200).optional(),
+    from: Instant.optional(),
+    to: Instant.optional(),
+    limit: AdminPageLimit,
+    cursor: Cursor.optional(),
+  })
+  .transform(camel);
