@@ -81,6 +81,7 @@ const EXAMPLES: Record<RouteId, Example> = {
       actual: usd(1_000),
     },
   },
+  runtimeIntrospectAuth: {},
   runtimeHealth: {},
   runtimeNotFound: { rawPath: '/v1/no-such-endpoint' },
   createTenant: { body: { tenant_id: SAMPLE.tenant, name: 'Acme Corp' } },
@@ -98,6 +99,7 @@ const EXAMPLES: Record<RouteId, Example> = {
     body: { operation: 'CREDIT', amount: usd(50_000_000), idempotency_key: 'fund-1' },
   },
   validateKey: { body: { key_secret: SAMPLE.apiKeySecret } },
+  adminIntrospectAuth: {},
   adminHealth: {},
   adminNotFound: { rawPath: '/v1/admin/no-such-endpoint' },
 };

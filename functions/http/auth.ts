@@ -72,7 +72,13 @@ async function authenticateKey(secret: string | undefined, now: number): Promise
   // Lookup is by SHA-256 of the secret, so response time does not depend on how much of it matched.
   if (!key) throw unauthorized('API key is not valid');
   if (isExpired(key, now)) throw unauthorized('API key has expired');
-  return { kind: 'tenant', tenant: key.tenant, keyId: key.keyId, permissions: key.permissions };
+  return {
+    kind: 'tenant',
+    tenant: key.tenant,
+    keyId: key.keyId,
+    permissions: key.permissions,
+    keyExpiresAt: key.expiresAt,
+  };
 }
 
 // Keys are immutable once written (there is no revoke endpoint yet), so a short positive cache

@@ -6,6 +6,12 @@ import {
   isExpired,
   keyPrefixOf,
 } from '../domain/api-keys.js';
+import type { Caller, Credential } from '../domain/caller.js';
+import {
+  adminCapabilities,
+  type Capabilities,
+  tenantCapabilities,
+} from '../domain/capabilities.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { effectivePermissions, type Permission } from '../domain/permissions.js';
 import { getApiKeyByHash, insertApiKey } from '../store/api-keys.js';
@@ -58,4 +64,18 @@ export async function validateKey(secret: string, now: number): Promise<KeyValid
   if (!key) return { valid: false, reason: 'KEY_NOT_FOUND' };
   if (isExpired(key, now)) return { valid: false, reason: 'KEY_EXPIRED' };
   return { valid: true, key };
+}
+
+export type Introspection =
+  | { readonly authType: 'admin'; readonly capabilities: Capabilities }
+  | { readonly authType: 'tenant'; readonly key: Caller; readonly capabilities: Capabilities };
+
+/**
+ * GET /v1/auth/introspect: who the credential is and what it may do. Authentication has already
+ * read the key, so this reads nothing.
+ */
+export function introspectAuth(credential: Credential): Introspection {
+  if (credential.kind === 'admin') return { authType: 'admin', capabilities: adminCapabilities() };
+  const { kind: _, ...key } = credential;
+  return { authType: 'tenant', key, capabilities: tenantCapabilities(key.permissions) };
 }
