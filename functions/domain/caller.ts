@@ -14,7 +14,7 @@ export interface Caller {
 export type Credential = { readonly kind: 'admin' } | (Caller & { readonly kind: 'tenant' });
 
 /** Who may write budgets: the operator (any tenant's) or a tenant key (its own only). */
-export type BudgetWriter = { readonly kind: 'admin' } | (Caller & { readonly kind: 'tenant' });
+export type BudgetWriter = Credential;
 
 /**
  * The one ownership rule: a key reads and changes only its own tenant's data. `what` names the
