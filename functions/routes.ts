@@ -12,8 +12,8 @@ export type Auth =
   | { readonly kind: 'none' }
   | { readonly kind: 'admin' }
   | { readonly kind: 'tenant'; readonly permission?: Permission }
-  /** The admin key (X-Admin-API-Key) for any tenant, or a tenant key holding the permission. */
-  | { readonly kind: 'tenantOrAdmin'; readonly permission: Permission };
+  /** The admin key (X-Admin-API-Key) for any tenant, or a tenant key (holding the permission). */
+  | { readonly kind: 'tenantOrAdmin'; readonly permission?: Permission };
 
 /** What a function does to the table, checked against functions/store/*: its IAM grant. */
 export interface TableAccess {
@@ -176,6 +176,17 @@ export const routes = {
     // Frees expired holds before refusing: reads the due index.
     table: { items: 'write', indexes: ['dueForExpiry'] },
   },
+  /** Any valid key may describe itself; the runtime plane does not know the admin key. */
+  runtimeIntrospectAuth: {
+    server: 'runtime',
+    method: 'GET',
+    path: '/v1/auth/introspect',
+    entry: 'runtime/introspect-auth',
+    auth: tenant(),
+    status: 200,
+    table: { items: 'read' },
+    ...small,
+  },
   runtimeHealth: healthRoute('runtime'),
   runtimeNotFound: notFoundRoute('runtime'),
 
@@ -303,6 +314,17 @@ export const routes = {
     auth: { kind: 'admin' },
     status: 200,
     table: { items: 'read' },
+  },
+  /** The reference's dual auth: the admin key, or any valid tenant key. */
+  adminIntrospectAuth: {
+    server: 'admin',
+    method: 'GET',
+    path: '/v1/auth/introspect',
+    entry: 'admin/introspect-auth',
+    auth: { kind: 'tenantOrAdmin' },
+    status: 200,
+    table: { items: 'read' },
+    ...small,
   },
   adminHealth: healthRoute('admin'),
   adminNotFound: notFoundRoute('admin'),

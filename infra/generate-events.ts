@@ -81,6 +81,7 @@ const EXAMPLES: Record<RouteId, Example> = {
       actual: usd(1_000),
     },
   },
+  runtimeIntrospectAuth: {},
   runtimeHealth: {},
   runtimeNotFound: { rawPath: '/v1/no-such-endpoint' },
   createTenant: { body: { tenant_id: SAMPLE.tenant, name: 'Acme Corp' } },
@@ -112,6 +113,7 @@ const EXAMPLES: Record<RouteId, Example> = {
   },
   listAuditLogs: { query: { tenant_id: SAMPLE.tenant, operation: 'fundBudget' } },
   validateKey: { body: { key_secret: SAMPLE.apiKeySecret } },
+  adminIntrospectAuth: {},
   adminHealth: {},
   adminNotFound: { rawPath: '/v1/admin/no-such-endpoint' },
 };

@@ -6,10 +6,15 @@ export interface Caller {
   readonly tenant: string;
   readonly keyId: string;
   readonly permissions: readonly Permission[];
+  /** When the key stops authenticating (ISO 8601); absent for a key that never expires. */
+  readonly keyExpiresAt?: string | undefined;
 }
 
+/** Whoever authenticated a request: the operator's admin key, or a tenant's API key. */
+export type Credential = { readonly kind: 'admin' } | (Caller & { readonly kind: 'tenant' });
+
 /** Who may write budgets: the operator (any tenant's) or a tenant key (its own only). */
-export type BudgetWriter = { readonly kind: 'admin' } | (Caller & { readonly kind: 'tenant' });
+export type BudgetWriter = Credential;
 
 /**
  * The one ownership rule: a key reads and changes only its own tenant's data. `what` names the

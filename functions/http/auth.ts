@@ -73,7 +73,13 @@ async function authenticateKey(secret: string | undefined, now: number): Promise
   if (!key) throw unauthorized('API key is not valid');
   if (key.status === 'REVOKED') throw unauthorized('API key has been revoked');
   if (isExpired(key, now)) throw unauthorized('API key has expired');
-  return { kind: 'tenant', tenant: key.tenant, keyId: key.keyId, permissions: key.permissions };
+  return {
+    kind: 'tenant',
+    tenant: key.tenant,
+    keyId: key.keyId,
+    permissions: key.permissions,
+    keyExpiresAt: key.expiresAt,
+  };
 }
 
 // A short positive cache per container saves a read on almost every request. It is what bounds

@@ -108,8 +108,12 @@ export function httpHandler<R extends RouteId, S extends Schemas>(
         event,
       } as RouteInput<R, S>;
       const answer = await run(input);
-      const reply = answer instanceof Reply ? answer : new Reply(route.status, answer);
-      return { statusCode: reply.statusCode, headers: {}, body: exactJson(reply.body) };
+      const reply = answer instanceof Reply ? answer : new Reply(undefined, answer);
+      return {
+        statusCode: reply.statusCode ?? route.status,
+        headers: { ...reply.headers },
+        body: exactJson(reply.body),
+      };
     });
 }
 

@@ -4,7 +4,7 @@ import type { AuditRecord } from '../domain/audit.js';
 import { isOverLimit, type Ledger } from '../domain/ledger.js';
 import type { Reservation } from '../domain/reservation.js';
 import type { Tenant } from '../domain/tenant.js';
-import type { KeyValidation } from '../use-cases/api-keys.js';
+import type { Introspection, KeyValidation } from '../use-cases/api-keys.js';
 import type { Budget, Funded } from '../use-cases/budgets.js';
 import type { Decision } from '../use-cases/decide.js';
 import type { EventApplied } from '../use-cases/events.js';
@@ -231,6 +231,32 @@ export const keyValidationView = (v: KeyValidation) =>
         ...(v.key.expiresAt !== undefined && { expires_at: v.key.expiresAt }),
       }
     : { valid: false, reason: v.reason };
+
+/**
+ * The reference's AuthIntrospectResponse, exactly: it has no field for the key's id or expiry,
+ * and clients validate it closed, so those travel in headers (docs/decisions.md).
+ */
+export function introspectionView(i: Introspection) {
+  if (i.authType === 'admin') {
+    return {
+      authenticated: true,
+      auth_type: 'admin',
+      permissions: ['*'],
+      capabilities: i.capabilities,
+    };
+  }
+  const body = {
+    authenticated: true,
+    auth_type: 'tenant',
+    permissions: i.key.permissions,
+    capabilities: i.capabilities,
+    tenant_id: i.key.tenant,
+  };
+  return new Reply(undefined, body, {
+    'x-cycles-key-id': i.key.keyId,
+    ...(i.key.keyExpiresAt !== undefined && { 'x-cycles-key-expires-at': i.key.keyExpiresAt }),
+  });
+}
 
 export const budgetView = (b: Budget) => ({
   tenant_id: b.tenant,

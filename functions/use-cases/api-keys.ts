@@ -9,6 +9,12 @@ import {
   keyStatus,
 } from '../domain/api-keys.js';
 import type { Actor } from '../domain/audit.js';
+import type { Caller, Credential } from '../domain/caller.js';
+import {
+  adminCapabilities,
+  type Capabilities,
+  tenantCapabilities,
+} from '../domain/capabilities.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { effectivePermissions, type Permission } from '../domain/permissions.js';
 import {
@@ -219,4 +225,18 @@ export async function revokeKeysOfTenant(
     if (page.nextPosition === undefined) return;
     after = page.nextPosition;
   }
+}
+
+export type Introspection =
+  | { readonly authType: 'admin'; readonly capabilities: Capabilities }
+  | { readonly authType: 'tenant'; readonly key: Caller; readonly capabilities: Capabilities };
+
+/**
+ * GET /v1/auth/introspect: who the credential is and what it may do. Authentication has already
+ * read the key, so this reads nothing.
+ */
+export function introspectAuth(credential: Credential): Introspection {
+  if (credential.kind === 'admin') return { authType: 'admin', capabilities: adminCapabilities() };
+  const { kind: _, ...key } = credential;
+  return { authType: 'tenant', key, capabilities: tenantCapabilities(key.permissions) };
 }

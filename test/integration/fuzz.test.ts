@@ -55,6 +55,8 @@ const ENDPOINTS: readonly Endpoint[] = [
     path: ({ reservation }) => `/v1/reservations/${reservation}`,
   },
   { server: 'runtime', method: 'GET', path: () => '/v1/balances' },
+  { server: 'runtime', method: 'GET', path: () => '/v1/auth/introspect' },
+  { server: 'admin', method: 'GET', path: () => '/v1/auth/introspect' },
   {
     server: 'admin',
     method: 'POST',

@@ -24,6 +24,8 @@ const SCENARIO: readonly (readonly [RouteId, number])[] = [
   ['createTenant', 201],
   ['createApiKey', 201],
   ['validateKey', 200],
+  ['runtimeIntrospectAuth', 200],
+  ['adminIntrospectAuth', 200],
   ['createBudget', 201],
   ['fundBudget', 200],
   ['decide', 200],
