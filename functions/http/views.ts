@@ -1,6 +1,7 @@
 import type { Amount } from '../domain/amounts.js';
 import { type ApiKey, keyStatus } from '../domain/api-keys.js';
 import type { AuditRecord } from '../domain/audit.js';
+import type { Caps } from '../domain/caps.js';
 import { isOverLimit, type Ledger } from '../domain/ledger.js';
 import type { Reservation } from '../domain/reservation.js';
 import type { Tenant } from '../domain/tenant.js';
@@ -77,6 +78,15 @@ export function reservationView(r: Reservation, { withMetadata }: { withMetadata
 
 export const reservationDetailView = (r: Reservation) => reservationView(r, { withMetadata: true });
 
+/** SPEC § Caps: only the constraints set. */
+const capsView = (c: Caps) => ({
+  ...(c.maxTokens !== undefined && { max_tokens: c.maxTokens }),
+  ...(c.maxStepsRemaining !== undefined && { max_steps_remaining: c.maxStepsRemaining }),
+  ...(c.toolAllowlist !== undefined && { tool_allowlist: c.toolAllowlist }),
+  ...(c.toolDenylist !== undefined && { tool_denylist: c.toolDenylist }),
+  ...(c.cooldownMs !== undefined && { cooldown_ms: c.cooldownMs }),
+});
+
 /** SPEC § POST /v1/reservations: the live reservation, or a dry run's decision. */
 export function reservationCreatedView(r: (Reserved & Lease) | DryRun) {
   const placement = {
@@ -85,22 +95,29 @@ export function reservationCreatedView(r: (Reserved & Lease) | DryRun) {
     reserved: amountView(r.reserved),
     balances: r.balances.map(balanceView),
   };
-  if (r.kind === 'dryRun') return { ...decisionFields(r.refusal), ...placement };
+  if (r.kind === 'dryRun') return { ...decisionFields(r.refusal, r.caps), ...placement };
   return {
     reservation_id: r.reservationId,
-    decision: 'ALLOW',
+    ...decisionFields(undefined, r.caps),
     expires_at_ms: r.expiresAtMs,
     remaining_ttl_ms: r.remainingTtlMs,
     ...placement,
   };
 }
 
-/** DENY carries reason_code; ALLOW has none (never null). */
-const decisionFields = (refusal: string | undefined) =>
-  refusal ? { decision: 'DENY' as const, reason_code: refusal } : { decision: 'ALLOW' as const };
+/**
+ * DENY carries reason_code, ALLOW_WITH_CAPS its caps, ALLOW neither (never null): the
+ * reference's "caps present only when decision=ALLOW_WITH_CAPS; MUST be absent otherwise".
+ */
+const decisionFields = (refusal: string | undefined, caps: Caps | undefined) =>
+  refusal
+    ? { decision: 'DENY' as const, reason_code: refusal }
+    : caps
+      ? { decision: 'ALLOW_WITH_CAPS' as const, caps: capsView(caps) }
+      : { decision: 'ALLOW' as const };
 
 export const decisionView = (d: Decision) => ({
-  ...decisionFields(d.refusal),
+  ...decisionFields(d.refusal, d.caps),
   affected_scopes: d.affectedScopes,
 });
 

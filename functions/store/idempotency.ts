@@ -128,16 +128,18 @@ export async function putIdempotencyRecord(
  * rebuilds exactly the result to replay (checked here, every time), else the whole result.
  */
 export function outcomeAttributesOf(item: Item, o: StoredOutcome): Item {
-  const balances = (o.result as { balances?: unknown } | undefined)?.balances;
+  const { balances, caps } = (o.result ?? {}) as { balances?: unknown; caps?: unknown };
   const scopes = item.scopes;
   if (Array.isArray(balances) && Array.isArray(scopes)) {
     const compact = compactBalances(balances as Ledger[], scopes as string[]);
+    // A reservation answered ALLOW_WITH_CAPS keeps its caps beside the balances.
+    const extra: Item = caps === undefined ? {} : { caps: JSON.stringify(caps) };
     const stored = JSON.parse(JSON.stringify(o.result)) as unknown;
     if (
       compact !== undefined &&
-      canonicalJson(rebuiltResult(item, compact)) === canonicalJson(stored)
+      canonicalJson(rebuiltResult({ ...item, ...extra }, compact)) === canonicalJson(stored)
     ) {
-      return { fingerprint: o.fingerprint, balances_compact: compact };
+      return { fingerprint: o.fingerprint, balances_compact: compact, ...extra };
     }
   }
   return storedOutcomeAttributes(o);
@@ -160,6 +162,7 @@ function rebuiltResult(item: Item, compact: string): unknown {
     reservationId: reservationIdOf(item),
     expiresAtMs: Number(item.created_at_ms) + Number(item.ttl_ms),
     balances,
+    ...(typeof item.caps === 'string' && { caps: JSON.parse(item.caps) }),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Unit } from '../domain/amounts.js';
 import type { ApiKey } from '../domain/api-keys.js';
+import type { BudgetCaps, Caps } from '../domain/caps.js';
 import { parseExactJson } from '../domain/json.js';
 import type { Ledger } from '../domain/ledger.js';
 import { effectivePermissions, type Permission } from '../domain/permissions.js';
@@ -23,6 +24,23 @@ export function ledgerOf(item: Item): Ledger {
     debt: Number(item.debt),
     overdraftLimit: Number(item.overdraft_limit),
     remaining: Number(item.remaining),
+  };
+}
+
+/**
+ * A budget's caps, on its ledger item (shard 0 of a sharded budget): `caps` as JSON text (one
+ * attribute, not a map of lists, to keep the hot item small) and `caps_bps` for a soft landing.
+ */
+export const budgetCapsAttributes = (b: BudgetCaps): Item => ({
+  caps: JSON.stringify(b.caps),
+  ...(b.belowRemainingBps !== undefined && { caps_bps: b.belowRemainingBps }),
+});
+
+export function budgetCapsOf(item: Item): BudgetCaps | undefined {
+  if (typeof item.caps !== 'string') return undefined;
+  return {
+    caps: JSON.parse(item.caps) as Caps,
+    ...(item.caps_bps !== undefined && { belowRemainingBps: Number(item.caps_bps) }),
   };
 }
 

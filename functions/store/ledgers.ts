@@ -1,6 +1,7 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Unit } from '../domain/amounts.js';
 import type { AuditEntry } from '../domain/audit.js';
+import type { BudgetCaps } from '../domain/caps.js';
 import { invalidCursor } from '../domain/cursor.js';
 import { emptyShards, respread } from '../domain/escrow.js';
 import type { Ledger, LedgerChange, LedgerField } from '../domain/ledger.js';
@@ -9,6 +10,7 @@ import { segmentText } from '../domain/scopes.js';
 import { auditPut } from './audit.js';
 import { documentClient, tableName } from './client.js';
 import { type IdempotencyScope, idempotencyPut, type StoredOutcome } from './idempotency.js';
+import { budgetCapsAttributes } from './items.js';
 import { isLedgerIndexPosition, keys, ledgerIndexPartition } from './keys.js';
 import {
   budgetKeys,
@@ -92,10 +94,12 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
 export const ledgerKeys = (scopes: readonly string[], unit: Unit) =>
   budgetKeys(scopes.map((scope) => ({ scope, unit })));
 
-/** Ledgers by scope (sharded budgets merged), and the layouts of the sharded ones. */
+/** Ledgers by scope (sharded budgets merged), the layouts of the sharded ones, their caps. */
 export interface LedgerRead {
   readonly ledgers: ReadonlyMap<string, Ledger>;
   readonly layouts: Layouts;
+  /** The caps of those budgets that carry any (domain/caps.ts), by scope. */
+  readonly caps: ReadonlyMap<string, BudgetCaps>;
   /** Whether the ledgers are one instant's (see SnapshotRequest.atomic). */
   readonly atomic: boolean;
 }
@@ -117,6 +121,7 @@ export interface NewLedger {
   readonly audit: AuditEntry;
   /** Escrow shards to split the budget into (1: unsharded). */
   readonly shards?: number | undefined;
+  readonly caps?: BudgetCaps | undefined;
 }
 
 /**
@@ -146,6 +151,8 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
       remaining: first.remaining,
       created_at: n.createdAt,
       ...(shards && { shards: count, gated: shards[0]?.gated ?? false }),
+      // On the item every reservation reads anyway: caps cost no read of their own.
+      ...(n.caps && budgetCapsAttributes(n.caps)),
     }),
     ...texts.map((segment) =>
       putIfAbsent({

@@ -1,11 +1,12 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactGetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Unit } from '../domain/amounts.js';
+import type { BudgetCaps } from '../domain/caps.js';
 import { RetryLaterError } from '../domain/errors.js';
 import { mergeShards, respread, routeChange, type Shard } from '../domain/escrow.js';
 import { applyDelta, type Ledger, type LedgerChange } from '../domain/ledger.js';
 import { documentClient, tableName } from './client.js';
-import { isLedgerItem, ledgerOf } from './items.js';
+import { budgetCapsOf, isLedgerItem, ledgerOf } from './items.js';
 import { hashOf, keys } from './keys.js';
 import { getItems, type Item, type Key, ledgerDeltaUpdate, type TransactItem } from './transact.js';
 
@@ -71,16 +72,23 @@ export async function completeShards(items: Map<string, Item>): Promise<void> {
   for (const [pk, item] of await getItems(missing)) items.set(pk, item);
 }
 
-/** Ledgers (merged) and the layouts of sharded budgets among `items`, by scope. */
+/**
+ * Ledgers (merged), the layouts of sharded budgets and the budgets' caps among `items`, by
+ * scope. Caps live on the ledger item (shard 0), which every read of a budget includes.
+ */
 export function budgetsFrom(items: ReadonlyMap<string, Item>): {
   ledgers: Map<string, Ledger>;
   layouts: Map<string, ShardedBudget>;
+  caps: Map<string, BudgetCaps>;
 } {
   const ledgers = new Map<string, Ledger>();
   const layouts = new Map<string, ShardedBudget>();
+  const caps = new Map<string, BudgetCaps>();
   for (const item of items.values()) {
     if (!isLedgerItem(item)) continue;
     const base = ledgerOf(item);
+    const configured = budgetCapsOf(item);
+    if (configured) caps.set(base.scope, configured);
     const n = shardCountOf(item);
     if (n <= 1) {
       ledgers.set(base.scope, base);
@@ -96,7 +104,7 @@ export function budgetsFrom(items: ReadonlyMap<string, Item>): {
     ledgers.set(base.scope, ledger);
     layouts.set(base.scope, { ledger, shards: budget.shards });
   }
-  return { ledgers, layouts };
+  return { ledgers, layouts, caps };
 }
 
 /**
@@ -107,7 +115,12 @@ export function budgetsFrom(items: ReadonlyMap<string, Item>): {
 export async function budgetsOf(
   items: Map<string, Item>,
   atomic: boolean,
-): Promise<{ ledgers: Map<string, Ledger>; layouts: Layouts; atomic: boolean }> {
+): Promise<{
+  ledgers: Map<string, Ledger>;
+  layouts: Layouts;
+  caps: Map<string, BudgetCaps>;
+  atomic: boolean;
+}> {
   await completeShards(items);
   const first = budgetsFrom(items);
   if (first.layouts.size === 0) return { ...first, atomic: true };

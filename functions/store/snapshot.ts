@@ -1,4 +1,5 @@
 import type { Unit } from '../domain/amounts.js';
+import type { BudgetCaps } from '../domain/caps.js';
 import type { Ledger } from '../domain/ledger.js';
 import type { Reservation } from '../domain/reservation.js';
 import {
@@ -33,6 +34,8 @@ export interface Snapshot {
   readonly ledgers: ReadonlyMap<string, Ledger>;
   /** The sharded budgets among the ledgers, for the write to place its changes on. */
   readonly layouts: Layouts;
+  /** The caps of the budgets read that carry any, by scope (domain/caps.ts). */
+  readonly caps: ReadonlyMap<string, BudgetCaps>;
   /** Whether the ledgers are one instant's (always, unless a sharded budget was batch-read). */
   readonly atomic: boolean;
 }
@@ -48,7 +51,7 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   if (r.idempotency) wanted.push(idempotencyKey(r.idempotency));
   if (r.ledgers) wanted.push(...ledgerKeys(r.ledgers.scopes, r.ledgers.unit));
   const items = await getItems(wanted);
-  const { ledgers, layouts, atomic } = await budgetsOf(items, r.atomic === true);
+  const { ledgers, layouts, caps, atomic } = await budgetsOf(items, r.atomic === true);
   const reservationItem = r.reservationId
     ? items.get(keys.reservation(r.reservationId).pk)
     : undefined;
@@ -66,6 +69,7 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
     reservation: isReservationItem(reservationItem) ? reservationOf(reservationItem) : undefined,
     ledgers,
     layouts,
+    caps,
     atomic,
   };
 }

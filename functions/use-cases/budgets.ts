@@ -1,6 +1,7 @@
 import { type Amount, MAX_AMOUNT, type Unit } from '../domain/amounts.js';
 import type { Actor, AuditEntry } from '../domain/audit.js';
 import { type BudgetWriter, requireOwnTenant } from '../domain/caller.js';
+import type { BudgetCaps } from '../domain/caps.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { fingerprint } from '../domain/fingerprint.js';
 import { applyDelta, type FundOperation, fundChange, type Ledger } from '../domain/ledger.js';
@@ -36,6 +37,8 @@ export interface BudgetRequest {
   readonly overdraftLimit?: Amount | undefined;
   /** Escrow shards (domain/escrow.ts); absent or 1: unsharded. */
   readonly shards?: number | undefined;
+  /** Soft constraints answered with ALLOW_WITH_CAPS (domain/caps.ts). */
+  readonly caps?: BudgetCaps | undefined;
 }
 export interface Budget {
   readonly tenant: string;
@@ -80,8 +83,16 @@ export async function createBudget(
     scope: ledger.scope,
     unit: ledger.unit,
     after: ledger,
+    // The caps are budget configuration the control plane will change: audited from the start.
+    ...(request.caps && { detail: { ...request.caps } }),
   };
-  const inserted = await insertLedger({ ...budget, segments, audit, shards: request.shards });
+  const inserted = await insertLedger({
+    ...budget,
+    segments,
+    audit,
+    shards: request.shards,
+    caps: request.caps,
+  });
   if (inserted === 'noTenant') throw noTenant(tenant);
   if (inserted === 'duplicate') {
     throw new DomainError(

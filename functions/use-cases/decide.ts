@@ -1,5 +1,6 @@
 import type { Amount } from '../domain/amounts.js';
 import type { Caller } from '../domain/caller.js';
+import { type Caps, capsFor } from '../domain/caps.js';
 import { fingerprint } from '../domain/fingerprint.js';
 import { admissionRefusal, type RefusalCode } from '../domain/ledger.js';
 import type { Action } from '../domain/reservation.js';
@@ -21,6 +22,8 @@ export interface Decision {
   /** Undefined: ALLOW. */
   readonly refusal?: RefusalCode | undefined;
   readonly affectedScopes: readonly string[];
+  /** Present: ALLOW_WITH_CAPS (never with a refusal). */
+  readonly caps?: Caps;
 }
 
 /**
@@ -44,7 +47,7 @@ export async function decide(
     decide: async (snapshot) => {
       requireTenantOpen();
       // A DENY read shard by shard is decided again on one instant's budgets (docs/scaling.md).
-      const { ledgers } = await atomicIfRefused(
+      const { ledgers, caps } = await atomicIfRefused(
         snapshot,
         (s) => admissionRefusal(scopes, request.estimate, s.ledgers),
         () =>
@@ -56,7 +59,14 @@ export async function decide(
       );
       const refusal = admissionRefusal(scopes, request.estimate, ledgers);
       if (await freer.free(refusal, ledgers)) return readAgain;
-      return { result: { refusal: refusal?.code, affectedScopes: scopes } };
+      const applied = refusal ? undefined : capsFor(scopes, request.estimate.amount, ledgers, caps);
+      return {
+        result: {
+          refusal: refusal?.code,
+          affectedScopes: scopes,
+          ...(applied && { caps: applied }),
+        },
+      };
     },
     write: ({ result }) => putIdempotencyRecord(idempotency, { fingerprint: print, result }, now),
   });

@@ -1,5 +1,6 @@
 import type { Amount } from '../domain/amounts.js';
 import { type Caller, requireOwnTenant } from '../domain/caller.js';
+import { type Caps, capsFor } from '../domain/caps.js';
 import { DomainError } from '../domain/errors.js';
 import { derivedId, fingerprint } from '../domain/fingerprint.js';
 import {
@@ -57,6 +58,8 @@ interface Placement {
   readonly scopePath: string;
   readonly reserved: Amount;
   readonly balances: readonly Ledger[];
+  /** Present: ALLOW_WITH_CAPS, the caps of the affected budgets merged (domain/caps.ts). */
+  readonly caps?: Caps;
 }
 export interface Reserved extends Placement {
   readonly kind: 'reserved';
@@ -109,18 +112,20 @@ export async function createReservation(
     // SPEC rule 3: evaluated like a live reservation, nothing persisted, no id or expiry.
     requireTenantOpen();
     for (;;) {
-      const { ledgers } = await atomicIfRefused(
+      const { ledgers, caps } = await atomicIfRefused(
         await readSnapshot({ ledgers: { scopes, unit } }),
         (s) => admissionRefusal(scopes, request.estimate, s.ledgers),
         () => readSnapshot({ ledgers: { scopes, unit }, atomic: true }),
       );
       const refusal = admissionRefusal(scopes, request.estimate, ledgers);
       if (await freer.free(refusal, ledgers)) continue;
+      const applied = refusal ? undefined : capsFor(scopes, amount, ledgers, caps);
       return {
         kind: 'dryRun',
         ...placement,
         refusal: refusal?.code,
         balances: presentLedgers(scopes, ledgers),
+        ...(applied && { caps: applied }),
       };
     }
   }
@@ -132,7 +137,7 @@ export async function createReservation(
     name: 'reservation',
     fingerprint: print,
     read: (atomic) => readSnapshot({ reservationId, ledgers: { scopes, unit }, atomic }),
-    decide: async ({ ledgers, layouts }) => {
+    decide: async ({ ledgers, layouts, caps }) => {
       requireTenantOpen();
       const refusal = admissionRefusal(scopes, request.estimate, ledgers);
       if (refusal) {
@@ -155,12 +160,15 @@ export async function createReservation(
         overagePolicy: request.overagePolicy,
         metadata: request.metadata,
       };
+      const applied = capsFor(scopes, amount, ledgers, caps);
       const result: Reserved = {
         kind: 'reserved',
         ...placement,
         reservationId,
         expiresAtMs: reservation.expiresAtMs,
         balances: ledgersAfter(ledgers, holds),
+        // Stored with the result, so a replay answers the same decision and caps.
+        ...(applied && { caps: applied }),
       };
       return { result, reservation, layouts };
     },

@@ -75,7 +75,15 @@ export async function givenBudget(
   t: GivenTenant,
   scope: string,
   allocated: number,
-  options: { unit?: Unit; overdraftLimit?: number; shards?: number } = {},
+  options: {
+    unit?: Unit;
+    overdraftLimit?: number;
+    shards?: number;
+    /** SPEC's Caps object, as the wire carries it. */
+    caps?: Json;
+    /** Soft landing: caps only once remaining after a hold is below this many basis points. */
+    capsWhenRemainingBelowBps?: number;
+  } = {},
 ): Promise<Json> {
   const unit = options.unit ?? 'USD_MICROCENTS';
   const full = scope.startsWith('tenant:') ? scope : scopeOf(t, scope);
@@ -89,6 +97,10 @@ export async function givenBudget(
         overdraft_limit: { unit, amount: options.overdraftLimit },
       }),
       ...(options.shards !== undefined && { shards: options.shards }),
+      ...(options.caps !== undefined && { caps: options.caps }),
+      ...(options.capsWhenRemainingBelowBps !== undefined && {
+        caps_when_remaining_below_bps: options.capsWhenRemainingBelowBps,
+      }),
     },
   });
   if (res.status !== 201) throw new Error(`budget: ${res.status} ${JSON.stringify(res.body)}`);

@@ -65,6 +65,7 @@ const ENDPOINTS: readonly Endpoint[] = [
       scope: `${scope}/app:a`,
       unit: 'TOKENS',
       allocated: { unit: 'TOKENS', amount: 1 },
+      caps: { max_tokens: 1, tool_denylist: ['shell'] },
     }),
   },
   {

@@ -95,6 +95,20 @@ describe('compact stored results', () => {
     expect(storedOutcomeOf(item)).toEqual({ fingerprint: 'f', result: reserved });
   });
 
+  it('keeps the caps of an ALLOW_WITH_CAPS reservation beside its compact balances', () => {
+    const capped = { ...reserved, caps: { maxTokens: 512, toolAllowlist: ['search'] } };
+    const { items } = reserveTransaction({
+      reservation,
+      holds: [],
+      outcome: { fingerprint: 'f', result: capped },
+    });
+    const item = items[0]?.Put?.Item ?? {};
+
+    expect(item.result).toBeUndefined();
+    expect(item.caps).toBe('{"maxTokens":512,"toolAllowlist":["search"]}');
+    expect(storedOutcomeOf(item)).toEqual({ fingerprint: 'f', result: capped });
+  });
+
   it('stores the whole result when the item could not rebuild it', () => {
     const odd = { ...reserved, expiresAtMs: 99 };
     const { items } = reserveTransaction({
@@ -331,6 +345,49 @@ describe('newLedgerTransaction', () => {
       action: 'budget.create',
       after: { allocated: 10, remaining: 10 },
     });
+    expect(items[0]?.Put?.Item).not.toHaveProperty('caps');
+  });
+
+  it('puts a budget’s caps on its ledger item only, shard 0 of a sharded budget, as one text', () => {
+    const ledger = {
+      scope: 'tenant:t',
+      unit: 'TOKENS' as const,
+      allocated: 10,
+      spent: 0,
+      reserved: 0,
+      debt: 0,
+      overdraftLimit: 0,
+      remaining: 10,
+    };
+    const items = newLedgerTransaction({
+      tenant: 't',
+      segments: [{ kind: 'tenant', value: 't' }],
+      ledger,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      audit: {
+        tenant: 't',
+        atMs: 1_000,
+        actor: { kind: 'admin' },
+        requestId: 'req-1',
+        action: 'budget.create',
+        scope: 'tenant:t',
+        unit: 'TOKENS',
+        after: ledger,
+      },
+      shards: 3,
+      caps: { caps: { maxTokens: 256, toolDenylist: ['shell'] }, belowRemainingBps: 2_000 },
+    });
+    const puts = items.flatMap((i) => (i.Put ? [i.Put.Item] : []));
+
+    expect(puts[0]).toMatchObject({
+      type: 'ledger',
+      shards: 3,
+      caps: '{"maxTokens":256,"toolDenylist":["shell"]}',
+      caps_bps: 2_000,
+    });
+    const shards = puts.filter((p) => p?.type === 'ledger-shard');
+    expect(shards).toHaveLength(2);
+    for (const shard of shards) expect(shard).not.toHaveProperty('caps');
   });
 });
 

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { AUDIT_OPERATION_NAMES } from '../../domain/audit.js';
+import { BPS, type Caps, MAX_CAPS_BYTES, mergeCaps } from '../../domain/caps.js';
 import { DomainError } from '../../domain/errors.js';
 import { MAX_SHARDS } from '../../domain/escrow.js';
 import { PERMISSIONS } from '../../domain/permissions.js';
@@ -7,7 +8,7 @@ import { TENANT_STATUSES } from '../../domain/tenant.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
 import type { BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
 import type { TenantRequest } from '../../use-cases/tenants.js';
-import { Amount, Cursor, camel, IdempotencyKey, Unit } from './common.js';
+import { Amount, Cursor, camel, IdempotencyKey, Int, Unit } from './common.js';
 
 /** Tenant ids: 1 to 64 of letters, digits, '_', '.', '-', starting with a letter or digit. */
 export const TenantId = z
@@ -41,6 +42,58 @@ export const CreateApiKeyBody = z
   .transform((b): ApiKeyRequest => camel(b));
 export type CreateApiKeyBody = z.infer<typeof CreateApiKeyBody>;
 
+/** A tool name as Action.name carries it; an empty list would restrict nothing (reference precedence). */
+const ToolList = z.array(z.string().min(1).max(256)).min(1);
+
+/**
+ * SPEC § Caps, as a budget carries them. Closed: an unknown key is a constraint the operator
+ * asked for and would never see answered, so it is refused, not ignored. At least one field;
+ * at most MAX_CAPS_BYTES of JSON, as the ledger item carries them on every transaction.
+ */
+export const CapsBody = z
+  .strictObject({
+    max_tokens: Int(0).optional(),
+    max_steps_remaining: Int(0).optional(),
+    tool_allowlist: ToolList.optional(),
+    tool_denylist: ToolList.optional(),
+    cooldown_ms: Int(0).optional(),
+  })
+  .superRefine((c, ctx) => {
+    if (Object.values(c).every((v) => v === undefined)) {
+      ctx.addIssue({ code: 'custom', message: 'needs at least one constraint', input: c });
+    }
+    const both = c.tool_denylist?.filter((t) => c.tool_allowlist?.includes(t)) ?? [];
+    if (both.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tool_denylist'],
+        message: `names ${JSON.stringify(both[0])}, which tool_allowlist allows: an allowlist makes clients ignore the denylist, list a tool in one of them only`,
+        input: c.tool_denylist,
+      });
+    }
+    if (Buffer.byteLength(JSON.stringify(c)) > MAX_CAPS_BYTES) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `at most ${MAX_CAPS_BYTES} bytes of JSON`,
+        input: c,
+      });
+    }
+  })
+  // Stored canonical (lists sorted, no duplicates): what is stored is what a reserve answers.
+  .transform(
+    (c): Caps =>
+      mergeCaps(
+        {},
+        {
+          ...(c.max_tokens !== undefined && { maxTokens: c.max_tokens }),
+          ...(c.max_steps_remaining !== undefined && { maxStepsRemaining: c.max_steps_remaining }),
+          ...(c.tool_allowlist && { toolAllowlist: c.tool_allowlist }),
+          ...(c.tool_denylist && { toolDenylist: c.tool_denylist }),
+          ...(c.cooldown_ms !== undefined && { cooldownMs: c.cooldown_ms }),
+        },
+      ),
+  );
+
 export const CreateBudgetBody = z
   .object({
     scope: z.string().min(1).max(4096),
@@ -49,8 +102,20 @@ export const CreateBudgetBody = z
     overdraft_limit: Amount.optional(),
     /** Escrow shards for a busy budget (docs/scaling.md); 1 (unsharded) when absent. */
     shards: z.number().int().min(1).max(MAX_SHARDS).optional(),
+    caps: CapsBody.optional(),
+    /** Soft landing (domain/caps.ts): caps only once remaining after a hold is below this share. */
+    caps_when_remaining_below_bps: Int(1, BPS).optional(),
   })
-  .transform((b): BudgetRequest => camel(b));
+  .refine((b) => b.caps_when_remaining_below_bps === undefined || b.caps !== undefined, {
+    path: ['caps_when_remaining_below_bps'],
+    message: 'needs caps',
+  })
+  .transform(
+    ({ caps, caps_when_remaining_below_bps: bps, ...b }): BudgetRequest => ({
+      ...camel(b),
+      ...(caps && { caps: { caps, ...(bps !== undefined && { belowRemainingBps: bps }) } }),
+    }),
+  );
 export type CreateBudgetBody = z.infer<typeof CreateBudgetBody>;
 
 /**
