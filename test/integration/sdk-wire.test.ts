@@ -1,11 +1,17 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { z } from 'zod';
 import { testClock } from '../helpers/clock.js';
-import { type GivenTenant, givenTenantWith } from '../helpers/fixtures.js';
+import {
+  type GivenTenant,
+  givenBudget,
+  givenTenant,
+  givenTenantWith,
+} from '../helpers/fixtures.js';
 import { useTestStack } from '../helpers/scaffold.js';
 import {
   type ClientClock,
   type Exchange,
+  type GuardContext,
   recordingProxy,
   SdkCommitResponse,
   SdkCreateResponse,
@@ -175,5 +181,30 @@ describe('the SDK guarded call on the wire', () => {
     // The SDK's fallback when the server gives no lease: the cost issue 13 removed.
     expect(calls(proxy.exchanges)).toEqual([RESERVE, EXTEND, COMMIT]);
     expect(proxy.exchanges[0]?.answer).not.toHaveProperty('remaining_ttl_ms');
+  });
+
+  it('hands the guarded function the caps of an ALLOW_WITH_CAPS answer, merged across scopes', async () => {
+    const t = await givenTenant(stack);
+    await givenBudget(stack, t, '', 10_000_000, {
+      caps: { max_tokens: 4_000, tool_denylist: ['shell'] },
+    });
+    await givenBudget(stack, t, 'workspace:w', 10_000_000, {
+      caps: { max_tokens: 1_000, cooldown_ms: 500 },
+    });
+    const proxy = await recordingProxy(stack.runtimeUrl, { dropFields: [] });
+    onTestFinished(() => proxy.close());
+    const client = new SdkWireClient({ baseUrl: proxy.url, apiKey: t.key, tenant: t.tenant });
+    let seen: GuardContext | undefined;
+
+    await client.guarded({ estimate: 1_000, subject: { workspace: 'w' } }, async (ctx) => {
+      seen = ctx;
+    });
+
+    expect(seen).toMatchObject({
+      decision: 'ALLOW_WITH_CAPS',
+      caps: { max_tokens: 1_000, cooldown_ms: 500, tool_denylist: ['shell'] },
+    });
+    expect(calls(proxy.exchanges)).toEqual([RESERVE, COMMIT]);
+    expectSdkWire(proxy.exchanges, t.key);
   });
 });
