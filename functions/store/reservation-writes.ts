@@ -149,7 +149,11 @@ export function settleTransaction(s: Settlement): GuardedTransaction {
   return { items, layout: { proofs: [undefined, ...placed.proofs] } };
 }
 
-/** The reservation's own update of a settle: conditioned on ACTIVE, the tenant and the deadline. */
+/**
+ * The reservation's own update of a settle: conditioned on ACTIVE, the tenant and the deadline.
+ * What only an ACTIVE reservation needs goes (the due-index keys, the deadline its conditions
+ * compare, the shards its holds are on), so the item settled stays under 1 KB.
+ */
 function settleUpdate(
   r: Reservation,
   to: Settlement['to'] | 'EXPIRED',
@@ -160,11 +164,13 @@ function settleUpdate(
 ): TransactItem {
   const beforeDeadline = to !== 'EXPIRED';
   const outcomeNames = Object.keys(outcome ?? {});
+  // An empty detail (a commit without metrics or metadata) records nothing: no "{}" to store.
+  const recorded = detail && Object.keys(detail).length > 0 ? detail : undefined;
   return {
     Update: {
       TableName: tableName(),
       Key: keys.reservation(r.reservationId),
-      UpdateExpression: `SET #status = :to, #status_pk = :status_pk, #finalized = :now${committed ? ', #committed = :committed' : ''}${detail ? ', #detail = :detail' : ''}${outcomeNames.map((n) => `, #${n} = :${n}`).join('')} REMOVE #due_pk, #due_sk`,
+      UpdateExpression: `SET #status = :to, #status_pk = :status_pk, #finalized = :now${committed ? ', #committed = :committed' : ''}${recorded ? ', #detail = :detail' : ''}${outcomeNames.map((n) => `, #${n} = :${n}`).join('')} REMOVE #due_pk, #due_sk, #deadline, #hold_shards`,
       ConditionExpression: `#status = :active AND #tenant = :tenant AND #deadline ${beforeDeadline ? '>' : '<='} :now`,
       ExpressionAttributeNames: {
         '#status': 'status',
@@ -174,8 +180,9 @@ function settleUpdate(
         '#deadline': 'deadline_ms',
         '#due_pk': 'due_pk',
         '#due_sk': 'due_sk',
+        '#hold_shards': 'hold_shards',
         ...(committed && { '#committed': 'committed' }),
-        ...(detail && { '#detail': `${to.toLowerCase()}_detail_json` }),
+        ...(recorded && { '#detail': `${to.toLowerCase()}_detail_json` }),
         ...Object.fromEntries(outcomeNames.map((n) => [`#${n}`, n])),
       },
       ExpressionAttributeValues: {
@@ -186,7 +193,7 @@ function settleUpdate(
         ':active': 'ACTIVE',
         ':tenant': r.tenant,
         ...(committed && { ':committed': committed.amount }),
-        ...(detail && { ':detail': exactJson(detail) }),
+        ...(recorded && { ':detail': exactJson(recorded) }),
         ...Object.fromEntries(outcomeNames.map((n) => [`:${n}`, outcome?.[n]])),
       },
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',

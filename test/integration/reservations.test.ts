@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { keys } from '../../functions/store/keys.js';
 import {
   type Counters,
   countersOf,
@@ -41,6 +43,42 @@ function balancesIn(t: GivenTenant, body: Json): Record<string, Counters> {
 async function expectFunded(res: Promise<Response>): Promise<void> {
   const r = await res;
   expect(r.status).toBe(200);
+}
+
+/**
+ * Rewrites a committed reservation item in the format items had before 0.4: hex fingerprints,
+ * balances as text with a scope index and all six counters, the settling operation named.
+ */
+async function storeAsBefore04(reservationId: string): Promise<void> {
+  const { documentClient, tableName } = await import('../../functions/store/client.js');
+  const Key = keys.reservation(reservationId);
+  const { Item: item = {} } = await documentClient.send(
+    new GetCommand({ TableName: tableName(), Key, ConsistentRead: true }),
+  );
+  const hex = (v: unknown) => Buffer.from(v as Uint8Array).toString('hex');
+  const text = (rows: unknown) =>
+    JSON.stringify(
+      (item.scopes as string[]).map((_, i) => {
+        const [a = 0, s = 0, r = 0, d = 0, o = 0] = (rows as number[]).slice(i * 5, i * 5 + 5);
+        return [i, a, s, r, d, o, a - s - r - d];
+      }),
+    );
+  await documentClient.send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key,
+      UpdateExpression:
+        'SET fingerprint = :f, balances_compact = :b, settle_op = :op, settle_fingerprint = :sf, settle_balances = :sb REMOVE balance_rows, settle_rows',
+      ConditionExpression: 'attribute_exists(balance_rows) AND attribute_exists(settle_rows)',
+      ExpressionAttributeValues: {
+        ':f': hex(item.fingerprint),
+        ':b': text(item.balance_rows),
+        ':op': 'commit',
+        ':sf': hex(item.settle_fingerprint),
+        ':sb': text(item.settle_rows),
+      },
+    }),
+  );
 }
 
 // ---- POST /v1/reservations ------------------------------------------------------------------
@@ -443,6 +481,29 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
       '': L(1_000, 0, 100, 0, 900),
       'workspace:w': L(500, 0, 100, 0, 400),
     });
+  });
+
+  it('replays a reserve and its commit stored as 0.3 stored them, and GET reads them alike', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
+    const body = reserveBody({ estimate: usd(300) });
+    const first = await create(t, body);
+    const id = first.body.reservation_id;
+    const commitBody = { idempotency_key: randomUUID(), actual: usd(250) };
+    const committed = await commit(t, id, commitBody);
+    const shown = await getReservation(t, id);
+    await storeAsBefore04(String(id));
+
+    const again = await create(t, body);
+    const commitAgain = await commit(t, id, commitBody);
+    const other = await commit(t, id, { ...commitBody, actual: usd(251) });
+    const shownAgain = await getReservation(t, id);
+
+    expect(again.status).toBe(200);
+    expect(withoutLease(again.body)).toEqual(withoutLease(first.body));
+    expect(commitAgain.body).toEqual(committed.body);
+    expectError(other, 409, 'IDEMPOTENCY_MISMATCH');
+    expect(shownAgain.body).toEqual(shown.body);
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 250, 0, 0, 750));
   });
 
   it('replays the creation response after the reservation was committed', async () => {

@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { fingerprint } from '../../functions/domain/fingerprint.js';
 import { holdChange, releaseChange } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
 import { newApiKeyTransaction } from '../../functions/store/api-keys.js';
@@ -9,6 +11,7 @@ import {
   storedOutcomeOf,
   UNRENDERABLE,
 } from '../../functions/store/idempotency.js';
+import { keys } from '../../functions/store/keys.js';
 import { ledgerUpdate, newLedgerTransaction } from '../../functions/store/ledgers.js';
 import {
   expiryBatchTransaction,
@@ -18,6 +21,7 @@ import {
 } from '../../functions/store/reservation-writes.js';
 import { newTenantPut } from '../../functions/store/tenants.js';
 import { classifyCancellation } from '../../functions/store/write.js';
+import { applyUpdate, itemSize, writeUnits } from '../bench/capacity.js';
 
 const scopes = ['tenant:t', 'tenant:t/workspace:w', 'tenant:t/workspace:w/agent:a'];
 const reservation: Reservation = {
@@ -123,6 +127,158 @@ describe('compact stored results', () => {
   });
 });
 
+describe('stored formats', () => {
+  const hex = 'ab'.repeat(32);
+  const ledger = (scope: string, spent: number, reserved: number) => ({
+    scope,
+    unit: 'TOKENS' as const,
+    allocated: 1_000,
+    spent,
+    reserved,
+    debt: 0,
+    overdraftLimit: 0,
+    remaining: 1_000 - spent - reserved,
+  });
+  const reserved = {
+    kind: 'reserved',
+    affectedScopes: scopes,
+    scopePath: scopes[2],
+    reserved: { unit: 'TOKENS', amount: 10 },
+    reservationId: 'rsv_1',
+    expiresAtMs: 61_000,
+    balances: scopes.map((s) => ledger(s, 0, 10)),
+  };
+  const committed = {
+    status: 'COMMITTED',
+    charged: { unit: 'TOKENS', amount: 7 },
+    released: { unit: 'TOKENS', amount: 3 },
+    balances: scopes.map((s) => ledger(s, 7, 0)),
+  };
+
+  it('stores a SHA-256 fingerprint as its 32 bytes and reads back the hex it was given', () => {
+    const { items } = reserveTransaction({
+      reservation,
+      holds: [],
+      outcome: { fingerprint: hex, result: reserved },
+    });
+    const item = items[0]?.Put?.Item ?? {};
+
+    expect(item.fingerprint).toBeInstanceOf(Uint8Array);
+    expect((item.fingerprint as Uint8Array).byteLength).toBe(32);
+    expect(storedOutcomeOf(item)).toEqual({ fingerprint: hex, result: reserved });
+  });
+
+  it('replays a reservation item of 0.3: text balances with a scope index, a hex fingerprint', () => {
+    const item = {
+      ...keys.reservation('rsv_1'),
+      type: 'reservation',
+      scopes,
+      unit: 'TOKENS',
+      estimate: 10,
+      created_at_ms: 1_000,
+      ttl_ms: 60_000,
+      fingerprint: hex,
+      balances_compact: JSON.stringify(scopes.map((_, i) => [i, 1_000, 0, 10, 0, 0, 990])),
+    };
+
+    expect(storedOutcomeOf(item)).toEqual({ fingerprint: hex, result: reserved });
+  });
+
+  it('replays a settlement of 0.3: its operation named, text balances, a hex fingerprint', () => {
+    const item = {
+      scopes,
+      unit: 'TOKENS',
+      estimate: 10,
+      status: 'COMMITTED',
+      committed: 7,
+      settle_op: 'commit',
+      settle_key: 'c',
+      settle_fingerprint: hex,
+      settle_balances: JSON.stringify(scopes.map((_, i) => [i, 1_000, 7, 0, 0, 0, 993])),
+    };
+
+    expect(settledOutcomeOf(item, 'commit', 'c')).toEqual({ fingerprint: hex, result: committed });
+    expect(settledOutcomeOf(item, 'release', 'c')).toBeUndefined();
+  });
+
+  it('keeps a 3-scope reservation under 1 KB through its commit: 2 write units each', () => {
+    // Sized by AWS's rules (test/bench/capacity.ts): UUID keys, a 14-character tenant.
+    const tenant = 't-0123456789ab';
+    const paths = [
+      `tenant:${tenant}`,
+      `tenant:${tenant}/workspace:w`,
+      `tenant:${tenant}/workspace:w/agent:a`,
+    ];
+    const r: Reservation = {
+      ...reservation,
+      reservationId: `rsv_${'0'.repeat(32)}`,
+      tenant,
+      idempotencyKey: randomUUID(),
+      action: { kind: 'llm.completion', name: 'bench-model' },
+      reserved: { unit: 'USD_MICROCENTS', amount: 1_000 },
+      createdAtMs: 1_795_396_563_582,
+      expiresAtMs: 1_795_396_623_582,
+      scopePath: paths[2] ?? '',
+      affectedScopes: paths,
+    };
+    const big = (scope: string, spent: number, held: number) => ({
+      ...ledger(scope, spent, held),
+      unit: 'USD_MICROCENTS' as const,
+      allocated: 987_654_321_012,
+      remaining: 987_654_321_012 - spent - held,
+    });
+    const put = reserveTransaction({
+      reservation: r,
+      holds: [],
+      outcome: {
+        fingerprint: fingerprint({ a: 1 }),
+        result: {
+          kind: 'reserved',
+          affectedScopes: paths,
+          scopePath: paths[2],
+          reserved: r.reserved,
+          reservationId: r.reservationId,
+          expiresAtMs: r.expiresAtMs,
+          balances: paths.map((s) => big(s, 123_456_789, 1_000)),
+        },
+      },
+    }).items[0]?.Put?.Item;
+    const update = settleTransaction({
+      reservation: r,
+      to: 'COMMITTED',
+      now: r.createdAtMs + 150,
+      changes: [],
+      committed: { unit: 'USD_MICROCENTS', amount: 800 },
+      detail: {},
+      idempotency: {
+        scope: { tenant, operation: 'commit', key: randomUUID() },
+        outcome: {
+          fingerprint: fingerprint({ b: 2 }),
+          result: {
+            status: 'COMMITTED',
+            charged: { unit: 'USD_MICROCENTS', amount: 800 },
+            released: { unit: 'USD_MICROCENTS', amount: 200 },
+            balances: paths.map((s) => big(s, 123_457_589, 0)),
+          },
+        },
+      },
+    }).items[0]?.Update;
+    const before = put ?? {};
+    const after = applyUpdate(
+      before,
+      update?.UpdateExpression ?? '',
+      update?.ExpressionAttributeNames,
+      update?.ExpressionAttributeValues,
+    );
+
+    expect(after.settle_rows).toBeDefined();
+    expect(itemSize(before)).toBeLessThan(900);
+    expect(itemSize(after)).toBeLessThan(1_000);
+    expect(writeUnits(undefined, before, true).table).toBe(2);
+    expect(writeUnits(before, after, true).table).toBe(2);
+  });
+});
+
 describe('listing spread', () => {
   it('lists each reservation under one spread of every listing key, and a settle keeps it there', () => {
     const spreads = new Set<string>();
@@ -162,13 +318,20 @@ describe('settleTransaction', () => {
     expect(items[0]?.Update?.ConditionExpression).toBe(
       '#status = :active AND #tenant = :tenant AND #deadline > :now',
     );
-    expect(items[0]?.Update?.UpdateExpression).toContain('REMOVE #due_pk, #due_sk');
-    // The outcome rides on the reservation: no idempotency record of its own.
-    expect(items[0]?.Update?.ExpressionAttributeValues).toMatchObject({
-      ':settle_op': 'commit',
+    expect(items[0]?.Update?.UpdateExpression).toContain(
+      'REMOVE #due_pk, #due_sk, #deadline, #hold_shards',
+    );
+    // The outcome rides on the reservation: no idempotency record of its own. The operation is
+    // the status written (COMMITTED), so it is not stored again.
+    const values = items[0]?.Update?.ExpressionAttributeValues;
+    expect(values).toMatchObject({
+      ':to': 'COMMITTED',
       ':settle_key': 'c',
       ':settle_fingerprint': 'f',
     });
+    expect(values?.[':settle_op']).toBeUndefined();
+    // A commit without metrics or metadata records no empty detail.
+    expect(items[0]?.Update?.UpdateExpression).not.toContain('#detail');
   });
 
   it('stores a commit’s balances compactly on the reservation and replays exactly its result', () => {
@@ -203,6 +366,7 @@ describe('settleTransaction', () => {
       scopes,
       unit: 'TOKENS',
       estimate: 10,
+      status: 'COMMITTED',
       committed: 7,
       ...Object.fromEntries(
         Object.entries(values)
@@ -212,6 +376,7 @@ describe('settleTransaction', () => {
     };
 
     expect(item.settle_result).toBeUndefined();
+    expect(item.settle_rows).toEqual([100, 7, 0, 0, 0, 100, 7, 0, 0, 0, 100, 7, 0, 0, 0]);
     expect(settledOutcomeOf(item, 'commit', 'c')).toEqual({ fingerprint: 'f', result: committed });
     expect(settledOutcomeOf(item, 'commit', 'other')).toBeUndefined();
     expect(settledOutcomeOf(item, 'release', 'c')).toBeUndefined();
