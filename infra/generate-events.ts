@@ -98,6 +98,18 @@ const EXAMPLES: Record<RouteId, Example> = {
     pathParameters: { budget: `${SAMPLE.nestedScope}/USD_MICROCENTS/fund` },
     body: { operation: 'CREDIT', amount: usd(50_000_000), idempotency_key: 'fund-1' },
   },
+  listBudgets: { query: { tenant_id: SAMPLE.tenant, unit: 'USD_MICROCENTS' } },
+  lookupBudget: { query: { scope: SAMPLE.nestedScope, unit: 'USD_MICROCENTS' } },
+  updateBudget: {
+    query: { scope: SAMPLE.nestedScope, unit: 'USD_MICROCENTS' },
+    body: { overdraft_limit: usd(1_000_000) },
+  },
+  freezeBudget: { query: { scope: SAMPLE.nestedScope, unit: 'USD_MICROCENTS' } },
+  unfreezeBudget: { query: { scope: SAMPLE.nestedScope, unit: 'USD_MICROCENTS' } },
+  fundBudgetByQuery: {
+    query: { scope: SAMPLE.nestedScope, unit: 'USD_MICROCENTS' },
+    body: { operation: 'CREDIT', amount: usd(1_000_000), idempotency_key: 'fund-2' },
+  },
   listTenants: { query: { status: 'ACTIVE', limit: '20' } },
   getTenant: { pathParameters: { tenant_id: SAMPLE.tenant } },
   updateTenant: { pathParameters: { tenant_id: SAMPLE.tenant }, body: { status: 'SUSPENDED' } },

@@ -22,7 +22,13 @@ interface AuditBase {
 export type AuditEntry = AuditBase &
   (
     | {
-        readonly action: 'budget.create' | 'budget.fund';
+        readonly action:
+          | 'budget.create'
+          | 'budget.fund'
+          | 'budget.update'
+          | 'budget.freeze'
+          | 'budget.unfreeze'
+          | 'budget.close';
         readonly scope: string;
         readonly unit: Ledger['unit'];
         readonly before?: Ledger | undefined;
@@ -47,6 +53,10 @@ export type AuditAction = AuditEntry['action'];
 export const AUDIT_OPERATIONS = {
   'budget.create': { operation: 'createBudget', resourceType: 'budget' },
   'budget.fund': { operation: 'fundBudget', resourceType: 'budget' },
+  'budget.update': { operation: 'updateBudget', resourceType: 'budget' },
+  'budget.freeze': { operation: 'freezeBudget', resourceType: 'budget' },
+  'budget.unfreeze': { operation: 'unfreezeBudget', resourceType: 'budget' },
+  'budget.close': { operation: 'closeBudget', resourceType: 'budget' },
   'tenant.create': { operation: 'createTenant', resourceType: 'tenant' },
   'tenant.update': { operation: 'updateTenant', resourceType: 'tenant' },
   'api_key.create': { operation: 'createApiKey', resourceType: 'api_key' },
@@ -63,6 +73,10 @@ export function resourceIdOf(e: AuditEntry): string {
   switch (e.action) {
     case 'budget.create':
     case 'budget.fund':
+    case 'budget.update':
+    case 'budget.freeze':
+    case 'budget.unfreeze':
+    case 'budget.close':
       return `${e.scope}#${e.unit}`;
     case 'tenant.create':
     case 'tenant.update':

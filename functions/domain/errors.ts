@@ -1,6 +1,6 @@
 /**
  * SPEC § Errors: the 12 codes, plus DUPLICATE_RESOURCE for the admin plane and the reference's
- * TENANT_CLOSED and KEY_REVOKED (see docs/decisions.md).
+ * TENANT_CLOSED, BUDGET_FROZEN, BUDGET_CLOSED and KEY_REVOKED (see docs/decisions.md).
  */
 export type ErrorCode =
   | 'INVALID_REQUEST'
@@ -16,6 +16,8 @@ export type ErrorCode =
   | 'RESERVATION_EXPIRED'
   | 'DUPLICATE_RESOURCE'
   | 'TENANT_CLOSED'
+  | 'BUDGET_FROZEN'
+  | 'BUDGET_CLOSED'
   | 'KEY_REVOKED'
   | 'INTERNAL_ERROR';
 

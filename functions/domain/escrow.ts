@@ -36,7 +36,7 @@ export const MAX_SHARDS = 16;
 
 /** The budget a set of shards makes up. */
 export function mergeShards(
-  base: Pick<Ledger, 'scope' | 'unit' | 'overdraftLimit'>,
+  base: Pick<Ledger, 'scope' | 'unit' | 'overdraftLimit' | 'status'>,
   shards: readonly Shard[],
 ): Ledger {
   const sum = (field: 'allocated' | 'spent' | 'reserved' | 'debt' | 'remaining') =>
@@ -50,6 +50,7 @@ export function mergeShards(
     reserved: sum('reserved'),
     debt: sum('debt'),
     remaining: sum('remaining'),
+    ...(base.status !== undefined && { status: base.status }),
   };
 }
 

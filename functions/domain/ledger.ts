@@ -1,6 +1,13 @@
 import type { Amount, Unit } from './amounts.js';
 import { DomainError } from './errors.js';
 
+/**
+ * ACTIVE (absent on the item), FROZEN (the operator's pause: no new holds or events, open
+ * reservations still settle; reversible) or CLOSED (the tenant closed: permanent).
+ */
+export const BUDGET_STATUSES = ['ACTIVE', 'FROZEN', 'CLOSED'] as const;
+export type BudgetStatus = (typeof BUDGET_STATUSES)[number];
+
 /** One budget ledger per (scope, unit). Invariant: remaining = allocated − spent − reserved − debt. */
 export interface Ledger {
   readonly scope: string;
@@ -11,6 +18,8 @@ export interface Ledger {
   readonly debt: number;
   readonly overdraftLimit: number;
   readonly remaining: number;
+  /** Present only when not ACTIVE, so results of ACTIVE budgets keep their compact stored form. */
+  readonly status?: Exclude<BudgetStatus, 'ACTIVE'> | undefined;
 }
 
 export type OveragePolicy = 'REJECT' | 'ALLOW_IF_AVAILABLE' | 'ALLOW_WITH_OVERDRAFT';
@@ -87,7 +96,12 @@ export function emptyLedger(scope: string, unit: Unit): Ledger {
 
 // ---- Admission (reserve, dry run, decide) ---------------------------------------------------
 
-export type RefusalCode = 'OVERDRAFT_LIMIT_EXCEEDED' | 'DEBT_OUTSTANDING' | 'BUDGET_EXCEEDED';
+export type RefusalCode =
+  | 'BUDGET_CLOSED'
+  | 'BUDGET_FROZEN'
+  | 'OVERDRAFT_LIMIT_EXCEEDED'
+  | 'DEBT_OUTSTANDING'
+  | 'BUDGET_EXCEEDED';
 
 export interface ScopeRefusal {
   readonly code: RefusalCode;
@@ -100,6 +114,8 @@ export interface ScopeRefusal {
 }
 
 const PRECEDENCE: readonly RefusalCode[] = [
+  'BUDGET_CLOSED',
+  'BUDGET_FROZEN',
   'OVERDRAFT_LIMIT_EXCEEDED',
   'DEBT_OUTSTANDING',
   'BUDGET_EXCEEDED',
@@ -121,6 +137,8 @@ export function scopeRefusal(
     debt: l.debt,
     overdraftLimit: l.overdraftLimit,
   };
+  if (ledger?.status === 'CLOSED') return { code: 'BUDGET_CLOSED', ...base };
+  if (ledger?.status === 'FROZEN') return { code: 'BUDGET_FROZEN', ...base };
   if (ledger && isOverLimit(l)) return { code: 'OVERDRAFT_LIMIT_EXCEEDED', ...base };
   if (l.debt > 0) return { code: 'DEBT_OUTSTANDING', ...base };
   if (!ledger || l.remaining < amount) return { code: 'BUDGET_EXCEEDED', ...base };
@@ -137,6 +155,8 @@ export function firstRefusal(
 
 export function refusalError(r: ScopeRefusal): DomainError {
   const messages: Record<RefusalCode, string> = {
+    BUDGET_CLOSED: `the budget of scope ${r.scope} in ${r.unit} is closed`,
+    BUDGET_FROZEN: `the budget of scope ${r.scope} in ${r.unit} is frozen`,
     OVERDRAFT_LIMIT_EXCEEDED: `scope ${r.scope} is over its overdraft limit`,
     DEBT_OUTSTANDING: `scope ${r.scope} has outstanding debt of ${r.debt}`,
     BUDGET_EXCEEDED: `scope ${r.scope} has ${r.remaining} ${r.unit} remaining, ${r.requested} requested`,
@@ -309,14 +329,17 @@ export function chargeAll(
 
 // ---- Funding (admin) ------------------------------------------------------------------------
 
-export type FundOperation = 'CREDIT' | 'RESET' | 'REPAY_DEBT';
+export const FUND_OPERATIONS = ['CREDIT', 'DEBIT', 'RESET', 'RESET_SPENT', 'REPAY_DEBT'] as const;
+export type FundOperation = (typeof FUND_OPERATIONS)[number];
 
 /**
  * SPEC § Fund operations. Each is expressed as an additive delta guarded by the one value it
  * was computed from, so concurrent reservations never conflict with funding:
  * RESET adds (amount − allocated) to allocated and remaining, which is exactly
  * remaining = amount − reserved − spent − debt. REPAY_DEBT repays min(debt, amount); the excess
- * is credited to the allocation (as the reference server does).
+ * is credited to the allocation (as the reference server does). DEBIT takes `amount` off the
+ * allocation, never below what is spent, held and owed (remaining stays ≥ 0). RESET_SPENT sets
+ * spent to `amount` (0 for a new period by hand), never above what it is; allocation kept.
  */
 export function fundChange(
   l: Ledger,
@@ -343,6 +366,34 @@ export function fundChange(
       };
       break;
     }
+    case 'DEBIT':
+      if (l.remaining < amount) {
+        throw new DomainError(
+          'BUDGET_EXCEEDED',
+          `scope ${l.scope} has ${l.remaining} ${l.unit} remaining: a DEBIT of ${amount} would take the allocation below what is spent, held and owed`,
+          { scope: l.scope, unit: l.unit, remaining: l.remaining, requested: amount },
+        );
+      }
+      change = {
+        ...at,
+        delta: { allocated: -amount, remaining: -amount },
+        guard: { kind: 'covers', amount },
+      };
+      break;
+    case 'RESET_SPENT':
+      if (amount > l.spent) {
+        throw new DomainError(
+          'INVALID_REQUEST',
+          `RESET_SPENT sets spent to amount, at most the ${l.spent} spent`,
+          { field: 'amount' },
+        );
+      }
+      change = {
+        ...at,
+        delta: { spent: amount - l.spent, remaining: l.spent - amount },
+        guard: { kind: 'snapshot', values: { spent: l.spent } },
+      };
+      break;
     case 'REPAY_DEBT': {
       const repaid = Math.min(l.debt, amount);
       const excess = amount - repaid;

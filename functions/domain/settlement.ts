@@ -59,6 +59,10 @@ export function eventChanges(
     ...scopes
       .filter((s) => !ledgers.has(s))
       .map((s) => scopeRefusal(s, actual.unit, undefined, actual.amount)),
+    // A frozen or closed budget takes no new charge (its status is the refusal).
+    ...present
+      .filter((l) => l.status !== undefined)
+      .map((l) => scopeRefusal(l.scope, actual.unit, l, actual.amount)),
     'refusal' in charge ? charge.refusal : undefined,
   ]);
   return refusal ? { refusal } : charge;

@@ -2,11 +2,12 @@ import type { Amount } from '../domain/amounts.js';
 import { type ApiKey, keyStatus } from '../domain/api-keys.js';
 import type { AuditRecord } from '../domain/audit.js';
 import type { Caps } from '../domain/caps.js';
+import { derivedId } from '../domain/fingerprint.js';
 import { isOverLimit, type Ledger } from '../domain/ledger.js';
 import type { Reservation } from '../domain/reservation.js';
 import type { Tenant } from '../domain/tenant.js';
 import type { Introspection, KeyValidation } from '../use-cases/api-keys.js';
-import type { Budget, Funded } from '../use-cases/budgets.js';
+import type { Budget, BudgetRecord, Funded } from '../use-cases/budgets.js';
 import type { Decision } from '../use-cases/decide.js';
 import type { EventApplied } from '../use-cases/events.js';
 import type { Page } from '../use-cases/reads.js';
@@ -280,6 +281,32 @@ export const budgetView = (b: Budget) => ({
   ...balanceView(b.ledger),
   unit: b.ledger.unit,
   created_at: b.createdAt,
+});
+
+/** The reference's BudgetLedger; `caps` (ours) only when the budget has caps. */
+export const budgetLedgerView = (b: BudgetRecord) => {
+  const { scope, unit } = b.ledger;
+  return {
+    ledger_id: derivedId('ldg', b.tenant, `${scope}#${unit}`),
+    tenant_id: b.tenant,
+    ...balanceView(b.ledger),
+    unit,
+    status: b.ledger.status ?? 'ACTIVE',
+    ...(b.caps && {
+      caps: capsView(b.caps.caps),
+      ...(b.caps.belowRemainingBps !== undefined && {
+        caps_when_remaining_below_bps: b.caps.belowRemainingBps,
+      }),
+    }),
+    created_at: b.createdAt,
+    ...(b.updatedAt !== undefined && { updated_at: b.updatedAt }),
+  };
+};
+
+export const budgetPageView = (p: Page<BudgetRecord>) => ({
+  ledgers: p.items.map(budgetLedgerView),
+  has_more: p.nextCursor !== undefined,
+  ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
 });
 
 export const fundedView = ({ operation, before, after }: Funded) => ({

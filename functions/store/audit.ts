@@ -19,6 +19,7 @@ const ledgerAttributes = (l: Ledger) => ({
   debt: l.debt,
   overdraft_limit: l.overdraftLimit,
   remaining: l.remaining,
+  ...(l.status !== undefined && { status: l.status }),
 });
 
 const tenantAttributes = (t: Tenant) => ({ name: t.name, status: t.status });
@@ -36,6 +37,10 @@ function recordedStates(e: AuditEntry): { before?: Item; after?: Item } {
   switch (e.action) {
     case 'budget.create':
     case 'budget.fund':
+    case 'budget.update':
+    case 'budget.freeze':
+    case 'budget.unfreeze':
+    case 'budget.close':
       return {
         ...(e.before && { before: ledgerAttributes(e.before) }),
         after: ledgerAttributes(e.after),

@@ -24,6 +24,7 @@ export function ledgerOf(item: Item): Ledger {
     debt: Number(item.debt),
     overdraftLimit: Number(item.overdraft_limit),
     remaining: Number(item.remaining),
+    ...((item.status === 'FROZEN' || item.status === 'CLOSED') && { status: item.status }),
   };
 }
 

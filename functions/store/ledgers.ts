@@ -4,13 +4,13 @@ import type { AuditEntry } from '../domain/audit.js';
 import type { BudgetCaps } from '../domain/caps.js';
 import { invalidCursor } from '../domain/cursor.js';
 import { emptyShards, respread } from '../domain/escrow.js';
-import type { Ledger, LedgerChange, LedgerField } from '../domain/ledger.js';
+import type { BudgetStatus, Ledger, LedgerChange, LedgerField } from '../domain/ledger.js';
 import type { Segment, SegmentKind } from '../domain/scopes.js';
 import { segmentText } from '../domain/scopes.js';
 import { auditPut } from './audit.js';
 import { documentClient, tableName } from './client.js';
 import { type IdempotencyScope, idempotencyPut, type StoredOutcome } from './idempotency.js';
-import { budgetCapsAttributes } from './items.js';
+import { budgetCapsAttributes, budgetCapsOf } from './items.js';
 import { isLedgerIndexPosition, keys, ledgerIndexPartition } from './keys.js';
 import {
   budgetKeys,
@@ -26,6 +26,7 @@ import { tenantWithDimensions } from './tenants.js';
 import {
   getItems,
   ledgerDeltaUpdate,
+  openBudget,
   putIfAbsent,
   type TransactItem,
   transact,
@@ -56,7 +57,7 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
       names['#debt'] = 'debt';
       values[':g_amount'] = guard.amount;
       values[':g_zero'] = 0;
-      conditions.push('#remaining >= :g_amount', '#debt = :g_zero');
+      conditions.push('#remaining >= :g_amount', '#debt = :g_zero', openBudget(names, values));
       break;
     case 'covers':
       names['#remaining'] = 'remaining';
@@ -188,6 +189,9 @@ export interface LedgerIndexQuery {
   readonly alsoContains: readonly string[];
   /** Only ledgers whose last segment is of this kind (include_children=false). */
   readonly level?: SegmentKind | undefined;
+  /** Only ledgers whose scope starts with this (the operator's budget listing). */
+  readonly scopePrefix?: string | undefined;
+  readonly unit?: Unit | undefined;
   readonly after?: string | undefined;
   readonly limit: number;
 }
@@ -216,6 +220,16 @@ export async function queryLedgerIndex(q: LedgerIndexQuery): Promise<LedgerIndex
     names['#level'] = 'level';
     values[':level'] = q.level;
     filters.push('#level = :level');
+  }
+  if (q.scopePrefix) {
+    names['#scope'] = 'scope';
+    values[':prefix'] = q.scopePrefix;
+    filters.push('begins_with(#scope, :prefix)');
+  }
+  if (q.unit) {
+    names['#unit'] = 'unit';
+    values[':unit'] = q.unit;
+    filters.push('#unit = :unit');
   }
   const entries: { position: string; scope: string; unit: Unit }[] = [];
   let startKey: Record<string, unknown> | undefined = q.after
@@ -308,4 +322,132 @@ export async function getLedgerSet(
       result.set(`${ledger.scope}#${ledger.unit}`, ledger);
   }
   return result;
+}
+
+/** A budget as the operator sees it: the ledger (shards merged), its dates and its caps. */
+export interface BudgetRecord {
+  readonly tenant: string;
+  readonly ledger: Ledger;
+  readonly createdAt: string;
+  readonly updatedAt?: string | undefined;
+  readonly caps?: BudgetCaps | undefined;
+  /** Escrow shards (1: unsharded): a status change writes every one. */
+  readonly shards: number;
+}
+
+/** The budgets of these (scope, unit) pairs that exist, in the order given. */
+export async function getBudgetRecords(
+  entries: readonly { scope: string; unit: Unit }[],
+): Promise<BudgetRecord[]> {
+  const items = await getItems(budgetKeys(entries));
+  await completeShards(items);
+  return entries.flatMap(({ scope, unit }) => {
+    const main = items.get(keys.ledger(scope, unit).pk);
+    if (main?.type !== 'ledger') return [];
+    const ofBudget = new Map(
+      [...items].filter(([, item]) => item.scope === scope && item.unit === unit),
+    );
+    const ledger = budgetsFrom(ofBudget).ledgers.get(scope);
+    if (!ledger) return [];
+    return [
+      {
+        tenant: String(main.tenant),
+        ledger,
+        createdAt: String(main.created_at),
+        updatedAt: main.updated_at === undefined ? undefined : String(main.updated_at),
+        caps: budgetCapsOf(main),
+        shards: Number(main.shards ?? 1),
+      },
+    ];
+  });
+}
+
+/** What an operator may change on a budget (its counters change only by funding). */
+export interface BudgetSettings {
+  readonly overdraftLimit: number;
+  /** Undefined: the budget has no caps. */
+  readonly caps: BudgetCaps | undefined;
+}
+
+/**
+ * New overdraft limit and caps on the budget's ledger item (shard 0 holds both), if they are
+ * still what was read, with the audit record; 'stale' otherwise.
+ */
+export async function updateBudgetSettings(
+  before: BudgetRecord,
+  after: BudgetSettings,
+  at: string,
+  audit: AuditEntry,
+): Promise<'updated' | 'stale'> {
+  const { scope, unit } = before.ledger;
+  const capsAttributes = after.caps ? budgetCapsAttributes(after.caps) : {};
+  const outcome = await transact([
+    {
+      Update: {
+        TableName: tableName(),
+        Key: keys.ledger(scope, unit),
+        UpdateExpression: after.caps
+          ? `SET #limit = :limit, #updated = :at, #caps = :caps${capsAttributes.caps_bps === undefined ? ' REMOVE #bps' : ', #bps = :bps'}`
+          : 'SET #limit = :limit, #updated = :at REMOVE #caps, #bps',
+        ConditionExpression:
+          '#limit = :was AND ' +
+          (before.caps ? '#caps = :wasCaps' : 'attribute_not_exists(#caps)') +
+          ' AND (attribute_not_exists(#status) OR #status <> :closed)',
+        ExpressionAttributeNames: {
+          '#limit': 'overdraft_limit',
+          '#updated': 'updated_at',
+          '#caps': 'caps',
+          '#bps': 'caps_bps',
+          '#status': 'status',
+        },
+        ExpressionAttributeValues: {
+          ':limit': after.overdraftLimit,
+          ':at': at,
+          ':was': before.ledger.overdraftLimit,
+          ':closed': 'CLOSED',
+          ...(after.caps && { ':caps': capsAttributes.caps }),
+          ...(capsAttributes.caps_bps !== undefined && { ':bps': capsAttributes.caps_bps }),
+          ...(before.caps && { ':wasCaps': budgetCapsAttributes(before.caps).caps }),
+        },
+      },
+    },
+    auditPut(audit),
+  ]);
+  return outcome.kind === 'committed' ? 'updated' : 'stale';
+}
+
+/**
+ * A budget's status on every item of it (a hold may land on any shard), from the status read,
+ * with the audit record; 'stale' when another change came first.
+ */
+export async function setBudgetStatus(
+  before: BudgetRecord,
+  to: BudgetStatus,
+  at: string,
+  audit: AuditEntry | undefined,
+): Promise<'updated' | 'stale'> {
+  const { scope, unit } = before.ledger;
+  const from = before.ledger.status ?? 'ACTIVE';
+  const itemKeys = Array.from({ length: before.shards }, (_, k) =>
+    k === 0 ? keys.ledger(scope, unit) : keys.ledgerShard(scope, unit, k),
+  );
+  const outcome = await transact([
+    ...itemKeys.map(
+      (Key): TransactItem => ({
+        Update: {
+          TableName: tableName(),
+          Key,
+          UpdateExpression: 'SET #status = :to, #updated = :at',
+          ConditionExpression:
+            from === 'ACTIVE'
+              ? 'attribute_exists(#pk) AND (attribute_not_exists(#status) OR #status = :from)'
+              : 'attribute_exists(#pk) AND #status = :from',
+          ExpressionAttributeNames: { '#pk': 'pk', '#status': 'status', '#updated': 'updated_at' },
+          ExpressionAttributeValues: { ':to': to, ':from': from, ':at': at },
+        },
+      }),
+    ),
+    ...(audit ? [auditPut(audit)] : []),
+  ]);
+  return outcome.kind === 'committed' ? 'updated' : 'stale';
 }

@@ -8,7 +8,14 @@ import { applyDelta, type Ledger, type LedgerChange } from '../domain/ledger.js'
 import { documentClient, tableName } from './client.js';
 import { budgetCapsOf, isLedgerItem, ledgerOf } from './items.js';
 import { hashOf, keys } from './keys.js';
-import { getItems, type Item, type Key, ledgerDeltaUpdate, type TransactItem } from './transact.js';
+import {
+  getItems,
+  type Item,
+  type Key,
+  ledgerDeltaUpdate,
+  openBudget,
+  type TransactItem,
+} from './transact.js';
 
 // Escrow shards in the table (domain/escrow.ts, docs/scaling.md). Shard 0 of a budget is its
 // ledger item `LEDGER#<scope>#<unit>`, which also carries `shards` (the count) and the
@@ -231,6 +238,7 @@ function shardUpdate(change: LedgerChange, k: number, covers: number | undefined
     values[':false'] = false;
     condition += ' AND #remaining >= :covers AND #gated = :false';
   }
+  if (change.guard.kind === 'admit') condition += ` AND ${openBudget(names, values)}`;
   return {
     Update: {
       TableName: tableName(),
@@ -258,6 +266,7 @@ function shardRewrite(change: LedgerChange, k: number, before: Shard, after: Sha
     conditions.push(`#${field} = :was_${field}`);
     sets.push(`#${field} = :now_${field}`);
   }
+  if (change.guard.kind === 'admit') conditions.push(openBudget(names, values));
   return {
     Update: {
       TableName: tableName(),

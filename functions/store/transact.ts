@@ -160,3 +160,14 @@ export function ledgerDeltaUpdate(delta: LedgerDelta): {
   }
   return { expression: `SET ${parts.join(', ')}`, names, values };
 }
+
+/**
+ * A new hold needs an ACTIVE budget: a freeze that lands between the read and the write fails the
+ * condition, and the read that follows refuses BUDGET_FROZEN. On every item of a budget (shards
+ * too), since a hold may land on any of them.
+ */
+export function openBudget(names: Record<string, string>, values: Record<string, unknown>): string {
+  names['#bstatus'] = 'status';
+  values[':bactive'] = 'ACTIVE';
+  return '(attribute_not_exists(#bstatus) OR #bstatus = :bactive)';
+}

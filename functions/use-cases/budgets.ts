@@ -2,13 +2,30 @@ import { type Amount, MAX_AMOUNT, type Unit } from '../domain/amounts.js';
 import type { Actor, AuditEntry } from '../domain/audit.js';
 import { type BudgetWriter, requireOwnTenant } from '../domain/caller.js';
 import type { BudgetCaps } from '../domain/caps.js';
-import { DomainError, invalidRequest } from '../domain/errors.js';
+import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
 import { fingerprint } from '../domain/fingerprint.js';
-import { applyDelta, type FundOperation, fundChange, type Ledger } from '../domain/ledger.js';
+import {
+  applyDelta,
+  type BudgetStatus,
+  type FundOperation,
+  fundChange,
+  type Ledger,
+} from '../domain/ledger.js';
 import { parseScope, segmentText, tenantOfScope } from '../domain/scopes.js';
-import { applyFunding, insertLedger } from '../store/ledgers.js';
+import {
+  applyFunding,
+  type BudgetRecord,
+  getBudgetRecords,
+  insertLedger,
+  queryLedgerIndex,
+  setBudgetStatus,
+  updateBudgetSettings,
+} from '../store/ledgers.js';
 import { readSnapshot } from '../store/snapshot.js';
 import { guardedWrite } from './guarded-write.js';
+import { type Page, type PageRequest, paged } from './pages.js';
+
+export type { BudgetRecord };
 
 /** Who wrote, for the audit trail and the request it came in. */
 export interface WriteContext {
@@ -143,6 +160,7 @@ export function fundBudget(
       const ledger = ledgers.get(scope);
       // A missing tenant has no budgets either: for the operator, this is the 404 to give.
       if (!ledger) throw new DomainError('NOT_FOUND', `no budget for ${scope} in ${unit}`);
+      if (ledger.status === 'CLOSED') throw budgetClosed(scope, unit);
       const change = fundChange(ledger, request.operation, amount.amount, MAX_AMOUNT);
       const result: Funded = {
         operation: request.operation,
@@ -183,4 +201,195 @@ export function fundBudget(
         : undefined;
     },
   });
+}
+
+/** A budget named by its scope and unit (the query parameters of the control plane). */
+export interface BudgetRef {
+  readonly scope: string;
+  readonly unit: Unit;
+}
+
+const noBudget = (scope: string, unit: Unit) =>
+  new DomainError('NOT_FOUND', `no budget for ${scope} in ${unit}`, { scope, unit });
+
+const budgetClosed = (scope: string, unit: Unit) =>
+  new DomainError('BUDGET_CLOSED', `the budget of ${scope} in ${unit} is closed`, { scope, unit });
+
+async function readBudget(scope: string, unit: Unit): Promise<BudgetRecord> {
+  const [found] = await getBudgetRecords([{ scope, unit }]);
+  if (!found) throw noBudget(scope, unit);
+  return found;
+}
+
+/** GET /v1/admin/budgets/lookup?scope=&unit=: one budget (the operator's, or the key's own tenant's). */
+export function lookupBudget(reader: BudgetWriter, ref: BudgetRef): Promise<BudgetRecord> {
+  return readBudget(writableScope(reader, ref.scope).scope, ref.unit);
+}
+
+export interface BudgetFilters extends PageRequest {
+  readonly tenantId?: string | undefined;
+  readonly scopePrefix?: string | undefined;
+  readonly unit?: Unit | undefined;
+  readonly status?: BudgetStatus | undefined;
+}
+
+/**
+ * GET /v1/admin/budgets: one tenant's budgets by scope, filtered. The operator names the tenant
+ * (budgets are indexed per tenant); a key lists its own.
+ */
+export function listBudgets(reader: BudgetWriter, q: BudgetFilters): Promise<Page<BudgetRecord>> {
+  if (reader.kind === 'tenant' && q.tenantId !== undefined) {
+    requireOwnTenant(reader, q.tenantId, `tenant '${q.tenantId}'`, { tenant_id: q.tenantId });
+  }
+  const tenant = reader.kind === 'tenant' ? reader.tenant : q.tenantId;
+  if (tenant === undefined) {
+    throw invalidRequest('tenant_id is required with the admin key', { field: 'tenant_id' });
+  }
+  const { cursor: _cursor, limit, ...filters } = q;
+  return paged({ route: 'budgets', ...filters, tenantId: tenant }, q, async (after) => {
+    const page = await queryLedgerIndex({
+      tenant,
+      segment: `tenant:${tenant}`,
+      alsoContains: [],
+      scopePrefix: q.scopePrefix,
+      unit: q.unit,
+      after,
+      limit,
+    });
+    const records = await getBudgetRecords(page.entries);
+    const last = page.entries[page.entries.length - 1];
+    return {
+      items: records.filter(
+        (b) => q.status === undefined || (b.ledger.status ?? 'ACTIVE') === q.status,
+      ),
+      nextPosition: page.hasMore && last ? last.position : undefined,
+    };
+  });
+}
+
+export interface BudgetChange {
+  readonly overdraftLimit?: Amount | undefined;
+  /** null removes the caps. */
+  readonly caps?: BudgetCaps | null | undefined;
+}
+
+const MAX_ATTEMPTS = 5;
+
+/**
+ * PATCH /v1/admin/budgets?scope=&unit=: the overdraft limit and the caps, audited. A limit
+ * lowered below the debt puts the budget over its limit (SPEC rule 4: no new reservations until
+ * the debt is repaid); counters change only by funding.
+ */
+export async function changeBudget(
+  writer: BudgetWriter,
+  ref: BudgetRef,
+  change: BudgetChange,
+  { now, requestId }: WriteContext,
+): Promise<BudgetRecord> {
+  const { tenant, actor, scope } = writableScope(writer, ref.scope);
+  if (change.overdraftLimit && change.overdraftLimit.unit !== ref.unit) {
+    throw new DomainError(
+      'UNIT_MISMATCH',
+      `overdraft_limit is in ${change.overdraftLimit.unit}, the budget in ${ref.unit}`,
+      { requested_unit: change.overdraftLimit.unit, expected_unit: ref.unit },
+    );
+  }
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const before = await readBudget(scope, ref.unit);
+    if (before.ledger.status === 'CLOSED') throw budgetClosed(scope, ref.unit);
+    const settings = {
+      overdraftLimit: change.overdraftLimit?.amount ?? before.ledger.overdraftLimit,
+      caps: change.caps === undefined ? before.caps : (change.caps ?? undefined),
+    };
+    const after = { ...before.ledger, overdraftLimit: settings.overdraftLimit };
+    const audit: AuditEntry = {
+      tenant,
+      atMs: now,
+      actor,
+      requestId,
+      action: 'budget.update',
+      scope,
+      unit: ref.unit,
+      before: before.ledger,
+      after,
+      ...(change.caps !== undefined && { detail: { caps: change.caps ?? 'removed' } }),
+    };
+    const at = new Date(now).toISOString();
+    if ((await updateBudgetSettings(before, settings, at, audit)) === 'updated') {
+      return { ...before, ledger: after, caps: settings.caps, updatedAt: at };
+    }
+  }
+  throw new RetryLaterError('CONTENTION', 100);
+}
+
+/**
+ * POST /v1/admin/budgets/freeze and /unfreeze: a frozen budget refuses new reservations and
+ * events (409 BUDGET_FROZEN; DENY on decide and dry runs) and still settles the open ones.
+ * Freezing a frozen budget answers it unchanged.
+ */
+export async function setBudgetFrozen(
+  writer: BudgetWriter,
+  ref: BudgetRef,
+  frozen: boolean,
+  { now, requestId }: WriteContext,
+): Promise<BudgetRecord> {
+  const { tenant, actor, scope } = writableScope(writer, ref.scope);
+  const to = frozen ? 'FROZEN' : 'ACTIVE';
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const before = await readBudget(scope, ref.unit);
+    if (before.ledger.status === 'CLOSED') throw budgetClosed(scope, ref.unit);
+    if ((before.ledger.status ?? 'ACTIVE') === to) return before;
+    const { status: _was, ...ledger } = before.ledger;
+    const after: Ledger = frozen ? { ...ledger, status: 'FROZEN' } : ledger;
+    const at = new Date(now).toISOString();
+    const audit: AuditEntry = {
+      tenant,
+      atMs: now,
+      actor,
+      requestId,
+      action: frozen ? 'budget.freeze' : 'budget.unfreeze',
+      scope,
+      unit: ref.unit,
+      before: before.ledger,
+      after,
+    };
+    if ((await setBudgetStatus(before, to, at, audit)) === 'updated') {
+      return { ...before, ledger: after, updatedAt: at };
+    }
+  }
+  throw new RetryLaterError('CONTENTION', 100);
+}
+
+/** Part of a tenant's close: every budget of the tenant CLOSED (audited), permanently. */
+export async function closeBudgetsOfTenant(tenant: string, { now, requestId }: WriteContext) {
+  const at = new Date(now).toISOString();
+  for (let after: string | undefined; ; ) {
+    const page = await queryLedgerIndex({
+      tenant,
+      segment: `tenant:${tenant}`,
+      alsoContains: [],
+      after,
+      limit: 100,
+    });
+    for (const before of await getBudgetRecords(page.entries)) {
+      if (before.ledger.status === 'CLOSED') continue;
+      const { scope, unit } = before.ledger;
+      const audit: AuditEntry = {
+        tenant,
+        atMs: now,
+        actor: { kind: 'admin' },
+        requestId,
+        action: 'budget.close',
+        scope,
+        unit,
+        before: before.ledger,
+        after: { ...before.ledger, status: 'CLOSED' },
+      };
+      // A concurrent freeze may win the race: the next close of the tenant finishes it.
+      await setBudgetStatus(before, 'CLOSED', at, audit);
+    }
+    const last = page.entries[page.entries.length - 1];
+    if (!page.hasMore || !last) return;
+    after = last.position;
+  }
 }

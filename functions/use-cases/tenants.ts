@@ -8,7 +8,7 @@ import {
 } from '../domain/tenant.js';
 import { getTenant, insertTenant, queryTenants, updateTenant } from '../store/tenants.js';
 import { revokeKeysOfTenant } from './api-keys.js';
-import type { WriteContext } from './budgets.js';
+import { closeBudgetsOfTenant, type WriteContext } from './budgets.js';
 import { type Page, type PageRequest, paged } from './pages.js';
 import { releaseOpenReservations } from './reservations.js';
 
@@ -97,8 +97,9 @@ export async function changeTenant(
   throw new DomainError('INTERNAL_ERROR', `tenant ${tenantId} kept changing; try again`);
 }
 
-/** What a closed tenant must not keep: live keys and held budget. Idempotent. */
+/** What a closed tenant must not keep: live keys, held budget, open budgets. Idempotent. */
 async function closeCascade(tenantId: string, context: WriteContext): Promise<void> {
   await revokeKeysOfTenant(tenantId, 'tenant closed', context);
   await releaseOpenReservations(tenantId, 'tenant closed', context);
+  await closeBudgetsOfTenant(tenantId, context);
 }

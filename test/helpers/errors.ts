@@ -3,7 +3,8 @@ import * as z from 'zod';
 import type { Response, WireError } from './http.js';
 
 /**
- * SPEC § Errors: the twelve codes and their statuses, and the reference's TENANT_CLOSED (409);
+ * SPEC § Errors: the twelve codes and their statuses, and the reference's TENANT_CLOSED,
+ * BUDGET_FROZEN and BUDGET_CLOSED (409);
  * DUPLICATE_RESOURCE and the reference admin plane's KEY_REVOKED are the admin plane's own.
  */
 export const SPEC_STATUS: Readonly<Record<string, number>> = {
@@ -19,6 +20,8 @@ export const SPEC_STATUS: Readonly<Record<string, number>> = {
   IDEMPOTENCY_MISMATCH: 409,
   RESERVATION_EXPIRED: 410,
   TENANT_CLOSED: 409,
+  BUDGET_FROZEN: 409,
+  BUDGET_CLOSED: 409,
   INTERNAL_ERROR: 500,
 };
 const ADMIN_STATUS: Readonly<Record<string, number>> = {

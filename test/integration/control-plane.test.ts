@@ -214,6 +214,21 @@ describe('tenants', () => {
     });
     expect(released.logs.length).toBe(holds.length + admitted);
 
+    const budget = await admin(
+      'GET',
+      `/v1/admin/budgets/lookup?scope=${encodeURIComponent(scope)}&unit=USD_MICROCENTS`,
+    );
+    expect(budget.body.status).toBe('CLOSED');
+    const fundClosed = await admin(
+      'POST',
+      `/v1/admin/budgets/fund?scope=${encodeURIComponent(scope)}&unit=USD_MICROCENTS`,
+      {
+        operation: 'CREDIT',
+        amount: { unit: 'USD_MICROCENTS', amount: 1 },
+        idempotency_key: randomUUID(),
+      },
+    );
+    expectError(fundClosed, 409, 'BUDGET_CLOSED', 'admin');
     await pastCaches();
     expectError(await api.reserve(t), 401, 'UNAUTHORIZED', 'runtime');
     expectError(
@@ -483,3 +498,228 @@ describe('audit trail', () => {
     expect((await api.getReservation(t, id)).body.status).toBe('RELEASED');
   });
 });
+
+describe('budgets', () => {
+  const usd = (amount: number) => ({ unit: 'USD_MICROCENTS', amount });
+  const q = (scope: string) => `scope=${encodeURIComponent(scope)}&unit=USD_MICROCENTS`;
+  const budgetAt = async (scope: string, headers: Record<string, string> = adminHeaders) =>
+    request('GET', `${stack.adminUrl}/v1/admin/budgets/lookup?${q(scope)}`, { headers });
+  const fundBy = (
+    t: GivenTenant,
+    scope: string,
+    operation: string,
+    amount: number,
+    key = randomUUID(),
+  ) =>
+    request('POST', `${stack.adminUrl}/v1/admin/budgets/fund?${q(scope)}`, {
+      headers: t.headers,
+      body: { operation, amount: usd(amount), idempotency_key: key },
+    });
+
+  it('lists a tenant’s budgets with filters and pages, and looks one up', async () => {
+    const t = await givenTenant(stack);
+    const root = `tenant:${t.tenant}`;
+    await givenBudget(stack, t, '', 1_000);
+    await givenBudget(stack, t, 'workspace:a', 100);
+    await givenBudget(stack, t, 'workspace:b', 100);
+    await givenBudget(stack, t, 'workspace:b', 7, { unit: 'TOKENS' });
+
+    const all: Json[] = [];
+    let cursor: string | undefined;
+    do {
+      const res = await admin(
+        'GET',
+        `/v1/admin/budgets?tenant_id=${t.tenant}&limit=3${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      all.push(...(res.body.ledgers as Json[]));
+      cursor = res.body.next_cursor as string | undefined;
+    } while (cursor);
+    expect(all.map((b) => `${b.scope}#${b.unit}`).sort()).toEqual(
+      [
+        `${root}#USD_MICROCENTS`,
+        `${root}/workspace:a#USD_MICROCENTS`,
+        `${root}/workspace:b#TOKENS`,
+        `${root}/workspace:b#USD_MICROCENTS`,
+      ].sort(),
+    );
+    const prefixed = await request(
+      'GET',
+      `${stack.adminUrl}/v1/admin/budgets?scope_prefix=${encodeURIComponent(`${root}/workspace:b`)}&unit=TOKENS`,
+      { headers: t.headers },
+    );
+    expect((prefixed.body.ledgers as Json[]).map((b) => b.scope)).toEqual([`${root}/workspace:b`]);
+
+    const one = await budgetAt(`${root}/workspace:a`, t.headers);
+    expect(one.body).toEqual({
+      ledger_id: expect.stringMatching(/^ldg_[0-9a-f]+$/),
+      tenant_id: t.tenant,
+      scope: `${root}/workspace:a`,
+      scope_path: `${root}/workspace:a`,
+      unit: 'USD_MICROCENTS',
+      allocated: usd(100),
+      remaining: usd(100),
+      spent: usd(0),
+      reserved: usd(0),
+      debt: usd(0),
+      overdraft_limit: usd(0),
+      is_over_limit: false,
+      status: 'ACTIVE',
+      created_at: expect.any(String),
+    });
+    expectError(await budgetAt(`${root}/workspace:zz`), 404, 'NOT_FOUND', 'admin');
+    expectError(await admin('GET', '/v1/admin/budgets'), 400, 'INVALID_REQUEST', 'admin');
+    const other = await givenTenant(stack);
+    expectError(await budgetAt(root, other.headers), 403, 'FORBIDDEN', 'admin');
+  });
+
+  it('freezes: new holds, decides and events are refused, open ones settle, unfreeze reopens', async () => {
+    const t = await givenTenant(stack);
+    await givenBudget(stack, t, '', 10_000, { shards: 4 });
+    await givenBudget(stack, t, 'workspace:w', 10_000);
+    const open = await api.reserve(t, { estimate: usd(100) });
+    const scope = `tenant:${t.tenant}/workspace:w`;
+
+    // Reservations racing the freeze: each is either held (and counted) or refused as frozen.
+    const racing = Promise.all(
+      Array.from({ length: 8 }, () => api.reserve(t, { estimate: usd(10) })),
+    );
+    const frozen = await request('POST', `${stack.adminUrl}/v1/admin/budgets/freeze?${q(scope)}`, {
+      headers: t.headers,
+    });
+    expect(frozen.status, JSON.stringify(frozen.body)).toBe(200);
+    expect(frozen.body.status).toBe('FROZEN');
+    for (const r of await racing) expect([200, 409]).toContain(r.status);
+
+    const refused = expectError(await api.reserve(t), 409, 'BUDGET_FROZEN', 'runtime');
+    expect(refused.details).toMatchObject({ scope });
+    const decided = await runtime(t, 'POST', '/v1/decide', {
+      idempotency_key: randomUUID(),
+      subject: { workspace: 'w' },
+      action: { kind: 'llm', name: 'm' },
+      estimate: usd(1),
+    });
+    expect(decided.body).toMatchObject({ decision: 'DENY', reason_code: 'BUDGET_FROZEN' });
+    const event = await runtime(t, 'POST', '/v1/events', {
+      idempotency_key: randomUUID(),
+      subject: { workspace: 'w' },
+      action: { kind: 'tool.call', name: 'x' },
+      actual: usd(1),
+    });
+    expectError(event, 409, 'BUDGET_FROZEN', 'runtime');
+    expect((await api.commit(t, open.body.reservation_id, { actual: usd(60) })).status).toBe(200);
+
+    // Freezing the sharded root refuses a hold that would land on any of its shards.
+    const root = `tenant:${t.tenant}`;
+    await request('POST', `${stack.adminUrl}/v1/admin/budgets/unfreeze?${q(scope)}`, {
+      headers: t.headers,
+    });
+    await request('POST', `${stack.adminUrl}/v1/admin/budgets/freeze?${q(root)}`, {
+      headers: t.headers,
+    });
+    for (let i = 0; i < 4; i++) expectError(await api.reserve(t), 409, 'BUDGET_FROZEN', 'runtime');
+    const again = await request('POST', `${stack.adminUrl}/v1/admin/budgets/unfreeze?${q(root)}`, {
+      headers: t.headers,
+    });
+    expect(again.body.status).toBe('ACTIVE');
+    expect((await api.reserve(t)).status).toBe(200);
+
+    const trail = await auditLogs({ tenant_id: t.tenant, resource_type: 'budget' });
+    expect(trail.logs.map((l) => l.operation).slice(0, 4)).toEqual([
+      'unfreezeBudget',
+      'freezeBudget',
+      'unfreezeBudget',
+      'freezeBudget',
+    ]);
+  });
+
+  it('changes the overdraft limit and the caps; a limit below the debt blocks new holds', async () => {
+    const t = await givenTenant(stack);
+    const root = `tenant:${t.tenant}`;
+    await givenBudget(stack, t, '', 100, { overdraftLimit: 1_000 });
+    const hold = await api.reserve(t, { subject: { tenant: t.tenant }, estimate: usd(100) });
+    await api.commit(t, hold.body.reservation_id, { actual: usd(400) }, {});
+    // ALLOW_IF_AVAILABLE by default: commit what the budget covers, so use an event into debt.
+    await runtime(t, 'POST', '/v1/events', {
+      idempotency_key: randomUUID(),
+      subject: { tenant: t.tenant },
+      action: { kind: 'tool.call', name: 'x' },
+      actual: usd(300),
+      overage_policy: 'ALLOW_WITH_OVERDRAFT',
+    });
+    const indebted = await budgetAt(root);
+    expect(amountOfJson(indebted.body.debt)).toBeGreaterThan(0);
+
+    const patched = await request('PATCH', `${stack.adminUrl}/v1/admin/budgets?${q(root)}`, {
+      headers: t.headers,
+      body: { overdraft_limit: usd(1), caps: { max_tokens: 500 } },
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body).toMatchObject({
+      overdraft_limit: usd(1),
+      is_over_limit: true,
+      caps: { max_tokens: 500 },
+      updated_at: expect.any(String),
+    });
+    expectError(
+      await api.reserve(t, { subject: { tenant: t.tenant }, estimate: usd(1) }),
+      409,
+      'OVERDRAFT_LIMIT_EXCEEDED',
+      'runtime',
+    );
+    await fundBy(t, root, 'REPAY_DEBT', 10_000);
+    const capped = await api.reserve(t, { subject: { tenant: t.tenant }, estimate: usd(1) });
+    expect(capped.body).toMatchObject({ decision: 'ALLOW_WITH_CAPS', caps: { max_tokens: 500 } });
+
+    const removed = await request('PATCH', `${stack.adminUrl}/v1/admin/budgets?${q(root)}`, {
+      headers: t.headers,
+      body: { caps: null },
+    });
+    expect(removed.body).not.toHaveProperty('caps');
+    const plain = await api.reserve(t, { subject: { tenant: t.tenant }, estimate: usd(1) });
+    expect(plain.body.decision).toBe('ALLOW');
+    for (const body of [
+      {},
+      { allocated: usd(5) },
+      { overdraft_limit: { unit: 'TOKENS', amount: 1 } },
+    ]) {
+      const res = await request('PATCH', `${stack.adminUrl}/v1/admin/budgets?${q(root)}`, {
+        headers: t.headers,
+        body,
+      });
+      expect([400]).toContain(res.status);
+    }
+  });
+
+  it('funds by query: DEBIT never below spent and held, RESET_SPENT starts a period by hand', async () => {
+    const t = await givenTenant(stack);
+    const root = `tenant:${t.tenant}`;
+    await givenBudget(stack, t, '', 1_000);
+    const spent = await api.reserve(t, { subject: { tenant: t.tenant }, estimate: usd(300) });
+    await api.commit(t, spent.body.reservation_id, { actual: usd(300) });
+    await api.reserve(t, { subject: { tenant: t.tenant }, estimate: usd(200) }); // held
+
+    expectError(await fundBy(t, root, 'DEBIT', 501), 409, 'BUDGET_EXCEEDED', 'admin');
+    const key = randomUUID();
+    const debited = await fundBy(t, root, 'DEBIT', 500, key);
+    expect(debited.status).toBe(200);
+    expect(debited.body).toMatchObject({ new_allocated: usd(500), new_remaining: usd(0) });
+    expect((await fundBy(t, root, 'DEBIT', 500, key)).body).toEqual(debited.body); // replay
+
+    const reset = await fundBy(t, root, 'RESET_SPENT', 0);
+    expect(reset.status).toBe(200);
+    expect(reset.body.balance).toMatchObject({
+      spent: usd(0),
+      reserved: usd(200),
+      remaining: usd(300),
+      allocated: usd(500),
+    });
+    expectError(await fundBy(t, root, 'RESET_SPENT', 1), 400, 'INVALID_REQUEST', 'admin');
+    const ops = (await auditLogs({ tenant_id: t.tenant, operation: 'fundBudget' })).logs;
+    expect(
+      ops.map((l) => (l.metadata as { detail: { operation: string } }).detail.operation),
+    ).toEqual(['RESET_SPENT', 'DEBIT']);
+  });
+});
+
+const amountOfJson = (v: unknown) => (v as { amount: number }).amount;

@@ -3,10 +3,11 @@ import { AUDIT_OPERATION_NAMES } from '../../domain/audit.js';
 import { BPS, type Caps, MAX_CAPS_BYTES, mergeCaps } from '../../domain/caps.js';
 import { DomainError } from '../../domain/errors.js';
 import { MAX_SHARDS } from '../../domain/escrow.js';
+import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../domain/ledger.js';
 import { PERMISSIONS } from '../../domain/permissions.js';
 import { TENANT_STATUSES } from '../../domain/tenant.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
-import type { BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
+import type { BudgetChange, BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
 import type { TenantRequest } from '../../use-cases/tenants.js';
 import { Amount, Cursor, camel, IdempotencyKey, Int, Unit } from './common.js';
 
@@ -133,7 +134,7 @@ export const FundPath = z
   .pipe(z.object({ scope: z.string().min(1).max(4096), unit: Unit }));
 
 export const FundBudgetBody = z.object({
-  operation: z.enum(['CREDIT', 'RESET', 'REPAY_DEBT']),
+  operation: z.enum(FUND_OPERATIONS),
   amount: Amount,
   idempotency_key: IdempotencyKey,
   reason: z.string().max(1024).optional(),
@@ -215,3 +216,52 @@ export const ListAuditLogsQuery = z
     cursor: Cursor.optional(),
   })
   .transform(camel);
+
+/** `?scope=&unit=`: a nested scope in a query parameter has no path-decoding trap. */
+export const BudgetQuery = z.object({ scope: z.string().min(1).max(4096), unit: Unit });
+
+export const ListBudgetsQuery = z
+  .object({
+    tenant_id: TenantId.optional(),
+    scope_prefix: z.string().min(1).max(4096).optional(),
+    unit: Unit.optional(),
+    status: z.enum(BUDGET_STATUSES).optional(),
+    limit: AdminPageLimit,
+    cursor: Cursor.optional(),
+  })
+  .transform(camel);
+
+/** Strict: counters change only by funding; a field we do not know is refused. */
+export const UpdateBudgetBody = z
+  .strictObject({
+    overdraft_limit: Amount.optional(),
+    caps: CapsBody.nullable().optional(),
+    caps_when_remaining_below_bps: Int(1, BPS).optional(),
+  })
+  .refine((b) => Object.keys(b).length > 0, {
+    message: 'one of overdraft_limit, caps is required',
+  })
+  .refine(
+    (b) =>
+      b.caps_when_remaining_below_bps === undefined || (b.caps !== undefined && b.caps !== null),
+    {
+      message: 'caps_when_remaining_below_bps needs caps',
+      path: ['caps_when_remaining_below_bps'],
+    },
+  )
+  .transform(
+    (b): BudgetChange => ({
+      ...(b.overdraft_limit !== undefined && { overdraftLimit: b.overdraft_limit }),
+      ...(b.caps !== undefined && {
+        caps:
+          b.caps === null
+            ? null
+            : {
+                caps: b.caps,
+                ...(b.caps_when_remaining_below_bps !== undefined && {
+                  belowRemainingBps: b.caps_when_remaining_below_bps,
+                }),
+              },
+      }),
+    }),
+  );

@@ -1,0 +1,11 @@
+import { httpHandler } from '../http/handler.js';
+import { BudgetQuery } from '../http/schemas/admin.js';
+import { budgetLedgerView } from '../http/views.js';
+import { setBudgetFrozen } from '../use-cases/budgets.js';
+
+export const handler = httpHandler(
+  'freezeBudget',
+  { query: BudgetQuery },
+  async ({ caller, query, now, requestId }) =>
+    budgetLedgerView(await setBudgetFrozen(caller, query, true, { now, requestId })),
+);

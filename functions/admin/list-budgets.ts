@@ -1,0 +1,10 @@
+import { httpHandler } from '../http/handler.js';
+import { ListBudgetsQuery } from '../http/schemas/admin.js';
+import { budgetPageView } from '../http/views.js';
+import { listBudgets } from '../use-cases/budgets.js';
+
+export const handler = httpHandler(
+  'listBudgets',
+  { query: ListBudgetsQuery },
+  async ({ caller, query }) => budgetPageView(await listBudgets(caller, query)),
+);

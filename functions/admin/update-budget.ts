@@ -1,0 +1,11 @@
+import { httpHandler } from '../http/handler.js';
+import { BudgetQuery, UpdateBudgetBody } from '../http/schemas/admin.js';
+import { budgetLedgerView } from '../http/views.js';
+import { changeBudget } from '../use-cases/budgets.js';
+
+export const handler = httpHandler(
+  'updateBudget',
+  { query: BudgetQuery, body: UpdateBudgetBody },
+  async ({ caller, query, body, now, requestId }) =>
+    budgetLedgerView(await changeBudget(caller, query, body, { now, requestId })),
+);
