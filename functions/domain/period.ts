@@ -1,4 +1,5 @@
 import { invalidRequest } from './errors.js';
+import type { Ledger } from './ledger.js';
 
 /**
  * Budgets that roll over by themselves (docs/decisions.md § Rolling budgets). A period is a
@@ -20,6 +21,26 @@ export interface Period {
   readonly start: number;
   readonly end: number;
 }
+
+/**
+ * A rolling budget's period as read with its ledger: the current one (`closed` absent), or a
+ * closed one whose ledger still settles the holds taken in it.
+ */
+export interface LedgerPeriod extends Period {
+  readonly spec: PeriodSpec;
+  /** The allocation each new period starts with. */
+  readonly amount: number;
+  readonly closed?: true | undefined;
+}
+
+/** Where a change to a rolling budget lands: its current period's ledger, or a closed one's. */
+export interface ChangePeriod {
+  readonly start: number;
+  readonly closed: boolean;
+}
+
+/** Whether the ledger must start a new period before anything is decided on it. */
+export const isDue = (p: LedgerPeriod, now: number): boolean => !p.closed && now >= p.end;
 
 const DAY_MS = 86_400_000;
 
@@ -58,3 +79,34 @@ export function periodAt(spec: PeriodSpec, t: number): Period {
     }
   }
 }
+
+/**
+ * The ledger in the period of `now`, as rolling over makes it: the period's allocation, nothing
+ * spent or held (holds stay with the period they were taken in), the debt carried on (it is
+ * still owed). Unchanged while its period lasts. Reads show this before any write rolls over.
+ */
+export function rolledOver(
+  ledger: Ledger,
+  period: LedgerPeriod,
+  now: number,
+): { readonly ledger: Ledger; readonly period: LedgerPeriod } {
+  if (!isDue(period, now)) return { ledger, period };
+  const next = periodAt(period.spec, now);
+  return {
+    ledger: {
+      ...ledger,
+      allocated: period.amount,
+      spent: 0,
+      reserved: 0,
+      remaining: period.amount - ledger.debt,
+    },
+    period: { ...period, start: next.start, end: next.end },
+  };
+}
+
+/** A closed period's ledger: as it was at the boundary, its debt moved on to the next period. */
+export const closedPeriodLedger = (ledger: Ledger): Ledger => ({
+  ...ledger,
+  debt: 0,
+  remaining: ledger.allocated - ledger.spent - ledger.reserved,
+});
