@@ -412,3 +412,15 @@ export const sweeper = {
   memoryMb: 512,
   timeoutSeconds: 60,
 } as const satisfies Pick<Route, 'entry' | 'table' | 'memoryMb' | 'timeoutSeconds'>;
+
+/**
+ * The budget events consumer (functions/jobs/budget-events.ts), fed by the table's stream: reads
+ * the shards of a sharded budget, writes nothing (docs/decisions.md § Budget events).
+ */
+export const budgetEventsConsumer = {
+  entry: 'jobs/budget-events',
+  table: { items: 'read' },
+  memoryMb: 512,
+  // A batch waits for its webhook deliveries (bounded retries) before Lambda freezes it.
+  timeoutSeconds: 120,
+} as const satisfies Pick<Route, 'entry' | 'table' | 'memoryMb' | 'timeoutSeconds'>;

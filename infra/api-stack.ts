@@ -22,20 +22,26 @@ import {
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { type ITable, Operation } from 'aws-cdk-lib/aws-dynamodb';
-import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { EventBus, Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import {
   acceptsAdminKey,
+  budgetEventsConsumer,
   type Route,
   type RouteId,
   routeEntries,
   type Server,
   sweeper,
 } from '../functions/routes.js';
+import { EVENT_ITEM_TYPES } from '../functions/store/table.js';
 import type { SecretRef } from './data-stack.js';
 import { ServiceFunction } from './service-function.js';
 
@@ -72,6 +78,12 @@ export interface ApiStackProps extends StackProps {
    * @default true
    */
   readonly reserveSweeperConcurrency?: boolean;
+  /**
+   * Webhook URLs the budget events consumer also POSTs every event to, signed with a secret the
+   * stack generates (output `WebhookSecretId`). The bus gets every event regardless.
+   * @default - none: events go to the bus only
+   */
+  readonly webhookUrls?: readonly string[];
 }
 
 /** A route's sizing, from the route table's defaults. */
@@ -85,7 +97,11 @@ const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
 /** The stateless half: one function per route, the two HTTP APIs, the sweeper and alarms. */
 export class ApiStack extends Stack {
   readonly apis: Record<Server, { readonly api: HttpApi; readonly stage: HttpStage }>;
-  readonly functions: Record<RouteId | 'sweeper', ServiceFunction>;
+  readonly functions: Record<RouteId | 'sweeper' | 'budgetEvents', ServiceFunction>;
+  /** Where budget events go: route them with ordinary EventBridge rules (README). */
+  readonly eventBus: EventBus;
+  /** Stream batches that never went through (their metadata: shard and sequence numbers). */
+  readonly budgetEventsDlq: Queue;
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
@@ -112,7 +128,7 @@ export class ApiStack extends Stack {
       ),
     };
 
-    const functions: Partial<Record<RouteId | 'sweeper', ServiceFunction>> = {};
+    const functions: Partial<Record<RouteId | 'sweeper' | 'budgetEvents', ServiceFunction>> = {};
     for (const [routeId, route] of routeEntries()) {
       const name = pascal(routeId);
       const adminAuth = acceptsAdminKey(route);
@@ -142,7 +158,16 @@ export class ApiStack extends Stack {
       functions[routeId] = fn;
     }
     functions.sweeper = this.sweeper(props, common);
-    this.functions = functions as Record<RouteId | 'sweeper', ServiceFunction>;
+    this.eventBus = new EventBus(this, 'BudgetEvents', {
+      description: 'Budget events: thresholds, exhaustion, debt, over limit, expiries, refusals',
+    });
+    this.budgetEventsDlq = new Queue(this, 'BudgetEventsDlq', {
+      retentionPeriod: Duration.days(14),
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    functions.budgetEvents = this.budgetEvents(props, common);
+    this.functions = functions as Record<RouteId | 'sweeper' | 'budgetEvents', ServiceFunction>;
 
     const urls = props.domain ? this.customDomain(props.domain) : undefined;
     new CfnOutput(this, 'RuntimeUrl', {
@@ -222,6 +247,88 @@ export class ApiStack extends Stack {
       schedule: Schedule.rate(Duration.minutes(1)),
       targets: [new LambdaFunction(fn, { retryAttempts: 2, maxEventAge: Duration.minutes(1) })],
     });
+    return fn;
+  }
+
+  /**
+   * The table's stream → the budget events consumer → the bus (and webhooks, if configured).
+   * Only items that can mean an event invoke it (filters on the stream records), in batches;
+   * a failing batch is bisected, the consumer reports the record to retry from, and what still
+   * fails after 10 tries (or a day) is dropped to the DLQ, so one poison record never holds
+   * the stream.
+   */
+  private budgetEvents(
+    props: ApiStackProps,
+    common: { environment: Record<string, string>; logRetention: RetentionDays },
+  ): ServiceFunction {
+    const webhookUrls = props.webhookUrls ?? [];
+    const webhookSecret =
+      webhookUrls.length > 0
+        ? new Secret(this, 'WebhookSecret', {
+            description: 'Signs the webhook deliveries of budget events (X-Cycles-Signature)',
+            generateSecretString: { passwordLength: 48, excludePunctuation: true },
+            removalPolicy: props.ephemeral ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
+          })
+        : undefined;
+    const fn = new ServiceFunction(this, 'BudgetEventsConsumer', {
+      ...common,
+      entry: budgetEventsConsumer.entry,
+      description: 'derives budget events from the table stream and puts them on the bus',
+      ...sizingOf(budgetEventsConsumer),
+      environment: {
+        ...common.environment,
+        EVENT_BUS_NAME: this.eventBus.eventBusName,
+        ...(webhookSecret && {
+          WEBHOOK_URLS: webhookUrls.join(','),
+          WEBHOOK_SECRET_ID: webhookSecret.secretArn,
+        }),
+      },
+    });
+    fn.grantTable(props.table, budgetEventsConsumer.table);
+    fn.grantStreamRead(props.table);
+    this.eventBus.grantPutEventsTo(fn);
+    if (webhookSecret) fn.grantSecretRead(webhookSecret.secretArn);
+    const streamArn = props.table.tableStreamArn;
+    if (!streamArn) throw new Error('budget events need the table stream (DataStack)');
+    const type = (...types: string[]) => ({ type: { S: FilterRule.or(...types) } });
+    fn.addEventSourceMapping('TableStream', {
+      eventSourceArn: streamArn,
+      startingPosition: StartingPosition.TRIM_HORIZON,
+      batchSize: 100,
+      maxBatchingWindow: Duration.seconds(1),
+      bisectBatchOnError: true,
+      reportBatchItemFailures: true,
+      retryAttempts: 10,
+      maxRecordAge: Duration.days(1),
+      onFailure: new SqsDlq(this.budgetEventsDlq),
+      filters: [
+        // Ledger writes (usage, debt), expiries (ACTIVE → EXPIRED), refusal records.
+        FilterCriteria.filter({
+          eventName: FilterRule.isEqual('MODIFY'),
+          dynamodb: { NewImage: type(...EVENT_ITEM_TYPES.ledgers) },
+        }),
+        FilterCriteria.filter({
+          eventName: FilterRule.isEqual('MODIFY'),
+          dynamodb: {
+            NewImage: { ...type(EVENT_ITEM_TYPES.reservation), status: { S: ['EXPIRED'] } },
+          },
+        }),
+        FilterCriteria.filter({
+          eventName: FilterRule.isEqual('INSERT'),
+          dynamodb: { NewImage: type(EVENT_ITEM_TYPES.refusal) },
+        }),
+      ],
+    });
+    new CfnOutput(this, 'EventBusName', {
+      value: this.eventBus.eventBusName,
+      description: 'The bus budget events are put on (source budget-reservations)',
+    });
+    if (webhookSecret) {
+      new CfnOutput(this, 'WebhookSecretId', {
+        value: webhookSecret.secretArn,
+        description: 'aws secretsmanager get-secret-value --secret-id <this>: the webhook key',
+      });
+    }
     return fn;
   }
 
@@ -308,6 +415,12 @@ export class ApiStack extends Stack {
       }),
       1,
       'DynamoDB throttled requests to the table',
+    );
+    alarm(
+      'BudgetEventsDropped',
+      this.budgetEventsDlq.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Max' }),
+      1,
+      'stream batches the budget events consumer could not process were dropped to its DLQ',
     );
     alarm(
       'SweeperErrors',

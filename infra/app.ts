@@ -15,6 +15,7 @@ import { DataStack } from './data-stack.js';
  *   domainName + certificateArn [+ adminBasePath]   custom domain for both APIs
  *   alarmEmail             subscribe this address to the alarm topic
  *   reserveSweeperConcurrency=false   for accounts whose Lambda concurrency quota is below 101
+ *   webhookUrls            comma-separated URLs budget events are also POSTed to (signed)
  */
 export function createStacks(app: App): { data: DataStack; api: ApiStack } {
   const context = (key: string): string | undefined => {
@@ -35,6 +36,10 @@ export function createStacks(app: App): { data: DataStack; api: ApiStack } {
       : undefined;
   const adminApiKeySecretName = context('adminApiKeySecretName');
   const alarmEmail = context('alarmEmail');
+  const webhookUrls = context('webhookUrls')
+    ?.split(',')
+    .map((u) => u.trim())
+    .filter((u) => u !== '');
 
   const data = new DataStack(app, `${prefix}Data`, {
     description: 'Budget reservation service: table and admin key',
@@ -42,7 +47,7 @@ export function createStacks(app: App): { data: DataStack; api: ApiStack } {
     ...(adminApiKeySecretName && { adminApiKeySecretName }),
   });
   const api = new ApiStack(app, `${prefix}Api`, {
-    description: 'Budget reservation service: functions, HTTP APIs, sweeper, alarms',
+    description: 'Budget reservation service: functions, HTTP APIs, sweeper, budget events, alarms',
     table: data.table,
     adminApiKey: data.adminApiKey,
     cursorSecret: data.cursorSecret,
@@ -50,6 +55,7 @@ export function createStacks(app: App): { data: DataStack; api: ApiStack } {
     ...(domain && { domain }),
     ...(alarmEmail && { alarmEmail }),
     reserveSweeperConcurrency: context('reserveSweeperConcurrency') !== 'false',
+    ...(webhookUrls && { webhookUrls }),
   });
   // Strong (export/import) references are what we want: CloudFormation then refuses to change
   // the table or secret an ApiStack still uses.

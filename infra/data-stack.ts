@@ -1,5 +1,11 @@
 import { ArnFormat, CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, ProjectionType, Table } from 'aws-cdk-lib/aws-dynamodb';
+import {
+  AttributeType,
+  BillingMode,
+  ProjectionType,
+  StreamViewType,
+  Table,
+} from 'aws-cdk-lib/aws-dynamodb';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { tableDefinition } from '../functions/store/table.js';
@@ -49,6 +55,8 @@ export class DataStack extends Stack {
       removalPolicy,
       // Only idempotency records carry it; DynamoDB deletes them when due.
       timeToLiveAttribute: tableDefinition.timeToLiveAttribute,
+      // Budget events are derived from it (ApiStack's consumer, docs/decisions.md).
+      stream: StreamViewType[tableDefinition.stream],
     });
     for (const index of tableDefinition.indexes) {
       this.table.addGlobalSecondaryIndex({

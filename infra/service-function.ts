@@ -113,6 +113,23 @@ export class ServiceFunction extends NodejsFunction {
     if (use.describe) this.allow(['dynamodb:DescribeTable'], [table.tableArn]);
   }
 
+  /**
+   * What Lambda's event source mapping needs to read the table's stream, on that stream alone
+   * (CDK's DynamoEventSource would add ListStreams on every resource).
+   */
+  grantStreamRead(table: ITable): void {
+    if (!table.tableStreamArn) throw new Error('the table has no stream');
+    this.allow(
+      [
+        'dynamodb:DescribeStream',
+        'dynamodb:GetRecords',
+        'dynamodb:GetShardIterator',
+        'dynamodb:ListStreams',
+      ],
+      [table.tableStreamArn],
+    );
+  }
+
   /** Lets the function read one secret: GetSecretValue on that ARN, nothing else. */
   grantSecretRead(secretPolicyArn: string): void {
     this.allow(['secretsmanager:GetSecretValue'], [secretPolicyArn]);

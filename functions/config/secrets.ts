@@ -86,3 +86,15 @@ export const cursorSecret = (): Promise<string> =>
     : cursorKeySecret
       ? cursorKeySecret()
       : Promise.resolve(processCursorSecret);
+
+const webhookKeySecret = config.WEBHOOK_SECRET_ID
+  ? cachedSecret(config.WEBHOOK_SECRET_ID, () => 300_000, 'WEBHOOK_SECRET')
+  : undefined;
+
+/** The key webhook deliveries are signed with: WEBHOOK_SECRET, else the secret WEBHOOK_SECRET_ID names. */
+export const webhookSecret = (): Promise<string> =>
+  config.WEBHOOK_SECRET
+    ? Promise.resolve(config.WEBHOOK_SECRET)
+    : webhookKeySecret
+      ? webhookKeySecret()
+      : Promise.resolve('');

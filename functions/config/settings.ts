@@ -26,6 +26,35 @@ const Config = z.object({
   CURSOR_SECRET_ID: z.string().default(''),
   MAX_BODY_BYTES: z.coerce.number().int().min(1_024).max(1_048_576).default(65_536),
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(5_000).default(5_000),
+  // Budget events (docs/decisions.md § Budget events).
+  /** The EventBridge bus the stream consumer puts events on (set by the CDK stack). */
+  EVENT_BUS_NAME: z.string().default(''),
+  /** Comma-separated webhook URLs every event is POSTed to, signed with WEBHOOK_SECRET. */
+  WEBHOOK_URLS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((u) => u.trim())
+        .filter((u) => u !== ''),
+    )
+    .pipe(z.array(z.url({ protocol: /^https?$/ }))),
+  WEBHOOK_SECRET: z.string().default(''),
+  WEBHOOK_SECRET_ID: z.string().default(''),
+  WEBHOOK_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(5),
+  WEBHOOK_RETRY_INITIAL_MS: z.coerce.number().int().min(1).max(60_000).default(1_000),
+  WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(1).max(3_600_000).default(60_000),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
+  /** Local runner: how often the table's stream is read. */
+  STREAM_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
+  /** Refused reservations are recorded for reservation.denied (the local runner: with webhooks). */
+  REFUSAL_EVENTS: z
+    .enum(['true', 'false', '1', '0'])
+    .default('true')
+    .transform((v) => v === 'true' || v === '1'),
+  /** At most one refusal record per tenant, scope, unit and code per this interval (0: all). */
+  REFUSAL_EVENT_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(1_000),
 });
 export type Config = z.infer<typeof Config>;
 
@@ -36,6 +65,13 @@ function load(): Config {
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new Error(`invalid configuration: ${issue?.path.join('.')}: ${issue?.message}`);
+  }
+  if (
+    parsed.data.WEBHOOK_URLS.length > 0 &&
+    !parsed.data.WEBHOOK_SECRET &&
+    !parsed.data.WEBHOOK_SECRET_ID
+  ) {
+    throw new Error('invalid configuration: WEBHOOK_URLS needs WEBHOOK_SECRET to sign deliveries');
   }
   return parsed.data;
 }

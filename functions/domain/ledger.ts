@@ -113,12 +113,14 @@ export function emptyLedger(scope: string, unit: Unit): Ledger {
 
 // ---- Admission (reserve, dry run, decide) ---------------------------------------------------
 
-export type RefusalCode =
-  | 'BUDGET_CLOSED'
-  | 'BUDGET_FROZEN'
-  | 'OVERDRAFT_LIMIT_EXCEEDED'
-  | 'DEBT_OUTSTANDING'
-  | 'BUDGET_EXCEEDED';
+export const REFUSAL_CODES = [
+  'BUDGET_CLOSED',
+  'BUDGET_FROZEN',
+  'OVERDRAFT_LIMIT_EXCEEDED',
+  'DEBT_OUTSTANDING',
+  'BUDGET_EXCEEDED',
+] as const;
+export type RefusalCode = (typeof REFUSAL_CODES)[number];
 
 export interface ScopeRefusal {
   readonly code: RefusalCode;

@@ -291,6 +291,7 @@ export const budgetView = (b: Budget) => ({
   ...balanceView(b.ledger),
   unit: b.ledger.unit,
   ...periodView(b.period),
+  ...(b.thresholds && { thresholds: [...b.thresholds] }),
   created_at: b.createdAt,
 });
 
@@ -310,6 +311,8 @@ export const budgetLedgerView = (b: BudgetRecord) => {
         caps_when_remaining_below_bps: b.caps.belowRemainingBps,
       }),
     }),
+    // Ours, only when not the default [50, 80, 100] (docs/decisions.md § Budget events).
+    ...(b.thresholds && { thresholds: [...b.thresholds] }),
     created_at: b.createdAt,
     ...(b.updatedAt !== undefined && { updated_at: b.updatedAt }),
   };

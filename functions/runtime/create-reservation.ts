@@ -6,6 +6,6 @@ import { createReservation } from '../use-cases/reservations.js';
 export const handler = httpHandler(
   'createReservation',
   { body: CreateReservationBody },
-  async ({ caller, body, now }) =>
-    reservationCreatedView(await createReservation(caller, body, now)),
+  async ({ caller, body, now, requestId }) =>
+    reservationCreatedView(await createReservation(caller, body, now, requestId)),
 );

@@ -1,8 +1,9 @@
 import type { Unit } from '../domain/amounts.js';
 import type { ApiKey } from '../domain/api-keys.js';
+import { normalThresholds, type Refusal } from '../domain/budget-events.js';
 import type { BudgetCaps, Caps } from '../domain/caps.js';
 import { parseExactJson } from '../domain/json.js';
-import type { Ledger } from '../domain/ledger.js';
+import type { Ledger, RefusalCode } from '../domain/ledger.js';
 import type { LedgerPeriod, PeriodKind } from '../domain/period.js';
 import { effectivePermissions, type Permission } from '../domain/permissions.js';
 import type { Reservation, ReservationStatus } from '../domain/reservation.js';
@@ -107,6 +108,36 @@ export const scopePathOf = (item: Item): string =>
   typeof item.scope_path === 'string'
     ? item.scope_path
     : String((item.scopes as string[] | undefined)?.at(-1) ?? '');
+
+/**
+ * A budget's event thresholds (domain/budget-events.ts), on its ledger item only when not the
+ * default: JSON text, like the caps, so a change can be conditioned on the value read.
+ */
+export const thresholdsAttribute = (percents: readonly number[]): string =>
+  JSON.stringify(normalThresholds(percents));
+
+export function thresholdsOf(item: Item): number[] | undefined {
+  if (typeof item.thresholds !== 'string') return undefined;
+  return (JSON.parse(item.thresholds) as unknown[]).map(Number);
+}
+
+export function refusalOf(item: Item): Refusal {
+  return {
+    refusalId: String(item.refusal_id),
+    tenant: String(item.tenant),
+    atMs: Number(item.at_ms),
+    code: item.reason_code as RefusalCode,
+    scope: String(item.scope),
+    unit: item.unit as Unit,
+    requested: Number(item.requested),
+    remaining: Number(item.remaining),
+    subject: item.subject as Refusal['subject'],
+    action: item.action as Refusal['action'],
+    keyId: item.key_id === undefined ? undefined : String(item.key_id),
+    requestId: item.request_id === undefined ? undefined : String(item.request_id),
+    suppressed: Number(item.suppressed ?? 0),
+  };
+}
 
 /** A rolling budget's period, as its ledger item (or a closed period's item) carries it. */
 export function ledgerPeriodOf(item: Item): LedgerPeriod | undefined {

@@ -35,6 +35,8 @@ export const keys = {
   /** The reservation id of a reservation item's pk. */
   reservationIdOfPk: (pk: string) => pk.slice('RESERVATION#'.length),
   event: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: SK }),
+  /** A refused reservation, kept a day for the stream to turn into reservation.denied. */
+  refusal: (refusalId: string) => ({ pk: `REFUSAL#${refusalId}`, sk: SK }),
   /**
    * A tenant's audit trail in time order. The request id keeps same-millisecond entries apart,
    * and the hash of what was changed the several entries of one request (a close cascade).

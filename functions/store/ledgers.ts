@@ -17,6 +17,8 @@ import {
   ledgerOf,
   ledgerPeriodAttributes,
   ledgerPeriodOf,
+  thresholdsAttribute,
+  thresholdsOf,
 } from './items.js';
 import { isLedgerIndexPosition, keys, ledgerIndexPartition } from './keys.js';
 import { queryPage } from './pages.js';
@@ -144,6 +146,8 @@ export interface NewLedger {
   readonly caps?: BudgetCaps | undefined;
   /** A rolling budget's first period (domain/period.ts). */
   readonly period?: LedgerPeriod | undefined;
+  /** Budget event thresholds in percent (domain/budget-events.ts); absent: the default. */
+  readonly thresholds?: readonly number[] | undefined;
 }
 
 /**
@@ -176,6 +180,7 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
       // On the item every reservation reads anyway: caps cost no read of their own.
       ...(n.caps && budgetCapsAttributes(n.caps)),
       ...(n.period && ledgerPeriodAttributes(n.period)),
+      ...(n.thresholds && { thresholds: thresholdsAttribute(n.thresholds) }),
     }),
     ...texts.map((segment) =>
       putIfAbsent({
@@ -363,14 +368,22 @@ export interface BudgetRecord {
   readonly shards: number;
   /** A rolling budget's period, as stored (its ledger may be due to roll over). */
   readonly period?: LedgerPeriod | undefined;
+  /** Budget event thresholds in percent; absent: the default (domain/budget-events.ts). */
+  readonly thresholds?: readonly number[] | undefined;
 }
 
-/** The budgets of these (scope, unit) pairs that exist, in the order given. */
+/**
+ * The budgets of these (scope, unit) pairs that exist, in the order given. `atomic`: the shards
+ * of a sharded budget read at one instant (TransactGetItems), never half of a transaction.
+ */
 export async function getBudgetRecords(
   entries: readonly { scope: string; unit: Unit }[],
+  atomic = false,
 ): Promise<BudgetRecord[]> {
   const items = await getItems(budgetKeys(entries));
-  await completeShards(items);
+  // budgetsOf completes the shards and, atomic, reads them again at one instant into `items`.
+  if (atomic) await budgetsOf(items, true);
+  else await completeShards(items);
   return entries.flatMap(({ scope, unit }) => {
     const main = items.get(keys.ledger(scope, unit).pk);
     if (main?.type !== 'ledger') return [];
@@ -388,6 +401,7 @@ export async function getBudgetRecords(
         caps: budgetCapsOf(main),
         shards: Number(main.shards ?? 1),
         period: ledgerPeriodOf(main),
+        thresholds: thresholdsOf(main),
       },
     ];
   });
@@ -398,6 +412,8 @@ export interface BudgetSettings {
   readonly overdraftLimit: number;
   /** Undefined: the budget has no caps. */
   readonly caps: BudgetCaps | undefined;
+  /** Undefined: the default thresholds (nothing stored). */
+  readonly thresholds?: readonly number[] | undefined;
 }
 
 /**
@@ -412,23 +428,32 @@ export async function updateBudgetSettings(
 ): Promise<'updated' | 'stale'> {
   const { scope, unit } = before.ledger;
   const capsAttributes = after.caps ? budgetCapsAttributes(after.caps) : {};
+  const sets = ['#limit = :limit', '#updated = :at'];
+  const removes: string[] = [];
+  if (after.caps) sets.push('#caps = :caps');
+  else removes.push('#caps');
+  if (capsAttributes.caps_bps !== undefined) sets.push('#bps = :bps');
+  else removes.push('#bps');
+  if (after.thresholds) sets.push('#thr = :thr');
+  else removes.push('#thr');
   const outcome = await transact([
     {
       Update: {
         TableName: tableName(),
         Key: keys.ledger(scope, unit),
-        UpdateExpression: after.caps
-          ? `SET #limit = :limit, #updated = :at, #caps = :caps${capsAttributes.caps_bps === undefined ? ' REMOVE #bps' : ', #bps = :bps'}`
-          : 'SET #limit = :limit, #updated = :at REMOVE #caps, #bps',
+        UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
         ConditionExpression:
           '#limit = :was AND ' +
           (before.caps ? '#caps = :wasCaps' : 'attribute_not_exists(#caps)') +
+          ' AND ' +
+          (before.thresholds ? '#thr = :wasThr' : 'attribute_not_exists(#thr)') +
           ' AND (attribute_not_exists(#status) OR #status <> :closed)',
         ExpressionAttributeNames: {
           '#limit': 'overdraft_limit',
           '#updated': 'updated_at',
           '#caps': 'caps',
           '#bps': 'caps_bps',
+          '#thr': 'thresholds',
           '#status': 'status',
         },
         ExpressionAttributeValues: {
@@ -439,6 +464,8 @@ export async function updateBudgetSettings(
           ...(after.caps && { ':caps': capsAttributes.caps }),
           ...(capsAttributes.caps_bps !== undefined && { ':bps': capsAttributes.caps_bps }),
           ...(before.caps && { ':wasCaps': budgetCapsAttributes(before.caps).caps }),
+          ...(after.thresholds && { ':thr': thresholdsAttribute(after.thresholds) }),
+          ...(before.thresholds && { ':wasThr': thresholdsAttribute(before.thresholds) }),
         },
       },
     },

@@ -12,8 +12,10 @@ export interface IndexDefinition {
 export const tableDefinition = {
   partitionKey: 'pk',
   sortKey: 'sk',
-  /** Epoch seconds; only idempotency records carry it (retention: docs/idempotency.md). */
+  /** Epoch seconds; idempotency and refusal records carry it (retention: docs/idempotency.md). */
   timeToLiveAttribute: 'ttl',
+  /** The stream budget events are derived from (docs/decisions.md § Budget events). */
+  stream: 'NEW_AND_OLD_IMAGES',
   indexes: [
     // Reservation listings. KEYS_ONLY: a status change rewrites no index copy, and pages are
     // completed with one strongly consistent BatchGetItem.
@@ -45,3 +47,13 @@ export const tableDefinition = {
 } as const;
 
 export type IndexName = (typeof tableDefinition.indexes)[number]['name'];
+
+/**
+ * The item types budget events come from (store/stream.ts decodes them): the filters of the
+ * consumer's event source mapping (infra/api-stack.ts), so Lambda is not invoked for the others.
+ */
+export const EVENT_ITEM_TYPES = {
+  ledgers: ['ledger', 'ledger-shard', 'ledger-period'],
+  reservation: 'reservation',
+  refusal: 'refusal',
+} as const;

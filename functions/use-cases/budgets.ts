@@ -1,5 +1,10 @@
 import { type Amount, MAX_AMOUNT, type Unit } from '../domain/amounts.js';
 import type { Actor, AuditEntry } from '../domain/audit.js';
+import {
+  DEFAULT_THRESHOLDS,
+  isDefaultThresholds,
+  normalThresholds,
+} from '../domain/budget-events.js';
 import { type BudgetWriter, requireOwnTenant } from '../domain/caller.js';
 import type { BudgetCaps } from '../domain/caps.js';
 import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
@@ -62,6 +67,8 @@ export interface BudgetRequest {
   readonly caps?: BudgetCaps | undefined;
   /** Rolls over by itself: `allocated` is the allocation of every period (domain/period.ts). */
   readonly period?: PeriodSpec | undefined;
+  /** Budget event thresholds in percent (domain/budget-events.ts); absent: the default. */
+  readonly thresholds?: readonly number[] | undefined;
 }
 export interface Budget {
   readonly tenant: string;
@@ -69,7 +76,13 @@ export interface Budget {
   readonly createdAt: string;
   /** A rolling budget's current period. */
   readonly period?: LedgerPeriod | undefined;
+  /** Absent: the default thresholds. */
+  readonly thresholds?: readonly number[] | undefined;
 }
+
+/** Thresholds as stored: sorted, and absent when they are the default. */
+const storedThresholds = (percents: readonly number[] | undefined) =>
+  percents && !isDefaultThresholds(percents) ? normalThresholds(percents) : undefined;
 
 /** POST /v1/admin/budgets: a ledger whose allocation is spendable at once; audited. */
 export async function createBudget(
@@ -108,7 +121,14 @@ export async function createBudget(
     spec: request.period,
     amount: request.allocated.amount,
   };
-  const budget: Budget = { tenant, ledger, createdAt: new Date(now).toISOString(), period };
+  const thresholds = storedThresholds(request.thresholds);
+  const budget: Budget = {
+    tenant,
+    ledger,
+    createdAt: new Date(now).toISOString(),
+    period,
+    ...(thresholds && { thresholds }),
+  };
   const audit: AuditEntry = {
     tenant,
     atMs: now,
@@ -119,7 +139,9 @@ export async function createBudget(
     unit: ledger.unit,
     after: ledger,
     // The caps are budget configuration the control plane will change: audited from the start.
-    ...(request.caps && { detail: { ...request.caps } }),
+    ...((request.caps || thresholds) && {
+      detail: { ...request.caps, ...(thresholds && { thresholds }) },
+    }),
   };
   const inserted = await insertLedger({
     ...budget,
@@ -128,6 +150,7 @@ export async function createBudget(
     shards: request.shards,
     caps: request.caps,
     period,
+    thresholds,
   });
   if (inserted === 'noTenant') throw noTenant(tenant);
   if (inserted === 'duplicate') {
@@ -310,6 +333,8 @@ export interface BudgetChange {
   readonly overdraftLimit?: Amount | undefined;
   /** null removes the caps. */
   readonly caps?: BudgetCaps | null | undefined;
+  /** Budget event thresholds in percent; null restores the default. */
+  readonly thresholds?: readonly number[] | null | undefined;
 }
 
 const MAX_ATTEMPTS = 5;
@@ -339,6 +364,10 @@ export async function changeBudget(
     const settings = {
       overdraftLimit: change.overdraftLimit?.amount ?? before.ledger.overdraftLimit,
       caps: change.caps === undefined ? before.caps : (change.caps ?? undefined),
+      thresholds:
+        change.thresholds === undefined
+          ? before.thresholds
+          : storedThresholds(change.thresholds ?? undefined),
     };
     const after = { ...before.ledger, overdraftLimit: settings.overdraftLimit };
     const audit: AuditEntry = {
@@ -351,11 +380,24 @@ export async function changeBudget(
       unit: ref.unit,
       before: before.ledger,
       after,
-      ...(change.caps !== undefined && { detail: { caps: change.caps ?? 'removed' } }),
+      ...((change.caps !== undefined || change.thresholds !== undefined) && {
+        detail: {
+          ...(change.caps !== undefined && { caps: change.caps ?? 'removed' }),
+          ...(change.thresholds !== undefined && {
+            thresholds: settings.thresholds ?? DEFAULT_THRESHOLDS,
+          }),
+        },
+      }),
     };
     const at = new Date(now).toISOString();
     if ((await updateBudgetSettings(before, settings, at, audit)) === 'updated') {
-      return { ...before, ledger: after, caps: settings.caps, updatedAt: at };
+      return {
+        ...before,
+        ledger: after,
+        caps: settings.caps,
+        thresholds: settings.thresholds,
+        updatedAt: at,
+      };
     }
   }
   throw new RetryLaterError('CONTENTION', 100);

@@ -37,6 +37,7 @@ import {
 import type { Layouts } from '../store/shards.js';
 import { readSnapshot } from '../store/snapshot.js';
 import type { WriteOutcome } from '../store/write.js';
+import { recordRefusal } from './budget-events.js';
 import type { WriteContext } from './budgets.js';
 import { expiredHoldsFreer, expireReservation } from './expiry.js';
 import { atomicIfRefused, guardedWrite, type Plan, readAgain } from './guarded-write.js';
@@ -102,6 +103,7 @@ export async function createReservation(
   caller: Caller,
   request: ReservationRequest,
   now: number,
+  requestId?: string,
 ): Promise<(Reserved & Lease) | DryRun> {
   const { scopes, scopePath, requireTenantOpen } = await affectedScopes(
     caller,
@@ -192,6 +194,10 @@ export async function createReservation(
       return refusal && refusalError(refusal);
     },
     onReplay: (snapshot) => lease.onReplay(snapshot),
+  }).catch(async (error: unknown) => {
+    // A refusal is recorded for reservation.denied (best effort, never failing the request).
+    await recordRefusal(error, caller, request, now, requestId);
+    throw error;
   });
   return { ...reserved, ...lease.of(reserved.expiresAtMs) };
 }

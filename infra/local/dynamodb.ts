@@ -10,6 +10,7 @@ import {
   DynamoDBClient,
   ListTablesCommand,
   ResourceInUseException,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { tableDefinition } from '../../functions/store/table.js';
@@ -40,7 +41,28 @@ export function createTableInput(tableName: string): CreateTableCommandInput {
       ],
       Projection: { ProjectionType: index.projection },
     })),
+    StreamSpecification: { StreamEnabled: true, StreamViewType: tableDefinition.stream },
   };
+}
+
+/**
+ * The ARN of the table's stream, enabling it on a table made before budget events existed (a
+ * persisted DATA_DIR): the stream then holds only what is written from now on.
+ */
+export async function ensureStream(client: DynamoDBClient, tableName: string): Promise<string> {
+  const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+  if (Table?.StreamSpecification?.StreamEnabled && Table.LatestStreamArn) {
+    return Table.LatestStreamArn;
+  }
+  const out = await client.send(
+    new UpdateTableCommand({
+      TableName: tableName,
+      StreamSpecification: { StreamEnabled: true, StreamViewType: tableDefinition.stream },
+    }),
+  );
+  const arn = out.TableDescription?.LatestStreamArn;
+  if (!arn) throw new StartupError(`could not enable the stream of table ${tableName}`);
+  return arn;
 }
 
 export const localClient = (endpoint: string, region = 'us-east-1') =>

@@ -4,12 +4,14 @@ import type { Server as HttpServer } from 'node:http';
 import { join } from 'node:path';
 import type { ContentionSettings } from './contention.js';
 import {
+  ensureStream,
   ensureTable,
   type LocalDynamo,
   localClient,
   StartupError,
   startDynamoDbLocal,
 } from './dynamodb.js';
+import { type StreamPoller, startStreamPoller } from './stream-poller.js';
 
 export interface LocalStack {
   readonly runtimeUrl: string;
@@ -41,11 +43,16 @@ export interface LocalStackOptions {
  */
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   let dynamo: LocalDynamo | undefined;
+  let dataDir: string | undefined;
+  // Refused reservations are recorded only for a consumer of budget events (webhooks here).
+  if (!process.env.WEBHOOK_URLS && !process.env.EVENT_BUS_NAME) {
+    process.env.REFUSAL_EVENTS ??= 'false';
+  }
   if (!process.env.DYNAMODB_ENDPOINT) {
     delete process.env.DYNAMODB_ENDPOINT;
     const inMemory =
       options.inMemory || ['1', 'true'].includes(process.env.DYNAMODB_IN_MEMORY ?? '');
-    const dataDir = inMemory ? undefined : (process.env.DATA_DIR ?? '.data');
+    dataDir = inMemory ? undefined : (process.env.DATA_DIR ?? '.data');
     dynamo = await startDynamoDbLocal({ dataDir });
     process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
     // Cursors stay valid across restarts of a persisted store; otherwise random per process.
@@ -53,11 +60,14 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   }
   const servers: HttpServer[] = [];
   let timer: NodeJS.Timeout | undefined;
+  let events: { poller: StreamPoller; stopWebhooks: () => void } | undefined;
   const stop = async () => {
     if (timer) clearInterval(timer);
     const closed = Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
     for (const s of servers) s.closeAllConnections(); // keep-alive sockets would hold close() open
     await closed;
+    await events?.poller.stop();
+    events?.stopWebhooks();
     await dynamo?.stop();
   };
   try {
@@ -76,6 +86,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const { createLocalServer } = await import('./server.js');
     const client = localClient(process.env.DYNAMODB_ENDPOINT ?? '', config.AWS_REGION);
     const table = await ensureTable(client, config.TABLE_NAME);
+    const webhooks = config.WEBHOOK_URLS.length;
+    const streamArn = webhooks > 0 ? await ensureStream(client, config.TABLE_NAME) : undefined;
     client.destroy();
 
     const runtime = createLocalServer('runtime');
@@ -108,6 +120,25 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       timer.unref();
     }
 
+    if (streamArn) {
+      // Budget events: the table's stream, read as Lambda's event source mapping would.
+      const consumer = await import('../../functions/jobs/budget-events.js');
+      const { log } = await import('../../functions/log.js');
+      const poller = startStreamPoller({
+        endpoint: process.env.DYNAMODB_ENDPOINT ?? '',
+        region: config.AWS_REGION,
+        streamArn,
+        intervalMs: config.STREAM_POLL_INTERVAL_MS,
+        // A new table's stream is read from its start; an existing one's from now, or from
+        // where the last run left off (the checkpoint in DATA_DIR).
+        from: table === 'created' ? 'TRIM_HORIZON' : 'LATEST',
+        checkpointFile: dataDir && join(dataDir, 'stream-checkpoint.json'),
+        handle: (event) => consumer.handler(event),
+        log,
+      });
+      events = { poller, stopWebhooks: consumer.stopWebhooks };
+    }
+
     const stack = {
       runtimeUrl: `http://127.0.0.1:${runtimePort}`,
       adminUrl: `http://127.0.0.1:${adminPort}`,
@@ -124,6 +155,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       console.log(`  runtime server: ${stack.runtimeUrl}   (GET /actuator/health)`);
       console.log(`  admin server:   ${stack.adminUrl}   (GET /actuator/health)`);
       console.log(`  expiry sweeper: every ${config.EXPIRY_SWEEP_INTERVAL_MS} ms`);
+      console.log(
+        webhooks > 0
+          ? `  budget events: POSTed to ${webhooks} webhook URL(s), signed (X-Cycles-Signature)`
+          : '  budget events: off (set WEBHOOK_URLS and WEBHOOK_SECRET to receive them)',
+      );
       if (options.contention) {
         const { DEFAULT_SETTINGS } = await import('./contention.js');
         const s = { ...DEFAULT_SETTINGS, ...options.contention };

@@ -52,7 +52,7 @@ function statementsOf(resources: Resources, fnId: string): Statement[] {
 describe('CDK app', () => {
   let synthesized: ReturnType<typeof synth>;
   let resources: Resources;
-  const fnIds = {} as Record<RouteId | 'sweeper', string>;
+  const fnIds = {} as Record<RouteId | 'sweeper' | 'budgetEvents', string>;
   beforeAll(() => {
     synthesized = synth();
     resources = synthesized.api.toJSON().Resources as Resources;
@@ -62,8 +62,8 @@ describe('CDK app', () => {
   });
 
   describe('functions', () => {
-    it('has one function per route plus the sweeper, each its own', () => {
-      const count = routeEntries().length + 1;
+    it('has one function per route plus the sweeper and the budget events consumer, each its own', () => {
+      const count = routeEntries().length + 2;
 
       synthesized.api.resourceCountIs('AWS::Lambda::Function', count);
       expect(new Set(Object.values(fnIds)).size).toBe(count);
@@ -229,6 +229,104 @@ describe('CDK app', () => {
     });
   });
 
+  describe('budget events', () => {
+    it('enables the table stream with old and new images', () => {
+      synthesized.data.hasResourceProperties('AWS::DynamoDB::Table', {
+        StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
+      });
+    });
+
+    it('feeds the stream to the consumer in batches, bisected, partial failures, a DLQ', () => {
+      const [queueId] = Object.keys(synthesized.api.findResources('AWS::SQS::Queue'));
+      const mappings = Object.values(
+        synthesized.api.findResources('AWS::Lambda::EventSourceMapping'),
+      );
+
+      expect(mappings).toHaveLength(1);
+      expect(mappings[0]?.Properties).toMatchObject({
+        FunctionName: { Ref: fnIds.budgetEvents },
+        EventSourceArn: { 'Fn::ImportValue': expect.stringMatching(/StreamArn/) },
+        StartingPosition: 'TRIM_HORIZON',
+        BatchSize: 100,
+        BisectBatchOnFunctionError: true,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+        MaximumRetryAttempts: 10,
+        DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queueId, 'Arn'] } } },
+      });
+      const patterns = (
+        mappings[0]?.Properties.FilterCriteria.Filters as { Pattern: string }[]
+      ).map((f) => JSON.parse(f.Pattern));
+      expect(patterns).toEqual([
+        {
+          eventName: ['MODIFY'],
+          dynamodb: { NewImage: { type: { S: ['ledger', 'ledger-shard', 'ledger-period'] } } },
+        },
+        {
+          eventName: ['MODIFY'],
+          dynamodb: { NewImage: { type: { S: ['reservation'] }, status: { S: ['EXPIRED'] } } },
+        },
+        { eventName: ['INSERT'], dynamodb: { NewImage: { type: { S: ['refusal'] } } } },
+      ]);
+    });
+
+    it('lets the consumer read the stream and the table, put on its bus, and write nothing else', () => {
+      const [busId] = Object.keys(synthesized.api.findResources('AWS::Events::EventBus'));
+      const statements = statementsOf(resources, fnIds.budgetEvents);
+      const actions = statements.flatMap(actionsOf);
+      const resourcesOf = (action: string) =>
+        statements.filter((s) => actionsOf(s).includes(action)).map((s) => s.Resource);
+
+      expect(actions.filter((a) => a.startsWith('dynamodb:')).sort()).toEqual(
+        [
+          ...READ_ACTIONS,
+          'dynamodb:DescribeStream',
+          'dynamodb:GetRecords',
+          'dynamodb:GetShardIterator',
+          'dynamodb:ListStreams',
+        ].sort(),
+      );
+      expect(resourcesOf('dynamodb:GetRecords')).toEqual([
+        { 'Fn::ImportValue': expect.stringMatching(/StreamArn/) },
+      ]);
+      expect(resourcesOf('events:PutEvents')).toEqual([{ 'Fn::GetAtt': [busId, 'Arn'] }]);
+      expect(actions.filter((a) => a.startsWith('sqs:'))).toContain('sqs:SendMessage');
+      expect(resources[fnIds.budgetEvents]?.Properties).toMatchObject({
+        Timeout: 120,
+        Environment: { Variables: { EVENT_BUS_NAME: { Ref: busId } } },
+      });
+      synthesized.api.hasOutput('EventBusName', {});
+    });
+
+    it('signs webhooks set by context with a generated secret only the consumer reads', () => {
+      const { api, apiStack } = synth({ webhookUrls: 'https://hooks.example.com/a' });
+      const consumer = logicalId(apiStack, apiStack.functions.budgetEvents);
+      const all = api.toJSON().Resources as Resources;
+      const [secretId] = Object.keys(api.findResources('AWS::SecretsManager::Secret'));
+
+      expect(all[consumer]?.Properties).toMatchObject({
+        Environment: {
+          Variables: {
+            WEBHOOK_URLS: 'https://hooks.example.com/a',
+            WEBHOOK_SECRET_ID: { Ref: secretId },
+          },
+        },
+      });
+      const readers = Object.keys(all).filter((id) =>
+        statementsOf(all, id).some(
+          (s) => JSON.stringify(s.Resource) === JSON.stringify({ Ref: secretId }),
+        ),
+      );
+      expect(readers).toEqual([consumer]);
+      api.hasOutput('WebhookSecretId', {});
+    });
+
+    it('alarms when stream batches are dropped to the DLQ', () => {
+      const alarms = Object.keys(synthesized.api.findResources('AWS::CloudWatch::Alarm'));
+
+      expect(alarms.filter((id) => id.startsWith('BudgetEventsDropped'))).toHaveLength(1);
+    });
+  });
+
   describe('admin key', () => {
     it('is a generated secret, referenced by id, never a plaintext value', () => {
       const text = JSON.stringify([synthesized.data.toJSON(), synthesized.api.toJSON()]);
@@ -329,15 +427,19 @@ describe('CDK app', () => {
           "AWS::ApiGatewayV2::Integration": 35,
           "AWS::ApiGatewayV2::Route": 35,
           "AWS::ApiGatewayV2::Stage": 2,
-          "AWS::CloudWatch::Alarm": 39,
+          "AWS::CloudWatch::Alarm": 40,
+          "AWS::Events::EventBus": 1,
           "AWS::Events::Rule": 1,
-          "AWS::IAM::Policy": 34,
-          "AWS::IAM::Role": 36,
+          "AWS::IAM::Policy": 35,
+          "AWS::IAM::Role": 37,
           "AWS::Lambda::EventInvokeConfig": 1,
-          "AWS::Lambda::Function": 36,
+          "AWS::Lambda::EventSourceMapping": 1,
+          "AWS::Lambda::Function": 37,
           "AWS::Lambda::Permission": 36,
-          "AWS::Logs::LogGroup": 38,
+          "AWS::Logs::LogGroup": 39,
           "AWS::SNS::Topic": 1,
+          "AWS::SQS::Queue": 1,
+          "AWS::SQS::QueuePolicy": 1,
         },
         "data": {
           "AWS::DynamoDB::Table": 1,

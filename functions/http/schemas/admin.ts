@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { AUDIT_OPERATION_NAMES } from '../../domain/audit.js';
+import { MAX_THRESHOLDS } from '../../domain/budget-events.js';
 import { BPS, type Caps, MAX_CAPS_BYTES, mergeCaps } from '../../domain/caps.js';
 import { DomainError } from '../../domain/errors.js';
 import { MAX_SHARDS } from '../../domain/escrow.js';
@@ -96,6 +97,9 @@ export const CapsBody = z
       ),
   );
 
+/** Integer percents of allocated, 1–100; [] reports no threshold (exhaustion still is). */
+const Thresholds = z.array(z.number().int().min(1).max(100)).max(MAX_THRESHOLDS);
+
 export const CreateBudgetBody = z
   .object({
     scope: z.string().min(1).max(4096),
@@ -110,6 +114,8 @@ export const CreateBudgetBody = z
     /** Rolls over by itself each period (domain/period.ts); `allocated` is per period. */
     period: z.enum(PERIOD_KINDS).optional(),
     period_anchor_day: z.number().int().min(1).max(28).optional(),
+    /** Budget events at these percents of allocated used (domain/budget-events.ts). */
+    thresholds: Thresholds.optional(),
   })
   .refine((b) => b.caps_when_remaining_below_bps === undefined || b.caps !== undefined, {
     path: ['caps_when_remaining_below_bps'],
@@ -257,9 +263,11 @@ export const UpdateBudgetBody = z
     overdraft_limit: Amount.optional(),
     caps: CapsBody.nullable().optional(),
     caps_when_remaining_below_bps: Int(1, BPS).optional(),
+    /** null restores the default thresholds. */
+    thresholds: Thresholds.nullable().optional(),
   })
   .refine((b) => Object.keys(b).length > 0, {
-    message: 'one of overdraft_limit, caps is required',
+    message: 'one of overdraft_limit, caps, thresholds is required',
   })
   .refine(
     (b) =>
@@ -272,6 +280,7 @@ export const UpdateBudgetBody = z
   .transform(
     (b): BudgetChange => ({
       ...(b.overdraft_limit !== undefined && { overdraftLimit: b.overdraft_limit }),
+      ...(b.thresholds !== undefined && { thresholds: b.thresholds }),
       ...(b.caps !== undefined && {
         caps:
           b.caps === null

@@ -1,0 +1,246 @@
+import type { Unit } from './amounts.js';
+import { derivedId } from './fingerprint.js';
+import { isOverLimit, type Ledger, type RefusalCode } from './ledger.js';
+import type { Period } from './period.js';
+import type { Action, Reservation } from './reservation.js';
+import type { Subject } from './scopes.js';
+
+/**
+ * Budget events (docs/decisions.md § Budget events): what a change of the table means to someone
+ * watching a budget, derived from an item as it was and as it became. Pure: the stream consumer
+ * (jobs/budget-events.ts) decodes the images, these functions decide, the edge renders.
+ *
+ * Type names are the reference's EventType values (cycles-governance-admin v0.1.25).
+ */
+export const BUDGET_EVENT_TYPES = [
+  'budget.threshold_crossed',
+  'budget.exhausted',
+  'budget.debt_incurred',
+  'budget.over_limit_entered',
+  'reservation.expired',
+  'reservation.denied',
+] as const;
+export type BudgetEventType = (typeof BUDGET_EVENT_TYPES)[number];
+
+/** Percent of the allocation used (spent + reserved) at which a budget reports itself. */
+export const DEFAULT_THRESHOLDS: readonly number[] = [50, 80, 100];
+export const MAX_THRESHOLDS = 10;
+
+/** Sorted, without duplicates: the one form thresholds are stored and compared in. */
+export const normalThresholds = (percents: readonly number[]): number[] =>
+  [...new Set(percents)].sort((a, b) => a - b);
+
+export const isDefaultThresholds = (percents: readonly number[]): boolean =>
+  normalThresholds(percents).join() === DEFAULT_THRESHOLDS.join();
+
+/** A budget as one image of the table shows it (a sharded budget: its shards merged). */
+export interface BudgetState {
+  readonly ledger: Ledger;
+  /** Absent: DEFAULT_THRESHOLDS. */
+  readonly thresholds?: readonly number[] | undefined;
+  /** A rolling budget's current period. */
+  readonly period?: Period | undefined;
+}
+
+/** A reservation refused with 409, as the refusing request recorded it. */
+export interface Refusal {
+  readonly refusalId: string;
+  readonly tenant: string;
+  readonly atMs: number;
+  readonly code: RefusalCode;
+  readonly scope: string;
+  readonly unit: Unit;
+  readonly requested: number;
+  readonly remaining: number;
+  readonly subject: Subject;
+  readonly action: Action;
+  readonly keyId?: string | undefined;
+  readonly requestId?: string | undefined;
+  /** Refusals of the same kind this process did not record since it recorded the last one. */
+  readonly suppressed: number;
+}
+
+interface EventBase {
+  /** Stable: the same change, delivered again, has the same id (consumers deduplicate on it). */
+  readonly id: string;
+  readonly tenant: string;
+  /** When it happened, epoch ms. */
+  readonly at: number;
+}
+
+export type BudgetEvent =
+  | (EventBase & {
+      readonly type: 'budget.threshold_crossed';
+      readonly budget: BudgetState;
+      /** Percent, 1–100. */
+      readonly threshold: number;
+    })
+  | (EventBase & { readonly type: 'budget.exhausted'; readonly budget: BudgetState })
+  | (EventBase & {
+      readonly type: 'budget.debt_incurred';
+      readonly budget: BudgetState;
+      readonly incurred: number;
+    })
+  | (EventBase & { readonly type: 'budget.over_limit_entered'; readonly budget: BudgetState })
+  | (EventBase & { readonly type: 'reservation.expired'; readonly reservation: Reservation })
+  | (EventBase & { readonly type: 'reservation.denied'; readonly refusal: Refusal });
+
+/** What the allocation is used by: spent and held (SPEC's utilization). */
+const usedOf = (l: Ledger): bigint => BigInt(l.spent) + BigInt(l.reserved);
+
+/**
+ * Whether (spent + reserved) / allocated ≥ percent / 100, compared exactly as integers (the
+ * products pass 2^53 for large amounts). A budget with nothing allocated has reached every
+ * threshold once anything is used on it, and none before.
+ */
+export function reached(l: Ledger, percent: number): boolean {
+  const used = usedOf(l);
+  if (l.allocated <= 0) return used > 0n;
+  return used * 100n >= BigInt(percent) * BigInt(l.allocated);
+}
+
+/** (spent + reserved) / allocated as a ratio; undefined when nothing is allocated. */
+export const utilizationOf = (l: Ledger): number | undefined =>
+  l.allocated > 0 ? (l.spent + l.reserved) / l.allocated : undefined;
+
+/**
+ * The id of a usage crossing names what was crossed, not the write that crossed it: the budget,
+ * its period, its allocation and the threshold. Usage that dips and rises again, or several
+ * writes seen to cross it (the shards of one budget), give the same id, so a consumer that
+ * deduplicates sees each threshold once per period and allocation; funding (a new allocation)
+ * or a new period arms it again.
+ */
+function crossingId(type: BudgetEventType, tenant: string, b: BudgetState, what = ''): string {
+  const { scope, unit, allocated } = b.ledger;
+  return derivedId(
+    'evt',
+    type,
+    tenant,
+    scope,
+    unit,
+    String(b.period?.start ?? 0),
+    String(allocated),
+    what,
+  );
+}
+
+/** An event that happens at most once per write: its id is the write's (the stream record's). */
+const occurrenceId = (type: BudgetEventType, recordId: string): string =>
+  derivedId('evt', type, recordId);
+
+/** One write to a budget's ledger, as the stream reports it. */
+export interface LedgerTransition {
+  /** The stream record's id: redelivered, it is the same. */
+  readonly recordId: string;
+  readonly tenant: string;
+  readonly at: number;
+  /** Absent: the write created the item. */
+  readonly before?: BudgetState | undefined;
+  readonly after: BudgetState;
+}
+
+/**
+ * What usage is compared against: the image before, unless the write created the budget or
+ * started a new period (a rollover resets spent and held): then a budget with nothing used, so
+ * nothing is ever reported crossed downward, and the new period crosses its thresholds anew.
+ */
+function usageBaseline({ before, after }: LedgerTransition): BudgetState {
+  if (before && before.period?.start === after.period?.start) return before;
+  const l = after.ledger;
+  return { ...after, ledger: { ...l, spent: 0, reserved: 0, remaining: l.allocated - l.debt } };
+}
+
+/**
+ * Usage events of one write: each threshold crossed upward (below before, at or above after),
+ * and exhaustion (remaining from above 0 to 0 or below).
+ */
+export function usageEvents(t: LedgerTransition): BudgetEvent[] {
+  const base = usageBaseline(t);
+  const { after, tenant, at } = t;
+  const events: BudgetEvent[] = [];
+  for (const threshold of after.thresholds ?? DEFAULT_THRESHOLDS) {
+    if (reached(after.ledger, threshold) && !reached(base.ledger, threshold)) {
+      const id = crossingId('budget.threshold_crossed', tenant, after, String(threshold));
+      events.push({ type: 'budget.threshold_crossed', id, tenant, at, budget: after, threshold });
+    }
+  }
+  if (base.ledger.remaining > 0 && after.ledger.remaining <= 0) {
+    const id = crossingId('budget.exhausted', tenant, after);
+    events.push({ type: 'budget.exhausted', id, tenant, at, budget: after });
+  }
+  return events;
+}
+
+/**
+ * Debt events of one write: debt incurred (debt went up) and over-limit entered (debt above the
+ * overdraft limit, after not being: more debt, or a limit lowered below it). A rollover carries
+ * the debt on unchanged, so it reports neither.
+ */
+export function debtEvents(t: LedgerTransition): BudgetEvent[] {
+  const { after, tenant, at, recordId } = t;
+  const before = t.before ?? usageBaseline(t);
+  const events: BudgetEvent[] = [];
+  const incurred = after.ledger.debt - before.ledger.debt;
+  if (incurred > 0) {
+    const type = 'budget.debt_incurred';
+    events.push({ type, id: occurrenceId(type, recordId), tenant, at, budget: after, incurred });
+  }
+  if (isOverLimit(after.ledger) && !isOverLimit(before.ledger)) {
+    const type = 'budget.over_limit_entered';
+    events.push({ type, id: occurrenceId(type, recordId), tenant, at, budget: after });
+  }
+  return events;
+}
+
+/** Every event of one write to an unsharded budget's ledger item. */
+export const ledgerEvents = (t: LedgerTransition): BudgetEvent[] => [
+  ...usageEvents(t),
+  ...debtEvents(t),
+];
+
+/**
+ * A sharded budget's usage events, from its merged state read after a write to one of its
+ * shards (a shard's images alone say nothing about the budget): every threshold the budget has
+ * reached and its exhaustion, with crossing ids, so that repeats are recognisable. The caller
+ * keeps out those it already reported.
+ */
+export function reachedEvents(tenant: string, at: number, budget: BudgetState): BudgetEvent[] {
+  const events: BudgetEvent[] = [];
+  for (const threshold of budget.thresholds ?? DEFAULT_THRESHOLDS) {
+    if (!reached(budget.ledger, threshold)) continue;
+    const id = crossingId('budget.threshold_crossed', tenant, budget, String(threshold));
+    events.push({ type: 'budget.threshold_crossed', id, tenant, at, budget, threshold });
+  }
+  if (budget.ledger.remaining <= 0) {
+    const id = crossingId('budget.exhausted', tenant, budget);
+    events.push({ type: 'budget.exhausted', id, tenant, at, budget });
+  }
+  return events;
+}
+
+/** A reservation left ACTIVE for EXPIRED: its hold was returned unsettled (once per reservation). */
+export function reservationEvents(
+  before: Reservation | undefined,
+  after: Reservation,
+  at: number,
+): BudgetEvent[] {
+  if (before?.status !== 'ACTIVE' || after.status !== 'EXPIRED') return [];
+  const type = 'reservation.expired';
+  return [
+    {
+      type,
+      id: derivedId('evt', type, after.reservationId),
+      tenant: after.tenant,
+      at: after.finalizedAtMs ?? at,
+      reservation: after,
+    },
+  ];
+}
+
+export const refusalEvent = (refusal: Refusal): BudgetEvent => ({
+  type: 'reservation.denied',
+  id: derivedId('evt', 'reservation.denied', refusal.refusalId),
+  tenant: refusal.tenant,
+  at: refusal.atMs,
+  refusal,
+});

@@ -1,0 +1,132 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBRecord } from 'aws-lambda';
+import type { Unit } from '../domain/amounts.js';
+import type { BudgetState, Refusal } from '../domain/budget-events.js';
+import type { Reservation } from '../domain/reservation.js';
+import {
+  isReservationItem,
+  ledgerOf,
+  ledgerPeriodOf,
+  refusalOf,
+  reservationOf,
+  thresholdsOf,
+} from './items.js';
+import type { Item } from './transact.js';
+
+/**
+ * One record of the table's stream (NEW_AND_OLD_IMAGES), decoded into domain values: the only
+ * place that knows which items the stream carries and what their images hold.
+ */
+interface RecordBase {
+  /** The stream record's eventID: the same when the record is delivered again. */
+  readonly recordId: string;
+  /** ApproximateCreationDateTime, epoch ms. */
+  readonly at: number;
+}
+
+export type TableChange = RecordBase &
+  (
+    | {
+        /** A budget's ledger item: the whole budget, or shard 0 of a sharded one (`shards` > 1). */
+        readonly kind: 'ledger';
+        readonly tenant: string;
+        readonly shards: number;
+        readonly before?: BudgetState | undefined;
+        readonly after: BudgetState;
+      }
+    | {
+        /**
+         * Shard k ≥ 1 of a sharded budget; `pressure`: the write took budget from this shard
+         * (its remaining went down, or its usage up), so the budget may have crossed something.
+         */
+        readonly kind: 'shard';
+        readonly scope: string;
+        readonly unit: Unit;
+        readonly pressure: boolean;
+      }
+    | {
+        /** The ledger of a rolling budget's closed period (late settlements land there). */
+        readonly kind: 'closedPeriod';
+        readonly tenant: string;
+        readonly before?: BudgetState | undefined;
+        readonly after: BudgetState;
+      }
+    | {
+        readonly kind: 'reservation';
+        readonly before?: Reservation | undefined;
+        readonly after: Reservation;
+      }
+    | { readonly kind: 'refusal'; readonly refusal: Refusal }
+    | { readonly kind: 'other' }
+  );
+
+const image = (raw: unknown): Item | undefined =>
+  raw ? unmarshall(raw as Record<string, AttributeValue>) : undefined;
+
+function budgetStateOf(item: Item): BudgetState {
+  const period = ledgerPeriodOf(item);
+  return {
+    ledger: ledgerOf(item),
+    thresholds: thresholdsOf(item),
+    ...(period && { period: { start: period.start, end: period.end } }),
+  };
+}
+
+/** Whether a write took budget from a ledger or shard item (see TableChange 'shard'). */
+export function tookBudget(before: Item | undefined, after: Item): boolean {
+  if (!before) return false;
+  const used = (i: Item) => Number(i.spent) + Number(i.reserved);
+  return Number(after.remaining) < Number(before.remaining) || used(after) > used(before);
+}
+
+export function decodeStreamRecord(record: DynamoDBRecord): TableChange {
+  const seconds = record.dynamodb?.ApproximateCreationDateTime;
+  const base: RecordBase = {
+    recordId: record.eventID ?? record.dynamodb?.SequenceNumber ?? '',
+    at: seconds === undefined ? Date.now() : Math.round(seconds * 1000),
+  };
+  if (record.eventName === 'REMOVE') return { ...base, kind: 'other' };
+  const before = image(record.dynamodb?.OldImage);
+  const after = image(record.dynamodb?.NewImage);
+  if (!after) return { ...base, kind: 'other' };
+  if (after.type === 'ledger') {
+    return {
+      ...base,
+      kind: 'ledger',
+      tenant: String(after.tenant),
+      shards: Number(after.shards ?? 1),
+      before: before && budgetStateOf(before),
+      after: budgetStateOf(after),
+    };
+  }
+  if (after.type === 'ledger-shard') {
+    return {
+      ...base,
+      kind: 'shard',
+      scope: String(after.scope),
+      unit: after.unit as Unit,
+      pressure: tookBudget(before, after),
+    };
+  }
+  if (after.type === 'ledger-period') {
+    return {
+      ...base,
+      kind: 'closedPeriod',
+      tenant: String(after.tenant),
+      before: before && budgetStateOf(before),
+      after: budgetStateOf(after),
+    };
+  }
+  if (after.type === 'reservation') {
+    return {
+      ...base,
+      kind: 'reservation',
+      before: before && isReservationItem(before) ? reservationOf(before) : undefined,
+      after: reservationOf(after),
+    };
+  }
+  if (after.type === 'refusal' && !before)
+    return { ...base, kind: 'refusal', refusal: refusalOf(after) };
+  return { ...base, kind: 'other' };
+}
