@@ -253,9 +253,10 @@ describe('CDK app', () => {
         MaximumRetryAttempts: 10,
         DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queueId, 'Arn'] } } },
       });
-      const patterns = (
-        mappings[0]?.Properties.FilterCriteria.Filters as { Pattern: string }[]
-      ).map((f) => JSON.parse(f.Pattern));
+      const filters = (mappings[0]?.Properties.FilterCriteria.Filters ?? []) as {
+        Pattern: string;
+      }[];
+      const patterns = filters.map((f) => JSON.parse(f.Pattern));
       expect(patterns).toEqual([
         {
           eventName: ['MODIFY'],
