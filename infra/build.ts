@@ -1,7 +1,7 @@
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
-import { routeEntries, sweeper } from '../functions/routes.js';
+import { budgetEventsConsumer, routeEntries, sweeper } from '../functions/routes.js';
 import { entryFile, esbuildOptions, repoRoot } from './service-function.js';
 
 /**
@@ -56,6 +56,7 @@ async function main(): Promise<void> {
   const functions = [
     ...routeEntries().map(([id, route]) => [id, route.entry] as const),
     ['sweeper', sweeper.entry] as const,
+    ['budgetEvents', budgetEventsConsumer.entry] as const,
   ];
   const bundles = await Promise.all(functions.map(([name, entry]) => bundle(name, entry)));
   bundles.sort((a, b) => b.bytes - a.bytes);

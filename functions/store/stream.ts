@@ -74,7 +74,7 @@ function budgetStateOf(item: Item): BudgetState {
 }
 
 /** Whether a write took budget from a ledger or shard item (see TableChange 'shard'). */
-export function tookBudget(before: Item | undefined, after: Item): boolean {
+function tookBudget(before: Item | undefined, after: Item): boolean {
   if (!before) return false;
   const used = (i: Item) => Number(i.spent) + Number(i.reserved);
   return Number(after.remaining) < Number(before.remaining) || used(after) > used(before);

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BudgetEventMessage } from '../../functions/budget-events/schemas.js';
 import { verifySignature } from '../../functions/budget-events/webhooks.js';
 import { testClock } from '../helpers/clock.js';
+import { expectError } from '../helpers/errors.js';
 import {
   adminHeaders,
   givenBudget,
@@ -162,6 +163,10 @@ describe('budget events on webhooks', () => {
       body: { scope: w, unit: 'USD_MICROCENTS', allocated: usd(1_000), thresholds: [75, 25] },
     });
     const query = `scope=${encodeURIComponent(w)}&unit=USD_MICROCENTS`;
+    const outOfRange = await request('PATCH', `${stack.adminUrl}/v1/admin/budgets?${query}`, {
+      headers: adminHeaders,
+      body: { thresholds: [50, 101] },
+    });
 
     await api.reserve(t, { estimate: usd(300) });
     const changed = await request('PATCH', `${stack.adminUrl}/v1/admin/budgets?${query}`, {
@@ -175,6 +180,7 @@ describe('budget events on webhooks', () => {
       body: { thresholds: null },
     });
 
+    expectError(outOfRange, 400, 'INVALID_REQUEST');
     expect(created.body.thresholds).toEqual([25, 75]);
     expect(changed.body.thresholds).toEqual([40]);
     expect(reset.body.thresholds).toBeUndefined();
