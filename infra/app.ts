@@ -15,6 +15,8 @@ import { DataStack } from './data-stack.js';
  *   domainName + certificateArn [+ adminBasePath]   custom domain for both APIs
  *   alarmEmail             subscribe this address to the alarm topic
  *   reserveSweeperConcurrency=false   for accounts whose Lambda concurrency quota is below 101
+ *   tracing=false          no X-Ray tracing (on by default)
+ *   metricsTenantDimension=true   business metrics also per tenant (off by default: cost)
  */
 export function createStacks(app: App): { data: DataStack; api: ApiStack } {
   const context = (key: string): string | undefined => {
@@ -42,7 +44,7 @@ export function createStacks(app: App): { data: DataStack; api: ApiStack } {
     ...(adminApiKeySecretName && { adminApiKeySecretName }),
   });
   const api = new ApiStack(app, `${prefix}Api`, {
-    description: 'Budget reservation service: functions, HTTP APIs, sweeper, alarms',
+    description: 'Budget reservation service: functions, HTTP APIs, sweeper, dashboard, alarms',
     table: data.table,
     adminApiKey: data.adminApiKey,
     cursorSecret: data.cursorSecret,
@@ -50,6 +52,8 @@ export function createStacks(app: App): { data: DataStack; api: ApiStack } {
     ...(domain && { domain }),
     ...(alarmEmail && { alarmEmail }),
     reserveSweeperConcurrency: context('reserveSweeperConcurrency') !== 'false',
+    tracing: context('tracing') !== 'false',
+    metricsTenantDimension: context('metricsTenantDimension') === 'true',
   });
   // Strong (export/import) references are what we want: CloudFormation then refuses to change
   // the table or secret an ApiStack still uses.

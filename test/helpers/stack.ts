@@ -27,6 +27,8 @@ export async function startTestStack({
     TABLE_NAME: `test-${randomUUID().slice(0, 8)}`,
     ADMIN_API_KEY: ADMIN_KEY,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // No EMF documents on stdout either; test/integration/observability.test.ts turns them on.
+    POWERTOOLS_METRICS_DISABLED: process.env.TEST_METRICS_DISABLED ?? 'true',
     API_KEY_CACHE_TTL_MS: '0',
     ...env,
   });
