@@ -285,6 +285,77 @@ describe('EMF metrics', () => {
   });
 });
 
+describe('DynamoDB contention', () => {
+  it('counts the transactions sent again after a conflict on the request that sent them', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000_000 });
+    const { dynamoClient } = await import('../../functions/store/client.js');
+    const contention = await import('../../infra/local/contention.js');
+    const emulator = contention.installContentionEmulator(dynamoClient);
+    const ids: string[] = [];
+
+    const lines = await linesDuring(async () => {
+      try {
+        await Promise.all(
+          Array.from({ length: 16 }, async () => {
+            for (let i = 0; i < 2; i++) {
+              const res = await reserve(t, { subject: { tenant: t.tenant }, estimate: usd(10) });
+              ids.push(requestIdOf(res));
+            }
+          }),
+        );
+      } finally {
+        contention.uninstallContentionEmulator(dynamoClient);
+      }
+    });
+
+    const logged = ids.flatMap((id) => logLinesOf(lines, id));
+    const emitted = ids.map((id) => emfOf(lines, id).DynamoDBCalls?.ConflictRetries ?? 0);
+    const retries = logged.reduce((n, l) => n + Number(l.conflict_retries), 0);
+    expect(emulator.counters.cancelledForConflict).toBeGreaterThan(0);
+    expect(retries).toBeGreaterThan(0);
+    expect(emitted.reduce((n, r) => n + Number(r), 0)).toBe(retries);
+    expect(logged).toHaveLength(32);
+  });
+});
+
+describe('EMF metrics of the sweeper', () => {
+  it('publishes each pass: the heartbeat, how late the oldest due reservation was, the expiries', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
+    const held = await reserve(t, { estimate: usd(100), ttl_ms: 1_000, grace_period_ms: 0 });
+    expect(held.status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1_300));
+    const { sweepOnce } = await import('../../functions/jobs/expire-reservations.js');
+
+    const lines = await linesDuring(() => sweepOnce());
+
+    const [logLine] = lines.filter((l) => l.message === 'expired reservations');
+    expect(logLine).toMatchObject({ level: 'INFO', expired: 1, lag_ms: expect.any(Number) });
+    const docs = emfOf(lines, String(logLine?.sweep_id));
+    expect(docs.Expiries).toEqual(
+      emf(
+        [['service']],
+        {
+          Expiries: 'Count',
+          Sweeps: 'Count',
+          SweepLag: 'Milliseconds',
+          DynamoDBCalls: 'Count',
+          DynamoDBRetries: 'Count',
+          ConflictRetries: 'Count',
+        },
+        {
+          Expiries: 1,
+          Sweeps: 1,
+          SweepLag: expect.any(Number),
+          DynamoDBCalls: expect.any(Number),
+          DynamoDBRetries: 0,
+          ConflictRetries: 0,
+        },
+      ),
+    );
+    expect(docs.Expiries?.SweepLag).toBeGreaterThanOrEqual(300);
+  });
+});
+
 describe('GET /actuator/health', () => {
   it('answers 503 {"status":"DOWN"} on both servers when the table does not answer', async () => {
     const client = localClient(stack.dynamoEndpoint);
