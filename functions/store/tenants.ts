@@ -96,6 +96,8 @@ export async function updateTenant(
           '#status': 'status',
           '#name': 'name',
           '#updated': 'updated_at',
+          '#dir_pk': 'dir_pk',
+          '#dir_sk': 'dir_sk',
         },
         ExpressionAttributeValues: {
           ':to': after.status,
