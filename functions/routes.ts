@@ -247,6 +247,16 @@ export const routes = {
     status: 200,
     table: { items: 'read' },
   },
+  listBudgetPeriods: {
+    server: 'admin',
+    method: 'GET',
+    path: '/v1/admin/budgets/periods',
+    entry: 'admin/list-budget-periods',
+    auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
+    status: 200,
+    table: { items: 'read' },
+    paginates: true,
+  },
   updateBudget: {
     server: 'admin',
     method: 'PATCH',

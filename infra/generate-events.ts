@@ -100,6 +100,7 @@ const EXAMPLES: Record<RouteId, Example> = {
   },
   listBudgets: { query: { tenant_id: SAMPLE.tenant, unit: 'USD_MICROCENTS' } },
   lookupBudget: { query: { scope: SAMPLE.nestedScope, unit: 'USD_MICROCENTS' } },
+  listBudgetPeriods: { query: { scope: SAMPLE.nestedScope, unit: 'USD_MICROCENTS' } },
   updateBudget: {
     query: { scope: SAMPLE.nestedScope, unit: 'USD_MICROCENTS' },
     body: { overdraft_limit: usd(1_000_000) },

@@ -6,5 +6,5 @@ import { listBudgets } from '../use-cases/budgets.js';
 export const handler = httpHandler(
   'listBudgets',
   { query: ListBudgetsQuery },
-  async ({ caller, query }) => budgetPageView(await listBudgets(caller, query)),
+  async ({ caller, query, now }) => budgetPageView(await listBudgets(caller, query, now)),
 );

@@ -6,5 +6,5 @@ import { lookupBudget } from '../use-cases/budgets.js';
 export const handler = httpHandler(
   'lookupBudget',
   { query: BudgetQuery },
-  async ({ caller, query }) => budgetLedgerView(await lookupBudget(caller, query)),
+  async ({ caller, query, now }) => budgetLedgerView(await lookupBudget(caller, query, now)),
 );

@@ -1,5 +1,6 @@
 import type { Amount, Unit } from './amounts.js';
 import { DomainError } from './errors.js';
+import type { ChangePeriod } from './period.js';
 
 /**
  * ACTIVE (absent on the item), FROZEN (the operator's pause: no new holds or events, open
@@ -63,7 +64,23 @@ export interface LedgerChange {
    * on, where its settlement must land. Absent: any shard that covers the change.
    */
   readonly shard?: number | undefined;
+  /**
+   * For a rolling budget (domain/period.ts): the period the change was decided in. A current
+   * period's change is conditioned on the ledger still being in it; a closed period's lands on
+   * that period's own ledger.
+   */
+  readonly period?: ChangePeriod | undefined;
 }
+
+/** The changes, each told the period of its ledger as read (rolling budgets only). */
+export const inPeriods = (
+  changes: readonly LedgerChange[],
+  periods: ReadonlyMap<string, { readonly start: number; readonly closed?: boolean | undefined }>,
+): LedgerChange[] =>
+  changes.map((c) => {
+    const p = periods.get(c.scope);
+    return p ? { ...c, period: { start: p.start, closed: p.closed === true } } : c;
+  });
 
 export const isOverLimit = (l: Ledger): boolean => l.debt > l.overdraftLimit;
 
@@ -220,7 +237,7 @@ export const releaseChange = (scope: string, unit: Unit, amount: number): Ledger
 export function mergeChanges(changes: readonly LedgerChange[]): LedgerChange[] {
   const byLedger = new Map<string, LedgerChange>();
   for (const c of changes) {
-    const key = `${c.scope}\u0000${c.unit}\u0000${c.shard ?? 0}`;
+    const key = `${c.scope}\u0000${c.unit}\u0000${c.shard ?? 0}\u0000${c.period?.start ?? ''}\u0000${c.period?.closed ?? ''}`;
     const seen = byLedger.get(key);
     if (!seen) {
       byLedger.set(key, { ...c, delta: { ...c.delta } });

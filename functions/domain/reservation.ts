@@ -1,6 +1,7 @@
 import type { Amount } from './amounts.js';
 import { DomainError } from './errors.js';
 import { type LedgerChange, type OveragePolicy, releaseChange } from './ledger.js';
+import type { ChangePeriod } from './period.js';
 import type { Subject } from './scopes.js';
 
 export type ReservationStatus = 'ACTIVE' | 'COMMITTED' | 'RELEASED' | 'EXPIRED';
@@ -34,6 +35,12 @@ export interface Reservation {
    * settlement lands; absent when no scope's budget is sharded (shard 0 everywhere).
    */
   readonly holdShards?: readonly number[] | undefined;
+  /**
+   * Per affected scope, the start of the period of its rolling budget the hold was taken in (0
+   * for a scope whose budget does not roll over); absent when none does. A hold belongs to that
+   * period: it settles there even after the budget rolled over (docs/decisions.md).
+   */
+  readonly heldIn?: readonly number[] | undefined;
 }
 
 /** Commit and release stay possible through the grace period; extend does not (SPEC § Limits). */
@@ -126,3 +133,20 @@ export function transition(r: Reservation, trigger: Trigger, now: number): Trans
 
 const notDue = (r: Reservation) =>
   new DomainError('INVALID_REQUEST', `reservation ${r.reservationId} is not due for expiry`);
+
+/**
+ * The period each of a reservation's holds settles in, given the current periods of its rolling
+ * budgets: the period it was taken in, closed once the budget has moved past it.
+ */
+export function heldPeriods(
+  r: Reservation,
+  current: ReadonlyMap<string, { readonly start: number }>,
+): Map<string, ChangePeriod> {
+  const held = new Map<string, ChangePeriod>();
+  r.affectedScopes.forEach((scope, i) => {
+    const start = r.heldIn?.[i] ?? 0;
+    if (start === 0) return;
+    held.set(scope, { start, closed: current.get(scope)?.start !== start });
+  });
+  return held;
+}

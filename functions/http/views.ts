@@ -4,6 +4,7 @@ import type { AuditRecord } from '../domain/audit.js';
 import type { Caps } from '../domain/caps.js';
 import { derivedId } from '../domain/fingerprint.js';
 import { isOverLimit, type Ledger } from '../domain/ledger.js';
+import type { LedgerPeriod } from '../domain/period.js';
 import type { Reservation } from '../domain/reservation.js';
 import type { Tenant } from '../domain/tenant.js';
 import type { Introspection, KeyValidation } from '../use-cases/api-keys.js';
@@ -276,10 +277,20 @@ export function introspectionView(i: Introspection) {
   });
 }
 
+/** A rolling budget's period: the reference's `period_start` / `period_end`, and its rule. */
+const periodView = (p: LedgerPeriod | undefined) =>
+  p && {
+    period: p.spec.kind,
+    ...(p.spec.anchorDay !== undefined && { period_anchor_day: p.spec.anchorDay }),
+    period_start: new Date(p.start).toISOString(),
+    period_end: new Date(p.end).toISOString(),
+  };
+
 export const budgetView = (b: Budget) => ({
   tenant_id: b.tenant,
   ...balanceView(b.ledger),
   unit: b.ledger.unit,
+  ...periodView(b.period),
   created_at: b.createdAt,
 });
 
@@ -292,6 +303,7 @@ export const budgetLedgerView = (b: BudgetRecord) => {
     ...balanceView(b.ledger),
     unit,
     status: b.ledger.status ?? 'ACTIVE',
+    ...periodView(b.period),
     ...(b.caps && {
       caps: capsView(b.caps.caps),
       ...(b.caps.belowRemainingBps !== undefined && {
@@ -302,6 +314,17 @@ export const budgetLedgerView = (b: BudgetRecord) => {
     ...(b.updatedAt !== undefined && { updated_at: b.updatedAt }),
   };
 };
+
+/** A rolling budget's closed periods, newest first: what was allocated, spent and held in each. */
+export const closedPeriodPageView = (p: Page<{ ledger: Ledger; period: LedgerPeriod }>) => ({
+  periods: p.items.map(({ ledger, period }) => ({
+    period_start: new Date(period.start).toISOString(),
+    period_end: new Date(period.end).toISOString(),
+    ...balanceView(ledger),
+  })),
+  has_more: p.nextCursor !== undefined,
+  ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
+});
 
 export const budgetPageView = (p: Page<BudgetRecord>) => ({
   ledgers: p.items.map(budgetLedgerView),

@@ -6,5 +6,5 @@ import { listBalances } from '../use-cases/reads.js';
 export const handler = httpHandler(
   'listBalances',
   { query: ListBalancesQuery },
-  async ({ caller, query }) => balancePageView(await listBalances(caller, query)),
+  async ({ caller, query, now }) => balancePageView(await listBalances(caller, query, now)),
 );

@@ -3,6 +3,7 @@ import type { ApiKey } from '../domain/api-keys.js';
 import type { BudgetCaps, Caps } from '../domain/caps.js';
 import { parseExactJson } from '../domain/json.js';
 import type { Ledger } from '../domain/ledger.js';
+import type { LedgerPeriod, PeriodKind } from '../domain/period.js';
 import { effectivePermissions, type Permission } from '../domain/permissions.js';
 import type { Reservation, ReservationStatus } from '../domain/reservation.js';
 import { keys } from './keys.js';
@@ -65,6 +66,7 @@ export function reservationOf(item: Item): Reservation {
     overagePolicy: item.overage_policy as Reservation['overagePolicy'],
     metadata: metadataOf(item),
     holdShards: Array.isArray(item.hold_shards) ? item.hold_shards.map(Number) : undefined,
+    heldIn: Array.isArray(item.held_in) ? item.held_in.map(Number) : undefined,
   };
 }
 
@@ -105,3 +107,27 @@ export const scopePathOf = (item: Item): string =>
   typeof item.scope_path === 'string'
     ? item.scope_path
     : String((item.scopes as string[] | undefined)?.at(-1) ?? '');
+
+/** A rolling budget's period, as its ledger item (or a closed period's item) carries it. */
+export function ledgerPeriodOf(item: Item): LedgerPeriod | undefined {
+  if (typeof item.period_kind !== 'string') return undefined;
+  return {
+    start: Number(item.period_start),
+    end: Number(item.period_end),
+    spec: {
+      kind: item.period_kind as PeriodKind,
+      ...(item.period_anchor !== undefined && { anchorDay: Number(item.period_anchor) }),
+    },
+    amount: Number(item.period_amount),
+    ...(item.type === 'ledger-period' && { closed: true as const }),
+  };
+}
+
+/** The attributes that make a ledger item roll over (domain/period.ts). */
+export const ledgerPeriodAttributes = (p: LedgerPeriod): Item => ({
+  period_kind: p.spec.kind,
+  ...(p.spec.anchorDay !== undefined && { period_anchor: p.spec.anchorDay }),
+  period_amount: p.amount,
+  period_start: p.start,
+  period_end: p.end,
+});

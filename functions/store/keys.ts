@@ -18,6 +18,14 @@ export const keys = {
     pk: `LEDGER#${scope}#${unit}#${k}`,
     sk: SK,
   }),
+  /**
+   * The ledger of one closed period of a rolling budget: every period of a budget in one
+   * partition, by start, so its history is one Query.
+   */
+  ledgerPeriod: (scope: string, unit: Unit, start: number) => ({
+    pk: `LEDGERPERIOD#${scope}#${unit}`,
+    sk: pad(start),
+  }),
   /** One entry per segment of a ledger's path, so a balance filter is one Query. */
   ledgerIndex: (tenant: string, segment: string, scope: string, unit: Unit) => ({
     pk: ledgerIndexPartition(tenant, segment),

@@ -5,13 +5,21 @@ import type { BudgetCaps } from '../domain/caps.js';
 import { invalidCursor } from '../domain/cursor.js';
 import { emptyShards, respread } from '../domain/escrow.js';
 import type { BudgetStatus, Ledger, LedgerChange, LedgerField } from '../domain/ledger.js';
+import { closedPeriodLedger, type LedgerPeriod, rolledOver } from '../domain/period.js';
 import type { Segment, SegmentKind } from '../domain/scopes.js';
 import { segmentText } from '../domain/scopes.js';
 import { auditPut } from './audit.js';
 import { documentClient, tableName } from './client.js';
 import { type IdempotencyScope, idempotencyPut, type StoredOutcome } from './idempotency.js';
-import { budgetCapsAttributes, budgetCapsOf } from './items.js';
+import {
+  budgetCapsAttributes,
+  budgetCapsOf,
+  ledgerOf,
+  ledgerPeriodAttributes,
+  ledgerPeriodOf,
+} from './items.js';
 import { isLedgerIndexPosition, keys, ledgerIndexPartition } from './keys.js';
+import { queryPage } from './pages.js';
 import {
   budgetKeys,
   budgetsFrom,
@@ -78,10 +86,19 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
       }
       break;
   }
+  const { period } = change;
+  if (period && !period.closed) {
+    // Decided in this period: it must not land in the next one, should the budget roll over.
+    names['#pstart'] = 'period_start';
+    values[':pstart'] = period.start;
+    conditions.push('#pstart = :pstart');
+  }
   return {
     Update: {
       TableName: tableName(),
-      Key: keys.ledger(change.scope, change.unit),
+      Key: period?.closed
+        ? keys.ledgerPeriod(change.scope, change.unit, period.start)
+        : keys.ledger(change.scope, change.unit),
       UpdateExpression: update.expression,
       ConditionExpression: conditions.join(' AND '),
       ExpressionAttributeNames: names,
@@ -101,6 +118,8 @@ export interface LedgerRead {
   readonly layouts: Layouts;
   /** The caps of those budgets that carry any (domain/caps.ts), by scope. */
   readonly caps: ReadonlyMap<string, BudgetCaps>;
+  /** The current periods of those budgets that roll over (domain/period.ts), by scope. */
+  readonly periods: ReadonlyMap<string, LedgerPeriod>;
   /** Whether the ledgers are one instant's (see SnapshotRequest.atomic). */
   readonly atomic: boolean;
 }
@@ -123,6 +142,8 @@ export interface NewLedger {
   /** Escrow shards to split the budget into (1: unsharded). */
   readonly shards?: number | undefined;
   readonly caps?: BudgetCaps | undefined;
+  /** A rolling budget's first period (domain/period.ts). */
+  readonly period?: LedgerPeriod | undefined;
 }
 
 /**
@@ -154,6 +175,7 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
       ...(shards && { shards: count, gated: shards[0]?.gated ?? false }),
       // On the item every reservation reads anyway: caps cost no read of their own.
       ...(n.caps && budgetCapsAttributes(n.caps)),
+      ...(n.period && ledgerPeriodAttributes(n.period)),
     }),
     ...texts.map((segment) =>
       putIfAbsent({
@@ -311,6 +333,7 @@ export async function unitsOfScope(tenant: string, scope: string): Promise<Unit[
 /** Ledgers of any scopes and units by `scope#unit`, in one strongly consistent BatchGetItem. */
 export async function getLedgerSet(
   entries: readonly { scope: string; unit: Unit }[],
+  now: number,
 ): Promise<Map<string, Ledger>> {
   const items = await getItems(budgetKeys(entries));
   await completeShards(items);
@@ -318,8 +341,13 @@ export async function getLedgerSet(
   // By unit: one scope may have ledgers in several units.
   for (const unit of new Set(entries.map((e) => e.unit))) {
     const ofUnit = new Map([...items].filter(([, item]) => item.unit === unit));
-    for (const ledger of budgetsFrom(ofUnit).ledgers.values())
-      result.set(`${ledger.scope}#${ledger.unit}`, ledger);
+    const { ledgers, periods } = budgetsFrom(ofUnit);
+    for (const ledger of ledgers.values()) {
+      const period = periods.get(ledger.scope);
+      // A rolling budget past its period reads as its next operation will find it.
+      const current = period ? rolledOver(ledger, period, now).ledger : ledger;
+      result.set(`${ledger.scope}#${ledger.unit}`, current);
+    }
   }
   return result;
 }
@@ -333,6 +361,8 @@ export interface BudgetRecord {
   readonly caps?: BudgetCaps | undefined;
   /** Escrow shards (1: unsharded): a status change writes every one. */
   readonly shards: number;
+  /** A rolling budget's period, as stored (its ledger may be due to roll over). */
+  readonly period?: LedgerPeriod | undefined;
 }
 
 /** The budgets of these (scope, unit) pairs that exist, in the order given. */
@@ -357,6 +387,7 @@ export async function getBudgetRecords(
         updatedAt: main.updated_at === undefined ? undefined : String(main.updated_at),
         caps: budgetCapsOf(main),
         shards: Number(main.shards ?? 1),
+        period: ledgerPeriodOf(main),
       },
     ];
   });
@@ -450,4 +481,114 @@ export async function setBudgetStatus(
     ...(audit ? [auditPut(audit)] : []),
   ]);
   return outcome.kind === 'committed' ? 'updated' : 'stale';
+}
+
+/**
+ * A rolling budget enters its next period (domain/period.ts `rolledOver`), exactly once: the
+ * ledger as read becomes the closed period's own ledger (with its holds, which settle there; its
+ * debt moves on), and the ledger item becomes `after`. Conditioned on the ledger still being what
+ * was read: of concurrent requests that see the boundary, one rolls over, the others fail and
+ * read again ('stale').
+ */
+export async function rollOverLedger(
+  tenant: string,
+  before: { readonly ledger: Ledger; readonly period: LedgerPeriod },
+  after: { readonly ledger: Ledger; readonly period: LedgerPeriod },
+): Promise<'rolled' | 'stale'> {
+  const { scope, unit } = before.ledger;
+  const closed = closedPeriodLedger(before.ledger);
+  const outcome = await transact([
+    putIfAbsent({
+      ...keys.ledgerPeriod(scope, unit, before.period.start),
+      type: 'ledger-period',
+      tenant,
+      scope,
+      unit,
+      allocated: closed.allocated,
+      spent: closed.spent,
+      reserved: closed.reserved,
+      debt: closed.debt,
+      overdraft_limit: closed.overdraftLimit,
+      remaining: closed.remaining,
+      carried_debt: before.ledger.debt,
+      ...ledgerPeriodAttributes(before.period),
+    }),
+    {
+      Update: {
+        TableName: tableName(),
+        Key: keys.ledger(scope, unit),
+        UpdateExpression:
+          'SET #allocated = :allocated, #spent = :spent, #reserved = :reserved, #remaining = :remaining, #pstart = :next, #pend = :nextEnd',
+        ConditionExpression:
+          '#pstart = :start AND #allocated = :was_allocated AND #spent = :was_spent AND #reserved = :was_reserved AND #debt = :was_debt',
+        ExpressionAttributeNames: {
+          '#allocated': 'allocated',
+          '#spent': 'spent',
+          '#reserved': 'reserved',
+          '#debt': 'debt',
+          '#remaining': 'remaining',
+          '#pstart': 'period_start',
+          '#pend': 'period_end',
+        },
+        ExpressionAttributeValues: {
+          ':allocated': after.ledger.allocated,
+          ':spent': after.ledger.spent,
+          ':reserved': after.ledger.reserved,
+          ':remaining': after.ledger.remaining,
+          ':next': after.period.start,
+          ':nextEnd': after.period.end,
+          ':start': before.period.start,
+          ':was_allocated': before.ledger.allocated,
+          ':was_spent': before.ledger.spent,
+          ':was_reserved': before.ledger.reserved,
+          ':was_debt': before.ledger.debt,
+        },
+      },
+    },
+  ]);
+  return outcome.kind === 'committed' ? 'rolled' : 'stale';
+}
+
+/** The ledgers of closed periods, by scope: where holds taken in them settle. */
+export async function getClosedPeriodLedgers(
+  wanted: readonly { readonly scope: string; readonly unit: Unit; readonly start: number }[],
+): Promise<{ ledgers: Map<string, Ledger>; periods: Map<string, LedgerPeriod> }> {
+  const items = await getItems(wanted.map((w) => keys.ledgerPeriod(w.scope, w.unit, w.start)));
+  const ledgers = new Map<string, Ledger>();
+  const periods = new Map<string, LedgerPeriod>();
+  for (const item of items.values()) {
+    const period = ledgerPeriodOf(item);
+    if (!period) continue;
+    const ledger = ledgerOf(item);
+    ledgers.set(ledger.scope, ledger);
+    periods.set(ledger.scope, period);
+  }
+  return { ledgers, periods };
+}
+
+/** A rolling budget's closed periods, newest first, with their ledgers. */
+export async function queryClosedPeriods(q: {
+  readonly scope: string;
+  readonly unit: Unit;
+  readonly after?: string | undefined;
+  readonly limit: number;
+}) {
+  const { pk } = keys.ledgerPeriod(q.scope, q.unit, 0);
+  const page = await queryPage({
+    partitionKey: 'pk',
+    partition: pk,
+    sortKey: 'sk',
+    lowest: '',
+    highest: '~',
+    newestFirst: true,
+    after: q.after,
+    limit: q.limit,
+  });
+  return {
+    periods: page.items.flatMap((item) => {
+      const period = ledgerPeriodOf(item);
+      return period ? [{ ledger: ledgerOf(item), period }] : [];
+    }),
+    nextPosition: page.nextPosition,
+  };
 }

@@ -82,6 +82,7 @@ export function reserveTransaction(n: NewReservation): GuardedTransaction {
     scopes: r.affectedScopes,
     overage_policy: r.overagePolicy,
     ...(placed.shards.some((k) => k !== 0) && { hold_shards: placed.shards }),
+    ...(r.heldIn && { held_in: r.heldIn }),
     // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
     ...(r.metadata !== undefined && { metadata_json: exactJson(r.metadata) }),
     ...listAttributes(r),
@@ -170,7 +171,7 @@ function settleUpdate(
     Update: {
       TableName: tableName(),
       Key: keys.reservation(r.reservationId),
-      UpdateExpression: `SET #status = :to, #status_pk = :status_pk, #finalized = :now${committed ? ', #committed = :committed' : ''}${recorded ? ', #detail = :detail' : ''}${outcomeNames.map((n) => `, #${n} = :${n}`).join('')} REMOVE #due_pk, #due_sk, #deadline, #hold_shards`,
+      UpdateExpression: `SET #status = :to, #status_pk = :status_pk, #finalized = :now${committed ? ', #committed = :committed' : ''}${recorded ? ', #detail = :detail' : ''}${outcomeNames.map((n) => `, #${n} = :${n}`).join('')} REMOVE #due_pk, #due_sk, #deadline, #hold_shards, #held_in`,
       ConditionExpression: `#status = :active AND #tenant = :tenant AND #deadline ${beforeDeadline ? '>' : '<='} :now`,
       ExpressionAttributeNames: {
         '#status': 'status',
@@ -181,6 +182,7 @@ function settleUpdate(
         '#due_pk': 'due_pk',
         '#due_sk': 'due_sk',
         '#hold_shards': 'hold_shards',
+        '#held_in': 'held_in',
         ...(committed && { '#committed': 'committed' }),
         ...(recorded && { '#detail': `${to.toLowerCase()}_detail_json` }),
         ...Object.fromEntries(outcomeNames.map((n) => [`#${n}`, n])),

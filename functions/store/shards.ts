@@ -5,8 +5,9 @@ import type { BudgetCaps } from '../domain/caps.js';
 import { RetryLaterError } from '../domain/errors.js';
 import { mergeShards, respread, routeChange, type Shard } from '../domain/escrow.js';
 import { applyDelta, type Ledger, type LedgerChange } from '../domain/ledger.js';
+import type { LedgerPeriod } from '../domain/period.js';
 import { documentClient, tableName } from './client.js';
-import { budgetCapsOf, isLedgerItem, ledgerOf } from './items.js';
+import { budgetCapsOf, isLedgerItem, ledgerOf, ledgerPeriodOf } from './items.js';
 import { hashOf, keys } from './keys.js';
 import {
   getItems,
@@ -87,15 +88,19 @@ export function budgetsFrom(items: ReadonlyMap<string, Item>): {
   ledgers: Map<string, Ledger>;
   layouts: Map<string, ShardedBudget>;
   caps: Map<string, BudgetCaps>;
+  periods: Map<string, LedgerPeriod>;
 } {
   const ledgers = new Map<string, Ledger>();
   const layouts = new Map<string, ShardedBudget>();
   const caps = new Map<string, BudgetCaps>();
+  const periods = new Map<string, LedgerPeriod>();
   for (const item of items.values()) {
     if (!isLedgerItem(item)) continue;
     const base = ledgerOf(item);
     const configured = budgetCapsOf(item);
     if (configured) caps.set(base.scope, configured);
+    const period = ledgerPeriodOf(item);
+    if (period) periods.set(base.scope, period);
     const n = shardCountOf(item);
     if (n <= 1) {
       ledgers.set(base.scope, base);
@@ -111,7 +116,7 @@ export function budgetsFrom(items: ReadonlyMap<string, Item>): {
     ledgers.set(base.scope, ledger);
     layouts.set(base.scope, { ledger, shards: budget.shards });
   }
-  return { ledgers, layouts, caps };
+  return { ledgers, layouts, caps, periods };
 }
 
 /**
@@ -126,6 +131,7 @@ export async function budgetsOf(
   ledgers: Map<string, Ledger>;
   layouts: Layouts;
   caps: Map<string, BudgetCaps>;
+  periods: Map<string, LedgerPeriod>;
   atomic: boolean;
 }> {
   await completeShards(items);

@@ -1,6 +1,7 @@
 import type { Unit } from '../domain/amounts.js';
 import type { BudgetCaps } from '../domain/caps.js';
 import type { Ledger } from '../domain/ledger.js';
+import type { LedgerPeriod } from '../domain/period.js';
 import type { Reservation } from '../domain/reservation.js';
 import {
   type IdempotencyScope,
@@ -36,6 +37,8 @@ export interface Snapshot {
   readonly layouts: Layouts;
   /** The caps of the budgets read that carry any, by scope (domain/caps.ts). */
   readonly caps: ReadonlyMap<string, BudgetCaps>;
+  /** The current periods of the rolling budgets read, by scope (domain/period.ts). */
+  readonly periods: ReadonlyMap<string, LedgerPeriod>;
   /** Whether the ledgers are one instant's (always, unless a sharded budget was batch-read). */
   readonly atomic: boolean;
 }
@@ -51,7 +54,7 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   if (r.idempotency) wanted.push(idempotencyKey(r.idempotency));
   if (r.ledgers) wanted.push(...ledgerKeys(r.ledgers.scopes, r.ledgers.unit));
   const items = await getItems(wanted);
-  const { ledgers, layouts, caps, atomic } = await budgetsOf(items, r.atomic === true);
+  const { ledgers, layouts, caps, periods, atomic } = await budgetsOf(items, r.atomic === true);
   const reservationItem = r.reservationId
     ? items.get(keys.reservation(r.reservationId).pk)
     : undefined;
@@ -70,6 +73,7 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
     ledgers,
     layouts,
     caps,
+    periods,
     atomic,
   };
 }

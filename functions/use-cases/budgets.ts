@@ -9,21 +9,25 @@ import {
   type BudgetStatus,
   type FundOperation,
   fundChange,
+  inPeriods,
   type Ledger,
 } from '../domain/ledger.js';
+import { type LedgerPeriod, type PeriodSpec, periodAt, rolledOver } from '../domain/period.js';
 import { parseScope, segmentText, tenantOfScope } from '../domain/scopes.js';
 import {
   applyFunding,
   type BudgetRecord,
   getBudgetRecords,
   insertLedger,
+  queryClosedPeriods,
   queryLedgerIndex,
   setBudgetStatus,
   updateBudgetSettings,
 } from '../store/ledgers.js';
 import { readSnapshot } from '../store/snapshot.js';
-import { guardedWrite } from './guarded-write.js';
+import { guardedWrite, readAgain } from './guarded-write.js';
 import { type Page, type PageRequest, paged } from './pages.js';
+import { rollOverDue } from './periods.js';
 
 export type { BudgetRecord };
 
@@ -56,11 +60,15 @@ export interface BudgetRequest {
   readonly shards?: number | undefined;
   /** Soft constraints answered with ALLOW_WITH_CAPS (domain/caps.ts). */
   readonly caps?: BudgetCaps | undefined;
+  /** Rolls over by itself: `allocated` is the allocation of every period (domain/period.ts). */
+  readonly period?: PeriodSpec | undefined;
 }
 export interface Budget {
   readonly tenant: string;
   readonly ledger: Ledger;
   readonly createdAt: string;
+  /** A rolling budget's current period. */
+  readonly period?: LedgerPeriod | undefined;
 }
 
 /** POST /v1/admin/budgets: a ledger whose allocation is spendable at once; audited. */
@@ -90,7 +98,17 @@ export async function createBudget(
     overdraftLimit: request.overdraftLimit?.amount ?? 0,
     remaining: request.allocated.amount,
   };
-  const budget: Budget = { tenant, ledger, createdAt: new Date(now).toISOString() };
+  if (request.period && (request.shards ?? 1) > 1) {
+    throw invalidRequest('a rolling budget (period) cannot be split into shards', {
+      field: 'shards',
+    });
+  }
+  const period: LedgerPeriod | undefined = request.period && {
+    ...periodAt(request.period, now),
+    spec: request.period,
+    amount: request.allocated.amount,
+  };
+  const budget: Budget = { tenant, ledger, createdAt: new Date(now).toISOString(), period };
   const audit: AuditEntry = {
     tenant,
     atMs: now,
@@ -109,6 +127,7 @@ export async function createBudget(
     audit,
     shards: request.shards,
     caps: request.caps,
+    period,
   });
   if (inserted === 'noTenant') throw noTenant(tenant);
   if (inserted === 'duplicate') {
@@ -156,12 +175,18 @@ export function fundBudget(
     name: 'funding',
     fingerprint: print,
     read: (atomic) => readSnapshot({ idempotency, ledgers: { scopes: [scope], unit }, atomic }),
-    decide: ({ ledgers, layouts }) => {
+    decide: async ({ ledgers, layouts, periods }) => {
       const ledger = ledgers.get(scope);
       // A missing tenant has no budgets either: for the operator, this is the 404 to give.
       if (!ledger) throw new DomainError('NOT_FOUND', `no budget for ${scope} in ${unit}`);
       if (ledger.status === 'CLOSED') throw budgetClosed(scope, unit);
-      const change = fundChange(ledger, request.operation, amount.amount, MAX_AMOUNT);
+      // Funding a rolling budget funds its current period.
+      if (await rollOverDue({ ledgers, periods }, now)) return readAgain;
+      const [change] = inPeriods(
+        [fundChange(ledger, request.operation, amount.amount, MAX_AMOUNT)],
+        periods,
+      );
+      if (!change) throw new Error('a funding change');
       const result: Funded = {
         operation: request.operation,
         before: ledger,
@@ -221,9 +246,19 @@ async function readBudget(scope: string, unit: Unit): Promise<BudgetRecord> {
   return found;
 }
 
+/** A rolling budget read after its period ended is shown as its next operation will find it. */
+export function currentRecord(b: BudgetRecord, now: number): BudgetRecord {
+  if (!b.period) return b;
+  return { ...b, ...rolledOver(b.ledger, b.period, now) };
+}
+
 /** GET /v1/admin/budgets/lookup?scope=&unit=: one budget (the operator's, or the key's own tenant's). */
-export function lookupBudget(reader: BudgetWriter, ref: BudgetRef): Promise<BudgetRecord> {
-  return readBudget(writableScope(reader, ref.scope).scope, ref.unit);
+export async function lookupBudget(
+  reader: BudgetWriter,
+  ref: BudgetRef,
+  now: number,
+): Promise<BudgetRecord> {
+  return currentRecord(await readBudget(writableScope(reader, ref.scope).scope, ref.unit), now);
 }
 
 export interface BudgetFilters extends PageRequest {
@@ -237,7 +272,11 @@ export interface BudgetFilters extends PageRequest {
  * GET /v1/admin/budgets: one tenant's budgets by scope, filtered. The operator names the tenant
  * (budgets are indexed per tenant); a key lists its own.
  */
-export function listBudgets(reader: BudgetWriter, q: BudgetFilters): Promise<Page<BudgetRecord>> {
+export function listBudgets(
+  reader: BudgetWriter,
+  q: BudgetFilters,
+  now: number,
+): Promise<Page<BudgetRecord>> {
   if (reader.kind === 'tenant' && q.tenantId !== undefined) {
     requireOwnTenant(reader, q.tenantId, `tenant '${q.tenantId}'`, { tenant_id: q.tenantId });
   }
@@ -256,7 +295,7 @@ export function listBudgets(reader: BudgetWriter, q: BudgetFilters): Promise<Pag
       after,
       limit,
     });
-    const records = await getBudgetRecords(page.entries);
+    const records = (await getBudgetRecords(page.entries)).map((b) => currentRecord(b, now));
     const last = page.entries[page.entries.length - 1];
     return {
       items: records.filter(
@@ -392,4 +431,20 @@ export async function closeBudgetsOfTenant(tenant: string, { now, requestId }: W
     if (!page.hasMore || !last) return;
     after = last.position;
   }
+}
+
+/**
+ * GET /v1/admin/budgets/periods?scope=&unit=: a rolling budget's closed periods, newest first,
+ * each with its ledger (what was allocated, spent, and is still held there).
+ */
+export async function listClosedPeriods(
+  reader: BudgetWriter,
+  ref: BudgetRef & PageRequest,
+): Promise<Page<{ ledger: Ledger; period: LedgerPeriod }>> {
+  const { scope } = writableScope(reader, ref.scope);
+  await readBudget(scope, ref.unit);
+  return paged({ route: 'periods', scope, unit: ref.unit }, ref, async (after) => {
+    const page = await queryClosedPeriods({ scope, unit: ref.unit, after, limit: ref.limit });
+    return { items: page.periods, nextPosition: page.nextPosition };
+  });
 }

@@ -9,6 +9,7 @@ import { putIdempotencyRecord } from '../store/idempotency.js';
 import { readSnapshot } from '../store/snapshot.js';
 import { expiredHoldsFreer } from './expiry.js';
 import { atomicIfRefused, guardedWrite, readAgain } from './guarded-write.js';
+import { rollOverDue } from './periods.js';
 import { affectedScopes } from './scopes.js';
 
 export interface DecideRequest {
@@ -46,6 +47,7 @@ export async function decide(
       readSnapshot({ idempotency, ledgers: { scopes, unit: request.estimate.unit }, atomic }),
     decide: async (snapshot) => {
       requireTenantOpen();
+      if (await rollOverDue(snapshot, now)) return readAgain;
       // A DENY read shard by shard is decided again on one instant's budgets (docs/scaling.md).
       const { ledgers, caps } = await atomicIfRefused(
         snapshot,

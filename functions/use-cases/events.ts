@@ -3,6 +3,7 @@ import type { Caller } from '../domain/caller.js';
 import { DomainError, RetryLaterError } from '../domain/errors.js';
 import { derivedId, fingerprint } from '../domain/fingerprint.js';
 import {
+  inPeriods,
   type Ledger,
   ledgersAfter,
   type OveragePolicy,
@@ -17,6 +18,7 @@ import { unitsOfScope } from '../store/ledgers.js';
 import { readSnapshot } from '../store/snapshot.js';
 import { expiredHoldsFreer } from './expiry.js';
 import { guardedWrite, readAgain } from './guarded-write.js';
+import { rollOverDue } from './periods.js';
 import { affectedScopes } from './scopes.js';
 
 export interface EventRequest {
@@ -49,8 +51,9 @@ export async function createEvent(
     name: 'event',
     fingerprint: print,
     read: (atomic) => readSnapshot({ eventId, ledgers: { scopes, unit }, atomic }),
-    decide: async ({ ledgers, layouts }) => {
+    decide: async ({ ledgers, layouts, periods }) => {
       requireTenantOpen();
+      if (await rollOverDue({ ledgers, periods }, now)) return readAgain;
       const missing = scopes.find((s) => !ledgers.has(s));
       if (missing !== undefined) await requireUnitOfScope(caller.tenant, missing, unit);
       const charge = eventChanges(scopes, request.actual, request.overagePolicy, ledgers);
@@ -59,7 +62,7 @@ export async function createEvent(
         throw refusalError(charge.refusal);
       }
       const result: EventApplied = { eventId, balances: ledgersAfter(ledgers, charge.changes) };
-      return { result, changes: charge.changes, layouts };
+      return { result, changes: inPeriods(charge.changes, periods), layouts };
     },
     write: ({ result, changes, layouts }) =>
       insertEvent({

@@ -1,8 +1,14 @@
-import { type Ledger, mergeChanges, type ScopeRefusal } from '../domain/ledger.js';
-import { expiryChanges, type Reservation, settleDeadline } from '../domain/reservation.js';
+import { inPeriods, type Ledger, mergeChanges, type ScopeRefusal } from '../domain/ledger.js';
+import {
+  expiryChanges,
+  heldPeriods,
+  type Reservation,
+  settleDeadline,
+} from '../domain/reservation.js';
 import { queryDueReservations } from '../store/reservation-queries.js';
 import { expireReservations } from '../store/reservation-writes.js';
 import { recordMetric } from '../telemetry/invocation.js';
+import { currentPeriodsOf } from './periods.js';
 
 /** TransactWriteItems takes at most 100 items: reservations plus the distinct ledgers they hold. */
 const MAX_TRANSACTION_ITEMS = 100;
@@ -113,17 +119,43 @@ function batches(due: readonly Reservation[]): Reservation[][] {
   return result;
 }
 
-/** One batch; the reservations a commit or another sweep settled meanwhile drop out. */
+/** Rounds a batch may take when rolling budgets move under it before it is refused. */
+const MAX_PERIOD_ROUNDS = 3;
+
+/**
+ * One batch; the reservations a commit or another sweep settled meanwhile drop out. Holds on
+ * rolling budgets return to the period they were taken in (a closed one's own ledger, or the
+ * current period, conditioned on the budget still being in it).
+ */
 async function expireBatch(batch: readonly Reservation[], now: number): Promise<number> {
   let pending = batch.filter((r) => expiryChanges(r, now) !== undefined);
+  let periodRounds = 0;
   while (pending.length > 0) {
-    const changes = mergeChanges(pending.flatMap((r) => expiryChanges(r, now) ?? []));
+    const rolling = pending.some((r) => r.heldIn !== undefined);
+    const periods = rolling ? await currentPeriodsOf(pending, now) : undefined;
+    const changes = mergeChanges(
+      pending.flatMap((r) => {
+        const changes = expiryChanges(r, now) ?? [];
+        if (!periods) return changes;
+        const current = new Map(
+          r.affectedScopes.flatMap((scope) => {
+            const p = periods.get(`${scope}#${r.reserved.unit}`);
+            return p ? [[scope, p] as const] : [];
+          }),
+        );
+        return inPeriods(changes, heldPeriods(r, current));
+      }),
+    );
     const outcome = await expireReservations(pending, changes, now);
     if (outcome.kind === 'written') {
       countExpiries(pending);
       return pending.length;
     }
-    if (outcome.ids.length === 0) throw new Error('expiry batch refused on a ledger');
+    if (outcome.ids.length === 0) {
+      // Only a rolling budget that moved into a new period meanwhile fails an expiry's ledger.
+      if (rolling && ++periodRounds < MAX_PERIOD_ROUNDS) continue;
+      throw new Error('expiry batch refused on a ledger');
+    }
     pending = pending.filter((r) => !outcome.ids.includes(r.reservationId));
   }
   return 0;

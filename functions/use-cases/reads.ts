@@ -104,7 +104,11 @@ export interface BalanceFilters extends SubjectFilters {
  * include_children only ledgers at exactly the deepest filtered level are returned; with it,
  * every ledger below that level too.
  */
-export async function listBalances(caller: Caller, q: BalanceFilters): Promise<Page<Ledger>> {
+export async function listBalances(
+  caller: Caller,
+  q: BalanceFilters,
+  now: number,
+): Promise<Page<Ledger>> {
   requireOwnTenantFilter(caller, q.tenant);
   const given = LEVELS.filter((l) => q[l] !== undefined);
   const deepest = given[given.length - 1];
@@ -131,7 +135,7 @@ export async function listBalances(caller: Caller, q: BalanceFilters): Promise<P
     after,
     limit,
   });
-  const ledgers = await getLedgerSet(page.entries);
+  const ledgers = await getLedgerSet(page.entries, now);
   const last = page.entries[page.entries.length - 1];
   return {
     items: page.entries.flatMap((e) => ledgers.get(`${e.scope}#${e.unit}`) ?? []),

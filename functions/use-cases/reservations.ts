@@ -7,6 +7,7 @@ import {
   admissionRefusal,
   firstRefusal,
   holdChange,
+  inPeriods,
   type Ledger,
   ledgersAfter,
   type OveragePolicy,
@@ -15,6 +16,7 @@ import {
   refusalError,
   scopeRefusal,
 } from '../domain/ledger.js';
+import type { ChangePeriod } from '../domain/period.js';
 import {
   type Action,
   expiredError,
@@ -39,6 +41,7 @@ import { recordMetric } from '../telemetry/invocation.js';
 import type { WriteContext } from './budgets.js';
 import { expiredHoldsFreer, expireReservation } from './expiry.js';
 import { atomicIfRefused, guardedWrite, type Plan, readAgain } from './guarded-write.js';
+import { rollOverDue, settlementLedgers } from './periods.js';
 import { affectedScopes } from './scopes.js';
 
 export interface ReservationRequest {
@@ -113,11 +116,13 @@ export async function createReservation(
     // SPEC rule 3: evaluated like a live reservation, nothing persisted, no id or expiry.
     requireTenantOpen();
     for (;;) {
-      const { ledgers, caps } = await atomicIfRefused(
+      const read = await atomicIfRefused(
         await readSnapshot({ ledgers: { scopes, unit } }),
         (s) => admissionRefusal(scopes, request.estimate, s.ledgers),
         () => readSnapshot({ ledgers: { scopes, unit }, atomic: true }),
       );
+      if (await rollOverDue(read, now)) continue;
+      const { ledgers, caps } = read;
       const refusal = admissionRefusal(scopes, request.estimate, ledgers);
       if (await freer.free(refusal, ledgers)) continue;
       const applied = refusal ? undefined : capsFor(scopes, amount, ledgers, caps);
@@ -138,8 +143,9 @@ export async function createReservation(
     name: 'reservation',
     fingerprint: print,
     read: (atomic) => readSnapshot({ reservationId, ledgers: { scopes, unit }, atomic }),
-    decide: async ({ ledgers, layouts, caps }) => {
+    decide: async ({ ledgers, layouts, caps, periods }) => {
       requireTenantOpen();
+      if (await rollOverDue({ ledgers, periods }, now)) return readAgain;
       const refusal = admissionRefusal(scopes, request.estimate, ledgers);
       if (refusal) {
         if (await freer.free(refusal, ledgers)) return readAgain;
@@ -160,6 +166,7 @@ export async function createReservation(
         affectedScopes: scopes,
         overagePolicy: request.overagePolicy,
         metadata: request.metadata,
+        heldIn: periods.size > 0 ? scopes.map((s) => periods.get(s)?.start ?? 0) : undefined,
       };
       const applied = capsFor(scopes, amount, ledgers, caps);
       const result: Reserved = {
@@ -171,9 +178,10 @@ export async function createReservation(
         // Stored with the result, so a replay answers the same decision and caps.
         ...(applied && { caps: applied }),
       };
-      return { result, reservation, layouts };
+      // A hold on a rolling budget is conditioned on its period still being the one read.
+      return { result, reservation, layouts, holds: inPeriods(holds, periods) };
     },
-    write: ({ result, reservation, layouts }) =>
+    write: ({ result, reservation, layouts, holds }) =>
       insertReservation({ reservation, holds, layouts, outcome: { fingerprint: print, result } }),
     // The ledgers changed since the read: the condition that failed names the scope.
     refusalOf: (refused) => {
@@ -225,8 +233,8 @@ export function commitReservation(
   now: number,
 ): Promise<Committed> {
   return changeReservation(caller, reservationId, 'commit', request, now, {
-    decide: (r, ledgers) => {
-      const changes = commitChanges(r, request.actual, ledgers);
+    decide: (r, ledgers, periods) => {
+      const changes = inPeriods(commitChanges(r, request.actual, ledgers), periods);
       const { unit, amount: held } = r.reserved;
       const result: Committed = {
         status: 'COMMITTED',
@@ -278,8 +286,8 @@ export function releaseReservation(
   forcedBy?: { readonly requestId: string },
 ): Promise<Released> {
   return changeReservation(caller, reservationId, 'release', request, now, {
-    decide: (r, ledgers) => {
-      const changes = releaseChanges(r);
+    decide: (r, ledgers, held) => {
+      const changes = inPeriods(releaseChanges(r), held);
       const result: Released = {
         status: 'RELEASED',
         released: r.reserved,
@@ -415,7 +423,12 @@ interface ReservationChange<P extends Plan<unknown>> {
   onReplay?(snapshot: { readonly reservation?: Reservation | undefined } | undefined): void;
   /** Told once the change was written (GuardedWrite.onWritten). */
   onWritten?(r: Reservation): void;
-  decide(r: Reservation, ledgers: ReadonlyMap<string, Ledger>): P;
+  /** `held`: the period each hold on a rolling budget settles in (stamp the changes with it). */
+  decide(
+    r: Reservation,
+    ledgers: ReadonlyMap<string, Ledger>,
+    held: ReadonlyMap<string, ChangePeriod>,
+  ): P;
   write(
     r: Reservation,
     plan: P,
@@ -443,11 +456,12 @@ function changeReservation<P extends Plan<unknown>>(
     fingerprint: print,
     recheckReplayBeforeRefusing: true,
     read: (atomic) => readForSettling(caller, reservationId, idempotency, atomic),
-    decide: async ({ reservation, ledgers, layouts }) => {
+    decide: async ({ reservation, ledgers, layouts, periods }) => {
       const r = await settleable(caller, reservationId, reservation, trigger, now);
-      return r === readAgain
-        ? readAgain
-        : { ...change.decide(r, ledgers), reservation: r, layouts };
+      if (r === readAgain || (await rollOverDue({ ledgers, periods }, now))) return readAgain;
+      // A hold of a period its rolling budget has left settles on that period's ledger.
+      const settling = await settlementLedgers(r, { ledgers, periods });
+      return { ...change.decide(r, settling.ledgers, settling.held), reservation: r, layouts };
     },
     write: (plan) =>
       change.write(

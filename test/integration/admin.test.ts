@@ -420,7 +420,7 @@ describe('POST /v1/admin/budgets/{scope}/{unit}/fund', () => {
   });
 
   it('refuses an unknown operation, a bad unit and a missing idempotency key with 400', async () => {
-    const op = await fund('DEBIT', 1);
+    const op = await fund('WITHDRAW', 1);
     const unit = await request('POST', fundUrl(scope, 'EUROS'), {
       headers: t.headers,
       body: {

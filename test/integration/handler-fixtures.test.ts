@@ -39,6 +39,7 @@ const SCENARIO: readonly (readonly [RouteId, number])[] = [
   ['createEvent', 201],
   ['listBudgets', 200],
   ['lookupBudget', 200],
+  ['listBudgetPeriods', 200],
   ['updateBudget', 200],
   ['fundBudgetByQuery', 200],
   ['freezeBudget', 200],

@@ -309,11 +309,11 @@ describe('DynamoDB contention', () => {
     });
 
     const logged = ids.flatMap((id) => logLinesOf(lines, id));
-    const emitted = ids.map((id) => emfOf(lines, id).DynamoDBCalls?.ConflictRetries ?? 0);
+    const emitted = ids.map((id) => Number(emfOf(lines, id).DynamoDBCalls?.ConflictRetries ?? 0));
     const retries = logged.reduce((n, l) => n + Number(l.conflict_retries), 0);
     expect(emulator.counters.cancelledForConflict).toBeGreaterThan(0);
     expect(retries).toBeGreaterThan(0);
-    expect(emitted.reduce((n, r) => n + Number(r), 0)).toBe(retries);
+    expect(emitted.reduce((n, r) => n + r, 0)).toBe(retries);
     expect(logged).toHaveLength(32);
   });
 });

@@ -52,7 +52,7 @@ describe('reserveTransaction', () => {
     expect(items).toHaveLength(scopes.length + 1);
     for (const item of items.slice(0, 3)) {
       expect(item.Update?.ConditionExpression).toBe(
-        'attribute_exists(#pk) AND #remaining >= :g_amount AND #debt = :g_zero',
+        'attribute_exists(#pk) AND #remaining >= :g_amount AND #debt = :g_zero AND (attribute_not_exists(#bstatus) OR #bstatus = :bactive)',
       );
       expect(item.Update?.ReturnValuesOnConditionCheckFailure).toBe('ALL_OLD');
     }

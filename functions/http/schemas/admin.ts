@@ -4,6 +4,7 @@ import { BPS, type Caps, MAX_CAPS_BYTES, mergeCaps } from '../../domain/caps.js'
 import { DomainError } from '../../domain/errors.js';
 import { MAX_SHARDS } from '../../domain/escrow.js';
 import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../domain/ledger.js';
+import { PERIOD_KINDS, validAnchor } from '../../domain/period.js';
 import { PERMISSIONS } from '../../domain/permissions.js';
 import { TENANT_STATUSES } from '../../domain/tenant.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
@@ -106,15 +107,34 @@ export const CreateBudgetBody = z
     caps: CapsBody.optional(),
     /** Soft landing (domain/caps.ts): caps only once remaining after a hold is below this share. */
     caps_when_remaining_below_bps: Int(1, BPS).optional(),
+    /** Rolls over by itself each period (domain/period.ts); `allocated` is per period. */
+    period: z.enum(PERIOD_KINDS).optional(),
+    period_anchor_day: z.number().int().min(1).max(28).optional(),
   })
   .refine((b) => b.caps_when_remaining_below_bps === undefined || b.caps !== undefined, {
     path: ['caps_when_remaining_below_bps'],
     message: 'needs caps',
   })
+  .refine(
+    (b) =>
+      b.period_anchor_day === undefined ||
+      (b.period !== undefined && validAnchor({ kind: b.period, anchorDay: b.period_anchor_day })),
+    {
+      path: ['period_anchor_day'],
+      message: 'needs period WEEKLY (1 = Monday … 7 = Sunday) or MONTHLY (1–28)',
+    },
+  )
   .transform(
-    ({ caps, caps_when_remaining_below_bps: bps, ...b }): BudgetRequest => ({
+    ({
+      caps,
+      caps_when_remaining_below_bps: bps,
+      period,
+      period_anchor_day: anchorDay,
+      ...b
+    }): BudgetRequest => ({
       ...camel(b),
       ...(caps && { caps: { caps, ...(bps !== undefined && { belowRemainingBps: bps }) } }),
+      ...(period && { period: { kind: period, ...(anchorDay !== undefined && { anchorDay }) } }),
     }),
   );
 export type CreateBudgetBody = z.infer<typeof CreateBudgetBody>;
@@ -265,3 +285,10 @@ export const UpdateBudgetBody = z
       }),
     }),
   );
+
+export const ClosedPeriodsQuery = z.object({
+  scope: z.string().min(1).max(4096),
+  unit: Unit,
+  limit: AdminPageLimit,
+  cursor: Cursor.optional(),
+});
