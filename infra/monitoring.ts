@@ -59,7 +59,7 @@ export class ServiceMonitoring extends Construct {
 
   constructor(scope: Construct, id: string, props: ServiceMonitoringProps) {
     super(scope, id);
-    const prefix = `${props.serviceName}`;
+    const prefix = props.serviceName;
     this.facade = new MonitoringFacade(this, 'Facade', {
       metricFactoryDefaults: { namespace: METRICS_NAMESPACE, period: PERIOD },
       alarmFactoryDefaults: {
@@ -79,7 +79,7 @@ export class ServiceMonitoring extends Construct {
     const alarms: IAlarm[] = [];
     this.facade
       .addLargeHeader(`Budget reservations (${prefix})`)
-      .addWidget(new AlarmStatusWidget({ title: 'Alarms', alarms, width: 24, height: 4 }));
+      .addWidget(new AlarmStatusWidget({ title: 'Alarms', alarms, width: 24, height: 6 }));
     for (const server of ['runtime', 'admin'] as const) this.api(server, props);
     this.serviceMetrics(props);
     this.dynamo(props);
@@ -113,6 +113,7 @@ export class ServiceMonitoring extends Construct {
   ) {
     return {
       searchQuery: `MetricName="${name}"`,
+      // An undefined value puts the dimension in the search schema without fixing its value.
       dimensionsMap: { service: serviceName, [dimension]: undefined as unknown as string },
       statistic,
       label: `\${PROP('Dim.${dimension}')}`,
