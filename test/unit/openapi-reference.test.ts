@@ -10,9 +10,12 @@ import {
 
 type Json = Record<string, unknown>;
 
-/** The reference protocol's OpenAPI document, beside the repository (README: ../shared/spec). */
+/**
+ * The reference protocol's OpenAPI document (Apache-2.0), a copy kept with the tests so a clone
+ * is self-contained (test/fixtures/reference/README.md).
+ */
 const REFERENCE = new URL(
-  '../../../shared/spec/cycles-protocol-v0.reference.yaml',
+  '../fixtures/reference/cycles-protocol-v0.reference.yaml',
   import.meta.url,
 );
 
