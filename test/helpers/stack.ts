@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import type { LocalStack } from '../../infra/local/stack.js';
 import type { TestClock } from './clock.js';
+import { holdToDocuments } from './http.js';
 
 export interface TestStackOptions {
   /** Environment for the function modules (they read their configuration once, at import). */
@@ -33,12 +34,14 @@ export async function startTestStack({
     ...env,
   });
   const { startLocalStack } = await import('../../infra/local/stack.js');
-  return startLocalStack({
+  const stack = await startLocalStack({
     runtimePort: 0,
     adminPort: 0,
     sweeper: false,
     ...(clock && { clock: clock.now }),
   });
+  holdToDocuments({ runtime: stack.runtimeUrl, admin: stack.adminUrl });
+  return stack;
 }
 
 export const ADMIN_KEY = 'test-admin-key';
