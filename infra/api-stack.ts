@@ -13,15 +13,7 @@ import {
 } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
-import {
-  Alarm,
-  ComparisonOperator,
-  type IMetric,
-  MathExpression,
-  TreatMissingData,
-} from 'aws-cdk-lib/aws-cloudwatch';
-import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { type ITable, Operation } from 'aws-cdk-lib/aws-dynamodb';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus, Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
@@ -42,7 +34,9 @@ import {
   sweeper,
 } from '../functions/routes.js';
 import { EVENT_ITEM_TYPES } from '../functions/store/table.js';
+import { METRICS_NAMESPACE } from '../functions/telemetry/catalog.js';
 import type { SecretRef } from './data-stack.js';
+import { ServiceMonitoring } from './monitoring.js';
 import { ServiceFunction } from './service-function.js';
 
 export interface CustomDomain {
@@ -78,6 +72,13 @@ export interface ApiStackProps extends StackProps {
    * @default true
    */
   readonly reserveSweeperConcurrency?: boolean;
+  /** X-Ray tracing of every function, DynamoDB calls included. @default true */
+  readonly tracing?: boolean;
+  /**
+   * Business metrics also per tenant (METRICS_TENANT_DIMENSION): one more custom metric per
+   * tenant and metric, each billed. @default false
+   */
+  readonly metricsTenantDimension?: boolean;
   /**
    * Webhook URLs the budget events consumer also POSTs every event to, signed with a secret the
    * stack generates (output `WebhookSecretId`). The bus gets every event regardless.
@@ -94,7 +95,7 @@ const sizingOf = (r: Pick<Route, 'memoryMb' | 'timeoutSeconds'>) => ({
 
 const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
 
-/** The stateless half: one function per route, the two HTTP APIs, the sweeper and alarms. */
+/** The stateless half: one function per route, the two HTTP APIs, the sweeper, the dashboard and alarms. */
 export class ApiStack extends Stack {
   readonly apis: Record<Server, { readonly api: HttpApi; readonly stage: HttpStage }>;
   readonly functions: Record<RouteId | 'sweeper' | 'budgetEvents', ServiceFunction>;
@@ -102,6 +103,7 @@ export class ApiStack extends Stack {
   readonly eventBus: EventBus;
   /** Stream batches that never went through (their metadata: shard and sequence numbers). */
   readonly budgetEventsDlq: Queue;
+  readonly monitoring: ServiceMonitoring;
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
@@ -110,7 +112,16 @@ export class ApiStack extends Stack {
     const common = {
       logRetention,
       logRemovalPolicy,
-      environment: { TABLE_NAME: props.table.tableName, LOG_LEVEL: 'info' },
+      tracing: props.tracing ?? true,
+      environment: {
+        TABLE_NAME: props.table.tableName,
+        LOG_LEVEL: 'info',
+        // The stack's name is the `service` of its logs, metrics and traces: two deployments
+        // in one account never mix their metrics.
+        POWERTOOLS_SERVICE_NAME: this.stackName,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        ...(props.metricsTenantDimension && { METRICS_TENANT_DIMENSION: 'true' }),
+      },
     };
 
     this.apis = {
@@ -178,7 +189,7 @@ export class ApiStack extends Stack {
       value: urls?.admin ?? this.apis.admin.api.apiEndpoint,
       description: 'Base URL of the admin server',
     });
-    this.alarms(props);
+    this.monitoring = this.monitor(props);
   }
 
   private httpApi(
@@ -221,7 +232,11 @@ export class ApiStack extends Stack {
 
   private sweeper(
     props: ApiStackProps,
-    common: { environment: Record<string, string>; logRetention: RetentionDays },
+    common: {
+      environment: Record<string, string>;
+      logRetention: RetentionDays;
+      tracing: boolean;
+    },
   ): ServiceFunction {
     const interval = props.sweepInterval ?? Duration.seconds(5);
     // One minute: the handler stops sweeping ~5 s before it, just before the next tick starts.
@@ -259,7 +274,11 @@ export class ApiStack extends Stack {
    */
   private budgetEvents(
     props: ApiStackProps,
-    common: { environment: Record<string, string>; logRetention: RetentionDays },
+    common: {
+      environment: Record<string, string>;
+      logRetention: RetentionDays;
+      tracing: boolean;
+    },
   ): ServiceFunction {
     const webhookUrls = props.webhookUrls ?? [];
     const webhookSecret =
@@ -359,74 +378,22 @@ export class ApiStack extends Stack {
     };
   }
 
-  private alarms(props: ApiStackProps): void {
+  /** The dashboard and every alarm, all notifying the `Alarms` topic (infra/monitoring.ts). */
+  private monitor(props: ApiStackProps): ServiceMonitoring {
     const topic = new Topic(this, 'Alarms', { displayName: `${this.stackName} alarms` });
     if (props.alarmEmail) topic.addSubscription(new EmailSubscription(props.alarmEmail));
-    const action = new SnsAction(topic);
-    const alarm = (id: string, metric: IMetric, threshold: number, description: string) =>
-      new Alarm(this, id, {
-        metric,
-        threshold,
-        alarmDescription: description,
-        evaluationPeriods: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }).addAlarmAction(action);
-    const period = Duration.minutes(5);
-
-    for (const [server, { api }] of Object.entries(this.apis)) {
-      alarm(
-        `${pascal(server)}Api5xxRate`,
-        new MathExpression({
-          expression: 'IF(requests > 0, 100 * errors / requests, 0)',
-          usingMetrics: {
-            errors: api.metricServerError({ period, statistic: 'Sum' }),
-            requests: api.metricCount({ period, statistic: 'Sum' }),
-          },
-          period,
-          label: `${server} API 5xx %`,
-        }),
-        1,
-        `more than 1% of ${server} API requests answered 5xx over 5 minutes`,
-      );
-    }
-    // Lambda throttles mean the account's concurrency is exhausted: requests fail with 503.
-    // The sweeper is left out: with reserved concurrency 1 a late tick may be throttled on purpose.
-    for (const [routeId] of routeEntries()) {
-      alarm(
-        `${pascal(routeId)}Throttles`,
-        this.functions[routeId].metricThrottles({ period, statistic: 'Sum' }),
-        1,
-        `${routeId} was throttled`,
-      );
-    }
-    alarm(
-      'TableThrottles',
-      props.table.metricThrottledRequestsForOperations({
-        operations: [
-          Operation.GET_ITEM,
-          Operation.BATCH_GET_ITEM,
-          Operation.QUERY,
-          Operation.PUT_ITEM,
-          Operation.UPDATE_ITEM,
-          Operation.TRANSACT_WRITE_ITEMS,
-        ],
-        period,
-      }),
-      1,
-      'DynamoDB throttled requests to the table',
-    );
-    alarm(
-      'BudgetEventsDropped',
-      this.budgetEventsDlq.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Max' }),
-      1,
-      'stream batches the budget events consumer could not process were dropped to its DLQ',
-    );
-    alarm(
-      'SweeperErrors',
-      this.functions.sweeper.metricErrors({ period, statistic: 'Sum' }),
-      1,
-      'the expiry sweeper failed (or timed out); reservations may expire late',
-    );
+    return new ServiceMonitoring(this, 'Monitoring', {
+      serviceName: this.stackName,
+      apis: { runtime: this.apis.runtime.api, admin: this.apis.admin.api },
+      routeFunctions: routeEntries().map(([id, route]) => ({
+        id,
+        server: route.server,
+        fn: this.functions[id],
+      })),
+      sweeper: this.functions.sweeper,
+      budgetEvents: { consumer: this.functions.budgetEvents, dlq: this.budgetEventsDlq },
+      table: props.table,
+      topic,
+    });
   }
 }

@@ -16,6 +16,8 @@ import { DataStack } from './data-stack.js';
  *   alarmEmail             subscribe this address to the alarm topic
  *   reserveSweeperConcurrency=false   for accounts whose Lambda concurrency quota is below 101
  *   webhookUrls            comma-separated URLs budget events are also POSTed to (signed)
+ *   tracing=false          no X-Ray tracing (on by default)
+ *   metricsTenantDimension=true   business metrics also per tenant (off by default: cost)
  */
 export function createStacks(app: App): { data: DataStack; api: ApiStack } {
   const context = (key: string): string | undefined => {
@@ -47,7 +49,8 @@ export function createStacks(app: App): { data: DataStack; api: ApiStack } {
     ...(adminApiKeySecretName && { adminApiKeySecretName }),
   });
   const api = new ApiStack(app, `${prefix}Api`, {
-    description: 'Budget reservation service: functions, HTTP APIs, sweeper, budget events, alarms',
+    description:
+      'Budget reservation service: functions, HTTP APIs, sweeper, budget events, dashboard, alarms',
     table: data.table,
     adminApiKey: data.adminApiKey,
     cursorSecret: data.cursorSecret,
@@ -56,6 +59,8 @@ export function createStacks(app: App): { data: DataStack; api: ApiStack } {
     ...(alarmEmail && { alarmEmail }),
     reserveSweeperConcurrency: context('reserveSweeperConcurrency') !== 'false',
     ...(webhookUrls && { webhookUrls }),
+    tracing: context('tracing') !== 'false',
+    metricsTenantDimension: context('metricsTenantDimension') === 'true',
   });
   // Strong (export/import) references are what we want: CloudFormation then refuses to change
   // the table or secret an ApiStack still uses.

@@ -2,10 +2,11 @@ import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { budgetEventsConsumer, routeEntries, sweeper } from '../functions/routes.js';
+import { writeOpenApiDocuments } from './openapi.js';
 import { entryFile, esbuildOptions, repoRoot } from './service-function.js';
 
 /**
- * `npm run build`: bundles every function exactly as the stack does (same esbuild options) into
+ * `npm run build`: writes the OpenAPI documents (infra/openapi.ts), then bundles every function exactly as the stack does (same esbuild options) into
  * dist/<entry>/index.mjs and prints each bundle's size, with what weighs most in the largest.
  * Exits 1 when a bundle exceeds the budget: every byte is read and parsed at cold start.
  */
@@ -51,6 +52,8 @@ export function weightByPackage(metafile: Metafile): [string, number][] {
 const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
 
 async function main(): Promise<void> {
+  // First: the GET /openapi.json functions bundle the documents (generated from the schemas).
+  await writeOpenApiDocuments();
   await rm(outDir, { recursive: true, force: true });
   await mkdir(outDir, { recursive: true });
   const functions = [

@@ -83,6 +83,7 @@ const EXAMPLES: Record<RouteId, Example> = {
   },
   runtimeIntrospectAuth: {},
   runtimeHealth: {},
+  runtimeOpenApi: {},
   runtimeNotFound: { rawPath: '/v1/no-such-endpoint' },
   createTenant: { body: { tenant_id: SAMPLE.tenant, name: 'Acme Corp' } },
   createApiKey: { body: { tenant_id: SAMPLE.tenant, name: 'agents' } },
@@ -128,6 +129,7 @@ const EXAMPLES: Record<RouteId, Example> = {
   validateKey: { body: { key_secret: SAMPLE.apiKeySecret } },
   adminIntrospectAuth: {},
   adminHealth: {},
+  adminOpenApi: {},
   adminNotFound: { rawPath: '/v1/admin/no-such-endpoint' },
 };
 

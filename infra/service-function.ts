@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { Architecture, LoggingFormat, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
@@ -49,6 +49,12 @@ export interface ServiceFunctionProps {
   readonly reservedConcurrentExecutions?: number;
   /** @default - none */
   readonly description?: string;
+  /**
+   * Active X-Ray tracing, and POWERTOOLS_TRACE_ENABLED so the Powertools tracer records the
+   * handler and every DynamoDB call as subsegments (functions/telemetry/tracing.ts).
+   * @default true
+   */
+  readonly tracing?: boolean;
 }
 
 // Exactly the calls functions/store/*.ts makes. Transactions have no actions of their own: each
@@ -61,9 +67,10 @@ export const WRITE_ACTIONS = [
   'dynamodb:ConditionCheckItem',
 ];
 
-/** NodejsFunction with the house defaults: Node.js 22, arm64, minified ESM, JSON logs. */
+/** NodejsFunction with the house defaults: Node.js 22, arm64, minified ESM, JSON logs, X-Ray. */
 export class ServiceFunction extends NodejsFunction {
   constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
+    const tracing = props.tracing ?? true;
     // Our own log group, so retention is set without the LogRetention custom-resource Lambda.
     const logGroup = new LogGroup(scope, `${id}Logs`, {
       retention: props.logRetention ?? RetentionDays.ONE_MONTH,
@@ -82,7 +89,13 @@ export class ServiceFunction extends NodejsFunction {
       description: props.description,
       logGroup,
       loggingFormat: LoggingFormat.JSON,
-      environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
+      // X-Ray's PutTraceSegments has no resource-level permission: CDK grants it on '*'.
+      ...(tracing && { tracing: Tracing.ACTIVE }),
+      environment: {
+        NODE_OPTIONS: '--enable-source-maps',
+        POWERTOOLS_TRACE_ENABLED: String(tracing),
+        ...props.environment,
+      },
       bundling: {
         format: OutputFormat.ESM,
         target: esbuildOptions.target,

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { log } from '../log.js';
+import { captureClient } from '../telemetry/tracing.js';
 import { config } from './settings.js';
 
 let client: SecretsManagerClient | undefined;
@@ -34,7 +35,7 @@ function cachedSecret(secretId: string, ttlMs: () => number, field: string) {
 }
 
 async function readSecret(secretId: string, field: string): Promise<string> {
-  client ??= new SecretsManagerClient({ region: config.AWS_REGION, maxAttempts: 3 });
+  client ??= captureClient(new SecretsManagerClient({ region: config.AWS_REGION, maxAttempts: 3 }));
   const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretId }), {
     abortSignal: AbortSignal.timeout(3_000),
   });

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../telemetry/catalog.js';
 
 const Port = z.coerce.number().int().min(0).max(65_535);
 const Flag = z
@@ -16,6 +17,15 @@ const Config = z.object({
   DYNAMODB_ENDPOINT: z.url().optional(),
   AWS_REGION: z.string().default('us-east-1'),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  /** Powertools' own variables (it reads them too): `service` of logs, metrics and traces. */
+  POWERTOOLS_SERVICE_NAME: z.string().min(1).default(SERVICE_NAME),
+  POWERTOOLS_METRICS_NAMESPACE: z.string().min(1).default(METRICS_NAMESPACE),
+  /** No EMF documents on stdout: the test stacks set it, a deployment never does. */
+  POWERTOOLS_METRICS_DISABLED: Flag,
+  /** X-Ray tracing: set by the CDK app with active tracing; nothing is traced outside Lambda. */
+  POWERTOOLS_TRACE_ENABLED: Flag,
+  /** Business metrics also per tenant: one more metric per tenant, each billed (docs/deploy.md). */
+  METRICS_TENANT_DIMENSION: Flag,
   RUNTIME_PORT: Port.default(7878),
   ADMIN_PORT: Port.default(7979),
   EXPIRY_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),

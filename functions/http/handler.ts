@@ -12,6 +12,14 @@ import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.j
 import { exactJson, illFormedStringAt, parseExactJson } from '../domain/json.js';
 import { log } from '../log.js';
 import { type RouteId, routes } from '../routes.js';
+import {
+  currentInvocation,
+  type Invocation,
+  recordMetric,
+  runInvocation,
+} from '../telemetry/invocation.js';
+import { publishMetrics } from '../telemetry/metrics.js';
+import { tracing } from '../telemetry/tracing.js';
 import { authenticate, type RouteCaller, type TenantCaller } from './auth.js';
 import { errorResponse } from './errors.js';
 import { Reply } from './reply.js';
@@ -47,8 +55,10 @@ export interface RouteInput<R extends RouteId, S extends Schemas> {
 
 /**
  * The one way to build an HTTP Lambda: request id → authenticate → validate → run → respond,
- * with every failure mapped to SPEC's error body and one log line per request. `run` returns
- * the wire body, answered with the route's success status.
+ * with every failure mapped to SPEC's error body and one log line and one set of metrics per
+ * request. `run` returns the wire body, answered with the route's success status. Each
+ * invocation runs in its own telemetry scope (telemetry/invocation.ts), so DynamoDB calls and
+ * business metrics are counted on the request that made them.
  */
 export function httpHandler<R extends RouteId, S extends Schemas>(
   routeId: R,
@@ -56,72 +66,72 @@ export function httpHandler<R extends RouteId, S extends Schemas>(
   run: (input: RouteInput<R, S>) => Promise<unknown>,
 ) {
   const route = routes[routeId];
-  // Per invocation, keyed by event: the local server runs one handler for many requests at once.
-  const state = new WeakMap<Event, { requestId: string; startedAt: number; tenant?: string }>();
-  const stateOf = (event: Event) =>
-    state.get(event) ?? { requestId: randomUUID(), startedAt: performance.now() };
-  return middy<Event, Result, Error, Context>()
-    .before((request) => {
-      state.set(request.event, {
-        requestId: request.event.requestContext?.requestId || randomUUID(),
-        startedAt: performance.now(),
-      });
-    })
-    .after((request) => {
-      if (request.response)
-        request.response = finish(request.response, stateOf(request.event), routeId);
-    })
-    .onError((request) => {
-      const s = stateOf(request.event);
-      if (request.error instanceof RetryLaterError) {
-        log.warn('busy: answered 503 retryable', {
-          request_id: s.requestId,
-          route: routeId,
-          reason: request.error.reason,
-        });
-      } else if (!(request.error instanceof DomainError)) {
-        log.error('unhandled error', {
-          request_id: s.requestId,
-          route: routeId,
-          error: request.error,
-        });
+  const chain = middy<Event, Result, Error, Context>();
+  if (tracing) chain.use(tracing.middleware());
+  const handle = chain.handler(async (event) => {
+    const invocation = currentInvocation();
+    const now = serverNow();
+    const headers = event.headers ?? {};
+    const caller = await authenticate(headers, route.auth, now);
+    if (invocation) identify(invocation, caller, routeId);
+    const input = {
+      body: schemas.body ? parseBody(schemas.body, event, headers) : undefined,
+      query: schemas.query
+        ? parse(schemas.query, event.queryStringParameters ?? {}, 'query parameter ')
+        : undefined,
+      params: schemas.params
+        ? parse(schemas.params, event.pathParameters ?? {}, 'path parameter ')
+        : undefined,
+      caller,
+      requestId: invocation?.requestId ?? randomUUID(),
+      now,
+      event,
+    } as RouteInput<R, S>;
+    const answer = await run(input);
+    const reply = answer instanceof Reply ? answer : new Reply(undefined, answer);
+    return {
+      statusCode: reply.statusCode ?? route.status,
+      headers: { ...reply.headers },
+      body: exactJson(reply.body),
+    };
+  });
+  let coldStart = true;
+  return (event: Event, context: Context): Promise<Result> =>
+    runInvocation(event.requestContext?.requestId || randomUUID(), async (invocation) => {
+      const cold = coldStart;
+      coldStart = false;
+      try {
+        return finish(await handle(event, context), { invocation, routeId, event, cold });
+      } catch (error) {
+        const response = errorResponse(error, invocation.requestId);
+        return finish(response, { invocation, routeId, event, cold, error });
       }
-      request.response = finish(errorResponse(request.error, s.requestId), s, routeId);
-    })
-    .handler(async (event) => {
-      const s = stateOf(event);
-      const now = serverNow();
-      const headers = event.headers ?? {};
-      const caller = await authenticate(headers, route.auth, now);
-      if (caller.kind === 'tenant') s.tenant = caller.tenant;
-      const input = {
-        body: schemas.body ? parseBody(schemas.body, event, headers) : undefined,
-        query: schemas.query
-          ? parse(schemas.query, event.queryStringParameters ?? {}, 'query parameter ')
-          : undefined,
-        params: schemas.params
-          ? parse(schemas.params, event.pathParameters ?? {}, 'path parameter ')
-          : undefined,
-        caller,
-        requestId: s.requestId,
-        now,
-        event,
-      } as RouteInput<R, S>;
-      const answer = await run(input);
-      const reply = answer instanceof Reply ? answer : new Reply(undefined, answer);
-      return {
-        statusCode: reply.statusCode ?? route.status,
-        headers: { ...reply.headers },
-        body: exactJson(reply.body),
-      };
     });
 }
 
-function finish(
-  response: Result,
-  { requestId, startedAt, tenant }: { requestId: string; startedAt: number; tenant?: string },
-  routeId: RouteId,
-): Result {
+/** Who called, for the log line (key id, never the secret), the metrics and the trace. */
+function identify(invocation: Invocation, caller: RouteCaller, routeId: RouteId): void {
+  tracing?.tracer.putAnnotation('route', routeId);
+  if (caller.kind === 'admin') invocation.keyId = 'admin';
+  if (caller.kind !== 'tenant') return;
+  invocation.tenant = caller.tenant;
+  invocation.keyId = caller.keyId;
+  tracing?.tracer.putAnnotation('tenant', caller.tenant);
+}
+
+interface Outcome {
+  readonly invocation: Invocation;
+  readonly routeId: RouteId;
+  readonly event: Event;
+  readonly cold: boolean;
+  /** What the handler threw, when it did. */
+  readonly error?: unknown;
+}
+
+/** Response headers, then the request's one log line and its metrics. */
+function finish(response: Result, outcome: Outcome): Result {
+  const { invocation, routeId, error } = outcome;
+  const { requestId, tenant } = invocation;
   const headers: Record<string, string> = {
     ...(response.headers as Record<string, string> | undefined),
     'content-type': 'application/json',
@@ -131,13 +141,37 @@ function finish(
     headers['x-service-tenant'] = tenant;
     headers['x-cycles-tenant'] = tenant;
   }
-  log.info('request', {
+  const latencyMs = Math.round((performance.now() - invocation.startedAt) * 100) / 100;
+  const fields = {
     request_id: requestId,
     route: routeId,
+    method: outcome.event.requestContext?.http?.method,
     status: response.statusCode,
-    latency_ms: Math.round((performance.now() - startedAt) * 100) / 100,
+    ...(error !== undefined && {
+      error_code: error instanceof DomainError ? error.code : 'INTERNAL_ERROR',
+    }),
     ...(tenant && { tenant }),
-  });
+    ...(invocation.keyId && { key_id: invocation.keyId }),
+    latency_ms: latencyMs,
+    dynamodb_calls: invocation.dynamoCalls,
+    dynamodb_retries: invocation.dynamoRetries,
+    conflict_retries: invocation.conflictRetries,
+    ...(outcome.cold && { cold_start: true }),
+  };
+  recordMetric('Latency', latencyMs, { Route: routeId });
+  if (error instanceof DomainError) {
+    recordMetric('Refusals', 1, { Reason: error.code });
+    log.info('request', fields);
+  } else if (error instanceof RetryLaterError) {
+    recordMetric('BusyAnswers', 1, { Reason: error.reason });
+    log.warn('request', { ...fields, busy_reason: error.reason });
+  } else if (error !== undefined) {
+    // Logged with its cause and stack; its message never reaches the client (errors.ts).
+    log.error('request', { ...fields, error });
+  } else {
+    log.info('request', fields);
+  }
+  publishMetrics(invocation);
   return { ...response, headers };
 }
 

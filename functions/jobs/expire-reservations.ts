@@ -1,8 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import { serverNow } from '../clock.js';
 import { config } from '../config/settings.js';
 import { log } from '../log.js';
 import { nextDeadlineBefore } from '../store/reservation-queries.js';
+import { recordMetric, runInvocation } from '../telemetry/invocation.js';
+import { publishMetrics } from '../telemetry/metrics.js';
 import { sweepExpiredReservations } from '../use-cases/expiry.js';
 
 /**
@@ -33,10 +36,27 @@ export async function handler(
   return { expired };
 }
 
-/** One pass over the due index; the local runner calls it on its interval. */
-export async function sweepOnce(stopAt?: number) {
-  const result = await sweepExpiredReservations(serverNow, stopAt);
-  if (result.expired > 0)
-    log.info('expired reservations', { expired: result.expired, examined: result.examined });
-  return result;
+/**
+ * One pass over the due index; the local runner calls it on its interval. Each pass is a
+ * telemetry invocation of its own: Sweeps (the heartbeat), SweepLag and Expiries are published
+ * as it ends, so a long invocation reports as it goes.
+ */
+export function sweepOnce(stopAt?: number) {
+  return runInvocation(randomUUID(), async (invocation) => {
+    const result = await sweepExpiredReservations(serverNow, stopAt);
+    recordMetric('Sweeps', 1, {});
+    recordMetric('SweepLag', result.lagMs, {});
+    if (result.expired > 0)
+      log.info('expired reservations', {
+        sweep_id: invocation.requestId,
+        expired: result.expired,
+        examined: result.examined,
+        lag_ms: result.lagMs,
+        dynamodb_calls: invocation.dynamoCalls,
+        dynamodb_retries: invocation.dynamoRetries,
+        conflict_retries: invocation.conflictRetries,
+      });
+    publishMetrics(invocation);
+    return result;
+  });
 }

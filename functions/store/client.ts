@@ -2,6 +2,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { config } from '../config/settings.js';
 import { RetryLaterError } from '../domain/errors.js';
+import { noteDynamoCall } from '../telemetry/invocation.js';
+import { captureClient } from '../telemetry/tracing.js';
 
 /**
  * The one DynamoDB client of the process, created at cold start without any network I/O.
@@ -51,6 +53,31 @@ dynamoClient.middlewareStack.add(
   },
   { step: 'initialize', name: 'busyAsRetryLater', priority: 'high' },
 );
+
+/**
+ * Counts each command, and the attempts the SDK's retry strategy made for it, on the current
+ * request (telemetry/invocation.ts): its log line and metrics report them. Inside
+ * busyAsRetryLater, so it reads the SDK's own error.
+ */
+dynamoClient.middlewareStack.add(
+  (next) => async (args) => {
+    try {
+      const output = await next(args);
+      noteDynamoCall(attemptsOf(output.output));
+      return output;
+    } catch (error) {
+      noteDynamoCall(attemptsOf(error));
+      throw error;
+    }
+  },
+  { step: 'initialize', name: 'countPerInvocation', priority: 'low' },
+);
+
+const attemptsOf = (value: unknown): number =>
+  (value as { $metadata?: { attempts?: number } } | undefined)?.$metadata?.attempts ?? 1;
+
+// X-Ray subsegments for every call when tracing is on (the document client shares this stack).
+captureClient(dynamoClient);
 
 export const documentClient = DynamoDBDocumentClient.from(dynamoClient, {
   marshallOptions: { removeUndefinedValues: true },

@@ -88,12 +88,16 @@ export async function updateTenant(
       Update: {
         TableName: tableName(),
         Key: keys.tenant(after.tenantId),
-        UpdateExpression: 'SET #status = :to, #name = :name, #updated = :updated',
+        // The directory attributes too: a tenant made before the listing existed joins it.
+        UpdateExpression:
+          'SET #status = :to, #name = :name, #updated = :updated, #dir_pk = :dir_pk, #dir_sk = :dir_sk',
         ConditionExpression: '#status = :from AND #name = :was',
         ExpressionAttributeNames: {
           '#status': 'status',
           '#name': 'name',
           '#updated': 'updated_at',
+          '#dir_pk': 'dir_pk',
+          '#dir_sk': 'dir_sk',
         },
         ExpressionAttributeValues: {
           ':to': after.status,
@@ -101,6 +105,8 @@ export async function updateTenant(
           ':updated': after.updatedAt ?? after.createdAt,
           ':from': before.status,
           ':was': before.name,
+          ':dir_pk': directory.tenants.pk,
+          ':dir_sk': directory.tenants.sk(after.tenantId),
         },
       },
     },

@@ -7,6 +7,7 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { RetryLaterError } from '../domain/errors.js';
 import type { LedgerDelta } from '../domain/ledger.js';
+import { noteConflictRetry } from '../telemetry/invocation.js';
 import { documentClient, tableName } from './client.js';
 import { keys } from './keys.js';
 
@@ -110,6 +111,7 @@ export async function transact(
         });
       }
       transactStats.conflictRetries++;
+      noteConflictRetry();
       await sleep(conflictBackoffMs(attempt, budget.capMs));
     }
   }

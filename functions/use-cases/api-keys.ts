@@ -15,7 +15,7 @@ import {
   type Capabilities,
   tenantCapabilities,
 } from '../domain/capabilities.js';
-import { DomainError, invalidRequest } from '../domain/errors.js';
+import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
 import { effectivePermissions, type Permission } from '../domain/permissions.js';
 import {
   getApiKeyByHash,
@@ -151,7 +151,8 @@ async function changeKey(
     };
     if ((await updateApiKey(found.secretHash, before, after, audit)) === 'updated') return after;
   }
-  throw new DomainError('INTERNAL_ERROR', `API key ${keyId} kept changing; try again`);
+  // Other changes kept landing between read and write: nothing was written; retryable.
+  throw new RetryLaterError('CONTENTION', 100);
 }
 
 /** PATCH /v1/admin/api-keys/{key_id}: name, description, permissions of a live key. */

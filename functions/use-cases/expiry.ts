@@ -1,7 +1,13 @@
 import { inPeriods, type Ledger, mergeChanges, type ScopeRefusal } from '../domain/ledger.js';
-import { expiryChanges, heldPeriods, type Reservation } from '../domain/reservation.js';
+import {
+  expiryChanges,
+  heldPeriods,
+  type Reservation,
+  settleDeadline,
+} from '../domain/reservation.js';
 import { queryDueReservations } from '../store/reservation-queries.js';
 import { expireReservations } from '../store/reservation-writes.js';
+import { recordMetric } from '../telemetry/invocation.js';
 import { currentPeriodsOf } from './periods.js';
 
 /** TransactWriteItems takes at most 100 items: reservations plus the distinct ledgers they hold. */
@@ -12,6 +18,8 @@ const DUE_PER_SHARD = 100;
 export interface SweepResult {
   readonly expired: number;
   readonly examined: number;
+  /** How long past its deadline the oldest due reservation found was (0: none was due). */
+  readonly lagMs: number;
 }
 
 /**
@@ -27,16 +35,19 @@ export async function sweepExpiredReservations(
 ): Promise<SweepResult> {
   let expired = 0;
   let examined = 0;
+  let lagMs = 0;
   while (Date.now() < stopAt) {
-    const page = await queryDueReservations(now(), DUE_PER_SHARD);
+    const at = now();
+    const page = await queryDueReservations(at, DUE_PER_SHARD);
     examined += page.reservations.length;
+    for (const r of page.reservations) lagMs = Math.max(lagMs, at - settleDeadline(r));
     const progressed = await expireAll(page.reservations, now);
     expired += progressed;
     // Read again while a round expires anything: what fell due meanwhile goes in this pass,
     // not the next tick. Nothing expirable (index entries not yet caught up): next pass.
     if (progressed === 0) break;
   }
-  return { expired, examined };
+  return { expired, examined, lagMs };
 }
 
 /**
@@ -136,7 +147,10 @@ async function expireBatch(batch: readonly Reservation[], now: number): Promise<
       }),
     );
     const outcome = await expireReservations(pending, changes, now);
-    if (outcome.kind === 'written') return pending.length;
+    if (outcome.kind === 'written') {
+      countExpiries(pending);
+      return pending.length;
+    }
     if (outcome.ids.length === 0) {
       // Only a rolling budget that moved into a new period meanwhile fails an expiry's ledger.
       if (rolling && ++periodRounds < MAX_PERIOD_ROUNDS) continue;
@@ -145,4 +159,11 @@ async function expireBatch(batch: readonly Reservation[], now: number): Promise<
     pending = pending.filter((r) => !outcome.ids.includes(r.reservationId));
   }
   return 0;
+}
+
+/** Expiries per tenant: a sweep's batch spans tenants (the Tenant dimension, when it is on). */
+function countExpiries(expired: readonly Reservation[]): void {
+  const perTenant = new Map<string, number>();
+  for (const r of expired) perTenant.set(r.tenant, (perTenant.get(r.tenant) ?? 0) + 1);
+  for (const [tenant, n] of perTenant) recordMetric('Expiries', n, {}, tenant);
 }

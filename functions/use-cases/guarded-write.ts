@@ -53,6 +53,8 @@ export interface GuardedWrite<S extends Snapshot, P extends Plan<unknown>> {
    * duplicate's record answered the write): for volatile fields recomputed on every answer.
    */
   onReplay?(snapshot: S | undefined): void;
+  /** Told once the write went through (never on a replay): counts what was done. */
+  onWritten?(plan: P): void;
 }
 
 export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
@@ -69,7 +71,10 @@ export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
     if ('replayed' in plan) return plan.replayed;
     if (plan.decided !== readAgain) {
       const outcome = await op.write(plan.decided);
-      if (outcome.kind === 'written') return plan.decided.result;
+      if (outcome.kind === 'written') {
+        op.onWritten?.(plan.decided);
+        return plan.decided.result;
+      }
       if (outcome.kind === 'duplicate') {
         op.onReplay?.(undefined);
         return replayOf<P['result']>(outcome.stored, op.fingerprint);

@@ -37,6 +37,7 @@ import {
 import type { Layouts } from '../store/shards.js';
 import { readSnapshot } from '../store/snapshot.js';
 import type { WriteOutcome } from '../store/write.js';
+import { recordMetric } from '../telemetry/invocation.js';
 import { recordRefusal } from './budget-events.js';
 import type { WriteContext } from './budgets.js';
 import { expiredHoldsFreer, expireReservation } from './expiry.js';
@@ -194,13 +195,26 @@ export async function createReservation(
       return refusal && refusalError(refusal);
     },
     onReplay: (snapshot) => lease.onReplay(snapshot),
+    onWritten: ({ result }) =>
+      recordMetric('Reservations', 1, { Decision: result.caps ? 'ALLOW_WITH_CAPS' : 'ALLOW' }),
   }).catch(async (error: unknown) => {
+    if (error instanceof DomainError && error.code in DENIALS)
+      recordMetric('Reservations', 1, { Decision: 'DENY' });
     // A refusal is recorded for reservation.denied (best effort, never failing the request).
     await recordRefusal(error, caller, request, now, requestId);
     throw error;
   });
   return { ...reserved, ...lease.of(reserved.expiresAtMs) };
 }
+
+/** The refusals that answer a reservation DENY (metrics); a new RefusalCode must be added here. */
+const DENIALS = {
+  BUDGET_CLOSED: true,
+  BUDGET_FROZEN: true,
+  OVERDRAFT_LIMIT_EXCEEDED: true,
+  DEBT_OUTSTANDING: true,
+  BUDGET_EXCEEDED: true,
+} as const satisfies Record<RefusalCode, true>;
 
 export interface CommitRequest {
   readonly idempotencyKey: string;
@@ -233,6 +247,11 @@ export function commitReservation(
         balances: ledgersAfter(ledgers, changes),
       };
       return { result, changes };
+    },
+    onWritten: (r) => {
+      recordMetric('Commits', 1, {}, r.tenant);
+      const overage = request.actual.amount - r.reserved.amount;
+      if (overage > 0) recordMetric('OverageCharged', overage, { Unit: r.reserved.unit }, r.tenant);
     },
     write: (r, { changes }, idempotency, layouts) =>
       settleReservation({
@@ -280,6 +299,7 @@ export function releaseReservation(
       };
       return { result, changes };
     },
+    onWritten: (r) => recordMetric('Releases', 1, {}, r.tenant),
     write: (r, { changes }, idempotency, layouts) =>
       settleReservation({
         reservation: r,
@@ -405,6 +425,8 @@ export async function extendReservation(
 interface ReservationChange<P extends Plan<unknown>> {
   /** Told when the answer is a replay (GuardedWrite.onReplay). */
   onReplay?(snapshot: { readonly reservation?: Reservation | undefined } | undefined): void;
+  /** Told once the change was written (GuardedWrite.onWritten). */
+  onWritten?(r: Reservation): void;
   /** `held`: the period each hold on a rolling budget settles in (stamp the changes with it). */
   decide(
     r: Reservation,
@@ -453,6 +475,7 @@ function changeReservation<P extends Plan<unknown>>(
         plan.layouts,
       ),
     onReplay: (snapshot) => change.onReplay?.(snapshot),
+    onWritten: (plan) => change.onWritten?.(plan.reservation),
   });
 }
 

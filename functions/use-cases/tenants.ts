@@ -1,5 +1,5 @@
 import type { Actor } from '../domain/audit.js';
-import { DomainError } from '../domain/errors.js';
+import { DomainError, RetryLaterError } from '../domain/errors.js';
 import {
   changedTenant,
   type Tenant,
@@ -94,7 +94,8 @@ export async function changeTenant(
     if (after.status === 'CLOSED') await closeCascade(tenantId, context);
     return after;
   }
-  throw new DomainError('INTERNAL_ERROR', `tenant ${tenantId} kept changing; try again`);
+  // Other changes kept landing between read and write: nothing was written; retryable.
+  throw new RetryLaterError('CONTENTION', 100);
 }
 
 /** What a closed tenant must not keep: live keys, held budget, open budgets. Idempotent. */

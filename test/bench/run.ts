@@ -63,6 +63,7 @@ say(
 // Function modules read their configuration once, at import: settle it first.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 process.env.LOG_LEVEL = 'silent';
+process.env.POWERTOOLS_METRICS_DISABLED = 'true';
 process.env.TABLE_NAME = opts.table;
 
 const setup: string[] = [];
@@ -101,7 +102,9 @@ async function main(): Promise<number> {
     DYNAMODB_ENDPOINT: dynamodbEndpoint,
     TABLE_NAME: opts.table,
     ADMIN_API_KEY: adminKey,
+    // Silent like the logs: EMF documents on stdout are what Lambda pays for, not the bench.
     LOG_LEVEL: 'silent',
+    POWERTOOLS_METRICS_DISABLED: 'true',
     // The sweeper is a Lambda of its own in AWS; here it would add queries to the counts.
     EXPIRY_SWEEP_INTERVAL_MS: '3600000',
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',

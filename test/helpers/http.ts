@@ -1,3 +1,6 @@
+import type { Server } from '../../functions/routes.js';
+import { documentProblem } from './openapi.js';
+
 export interface Response<T = Record<string, unknown>> {
   readonly status: number;
   readonly headers: Headers;
@@ -6,7 +9,18 @@ export interface Response<T = Record<string, unknown>> {
 
 export type Json = Record<string, unknown>;
 
-/** A small JSON client over real sockets. */
+/** The servers whose answers must hold to their OpenAPI document, by origin (stack.ts). */
+const documented = new Map<string, Server>();
+export function holdToDocuments(servers: Readonly<Record<Server, string>>): void {
+  for (const [server, url] of Object.entries(servers)) {
+    documented.set(new URL(url).origin, server as Server);
+  }
+}
+
+/**
+ * A small JSON client over real sockets. An answer of a test stack's server that its OpenAPI
+ * document does not describe (status, or body) fails the test that asked.
+ */
 export async function request<T = Json>(
   method: string,
   url: string,
@@ -20,7 +34,12 @@ export async function request<T = Json>(
   }
   const res = await fetch(url, { method, headers, body });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : {}) as T };
+  const parsed: unknown = text ? JSON.parse(text) : {};
+  const target = new URL(url);
+  const server = documented.get(target.origin);
+  const problem = server && documentProblem(server, method, target.pathname, res.status, parsed);
+  if (problem) throw new Error(problem);
+  return { status: res.status, headers: res.headers, body: parsed as T };
 }
 
 /** SPEC's error body, as the wire carries it. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import type { LocalStack } from '../../infra/local/stack.js';
 import type { TestClock } from './clock.js';
+import { holdToDocuments } from './http.js';
 
 export interface TestStackOptions {
   /** Environment for the function modules (they read their configuration once, at import). */
@@ -27,16 +28,20 @@ export async function startTestStack({
     TABLE_NAME: `test-${randomUUID().slice(0, 8)}`,
     ADMIN_API_KEY: ADMIN_KEY,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // No EMF documents on stdout either; test/integration/observability.test.ts turns them on.
+    POWERTOOLS_METRICS_DISABLED: process.env.TEST_METRICS_DISABLED ?? 'true',
     API_KEY_CACHE_TTL_MS: '0',
     ...env,
   });
   const { startLocalStack } = await import('../../infra/local/stack.js');
-  return startLocalStack({
+  const stack = await startLocalStack({
     runtimePort: 0,
     adminPort: 0,
     sweeper: false,
     ...(clock && { clock: clock.now }),
   });
+  holdToDocuments({ runtime: stack.runtimeUrl, admin: stack.adminUrl });
+  return stack;
 }
 
 export const ADMIN_KEY = 'test-admin-key';

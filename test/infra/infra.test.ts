@@ -4,6 +4,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { acceptsAdminKey, type RouteId, routeEntries } from '../../functions/routes.js';
 import { tableDefinition } from '../../functions/store/table.js';
+import { METRICS, METRICS_NAMESPACE } from '../../functions/telemetry/catalog.js';
 import { createStacks } from '../../infra/app.js';
 import { READ_ACTIONS } from '../../infra/service-function.js';
 
@@ -34,6 +35,8 @@ function synth(context: Record<string, unknown> = {}) {
 
 const logicalId = (stack: Stack, element: { node: { defaultChild?: unknown } }) =>
   stack.getLogicalId(element.node.defaultChild as CfnElement);
+
+const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
 
 const actionsOf = (statement: Statement) =>
   Array.isArray(statement.Action) ? statement.Action : [statement.Action];
@@ -140,15 +143,23 @@ describe('CDK app', () => {
       expect(indexResources(fnIds.sweeper)).toEqual(['/index/dueForExpiry']);
     });
 
-    it('has no wildcard action and no wildcard resource in any policy', () => {
+    it('has no wildcard action and no wildcard resource in any policy, but for X-Ray', () => {
       const statements = [synthesized.data, synthesized.api]
         .flatMap((template) => Object.values(template.findResources('AWS::IAM::Policy')))
         .flatMap((policy) => policy.Properties.PolicyDocument.Statement as Statement[]);
+      // X-Ray's two write actions have no resource-level permissions: '*' is the only resource.
+      const xray = (s: Statement) => actionsOf(s).every((a) => a.startsWith('xray:'));
 
       expect(statements.length).toBeGreaterThan(0);
       for (const statement of statements) {
         expect(actionsOf(statement).filter((a) => a.includes('*'))).toEqual([]);
-        expect(JSON.stringify(statement.Resource)).not.toContain('*');
+        if (xray(statement)) {
+          expect(actionsOf(statement).sort()).toEqual([
+            'xray:PutTelemetryRecords',
+            'xray:PutTraceSegments',
+          ]);
+          expect(statement.Resource).toBe('*');
+        } else expect(JSON.stringify(statement.Resource)).not.toContain('*');
       }
     });
 
@@ -322,9 +333,14 @@ describe('CDK app', () => {
     });
 
     it('alarms when stream batches are dropped to the DLQ', () => {
-      const alarms = Object.keys(synthesized.api.findResources('AWS::CloudWatch::Alarm'));
+      const [queueId] = Object.keys(synthesized.api.findResources('AWS::SQS::Queue'));
 
-      expect(alarms.filter((id) => id.startsWith('BudgetEventsDropped'))).toHaveLength(1);
+      synthesized.api.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: 'BudgetReservationsApi-BudgetEvents-Dropped-Critical',
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId, 'QueueName'] } }],
+        Threshold: 1,
+      });
     });
   });
 
@@ -394,21 +410,130 @@ describe('CDK app', () => {
     });
   });
 
-  describe('alarms', () => {
-    it('watches the 5xx rate of both APIs, throttles and sweeper errors', () => {
-      const alarms = Object.keys(synthesized.api.findResources('AWS::CloudWatch::Alarm'));
+  describe('observability', () => {
+    const alarms = () =>
+      Object.values(synthesized.api.findResources('AWS::CloudWatch::Alarm')).map(
+        (a) => a.Properties as Record<string, unknown>,
+      );
+    const alarmNamed = (suffix: string) =>
+      alarms().find((a) => a.AlarmName === `BudgetReservationsApi-${suffix}-Critical`);
+    /** The one metric an alarm watches, whether inline or as its only metric query. */
+    const watched = (alarm: Record<string, unknown> | undefined) => {
+      const query = (alarm?.Metrics as { MetricStat?: Record<string, unknown> }[] | undefined)?.[0]
+        ?.MetricStat;
+      const metric = (query?.Metric ?? alarm) as Record<string, unknown> | undefined;
+      return {
+        namespace: metric?.Namespace,
+        name: metric?.MetricName,
+        dimensions: metric?.Dimensions,
+        stat: query?.Stat ?? alarm?.Statistic,
+      };
+    };
 
-      expect(alarms.filter((id) => id.includes('5xxRate'))).toHaveLength(2);
-      for (const [id] of routeEntries()) {
-        expect(
-          alarms.some((alarm) =>
-            alarm.startsWith(`${id[0]?.toUpperCase()}${id.slice(1)}Throttles`),
-          ),
-          id,
-        ).toBe(true);
+    it('traces every function with X-Ray, the Powertools tracer told so, unless -c tracing=false', () => {
+      const { api } = synth({ tracing: 'false', metricsTenantDimension: 'true' });
+      const on = Object.values(synthesized.api.findResources('AWS::Lambda::Function'));
+      const off = Object.values(api.findResources('AWS::Lambda::Function'));
+
+      for (const fn of on) {
+        expect(fn.Properties.TracingConfig).toEqual({ Mode: 'Active' });
+        expect(fn.Properties.Environment.Variables.POWERTOOLS_TRACE_ENABLED).toBe('true');
       }
-      expect(alarms.filter((id) => id.startsWith('TableThrottles'))).toHaveLength(1);
-      expect(alarms.filter((id) => id.startsWith('SweeperErrors'))).toHaveLength(1);
+      for (const fn of off) {
+        expect(fn.Properties.TracingConfig).toBeUndefined();
+        expect(fn.Properties.Environment.Variables).toMatchObject({
+          POWERTOOLS_TRACE_ENABLED: 'false',
+          METRICS_TENANT_DIMENSION: 'true',
+        });
+      }
+      expect(JSON.stringify(api.toJSON())).not.toContain('xray:');
+    });
+
+    it('names the metrics namespace and the stack as service, with no tenant dimension by default', () => {
+      for (const fn of Object.values(synthesized.api.findResources('AWS::Lambda::Function'))) {
+        expect(fn.Properties.Environment.Variables).toMatchObject({
+          POWERTOOLS_SERVICE_NAME: 'BudgetReservationsApi',
+          POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        });
+        expect(fn.Properties.Environment.Variables).not.toHaveProperty('METRICS_TENANT_DIMENSION');
+      }
+    });
+
+    it('has one dashboard: both APIs, every EMF metric of the catalog, DynamoDB and the sweeper', () => {
+      const dashboards = Object.values(synthesized.api.findResources('AWS::CloudWatch::Dashboard'));
+      const body = JSON.stringify(dashboards[0]?.Properties.DashboardBody);
+
+      expect(dashboards).toHaveLength(1);
+      expect(dashboards[0]?.Properties.DashboardName).toBe('BudgetReservationsApi');
+      for (const name of Object.keys(METRICS)) expect(body, name).toContain(name);
+      expect(body).toContain(METRICS_NAMESPACE);
+      for (const apiMetric of ['\\"Count\\"', '\\"4xx\\"', '\\"5xx\\"', 'p50', 'p99'])
+        expect(body, apiMetric).toContain(apiMetric);
+      for (const [id] of routeEntries()) expect(body, id).toContain(`\\"label\\":\\"${id}\\"`);
+      expect(body).toContain('TransactionConflict');
+      expect(body).toContain('\\"type\\":\\"alarm\\"');
+    });
+
+    it('keeps the alarms it had: 5xx share of both APIs, throttles of every route, table throttles, sweeper errors', () => {
+      for (const server of ['RuntimeApi', 'AdminApi']) {
+        expect(alarmNamed(`${server}-5xxRate`), server).toMatchObject({
+          ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+          Threshold: 1,
+          Metrics: expect.arrayContaining([
+            expect.objectContaining({ Expression: 'IF(requests > 0, 100 * errors / requests, 0)' }),
+          ]),
+        });
+      }
+      for (const [id, route] of routeEntries()) {
+        const api = route.server === 'runtime' ? 'RuntimeApi' : 'AdminApi';
+        expect(watched(alarmNamed(`${api}-${pascal(id)}Throttles`)), id).toEqual({
+          namespace: 'AWS/Lambda',
+          name: 'Throttles',
+          dimensions: [{ Name: 'FunctionName', Value: { Ref: fnIds[id] } }],
+          stat: 'Sum',
+        });
+      }
+      expect(alarmNamed('Table-Throttles')).toBeDefined();
+      expect(alarmNamed('Sweeper-Fault-Count')).toMatchObject({
+        ComparisonOperator: 'GreaterThanThreshold',
+        Threshold: 0,
+      });
+    });
+
+    it('alarms when the sweeper stops (heartbeat) or falls behind (lag)', () => {
+      const heartbeat = alarmNamed('Sweeper-Heartbeat');
+      const lag = alarmNamed('Sweeper-Lag');
+      const service = [{ Name: 'service', Value: 'BudgetReservationsApi' }];
+
+      expect(watched(heartbeat)).toEqual({
+        namespace: METRICS_NAMESPACE,
+        name: 'Sweeps',
+        dimensions: service,
+        stat: 'Sum',
+      });
+      // No sweep at all is no data: missing data breaches.
+      expect(heartbeat).toMatchObject({
+        ComparisonOperator: 'LessThanThreshold',
+        Threshold: 1,
+        TreatMissingData: 'breaching',
+      });
+      expect(watched(lag)).toEqual({
+        namespace: METRICS_NAMESPACE,
+        name: 'SweepLag',
+        dimensions: service,
+        stat: 'Maximum',
+      });
+      expect(lag).toMatchObject({
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        Threshold: 180_000,
+      });
+    });
+
+    it('sends every alarm to the alarm topic', () => {
+      const [topic] = Object.keys(synthesized.api.findResources('AWS::SNS::Topic'));
+
+      expect(alarms().length).toBe(routeEntries().length + 7);
+      for (const alarm of alarms()) expect(alarm.AlarmActions).toEqual([{ Ref: topic }]);
     });
   });
 
@@ -425,19 +550,20 @@ describe('CDK app', () => {
       {
         "api": {
           "AWS::ApiGatewayV2::Api": 2,
-          "AWS::ApiGatewayV2::Integration": 35,
-          "AWS::ApiGatewayV2::Route": 35,
+          "AWS::ApiGatewayV2::Integration": 37,
+          "AWS::ApiGatewayV2::Route": 37,
           "AWS::ApiGatewayV2::Stage": 2,
-          "AWS::CloudWatch::Alarm": 40,
+          "AWS::CloudWatch::Alarm": 44,
+          "AWS::CloudWatch::Dashboard": 1,
           "AWS::Events::EventBus": 1,
           "AWS::Events::Rule": 1,
-          "AWS::IAM::Policy": 35,
-          "AWS::IAM::Role": 37,
+          "AWS::IAM::Policy": 39,
+          "AWS::IAM::Role": 39,
           "AWS::Lambda::EventInvokeConfig": 1,
           "AWS::Lambda::EventSourceMapping": 1,
-          "AWS::Lambda::Function": 37,
-          "AWS::Lambda::Permission": 36,
-          "AWS::Logs::LogGroup": 39,
+          "AWS::Lambda::Function": 39,
+          "AWS::Lambda::Permission": 38,
+          "AWS::Logs::LogGroup": 41,
           "AWS::SNS::Topic": 1,
           "AWS::SQS::Queue": 1,
           "AWS::SQS::QueuePolicy": 1,

@@ -1,8 +1,13 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BudgetEventMessage } from '../../functions/budget-events/schemas.js';
 import { verifySignature } from '../../functions/budget-events/webhooks.js';
+import { eventSchemasDir } from '../../infra/generate-event-schemas.js';
 import { testClock } from '../helpers/clock.js';
 import { expectError } from '../helpers/errors.js';
 import {
@@ -29,8 +34,15 @@ interface Delivery {
   readonly signed: boolean;
 }
 
-/** Bodies that did not match the published schema (there must be none). */
+/** Bodies that did not match the zod schema or the published JSON Schema (there must be none). */
 const invalid: string[] = [];
+
+/** docs/events/budget-event.schema.json, as a consumer would validate with it. */
+const ajv = new Ajv2020({ allErrors: true });
+addFormatsModule.default(ajv);
+const publishedSchema = ajv.compile(
+  JSON.parse(readFileSync(join(eventSchemasDir, 'budget-event.schema.json'), 'utf8')),
+);
 
 /** Deliveries as received, and the status to answer each (default 204). */
 const received: Delivery[] = [];
@@ -48,7 +60,7 @@ const receiver = createServer(async (req: IncomingMessage, res: ServerResponse) 
   const body = await readBody(req);
   const header = req.headers['x-cycles-signature'];
   const parsed = BudgetEventMessage.safeParse(JSON.parse(body));
-  if (!parsed.success) {
+  if (!parsed.success || !publishedSchema(JSON.parse(body))) {
     invalid.push(body);
     res.writeHead(204).end();
     return;

@@ -19,6 +19,8 @@ import { useTestStack } from '../helpers/scaffold.js';
 const SCENARIO: readonly (readonly [RouteId, number])[] = [
   ['runtimeHealth', 200],
   ['adminHealth', 200],
+  ['runtimeOpenApi', 200],
+  ['adminOpenApi', 200],
   ['runtimeNotFound', 404],
   ['adminNotFound', 404],
   ['createTenant', 201],

@@ -145,6 +145,16 @@ export const CreateBudgetBody = z
   );
 export type CreateBudgetBody = z.infer<typeof CreateBudgetBody>;
 
+/** SPEC's POST /v1/admin/budgets/{scope}/{unit}/fund, as a client fills it in (and the document lists it). */
+export const FundPathParams = z.object({
+  scope: z
+    .string()
+    .min(1)
+    .max(4096)
+    .describe("The budget's scope, percent-encoded: a nested scope's '/' is sent as %2F"),
+  unit: Unit,
+});
+
 /**
  * `{budget+}` of POST /v1/admin/budgets/{budget+}: `<scope>/<unit>/fund`, already
  * percent-decoded (API Gateway decodes the path), so a nested scope spans several segments.
@@ -157,7 +167,7 @@ export const FundPath = z
     if (!match) throw new DomainError('NOT_FOUND', `no endpoint POST /v1/admin/budgets/${budget}`);
     return { scope: match[1] ?? '', unit: match[2] ?? '' };
   })
-  .pipe(z.object({ scope: z.string().min(1).max(4096), unit: Unit }));
+  .pipe(FundPathParams);
 
 export const FundBudgetBody = z.object({
   operation: z.enum(FUND_OPERATIONS),

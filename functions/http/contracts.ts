@@ -1,0 +1,307 @@
+import type * as z from 'zod';
+import type { RouteId } from '../routes.js';
+import {
+  BudgetQuery,
+  ClosedPeriodsQuery,
+  CreateApiKeyBody,
+  CreateBudgetBody,
+  CreateTenantBody,
+  FundBudgetBody,
+  FundPath,
+  FundPathParams,
+  KeyParams,
+  ListApiKeysQuery,
+  ListAuditLogsQuery,
+  ListBudgetsQuery,
+  ListTenantsQuery,
+  RevokeApiKeyQuery,
+  TenantParams,
+  UpdateApiKeyBody,
+  UpdateBudgetBody,
+  UpdateTenantBody,
+  ValidateKeyBody,
+} from './schemas/admin.js';
+import * as res from './schemas/responses.js';
+import {
+  CommitBody,
+  CreateEventBody,
+  CreateReservationBody,
+  DecideBody,
+  ExtendBody,
+  ListBalancesQuery,
+  ListReservationsQuery,
+  ReleaseBody,
+  ReservationIdParams,
+} from './schemas/runtime.js';
+
+/**
+ * What each route takes and answers, beside the route table (which must stay free of schemas:
+ * `cdk synth` loads it). The request schemas are the ones its handler parses with (a unit test
+ * holds them to it), the response schema is what its view renders (the integration suite checks
+ * every success body): infra/openapi.ts builds the two OpenAPI documents from this alone.
+ */
+export interface Contract {
+  readonly summary: string;
+  readonly tag: string;
+  readonly params?: z.ZodType;
+  readonly query?: z.ZodType;
+  readonly body?: z.ZodType;
+  /** The success body, answered with the route's status. @default - the route never succeeds */
+  readonly response?: z.ZodType;
+  /**
+   * Refusals particular to the route. Those any route of its kind may answer are derived from
+   * the route table: 400 (it takes input), 401 and 403 (it takes a key), 500, 503 (it reads).
+   * @default []
+   */
+  readonly refusals?: readonly (404 | 409 | 410)[];
+  /** A second answer that is not an error body. @default - none */
+  readonly alsoAnswers?: {
+    readonly status: number;
+    readonly body: z.ZodType;
+    readonly description: string;
+  };
+  /** The path a client fills in, where the route table's is API Gateway's own (`{x+}`). */
+  readonly documentPath?: { readonly path: string; readonly params: z.ZodType };
+  /** The reference's name for the operation, where ours differs. @default - the route id */
+  readonly operationId?: string;
+}
+
+const health: Contract = {
+  summary: 'UP when the table answers',
+  tag: 'Service',
+  response: res.Health,
+  alsoAnswers: { status: 503, body: res.HealthDown, description: 'The table does not answer' },
+};
+const openApi: Contract = {
+  summary: "This server's OpenAPI document",
+  tag: 'Service',
+  response: res.OpenApiDocument,
+};
+const notFound: Contract = {
+  summary: 'Any method and path no operation of the server matches',
+  tag: 'Service',
+  refusals: [404],
+};
+const budget = { tag: 'Budgets', query: BudgetQuery } as const;
+
+export const contracts = {
+  createReservation: {
+    summary: 'Reserve budget on every derived scope (or evaluate, with dry_run)',
+    tag: 'Reservations',
+    body: CreateReservationBody,
+    response: res.ReservationCreateResponse,
+    refusals: [409],
+  },
+  listReservations: {
+    summary: 'List reservations',
+    tag: 'Reservations',
+    query: ListReservationsQuery,
+    response: res.ReservationListResponse,
+  },
+  getReservation: {
+    summary: 'Get a reservation',
+    tag: 'Reservations',
+    params: ReservationIdParams,
+    response: res.ReservationDetail,
+    refusals: [404, 410],
+  },
+  commitReservation: {
+    summary: 'Commit actual spend; the rest of the hold is released',
+    tag: 'Reservations',
+    params: ReservationIdParams,
+    body: CommitBody,
+    response: res.CommitResponse,
+    refusals: [404, 409, 410],
+  },
+  releaseReservation: {
+    summary: 'Release a reservation (the admin key releases any tenant’s)',
+    tag: 'Reservations',
+    params: ReservationIdParams,
+    body: ReleaseBody,
+    response: res.ReleaseResponse,
+    refusals: [404, 409, 410],
+  },
+  extendReservation: {
+    summary: 'Extend a reservation’s expiry (heartbeat)',
+    tag: 'Reservations',
+    params: ReservationIdParams,
+    body: ExtendBody,
+    response: res.ReservationExtendResponse,
+    refusals: [404, 409, 410],
+  },
+  decide: {
+    summary: 'Preflight decision: no reservation is made',
+    tag: 'Decisions',
+    body: DecideBody,
+    response: res.DecisionResponse,
+    refusals: [409],
+  },
+  listBalances: {
+    summary: 'List balances',
+    tag: 'Balances',
+    query: ListBalancesQuery,
+    response: res.BalanceResponse,
+    operationId: 'getBalances',
+  },
+  createEvent: {
+    summary: 'Record spend that needed no reservation',
+    tag: 'Events',
+    body: CreateEventBody,
+    response: res.EventCreateResponse,
+    refusals: [409],
+  },
+  runtimeIntrospectAuth: {
+    summary: 'Describe the calling key',
+    tag: 'Auth',
+    response: res.TenantIntrospection,
+  },
+  runtimeHealth: health,
+  runtimeOpenApi: openApi,
+  runtimeNotFound: notFound,
+
+  createTenant: {
+    summary: 'Create a tenant',
+    tag: 'Tenants',
+    body: CreateTenantBody,
+    response: res.Tenant,
+    refusals: [409],
+  },
+  createApiKey: {
+    summary: 'Issue a tenant API key (its secret is answered this once)',
+    tag: 'API keys',
+    body: CreateApiKeyBody,
+    response: res.ApiKeyCreateResponse,
+    refusals: [404, 409],
+  },
+  createBudget: {
+    summary: 'Create a budget ledger; its allocation is spendable at once',
+    tag: 'Budgets',
+    body: CreateBudgetBody,
+    response: res.Budget,
+    refusals: [404, 409],
+  },
+  fundBudget: {
+    summary: 'Fund a budget: CREDIT, DEBIT, RESET, RESET_SPENT or REPAY_DEBT',
+    tag: 'Budgets',
+    params: FundPath,
+    documentPath: { path: '/v1/admin/budgets/{scope}/{unit}/fund', params: FundPathParams },
+    body: FundBudgetBody,
+    response: res.FundResponse,
+    refusals: [404, 409],
+  },
+  listBudgets: {
+    summary: 'List budget ledgers',
+    tag: 'Budgets',
+    query: ListBudgetsQuery,
+    response: res.BudgetListResponse,
+  },
+  lookupBudget: {
+    ...budget,
+    summary: 'Get the budget of a scope and unit',
+    response: res.BudgetLedger,
+    refusals: [404],
+  },
+  listBudgetPeriods: {
+    summary: 'A rolling budget’s closed periods, newest first',
+    tag: 'Budgets',
+    query: ClosedPeriodsQuery,
+    response: res.ClosedPeriodListResponse,
+    refusals: [404],
+  },
+  updateBudget: {
+    ...budget,
+    summary: 'Change a budget’s overdraft limit or caps',
+    body: UpdateBudgetBody,
+    response: res.BudgetLedger,
+    refusals: [404, 409],
+  },
+  freezeBudget: {
+    ...budget,
+    summary: 'Freeze a budget: no new holds or events; open reservations still settle',
+    response: res.BudgetLedger,
+    refusals: [404, 409],
+  },
+  unfreezeBudget: {
+    ...budget,
+    summary: 'Unfreeze a budget',
+    response: res.BudgetLedger,
+    refusals: [404, 409],
+  },
+  fundBudgetByQuery: {
+    ...budget,
+    summary: 'Fund a budget named by query parameters (no path-encoding of nested scopes)',
+    body: FundBudgetBody,
+    response: res.FundResponse,
+    refusals: [404, 409],
+  },
+  listTenants: {
+    summary: 'List tenants',
+    tag: 'Tenants',
+    query: ListTenantsQuery,
+    response: res.TenantListResponse,
+  },
+  getTenant: {
+    summary: 'Get a tenant',
+    tag: 'Tenants',
+    params: TenantParams,
+    response: res.Tenant,
+    refusals: [404],
+  },
+  updateTenant: {
+    summary: 'Rename, suspend, reactivate or close a tenant',
+    tag: 'Tenants',
+    params: TenantParams,
+    body: UpdateTenantBody,
+    response: res.Tenant,
+    refusals: [404, 409],
+  },
+  listApiKeys: {
+    summary: 'List API keys',
+    tag: 'API keys',
+    query: ListApiKeysQuery,
+    response: res.ApiKeyListResponse,
+  },
+  getApiKey: {
+    summary: 'Get an API key',
+    tag: 'API keys',
+    params: KeyParams,
+    response: res.ApiKey,
+    refusals: [404],
+  },
+  updateApiKey: {
+    summary: 'Change an API key’s name, description or permissions',
+    tag: 'API keys',
+    params: KeyParams,
+    body: UpdateApiKeyBody,
+    response: res.ApiKey,
+    refusals: [404, 409],
+  },
+  revokeApiKey: {
+    summary: 'Revoke an API key',
+    tag: 'API keys',
+    params: KeyParams,
+    query: RevokeApiKeyQuery,
+    response: res.ApiKey,
+    refusals: [404, 409],
+  },
+  listAuditLogs: {
+    summary: 'List the audit trail',
+    tag: 'Audit',
+    query: ListAuditLogsQuery,
+    response: res.AuditLogListResponse,
+  },
+  validateKey: {
+    summary: 'Check whether a key secret is valid',
+    tag: 'Auth',
+    body: ValidateKeyBody,
+    response: res.KeyValidation,
+  },
+  adminIntrospectAuth: {
+    summary: 'Describe the calling key (the admin key, or a tenant key)',
+    tag: 'Auth',
+    response: res.Introspection,
+  },
+  adminHealth: health,
+  adminOpenApi: openApi,
+  adminNotFound: notFound,
+} as const satisfies Record<RouteId, Contract>;

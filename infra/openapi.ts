@@ -1,0 +1,397 @@
+import { readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as z from 'zod';
+import { type Contract, contracts } from '../functions/http/contracts.js';
+import * as adminSchemas from '../functions/http/schemas/admin.js';
+import { Metadata } from '../functions/http/schemas/common.js';
+import * as responseSchemas from '../functions/http/schemas/responses.js';
+import * as runtimeSchemas from '../functions/http/schemas/runtime.js';
+import {
+  type Auth,
+  type Route,
+  type RouteId,
+  routeEntries,
+  type Server,
+} from '../functions/routes.js';
+
+/**
+ * The OpenAPI 3.1 document of each server, built from the route table and the zod schemas of
+ * functions/http/contracts.ts, and nothing else: request shapes in zod's input form (what a
+ * client may send), response shapes in its output form (what the views render). `npm run build`
+ * (and `npm run openapi`) writes them where the GET /openapi.json handlers import them from;
+ * test/unit/openapi.test.ts fails when the files are stale.
+ */
+
+export type JsonSchema = { [key: string]: unknown };
+export type OpenApiDocument = { [key: string]: unknown };
+
+export const openApiDir = fileURLToPath(new URL('../functions/http/openapi/', import.meta.url));
+export const openApiFile = (server: Server): string => join(openApiDir, `${server}.json`);
+
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+
+const SERVERS: Record<Server, { title: string; port: number; description: string }> = {
+  runtime: {
+    title: 'Budget reservation service: runtime API',
+    // config.ts defaults (RUNTIME_PORT, ADMIN_PORT): what `npm start` listens on.
+    port: 7878,
+    description:
+      'The Cycles protocol v0 enforcement plane: reserve, commit, release and extend budget reservations, decide, record events, read balances. Amounts are integers of their unit. Every write is idempotent by its idempotency_key.',
+  },
+  admin: {
+    title: 'Budget reservation service: admin API',
+    port: 7979,
+    description:
+      "The operator's control plane: tenants, API keys, budget ledgers and their funding, the audit trail.",
+  },
+};
+
+const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+const uri = (id: string) => `#/components/schemas/${id}`;
+
+/** Zod has no JSON Schema for a custom schema: Metadata is any JSON object. */
+function unrepresentable({ zodSchema }: { zodSchema: z.core.$ZodType }): JsonSchema | 'throw' {
+  return zodSchema === Metadata ? { type: 'object', additionalProperties: true } : 'throw';
+}
+/** Zod drops the default of a field whose schema preprocesses (`Int`): put it back. */
+function override({
+  zodSchema,
+  jsonSchema,
+}: {
+  zodSchema: z.core.$ZodType;
+  jsonSchema: JsonSchema;
+}) {
+  const def = zodSchema._zod.def as { type: string; defaultValue?: unknown };
+  if (def.type === 'default' && !('default' in jsonSchema)) jsonSchema.default = def.defaultValue;
+}
+const conversion = { target: 'draft-2020-12', unrepresentable, override } as const;
+
+/** Component names are the schemas' export names (convention 4: named after the wire message). */
+function namesOf(...modules: Record<string, unknown>[]): Map<z.ZodType, string> {
+  const names = new Map<z.ZodType, string>();
+  for (const module of modules) {
+    // Sorted: a module namespace's key order is the loader's (vitest's differs from Node's).
+    for (const [name, value] of Object.entries(module).sort(([a], [b]) => a.localeCompare(b))) {
+      if (value instanceof z.ZodType && !names.has(value)) names.set(value, name);
+    }
+  }
+  return names;
+}
+const requestNames = namesOf(runtimeSchemas, adminSchemas);
+const responseNames = namesOf(responseSchemas);
+
+function nameOf(names: Map<z.ZodType, string>, schema: z.ZodType, what: string): string {
+  const name = names.get(schema);
+  if (!name) throw new Error(`${what} is not an exported schema of functions/http/schemas/`);
+  return name;
+}
+
+/** Its JSON Schema as a component: OpenAPI supplies the dialect, and ids are the components'. */
+function component(schema: JsonSchema): JsonSchema {
+  const { $schema: _dialect, $id: _id, ...rest } = schema;
+  return rest;
+}
+
+/** A query parameter that takes exactly `true` or `false` is a boolean on the wire. */
+function parameterSchema(schema: JsonSchema): JsonSchema {
+  const values = schema.enum;
+  if (
+    schema.type === 'string' &&
+    Array.isArray(values) &&
+    values.length === 2 &&
+    values.includes('true') &&
+    values.includes('false')
+  ) {
+    const { type: _t, enum: _e, ...rest } = schema;
+    return { ...rest, type: 'boolean' };
+  }
+  return schema;
+}
+
+function parameters(schema: z.ZodType, place: 'path' | 'query'): JsonSchema[] {
+  const json = z.toJSONSchema(schema, { ...conversion, io: 'input' }) as JsonSchema;
+  const properties = (json.properties ?? {}) as Record<string, JsonSchema>;
+  const required = (json.required ?? []) as string[];
+  return Object.entries(properties).map(([name, property]) => {
+    const { description, ...rest } = parameterSchema(property);
+    return {
+      name,
+      in: place,
+      required: place === 'path' || required.includes(name),
+      ...(description !== undefined && { description }),
+      schema: rest,
+    };
+  });
+}
+
+const SECURITY: Record<Auth['kind'], Record<string, string[]>[]> = {
+  none: [],
+  admin: [{ AdminKeyAuth: [] }],
+  tenant: [{ ServiceApiKeyAuth: [] }, { ApiKeyAuth: [] }],
+  tenantOrAdmin: [{ ServiceApiKeyAuth: [] }, { ApiKeyAuth: [] }, { AdminKeyAuth: [] }],
+};
+
+const takesKey = (route: Route) => route.auth.kind !== 'none';
+const takesTenantKey = (route: Route) =>
+  route.auth.kind === 'tenant' || route.auth.kind === 'tenantOrAdmin';
+/** Reading the table (a tenant key is read from it too) can meet throttling: 503, retry. */
+const readsTable = (route: Route) =>
+  route.table.items !== undefined ||
+  (route.table.indexes?.length ?? 0) > 0 ||
+  route.table.describe === true ||
+  takesTenantKey(route);
+
+/** The error statuses of a route: its own refusals, and those any route of its kind may answer. */
+export function errorStatuses(route: Route, contract: Contract): number[] {
+  const statuses = new Set<number>(contract.refusals ?? []);
+  if (contract.body || contract.query || contract.params) statuses.add(400);
+  if (takesKey(route)) statuses.add(401);
+  if (takesTenantKey(route)) statuses.add(403);
+  statuses.add(500);
+  if (readsTable(route) && contract.alsoAnswers?.status !== 503) statuses.add(503);
+  return [...statuses].sort((a, b) => a - b);
+}
+
+/** OpenAPI's path template of a route: the contract's, where API Gateway's is not one. */
+export const documentPath = (route: Route, contract: Contract): string =>
+  contract.documentPath?.path ?? route.path;
+
+function operation(
+  id: RouteId,
+  route: Route,
+  contract: Contract,
+  requestBodies: Record<string, JsonSchema>,
+) {
+  const path = documentPath(route, contract);
+  const pathParams = contract.documentPath?.params ?? contract.params;
+  const params: JsonSchema[] = [
+    ...(pathParams ? parameters(pathParams, 'path') : []),
+    ...(contract.query ? parameters(contract.query, 'query') : []),
+  ];
+  const named = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+  const declared = params.filter((p) => p.in === 'path').map((p) => p.name);
+  if (named.join() !== declared.join()) {
+    throw new Error(`${id}: path ${path} names {${named}}, its params schema {${declared}}`);
+  }
+  const bodyName = contract.body && nameOf(requestNames, contract.body, `${id}'s body`);
+  const bodyProperties = (bodyName && requestBodies[bodyName]?.properties) as
+    | Record<string, unknown>
+    | undefined;
+  if (bodyProperties && 'idempotency_key' in bodyProperties) {
+    params.push({ $ref: '#/components/parameters/IdempotencyKeyHeader' });
+  }
+
+  const responses: Record<string, unknown> = {};
+  if (contract.response) {
+    const headers = {
+      'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+      ...(takesTenantKey(route) && {
+        'X-Cycles-Tenant': { $ref: '#/components/headers/X-Cycles-Tenant' },
+        'X-Service-Tenant': { $ref: '#/components/headers/X-Service-Tenant' },
+      }),
+    };
+    responses[route.status] = {
+      description: contract.summary,
+      headers,
+      content: {
+        'application/json': {
+          schema: ref(nameOf(responseNames, contract.response, `${id}'s response`)),
+        },
+      },
+    };
+  }
+  const also = contract.alsoAnswers;
+  if (also) {
+    responses[also.status] = {
+      description: also.description,
+      headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } },
+      content: {
+        'application/json': { schema: ref(nameOf(responseNames, also.body, `${id}'s answer`)) },
+      },
+    };
+  }
+  for (const status of errorStatuses(route, contract)) {
+    responses[status] = {
+      $ref: `#/components/responses/${status === 503 ? 'RetryLater' : 'Error'}`,
+    };
+  }
+
+  return {
+    operationId: contract.operationId ?? id,
+    summary: contract.summary,
+    tags: [contract.tag],
+    security: SECURITY[route.auth.kind],
+    ...(params.length > 0 && { parameters: params }),
+    ...(bodyName && {
+      requestBody: { required: true, content: { 'application/json': { schema: ref(bodyName) } } },
+    }),
+    responses,
+  };
+}
+
+/** Every `#/components/schemas/…` reachable from `value`, following components transitively. */
+function reachable(value: unknown, schemas: Record<string, JsonSchema>): Set<string> {
+  const seen = new Set<string>();
+  const visit = (v: unknown): void => {
+    if (Array.isArray(v)) {
+      for (const item of v) visit(item);
+      return;
+    }
+    if (v === null || typeof v !== 'object') return;
+    for (const [key, child] of Object.entries(v)) {
+      const id =
+        key === '$ref' && typeof child === 'string' && child.startsWith(uri(''))
+          ? child.slice(uri('').length)
+          : undefined;
+      if (id !== undefined) {
+        if (!seen.has(id)) {
+          seen.add(id);
+          visit(schemas[id]);
+        }
+      } else visit(child);
+    }
+  };
+  visit(value);
+  return seen;
+}
+
+const headerSchema = (description: string, schema: JsonSchema = { type: 'string' }) => ({
+  description,
+  schema,
+});
+
+export function openApiDocument(server: Server): OpenApiDocument {
+  const routes = routeEntries().filter(([, route]) => route.server === server);
+
+  const requests = z.registry<{ id: string }>();
+  for (const [id] of routes) {
+    const body = (contracts[id] as Contract).body;
+    if (body && !requests.has(body)) requests.add(body, { id: nameOf(requestNames, body, id) });
+  }
+  const responses = z.registry<{ id: string }>();
+  for (const [schema, id] of responseNames) responses.add(schema, { id });
+  const requestBodies = z.toJSONSchema(requests, { ...conversion, io: 'input', uri }).schemas;
+  const responseBodies = z.toJSONSchema(responses, { ...conversion, io: 'output', uri }).schemas;
+  const clash = Object.keys(requestBodies).filter((name) => name in responseBodies);
+  if (clash.length > 0) throw new Error(`request and response schemas share names: ${clash}`);
+  const all: Record<string, JsonSchema> = {};
+  for (const [name, schema] of Object.entries({ ...requestBodies, ...responseBodies })) {
+    all[name] = component(schema as JsonSchema);
+  }
+
+  const paths: Record<string, Record<string, unknown>> = {};
+  const unmatched: Contract[] = [];
+  const tags: string[] = [];
+  for (const [id, route] of routes) {
+    const contract: Contract = contracts[id];
+    if (route.path === '$default') {
+      unmatched.push(contract);
+      continue;
+    }
+    const path = documentPath(route, contract);
+    paths[path] ??= {};
+    paths[path][route.method.toLowerCase()] = operation(id, route, contract, requestBodies);
+    if (!tags.includes(contract.tag)) tags.push(contract.tag);
+  }
+
+  const responseComponents = {
+    Error: {
+      description: "A refusal: SPEC's error body",
+      headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } },
+      content: { 'application/json': { schema: ref('ErrorResponse') } },
+    },
+    RetryLater: {
+      description:
+        'Contention or throttling: nothing was written; retry after Retry-After seconds (error INTERNAL_ERROR)',
+      headers: {
+        'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+        'Retry-After': { $ref: '#/components/headers/Retry-After' },
+      },
+      content: { 'application/json': { schema: ref('ErrorResponse') } },
+    },
+  };
+  const used = reachable({ paths, responseComponents }, all);
+  const schemas = Object.fromEntries(
+    Object.entries(all)
+      .filter(([name]) => used.has(name))
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
+
+  const { title, port, description } = SERVERS[server];
+  return {
+    openapi: '3.1.0',
+    info: { title, version: pkg.version, description },
+    servers: [
+      {
+        url: '{base_url}',
+        variables: {
+          base_url: {
+            default: `http://localhost:${port}`,
+            description: `Where the ${server} server is reached: locally (npm start), or the stack's ${server === 'runtime' ? 'RuntimeUrl' : 'AdminUrl'} output`,
+          },
+        },
+      },
+    ],
+    tags: tags.map((name) => ({ name })),
+    paths,
+    components: {
+      schemas,
+      responses: responseComponents,
+      parameters: {
+        IdempotencyKeyHeader: {
+          name: 'X-Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            'The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none.',
+          schema: { type: 'string', minLength: 1, maxLength: 256 },
+        },
+      },
+      headers: {
+        'X-Request-Id': headerSchema('This request’s id, also in error bodies and the logs'),
+        'X-Cycles-Tenant': headerSchema('The tenant of the key that authenticated the request'),
+        'X-Service-Tenant': headerSchema('The tenant of the key that authenticated the request'),
+        'Retry-After': headerSchema('Seconds to wait before retrying', {
+          type: 'integer',
+          minimum: 1,
+        }),
+      },
+      securitySchemes: {
+        ServiceApiKeyAuth: { type: 'apiKey', in: 'header', name: 'X-Service-API-Key' },
+        ApiKeyAuth: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Cycles-API-Key',
+          description: 'The same tenant key, under the reference protocol’s header name',
+        },
+        AdminKeyAuth: { type: 'apiKey', in: 'header', name: 'X-Admin-API-Key' },
+      },
+    },
+    // OpenAPI has no path for "anything else": API Gateway's $default route answers it.
+    'x-unmatched-requests': unmatched.map((c) => ({
+      summary: c.summary,
+      responses: Object.fromEntries(
+        (c.refusals ?? []).map((s) => [s, { $ref: '#/components/responses/Error' }]),
+      ),
+    }))[0],
+  };
+}
+
+/** File text of each server's document: deterministic, so a stale file is a failing test. */
+export const openApiText = (server: Server): string =>
+  `${JSON.stringify(openApiDocument(server), null, 2)}\n`;
+
+export async function writeOpenApiDocuments(): Promise<string[]> {
+  await mkdir(openApiDir, { recursive: true });
+  const servers: Server[] = ['runtime', 'admin'];
+  for (const server of servers) await writeFile(openApiFile(server), openApiText(server));
+  return servers.map(openApiFile);
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  for (const file of await writeOpenApiDocuments()) console.log(`wrote ${file}`);
+}

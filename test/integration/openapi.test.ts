@@ -1,0 +1,210 @@
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import type { Server } from '../../functions/routes.js';
+import { openApiFile } from '../../infra/openapi.js';
+import {
+  adminHeaders,
+  givenBudget,
+  givenTenant,
+  reserveBody,
+  scopeOf,
+  usd,
+} from '../helpers/fixtures.js';
+import { type Json, request } from '../helpers/http.js';
+import { checkedSuccesses } from '../helpers/openapi.js';
+import { useTestStack } from '../helpers/scaffold.js';
+
+// Issue 15 § 4: each server serves its OpenAPI document, and every operation of both documents
+// answers a success that validates against it (test/helpers/http.ts checks each answer).
+
+const stack = useTestStack();
+const url = (server: Server, path: string) =>
+  `${server === 'runtime' ? stack.runtimeUrl : stack.adminUrl}${path}`;
+
+describe.each(['runtime', 'admin'] as const)('GET /openapi.json on the %s server', (server) => {
+  it('answers 200 application/json with its OpenAPI 3.1 document, the generated file', async () => {
+    const res = await fetch(url(server, '/openapi.json'));
+    const text = await res.text();
+
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    const document = JSON.parse(text) as Json;
+    expect(document.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(document).toEqual(JSON.parse(await readFile(openApiFile(server), 'utf8')));
+  });
+
+  it("lists only that server's operations", async () => {
+    const res = await request('GET', url(server, '/openapi.json'));
+
+    const paths = Object.keys(res.body.paths as Json);
+    expect(paths).toContain('/openapi.json');
+    expect(paths).toContain('/actuator/health');
+    expect(paths.some((p) => p.startsWith('/v1/admin/'))).toBe(server === 'admin');
+    expect(paths.some((p) => p.startsWith('/v1/reservations'))).toBe(server === 'runtime');
+  });
+});
+
+describe('every operation of both documents', () => {
+  it('answers a success whose body validates against its document', async () => {
+    const t = await givenTenant(stack);
+    const rt = (path: string) => url('runtime', path);
+    const ad = (path: string) => url('admin', path);
+    const as = (headers: Record<string, string>) => ({ headers });
+    const caps = { max_tokens: 100, tool_denylist: ['shell'] };
+    await givenBudget(stack, t, '', 1_000_000);
+    await givenBudget(stack, t, 'workspace:w', 100_000, { caps });
+    const budget = await request('POST', ad('/v1/admin/budgets'), {
+      ...as(t.headers),
+      body: {
+        scope: scopeOf(t, 'app:a'),
+        unit: 'TOKENS',
+        allocated: { unit: 'TOKENS', amount: 500 },
+        period: 'MONTHLY',
+        period_anchor_day: 1,
+      },
+    });
+    expect(budget.status, JSON.stringify(budget.body)).toBe(201);
+    const byQuery = `?scope=${encodeURIComponent(scopeOf(t, 'app:a'))}&unit=TOKENS`;
+
+    // The runtime plane: live and dry-run reserves (ALLOW, ALLOW_WITH_CAPS, DENY), decide,
+    // settle each way, an event, the reads.
+    const live = await request('POST', rt('/v1/reservations'), {
+      ...as(t.headers),
+      body: reserveBody({ subject: { tenant: t.tenant } }),
+    });
+    const capped = await request('POST', rt('/v1/reservations'), {
+      ...as(t.headers),
+      body: reserveBody({ metadata: { run: 1 } }),
+    });
+    const id = String(live.body.reservation_id);
+    const other = String(capped.body.reservation_id);
+    const answers = [
+      live,
+      capped,
+      await request('POST', rt('/v1/reservations'), {
+        ...as(t.headers),
+        body: reserveBody({ dry_run: true, subject: { tenant: t.tenant } }),
+      }),
+      await request('POST', rt('/v1/reservations'), {
+        ...as(t.headers),
+        body: reserveBody({ dry_run: true, estimate: usd(10_000_000) }),
+      }),
+      await request('POST', rt('/v1/decide'), { ...as(t.headers), body: reserveBody() }),
+      await request('POST', rt('/v1/decide'), {
+        ...as(t.headers),
+        body: reserveBody({ subject: { tenant: t.tenant } }),
+      }),
+      await request('POST', rt('/v1/decide'), {
+        ...as(t.headers),
+        body: reserveBody({ estimate: usd(10_000_000) }),
+      }),
+      await request('GET', rt(`/v1/reservations/${other}`), as(t.headers)),
+      await request('POST', rt(`/v1/reservations/${id}/extend`), {
+        ...as(t.headers),
+        body: { idempotency_key: randomUUID(), extend_by_ms: 1_000 },
+      }),
+      await request('POST', rt(`/v1/reservations/${id}/commit`), {
+        ...as(t.headers),
+        body: { idempotency_key: randomUUID(), actual: usd(60) },
+      }),
+      await request('POST', rt(`/v1/reservations/${other}/release`), {
+        ...as(adminHeaders),
+        body: { idempotency_key: randomUUID(), reason: 'tour' },
+      }),
+      await request('GET', rt(`/v1/reservations/${id}`), as(t.headers)),
+      await request('POST', rt('/v1/events'), {
+        ...as(t.headers),
+        body: {
+          idempotency_key: randomUUID(),
+          subject: { workspace: 'w' },
+          action: { kind: 'tool.call', name: 'search' },
+          actual: usd(5),
+        },
+      }),
+      await request('GET', rt('/v1/reservations?limit=1'), as(t.headers)),
+      await request(
+        'GET',
+        rt(`/v1/balances?tenant=${t.tenant}&include_children=true`),
+        as(t.headers),
+      ),
+      await request('GET', rt('/v1/auth/introspect'), as(t.headers)),
+      await request('GET', rt('/actuator/health')),
+      await request('GET', rt('/openapi.json')),
+    ];
+
+    // The admin plane: budgets (a rolling one), tenants, keys, the audit trail.
+    const owner = `t-${randomUUID().slice(0, 12)}`;
+    const key = await request('POST', ad('/v1/admin/api-keys'), {
+      ...as(adminHeaders),
+      body: { tenant_id: t.tenant, name: 'spare', expires_at: '2099-01-01T00:00:00Z' },
+    });
+    const keyId = String(key.body.key_id);
+    answers.push(
+      budget,
+      key,
+      await request('POST', ad('/v1/admin/tenants'), {
+        ...as(adminHeaders),
+        body: { tenant_id: owner, name: 'Owner' },
+      }),
+      await request(
+        'POST',
+        ad(
+          `/v1/admin/budgets/${encodeURIComponent(scopeOf(t, 'workspace:w'))}/USD_MICROCENTS/fund`,
+        ),
+        { ...as(t.headers), body: { operation: 'CREDIT', amount: usd(1), idempotency_key: 'f1' } },
+      ),
+      await request('POST', ad(`/v1/admin/budgets/fund${byQuery}`), {
+        ...as(t.headers),
+        body: { operation: 'CREDIT', amount: { unit: 'TOKENS', amount: 1 }, idempotency_key: 'f2' },
+      }),
+      await request('GET', ad(`/v1/admin/budgets?tenant_id=${t.tenant}`), as(adminHeaders)),
+      await request('GET', ad(`/v1/admin/budgets/lookup${byQuery}`), as(t.headers)),
+      await request('GET', ad(`/v1/admin/budgets/periods${byQuery}`), as(t.headers)),
+      await request('PATCH', ad(`/v1/admin/budgets${byQuery}`), {
+        ...as(t.headers),
+        body: { overdraft_limit: { unit: 'TOKENS', amount: 10 } },
+      }),
+      await request('POST', ad(`/v1/admin/budgets/freeze${byQuery}`), as(t.headers)),
+      await request('POST', ad(`/v1/admin/budgets/unfreeze${byQuery}`), as(t.headers)),
+      await request('GET', ad('/v1/admin/tenants?limit=2'), as(adminHeaders)),
+      await request('GET', ad(`/v1/admin/tenants/${t.tenant}`), as(adminHeaders)),
+      await request('PATCH', ad(`/v1/admin/tenants/${owner}`), {
+        ...as(adminHeaders),
+        body: { status: 'SUSPENDED' },
+      }),
+      await request('GET', ad(`/v1/admin/api-keys?tenant_id=${t.tenant}`), as(adminHeaders)),
+      await request('GET', ad(`/v1/admin/api-keys/${keyId}`), as(adminHeaders)),
+      await request('PATCH', ad(`/v1/admin/api-keys/${keyId}`), {
+        ...as(adminHeaders),
+        body: { description: 'for the tour' },
+      }),
+      await request('DELETE', ad(`/v1/admin/api-keys/${keyId}?reason=done`), as(adminHeaders)),
+      await request('GET', ad(`/v1/admin/audit/logs?tenant_id=${t.tenant}`), as(adminHeaders)),
+      await request('POST', ad('/v1/auth/validate'), {
+        ...as(adminHeaders),
+        body: { key_secret: t.key },
+      }),
+      await request('POST', ad('/v1/auth/validate'), {
+        ...as(adminHeaders),
+        body: { key_secret: String(key.body.key_secret) },
+      }),
+      await request('GET', ad('/v1/auth/introspect'), as(adminHeaders)),
+      await request('GET', ad('/v1/auth/introspect'), as(t.headers)),
+      await request('GET', ad('/actuator/health')),
+      await request('GET', ad('/openapi.json')),
+    );
+
+    for (const res of answers) expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
+    expect(capped.body).toMatchObject({ decision: 'ALLOW_WITH_CAPS' });
+    const operations = await Promise.all(
+      (['runtime', 'admin'] as const).map(async (server) => {
+        const document = JSON.parse(await readFile(openApiFile(server), 'utf8')) as Json;
+        return Object.entries(document.paths as Record<string, Json>).flatMap(([path, item]) =>
+          Object.keys(item).map((method) => `${server} ${method.toUpperCase()} ${path}`),
+        );
+      }),
+    );
+    expect([...checkedSuccesses].sort()).toEqual(operations.flat().sort());
+  });
+});
