@@ -348,7 +348,7 @@ export class ServiceMonitoring extends Construct {
     });
   }
   /** Budget events: how far behind the stream the consumer is, and batches it gave up on. */
-  private budgetEvents({ budgetEvents }: ServiceMonitoringProps): void {
+  private budgetEvents({ budgetEvents, serviceName: s }: ServiceMonitoringProps): void {
     if (!budgetEvents) return;
     const { consumer, dlq } = budgetEvents;
     this.facade.monitorCustom({
@@ -374,6 +374,14 @@ export class ServiceMonitoring extends Construct {
               },
             },
           ],
+        },
+        {
+          title: 'Events published, by type',
+          metrics: [this.search('BudgetEvents', 'Type', MetricStatistic.SUM, s)],
+        },
+        {
+          title: 'Webhook deliveries dropped',
+          metrics: [this.emf('WebhookDeliveriesDropped', 'Sum', {}, s)],
         },
         {
           title: 'Iterator age (ms, max) and errors',

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { putOnBus } from '../budget-events/eventbridge.js';
 import { budgetEventMessage } from '../budget-events/render.js';
@@ -7,6 +8,8 @@ import { webhookSecret } from '../config/secrets.js';
 import { config } from '../config/settings.js';
 import { log } from '../log.js';
 import { decodeStreamRecord } from '../store/stream.js';
+import { recordMetric, runInvocation } from '../telemetry/invocation.js';
+import { publishMetrics } from '../telemetry/metrics.js';
 import { budgetEventsOf } from '../use-cases/budget-events.js';
 
 /**
@@ -16,9 +19,21 @@ import { budgetEventsOf } from '../use-cases/budget-events.js';
  * feeds it the same records from DynamoDB Local's stream (infra/local/stream-poller.ts). With
  * WEBHOOK_URLS it also POSTs them, signed, to each URL.
  */
-export async function handler(
+export function handler(
   event: DynamoDBStreamEvent,
   context?: Pick<Context, 'getRemainingTimeInMillis'>,
+): Promise<DynamoDBBatchResponse> {
+  // One telemetry invocation per batch: its DynamoDB calls and the events it published.
+  return runInvocation(randomUUID(), async (invocation) => {
+    const response = await handleBatch(event, context);
+    publishMetrics(invocation);
+    return response;
+  });
+}
+
+async function handleBatch(
+  event: DynamoDBStreamEvent,
+  context: Pick<Context, 'getRemainingTimeInMillis'> | undefined,
 ): Promise<DynamoDBBatchResponse> {
   const records = event.Records;
   const derived = await budgetEventsOf(records.map(decodeStreamRecord));
@@ -50,11 +65,18 @@ export async function handler(
     // A Lambda is frozen once it returns: deliveries finish first (bounded by their retries).
     if (context) await hooks.idle(Date.now() + context.getRemainingTimeInMillis() - 5_000);
   }
+  const types = countBy(sent.map((m) => m.message.event_type));
+  for (const [type, n] of Object.entries(types)) recordMetric('BudgetEvents', n, { Type: type });
+  const dropped = hooks ? hooks.stats().dropped - droppedReported : 0;
+  if (dropped > 0) {
+    droppedReported += dropped;
+    recordMetric('WebhookDeliveriesDropped', dropped, {});
+  }
   if (messages.length > 0 || failedAt !== undefined) {
     log.info('budget events', {
       records: records.length,
       events: sent.length,
-      types: countBy(sent.map((m) => m.message.event_type)),
+      types,
       ...(failedAt !== undefined && { retry_from: failedAt }),
       ...(hooks && { webhooks: hooks.stats() }),
     });
@@ -80,6 +102,8 @@ const countBy = (values: readonly string[]) => {
 };
 
 let dispatcher: WebhookDispatcher | undefined;
+/** Drops already counted in a WebhookDeliveriesDropped metric (deliveries outlive batches). */
+let droppedReported = 0;
 
 /** The process's webhook dispatcher, when WEBHOOK_URLS names any. */
 function webhooks(): WebhookDispatcher | undefined {

@@ -8,6 +8,7 @@ import { BudgetEventMessage } from '../../functions/budget-events/schemas.js';
 // when PutEvents fails entries. Ledger records of unsharded budgets need no table read.
 process.env.EVENT_BUS_NAME = 'budget-events-test';
 process.env.LOG_LEVEL = 'silent';
+process.env.POWERTOOLS_METRICS_DISABLED = 'true';
 
 let handler: typeof import('../../functions/jobs/budget-events.js')['handler'];
 let entries: PutEventsRequestEntry[][] = [];
