@@ -15,8 +15,12 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { tableDefinition } from '../../functions/store/table.js';
 
-/** CreateTable input for the table definition the CDK stack also uses. */
-export function createTableInput(tableName: string): CreateTableCommandInput {
+/**
+ * CreateTable input for the table definition the CDK stack also uses. `stream`: with the stream
+ * budget events come from (AWS always has it); locally only when something reads it, since
+ * DynamoDB Local keeps every stream record in memory for a day.
+ */
+export function createTableInput(tableName: string, stream = false): CreateTableCommandInput {
   const keyAttributes = new Set<string>([tableDefinition.partitionKey, tableDefinition.sortKey]);
   for (const index of tableDefinition.indexes) {
     keyAttributes.add(index.partitionKey);
@@ -41,13 +45,15 @@ export function createTableInput(tableName: string): CreateTableCommandInput {
       ],
       Projection: { ProjectionType: index.projection },
     })),
-    StreamSpecification: { StreamEnabled: true, StreamViewType: tableDefinition.stream },
+    ...(stream && {
+      StreamSpecification: { StreamEnabled: true, StreamViewType: tableDefinition.stream },
+    }),
   };
 }
 
 /**
- * The ARN of the table's stream, enabling it on a table made before budget events existed (a
- * persisted DATA_DIR): the stream then holds only what is written from now on.
+ * The ARN of the table's stream, enabling it on a table made without one (before budget events
+ * existed, or started without webhooks): the stream then holds what is written from now on.
  */
 export async function ensureStream(client: DynamoDBClient, tableName: string): Promise<string> {
   const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
@@ -76,11 +82,12 @@ export const localClient = (endpoint: string, region = 'us-east-1') =>
 export async function ensureTable(
   client: DynamoDBClient,
   tableName: string,
+  stream = false,
 ): Promise<'created' | 'existing'> {
   const { TableNames = [] } = await client.send(new ListTablesCommand({}));
   if (TableNames.includes(tableName)) return 'existing';
   try {
-    await client.send(new CreateTableCommand(createTableInput(tableName)));
+    await client.send(new CreateTableCommand(createTableInput(tableName, stream)));
   } catch (error) {
     if (error instanceof ResourceInUseException) return 'existing';
     throw error;

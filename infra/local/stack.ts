@@ -85,8 +85,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }
     const { createLocalServer } = await import('./server.js');
     const client = localClient(process.env.DYNAMODB_ENDPOINT ?? '', config.AWS_REGION);
-    const table = await ensureTable(client, config.TABLE_NAME);
     const webhooks = config.WEBHOOK_URLS.length;
+    const table = await ensureTable(client, config.TABLE_NAME, webhooks > 0);
     const streamArn = webhooks > 0 ? await ensureStream(client, config.TABLE_NAME) : undefined;
     client.destroy();
 
