@@ -36,6 +36,8 @@ const Config = z.object({
   CURSOR_SECRET_ID: z.string().default(''),
   MAX_BODY_BYTES: z.coerce.number().int().min(1_024).max(1_048_576).default(65_536),
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(5_000).default(5_000),
+  /** The operator console's built files (default: beside the bundle in AWS, console/dist locally). */
+  CONSOLE_DIR: z.string().optional(),
 });
 export type Config = z.infer<typeof Config>;
 
