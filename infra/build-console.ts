@@ -1,4 +1,5 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -20,8 +21,44 @@ export interface ConsoleBuild {
   readonly bytes: { readonly js: number; readonly css: number };
 }
 
+/**
+ * Builds into a folder of its own, then puts it in place of `outdir`: processes starting at the
+ * same time (tests spawn several `npm start`s) never see, or leave, half a build.
+ */
 export async function buildConsole(outdir: string = consoleDist): Promise<ConsoleBuild> {
-  await rm(outdir, { recursive: true, force: true });
+  const staging = `${outdir}.${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    const bytes = await buildInto(staging);
+    await rm(outdir, { recursive: true, force: true });
+    await rename(staging, outdir).catch((error: NodeJS.ErrnoException) => {
+      // Another process put its build (the same one) in place first.
+      if (error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') throw error;
+    });
+    return { outdir, bytes };
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+/** `npm start`: builds console/dist unless it is newer than everything it is built from. */
+export async function ensureConsole(outdir: string = consoleDist): Promise<'built' | 'fresh'> {
+  const built = await stat(join(outdir, 'index.html')).catch(() => undefined);
+  const sources = [
+    ...(await readdir(join(consoleRoot, 'src'), { recursive: true })).map((f) =>
+      join(consoleRoot, 'src', f),
+    ),
+    fileURLToPath(import.meta.url),
+    fileURLToPath(new URL('../package-lock.json', import.meta.url)),
+  ];
+  const newest = Math.max(
+    ...(await Promise.all(sources.map(async (f) => (await stat(f)).mtimeMs))),
+  );
+  if (built && built.mtimeMs >= newest) return 'fresh';
+  await buildConsole(outdir);
+  return 'built';
+}
+
+async function buildInto(outdir: string): Promise<ConsoleBuild['bytes']> {
   await mkdir(outdir, { recursive: true });
   const result = await build({
     entryPoints: [join(consoleRoot, 'src', 'main.tsx')],
@@ -50,7 +87,7 @@ export async function buildConsole(outdir: string = consoleDist): Promise<Consol
   const js = find('.js');
   const css = find('.css');
   await writeFile(join(outdir, 'index.html'), indexHtml(js.name, css.name));
-  return { outdir, bytes: { js: js.bytes, css: css.bytes } };
+  return { js: js.bytes, css: css.bytes };
 }
 
 /**

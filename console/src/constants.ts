@@ -31,6 +31,10 @@ export type KeyStatus = (typeof KEY_STATUSES)[number];
 export const RESERVATION_STATUSES = ['ACTIVE', 'COMMITTED', 'RELEASED', 'EXPIRED'] as const;
 export type ReservationStatus = (typeof RESERVATION_STATUSES)[number];
 
+/** Rolling budgets start again each period (UTC). */
+export const PERIOD_KINDS = ['DAILY', 'WEEKLY', 'MONTHLY'] as const;
+export type PeriodKind = (typeof PERIOD_KINDS)[number];
+
 export const FUND_OPERATIONS = ['CREDIT', 'DEBIT', 'RESET', 'RESET_SPENT', 'REPAY_DEBT'] as const;
 export type FundOperation = (typeof FUND_OPERATIONS)[number];
 

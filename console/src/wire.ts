@@ -2,6 +2,7 @@ import type {
   BudgetStatus,
   FundOperation,
   KeyStatus,
+  PeriodKind,
   Permission,
   ReservationStatus,
   TenantStatus,
@@ -56,8 +57,9 @@ export interface Budget {
   readonly is_over_limit: boolean;
   readonly caps?: Caps;
   readonly caps_when_remaining_below_bps?: number;
-  /** Rolling budgets: the current period (shown when the server sends it). */
-  readonly period?: string;
+  /** Rolling budgets: the rule and the current period. */
+  readonly period?: PeriodKind;
+  readonly period_anchor_day?: number;
   readonly period_start?: string;
   readonly period_end?: string;
   readonly created_at: string;
@@ -65,6 +67,20 @@ export interface Budget {
 }
 export interface BudgetPage extends Page {
   readonly ledgers: readonly Budget[];
+}
+
+/** A closed period of a rolling budget, as it ended. */
+export interface ClosedPeriod {
+  readonly period_start: string;
+  readonly period_end: string;
+  readonly allocated: Amount;
+  readonly spent: Amount;
+  readonly reserved: Amount;
+  readonly debt: Amount;
+  readonly remaining: Amount;
+}
+export interface ClosedPeriodPage extends Page {
+  readonly periods: readonly ClosedPeriod[];
 }
 
 export interface ApiKey {

@@ -205,6 +205,7 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
         allocated: { unit: 'TOKENS', amount: 1_000_000 },
         caps: { max_tokens: 2048, tool_denylist: ['shell'] },
         caps_when_remaining_below_bps: 2000,
+        period: 'MONTHLY',
       },
     ]) {
       expect((await admin('POST', '/v1/admin/budgets', body)).status).toBe(201);
@@ -256,7 +257,18 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     expect(await width('spent')).toBeGreaterThan(0);
     expect(await width('reserved')).toBeGreaterThan(await width('spent'));
     expect(await bar.getAttribute('aria-label')).toContain('31 % used');
-    await budgetCard('tenant:acme', 'TOKENS').getByText('Near threshold').waitFor();
+    const tokens = budgetCard('tenant:acme', 'TOKENS');
+    await tokens.getByText('Near threshold').waitFor();
+    // A rolling budget shows its current period, and its closed ones on demand.
+    const month = new Date().toISOString().slice(0, 7);
+    await tokens
+      .getByText(`Rolls over monthly. Current period: ${month}-01 00:00:00 UTC to`)
+      .waitFor();
+    await tokens.getByRole('button', { name: /^Past periods…/ }).click();
+    const past = page.getByRole('dialog', { name: 'Past periods of tenant:acme' });
+    await past.getByText('No period has closed yet.').waitFor();
+    await past.getByRole('button', { name: 'Close' }).click();
+    await past.waitFor({ state: 'detached' });
   });
 
   it('lists ACTIVE reservations with age and deadline and force-releases one with a reason', async () => {

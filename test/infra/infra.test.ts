@@ -471,8 +471,8 @@ describe('CDK app', () => {
       {
         "api": {
           "AWS::ApiGatewayV2::Api": 2,
-          "AWS::ApiGatewayV2::Integration": 37,
-          "AWS::ApiGatewayV2::Route": 37,
+          "AWS::ApiGatewayV2::Integration": 41,
+          "AWS::ApiGatewayV2::Route": 41,
           "AWS::ApiGatewayV2::Stage": 2,
           "AWS::CloudWatch::Alarm": 43,
           "AWS::CloudWatch::Dashboard": 1,
@@ -480,9 +480,9 @@ describe('CDK app', () => {
           "AWS::IAM::Policy": 38,
           "AWS::IAM::Role": 38,
           "AWS::Lambda::EventInvokeConfig": 1,
-          "AWS::Lambda::Function": 38,
-          "AWS::Lambda::Permission": 38,
-          "AWS::Logs::LogGroup": 40,
+          "AWS::Lambda::Function": 39,
+          "AWS::Lambda::Permission": 42,
+          "AWS::Logs::LogGroup": 41,
           "AWS::SNS::Topic": 1,
         },
         "data": {

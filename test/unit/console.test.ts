@@ -23,6 +23,7 @@ import { UNITS } from '../../functions/domain/amounts.js';
 import type { keyStatus } from '../../functions/domain/api-keys.js';
 import { AUDIT_OPERATION_NAMES, AUDIT_OPERATIONS } from '../../functions/domain/audit.js';
 import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../functions/domain/ledger.js';
+import { PERIOD_KINDS } from '../../functions/domain/period.js';
 import { PERMISSIONS } from '../../functions/domain/permissions.js';
 import type { ReservationStatus } from '../../functions/domain/reservation.js';
 import { TENANT_STATUSES } from '../../functions/domain/tenant.js';
@@ -36,6 +37,7 @@ describe('the console’s vocabularies', () => {
     expect(consoleConstants.TENANT_STATUSES).toEqual(TENANT_STATUSES);
     expect(consoleConstants.BUDGET_STATUSES).toEqual(BUDGET_STATUSES);
     expect(consoleConstants.FUND_OPERATIONS).toEqual(FUND_OPERATIONS);
+    expect(consoleConstants.PERIOD_KINDS).toEqual(PERIOD_KINDS);
     expect([...consoleConstants.AUDIT_OPERATIONS].sort()).toEqual(
       [...AUDIT_OPERATION_NAMES].sort(),
     );

@@ -7,6 +7,7 @@ import {
   HealthBadge,
   Loading,
   MoreButton,
+  TableRegion,
   TenantSelect,
   UtilizationBar,
 } from '../components.js';
@@ -15,6 +16,8 @@ import {
   FUND_OPERATION_HELP,
   FUND_OPERATIONS,
   type FundOperation,
+  PERIOD_KINDS,
+  type PeriodKind,
   UNITS,
   type Unit,
 } from '../constants.js';
@@ -28,14 +31,15 @@ import {
   UNIT_LABELS,
 } from '../format.js';
 import { budgetHealth } from '../health.js';
-import { useAction, usePaged } from '../hooks.js';
+import { useAction, useLoad, usePaged } from '../hooks.js';
 import { navigate, type Params } from '../router.js';
-import type { Budget, BudgetPage, Caps, FundRequest } from '../wire.js';
+import type { Budget, BudgetPage, Caps, ClosedPeriodPage, FundRequest } from '../wire.js';
 
 type Open =
   | { readonly kind: 'fund'; readonly budget: Budget }
   | { readonly kind: 'edit'; readonly budget: Budget }
-  | { readonly kind: 'freeze'; readonly budget: Budget };
+  | { readonly kind: 'freeze'; readonly budget: Budget }
+  | { readonly kind: 'periods'; readonly budget: Budget };
 
 const budgetQuery = (b: Budget) => ({ scope: b.scope, unit: b.unit });
 
@@ -154,6 +158,9 @@ export function Budgets({ params }: { readonly params: Params }) {
       {open?.kind === 'freeze' && (
         <FreezeDialog budget={open.budget} onClose={() => setOpen(undefined)} onDone={done} />
       )}
+      {open?.kind === 'periods' && (
+        <PeriodsDialog budget={open.budget} onClose={() => setOpen(undefined)} />
+      )}
     </>
   );
 }
@@ -211,7 +218,7 @@ function BudgetCard({
       </header>
       {(b.period_start || b.period_end) && (
         <p class="period">
-          Current period{b.period ? ` (${b.period.toLowerCase()})` : ''}:{' '}
+          {b.period ? `Rolls over ${b.period.toLowerCase()}. ` : ''}Current period:{' '}
           {b.period_start ? formatTime(b.period_start) : '…'} to{' '}
           {b.period_end ? formatTime(b.period_end) : '…'}
         </p>
@@ -277,6 +284,15 @@ function BudgetCard({
               {b.scope} {b.unit}
             </span>
           </button>
+          {b.period && (
+            <button type="button" onClick={() => onOpen({ kind: 'periods', budget: b })}>
+              Past periods…
+              <span class="visually-hidden">
+                {' '}
+                {b.scope} {b.unit}
+              </span>
+            </button>
+          )}
         </div>
       )}
     </article>
@@ -356,6 +372,8 @@ function CreateBudget({
   const [unit, setUnit] = useState<Unit>('USD_MICROCENTS');
   const [allocated, setAllocated] = useState('');
   const [overdraft, setOverdraft] = useState('');
+  const [period, setPeriod] = useState<PeriodKind | ''>('');
+  const [anchor, setAnchor] = useState('');
   const create = useAction(async () => {
     const body = {
       scope: scope.trim(),
@@ -364,6 +382,8 @@ function CreateBudget({
       ...(overdraft.trim() && {
         overdraft_limit: { unit, amount: amountOf(overdraft, unit, 'Overdraft limit') },
       }),
+      ...(period && { period }),
+      ...(period && anchor.trim() && { period_anchor_day: integer(anchor, 'Anchor day') }),
     };
     const b = await client.send<Budget>('POST', '/v1/admin/budgets', body);
     setAllocated('');
@@ -408,10 +428,45 @@ function CreateBudget({
             ))}
           </select>
         </div>
+        <div class="field">
+          <label for="new-budget-period">Rolls over</label>
+          <select
+            id="new-budget-period"
+            value={period}
+            aria-describedby="new-budget-period-help"
+            onChange={(e) => setPeriod(e.currentTarget.value as PeriodKind | '')}
+          >
+            <option value="">Never (a fixed allocation)</option>
+            {PERIOD_KINDS.map((p) => (
+              <option key={p} value={p}>
+                {p}
+              </option>
+            ))}
+          </select>
+          <small id="new-budget-period-help">
+            A rolling budget starts each period (UTC) with its allocation again.
+          </small>
+        </div>
+        {period !== '' && period !== 'DAILY' && (
+          <div class="field">
+            <label for="new-budget-anchor">
+              {period === 'WEEKLY'
+                ? 'Starts on day (1 = Monday … 7 = Sunday)'
+                : 'Starts on day of month (1–28)'}
+            </label>
+            <input
+              id="new-budget-anchor"
+              inputMode="numeric"
+              placeholder="1"
+              value={anchor}
+              onInput={(e) => setAnchor(e.currentTarget.value)}
+            />
+          </div>
+        )}
         <AmountField
           id="new-budget-allocated"
           unit={unit}
-          label={`Allocated (${unit === 'USD_MICROCENTS' ? 'USD' : UNIT_LABELS[unit]})`}
+          label={`Allocated${period ? ' per period' : ''} (${unit === 'USD_MICROCENTS' ? 'USD' : UNIT_LABELS[unit]})`}
           value={allocated}
           onInput={setAllocated}
         />
@@ -710,6 +765,68 @@ function FreezeDialog({ budget: b, onClose, onDone }: DialogProps) {
           onClick={() => void apply.run()}
         >
           {freezing ? 'Freeze budget' : 'Unfreeze budget'}
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+/** GET /v1/admin/budgets/periods?scope=&unit=: a rolling budget's closed periods, newest first. */
+function PeriodsDialog({
+  budget: b,
+  onClose,
+}: {
+  readonly budget: Budget;
+  readonly onClose: () => void;
+}) {
+  const { client } = useConsole();
+  const periods = useLoad(
+    () =>
+      client.get<ClosedPeriodPage>('/v1/admin/budgets/periods', { ...budgetQuery(b), limit: 24 }),
+    [client, b.scope, b.unit],
+  );
+  const list = periods.data?.periods ?? [];
+  return (
+    <Dialog title={`Past periods of ${b.scope}`} onClose={onClose} wide>
+      <ErrorMessage error={periods.error} />
+      {periods.loading ? (
+        <Loading what="periods" />
+      ) : list.length === 0 ? (
+        <p>No period has closed yet.</p>
+      ) : (
+        <TableRegion label="Closed periods">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Period</th>
+                <th scope="col">Allocated</th>
+                <th scope="col">Spent</th>
+                <th scope="col">Held at its end</th>
+                <th scope="col">Debt</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((p) => (
+                <tr key={p.period_start}>
+                  <th scope="row">
+                    {formatTime(p.period_start)}
+                    <br />
+                    <span class="muted">to {formatTime(p.period_end)}</span>
+                  </th>
+                  <td>{formatWire(p.allocated)}</td>
+                  <td>{formatWire(p.spent)}</td>
+                  <td>{formatWire(p.reserved)}</td>
+                  <td>{formatWire(p.debt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableRegion>
+      )}
+      {periods.data?.has_more && <p class="muted">The 24 most recent periods are shown.</p>}
+      <div class="dialog-actions">
+        <button type="button" class="primary" onClick={onClose}>
+          Close
         </button>
       </div>
     </Dialog>
