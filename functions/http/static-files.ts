@@ -131,6 +131,7 @@ export function staticFilesHandler(
     log.info('request', {
       request_id: requestId,
       route: routeId,
+      method: event.requestContext?.http?.method,
       status: result.statusCode,
       latency_ms: Math.round((performance.now() - startedAt) * 100) / 100,
     });
