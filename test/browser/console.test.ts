@@ -1,4 +1,5 @@
 import { mkdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
@@ -17,12 +18,16 @@ import { ADMIN_KEY } from '../helpers/stack.js';
  * reserves, force-release a stuck reservation, revoke a key, suspend and close tenants, find it
  * all in the audit trail and its CSV, read the overview. Then every page at 1280 px and at phone
  * width: no accessibility violations (axe-core, WCAG 2 A/AA), nothing wider than the screen, a
- * screenshot in docs/console/. The Content-Security-Policy is enforced throughout and must never
+ * screenshot (in docs/console/ with UPDATE_SCREENSHOTS=1). The Content-Security-Policy is enforced throughout and must never
  * be violated. Steps are generous with time: the machine is shared.
  */
 const consoleDir = consoleTestDir();
 const stack = useTestStack({ env: { CONSOLE_DIR: consoleDir } });
-const screenshots = fileURLToPath(new URL('../../docs/console/', import.meta.url));
+// docs/console/ when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
+const screenshots =
+  process.env.UPDATE_SCREENSHOTS === '1'
+    ? fileURLToPath(new URL('../../docs/console/', import.meta.url))
+    : join(tmpdir(), 'budget-console-screenshots');
 
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
