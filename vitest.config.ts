@@ -12,7 +12,8 @@ process.env.JAVA_TOOL_OPTIONS ??= '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC';
 
 // Three projects: `unit` (pure code, no network, seconds), `infra` (CDK template tests: one
 // in-process synth, CPU-heavy) and `integration` (real sockets against DynamoDB Local, which the
-// global setup starts once for the run). `vitest run` runs all three.
+// global setup starts once for the run; the console's browser tests too, on that same DynamoDB
+// Local rather than a second JVM). `vitest run` runs all three.
 //
 // One group of two workers for all of them (2 cores): integration is the long pole and keeps
 // both workers busy, and the short unit and infra files (scheduled last, shortest first) fill
@@ -37,7 +38,8 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          include: ['test/integration/**/*.test.ts'],
+          // test/browser: the console in headless Chromium against the same stack (issue 16).
+          include: ['test/integration/**/*.test.ts', 'test/browser/**/*.test.ts'],
           globalSetup: ['test/helpers/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,

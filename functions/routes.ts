@@ -41,6 +41,20 @@ export interface Route {
   readonly timeoutSeconds?: number;
   /** Signs pagination cursors, so it reads the cursor secret. @default false */
   readonly paginates?: boolean;
+  /**
+   * The same function also answers the route's method at these (server, path) pairs: the
+   * console, served by the admin server, reaches the runtime calls it needs on its own origin.
+   * @default - none
+   */
+  readonly mounts?: readonly Mount[];
+  /** Files built beside the function's bundle: `console`, the operator console. @default - none */
+  readonly assets?: 'console';
+}
+
+/** Another server and path at which a route's function answers (API Gateway: one more route). */
+export interface Mount {
+  readonly server: Server;
+  readonly path: string;
 }
 
 /** The trivial routes (health, the documents, not found) need neither memory nor time. */
@@ -117,10 +131,12 @@ export const routes = {
     method: 'GET',
     path: '/v1/reservations',
     entry: 'runtime/list-reservations',
-    auth: tenant('reservations:list'),
+    // The admin key lists any tenant's, named by ?tenant= (required then): the console's view.
+    auth: { kind: 'tenantOrAdmin', permission: 'reservations:list' },
     status: 200,
     table: { items: 'read', indexes: LISTING_INDEXES },
     paginates: true,
+    mounts: [{ server: 'admin', path: '/v1/reservations' }],
   },
   getReservation: {
     server: 'runtime',
@@ -149,6 +165,7 @@ export const routes = {
     auth: { kind: 'tenantOrAdmin', permission: 'reservations:release' },
     status: 200,
     table: { items: 'write' },
+    mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/release' }],
   },
   extendReservation: {
     server: 'runtime',
@@ -407,6 +424,23 @@ export const routes = {
     table: { items: 'read' },
     ...small,
   },
+  /**
+   * The operator console (docs/decisions.md § Console): its page at /console, its bundled files
+   * under /console/; it calls the admin API, and the two runtime routes mounted above, from the
+   * page with the admin key the operator signs in with.
+   */
+  console: {
+    server: 'admin',
+    method: 'GET',
+    path: '/console',
+    entry: 'admin/console',
+    auth: { kind: 'none' },
+    status: 200,
+    table: {},
+    mounts: [{ server: 'admin', path: '/console/{proxy+}' }],
+    assets: 'console',
+    ...small,
+  },
   adminHealth: healthRoute('admin'),
   adminOpenApi: openApiRoute('admin'),
   adminNotFound: notFoundRoute('admin'),
@@ -415,6 +449,12 @@ export const routes = {
 export type RouteId = keyof typeof routes;
 
 export const routeEntries = (): [RouteId, Route][] => Object.entries(routes) as [RouteId, Route][];
+
+/** Every (server, path) at which a route's function answers: its own, then its mounts. */
+export const placesOf = (route: Route): Mount[] => [
+  { server: route.server, path: route.path },
+  ...(route.mounts ?? []),
+];
 
 /** Routes that check X-Admin-API-Key (alone, or as an alternative to a tenant key). */
 export const acceptsAdminKey = (route: Route): boolean =>

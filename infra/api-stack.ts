@@ -27,6 +27,7 @@ import type { Construct } from 'constructs';
 import {
   acceptsAdminKey,
   budgetEventsConsumer,
+  placesOf,
   type Route,
   type RouteId,
   routeEntries,
@@ -86,6 +87,14 @@ export interface ApiStackProps extends StackProps {
    */
   readonly webhookUrls?: readonly string[];
 }
+
+/**
+ * The console's files, built by esbuild into the function's asset beside its bundle (served
+ * from there by functions/admin/console.ts): part of every synth, offline, no prior build.
+ */
+const consoleBuildCommands = (outputDir: string) => [
+  `node --import tsx infra/build-console.ts --outdir "${outputDir}/console"`,
+];
 
 /** A route's sizing, from the route table's defaults. */
 const sizingOf = (r: Pick<Route, 'memoryMb' | 'timeoutSeconds'>) => ({
@@ -148,6 +157,7 @@ export class ApiStack extends Stack {
         ...sizingOf(route),
         entry: route.entry,
         description: `${route.server} ${route.method} ${route.path}`,
+        ...(route.assets === 'console' && { afterBundling: consoleBuildCommands }),
         environment: {
           ...common.environment,
           // Only the functions that check X-Admin-API-Key learn where the key is, or may read it.
@@ -158,13 +168,18 @@ export class ApiStack extends Stack {
       fn.grantTable(props.table, route.table);
       if (adminAuth) fn.grantSecretRead(props.adminApiKey.policyArn);
       if (route.paginates) fn.grantSecretRead(props.cursorSecret.policyArn);
-      new HttpRoute(this, `${name}Route`, {
-        httpApi: this.apis[route.server].api,
-        routeKey:
-          route.path === '$default'
-            ? HttpRouteKey.DEFAULT
-            : HttpRouteKey.with(route.path, HttpMethod[route.method]),
-        integration: new HttpLambdaIntegration(`${name}Integration`, fn),
+      // The route's own path, then its mounts: more routes to the same function (the first
+      // keeps the construct ids it always had, so its logical ids do not move).
+      placesOf(route).forEach(({ server, path }, i) => {
+        const suffix = i === 0 ? '' : `Mount${i}`;
+        new HttpRoute(this, `${name}Route${suffix}`, {
+          httpApi: this.apis[server].api,
+          routeKey:
+            path === '$default'
+              ? HttpRouteKey.DEFAULT
+              : HttpRouteKey.with(path, HttpMethod[route.method]),
+          integration: new HttpLambdaIntegration(`${name}Integration${suffix}`, fn),
+        });
       });
       functions[routeId] = fn;
     }

@@ -2,12 +2,14 @@ import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { budgetEventsConsumer, routeEntries, sweeper } from '../functions/routes.js';
+import { buildConsole } from './build-console.js';
 import { writeOpenApiDocuments } from './openapi.js';
 import { entryFile, esbuildOptions, repoRoot } from './service-function.js';
 
 /**
  * `npm run build`: writes the OpenAPI documents (infra/openapi.ts), then bundles every function exactly as the stack does (same esbuild options) into
- * dist/<entry>/index.mjs and prints each bundle's size, with what weighs most in the largest.
+ * dist/<entry>/index.mjs and prints each bundle's size, with what weighs most in the largest;
+ * then the operator console into console/dist.
  * Exits 1 when a bundle exceeds the budget: every byte is read and parsed at cold start.
  */
 const LIMIT_BYTES = 500_000;
@@ -80,6 +82,11 @@ async function main(): Promise<void> {
     }
   }
   console.log(`\nbundles in dist/ (AWS SDK external: the runtime provides it; docs/deploy.md)`);
+  // The operator console: served from console/dist locally, built beside its function by synth.
+  const site = await buildConsole();
+  console.log(
+    `console in console/dist: ${kb(site.bytes.js)} script, ${kb(site.bytes.css)} stylesheet (minified)`,
+  );
   const over = bundles.filter((b) => b.bytes > LIMIT_BYTES);
   if (over.length > 0) {
     console.error(`${over.length} bundle(s) over ${kb(LIMIT_BYTES)}`);

@@ -128,6 +128,7 @@ const EXAMPLES: Record<RouteId, Example> = {
   listAuditLogs: { query: { tenant_id: SAMPLE.tenant, operation: 'fundBudget' } },
   validateKey: { body: { key_secret: SAMPLE.apiKeySecret } },
   adminIntrospectAuth: {},
+  console: {},
   adminHealth: {},
   adminOpenApi: {},
   adminNotFound: { rawPath: '/v1/admin/no-such-endpoint' },

@@ -10,6 +10,7 @@ import * as responseSchemas from '../functions/http/schemas/responses.js';
 import * as runtimeSchemas from '../functions/http/schemas/runtime.js';
 import {
   type Auth,
+  placesOf,
   type Route,
   type RouteId,
   routeEntries,
@@ -264,8 +265,22 @@ const headerSchema = (description: string, schema: JsonSchema = { type: 'string'
   schema,
 });
 
+/**
+ * The operations of a server: its routes, and the routes of the other mounted on it (the same
+ * function at the mount's path); a page (the console) is no operation.
+ */
+export function operationsOf(server: Server): [RouteId, Route][] {
+  return routeEntries().flatMap(([id, route]) =>
+    (contracts[id] as Contract).page
+      ? []
+      : placesOf(route)
+          .filter((place) => place.server === server)
+          .map(({ path }): [RouteId, Route] => [id, { ...route, server, path }]),
+  );
+}
+
 export function openApiDocument(server: Server): OpenApiDocument {
-  const routes = routeEntries().filter(([, route]) => route.server === server);
+  const routes = operationsOf(server);
 
   const requests = z.registry<{ id: string }>();
   for (const [id] of routes) {

@@ -55,6 +55,11 @@ export interface ServiceFunctionProps {
    * @default true
    */
   readonly tracing?: boolean;
+  /**
+   * Shell commands run in the repo root once the bundle is built, given the folder it is in:
+   * files they write there ship with the function. @default - none
+   */
+  readonly afterBundling?: (outputDir: string) => string[];
 }
 
 // Exactly the calls functions/store/*.ts makes. Transactions have no actions of their own: each
@@ -107,6 +112,14 @@ export class ServiceFunction extends NodejsFunction {
         externalModules: [...esbuildOptions.external],
         banner: esbuildOptions.banner,
         logLevel: LogLevel.WARNING,
+        ...(props.afterBundling && {
+          commandHooks: {
+            beforeBundling: () => [],
+            beforeInstall: () => [],
+            afterBundling: (_inputDir: string, outputDir: string) =>
+              props.afterBundling?.(outputDir) ?? [],
+          },
+        }),
       },
     });
   }

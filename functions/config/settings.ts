@@ -65,6 +65,8 @@ const Config = z.object({
     .transform((v) => v === 'true' || v === '1'),
   /** At most one refusal record per tenant, scope, unit and code per this interval (0: all). */
   REFUSAL_EVENT_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(1_000),
+  /** The operator console's built files (default: beside the bundle in AWS, console/dist locally). */
+  CONSOLE_DIR: z.string().optional(),
 });
 export type Config = z.infer<typeof Config>;
 

@@ -64,6 +64,11 @@ export interface Contract {
   readonly documentPath?: { readonly path: string; readonly params: z.ZodType };
   /** The reference's name for the operation, where ours differs. @default - the route id */
   readonly operationId?: string;
+  /**
+   * A page for browsers, not an API operation (the console: HTML and its files, not built by
+   * httpHandler): left out of the OpenAPI documents. @default false
+   */
+  readonly page?: boolean;
 }
 
 const health: Contract = {
@@ -93,7 +98,7 @@ export const contracts = {
     refusals: [409],
   },
   listReservations: {
-    summary: 'List reservations',
+    summary: 'List reservations (the admin key lists those of the tenant it names)',
     tag: 'Reservations',
     query: ListReservationsQuery,
     response: res.ReservationListResponse,
@@ -301,6 +306,7 @@ export const contracts = {
     tag: 'Auth',
     response: res.Introspection,
   },
+  console: { summary: 'The operator console', tag: 'Console', page: true },
   adminHealth: health,
   adminOpenApi: openApi,
   adminNotFound: notFound,

@@ -1,5 +1,5 @@
 import { cursorSecret } from '../config/secrets.js';
-import { type Caller, requireOwnTenant } from '../domain/caller.js';
+import { type Caller, type Credential, requireOwnTenant } from '../domain/caller.js';
 import { decodeCursor, encodeCursor } from '../domain/cursor.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { derivedId } from '../domain/fingerprint.js';
@@ -48,15 +48,32 @@ export interface ReservationFilters extends SubjectFilters {
   readonly cursor?: string | undefined;
 }
 
+/**
+ * The tenant a listing reads: a key's own (a ?tenant= may only name it); for the operator's
+ * admin key, the one ?tenant= names, which it must (reservations are indexed per tenant).
+ */
+function listedTenant(reader: Credential, tenant: string | undefined): string {
+  if (reader.kind === 'tenant') {
+    requireOwnTenantFilter(reader, tenant);
+    return reader.tenant;
+  }
+  if (tenant === undefined) {
+    throw invalidRequest('query parameter tenant is required with the admin key', {
+      field: 'tenant',
+    });
+  }
+  return tenant;
+}
+
 /** GET /v1/reservations: one index chosen by the most specific filter, newest first. */
 export async function listReservations(
-  caller: Caller,
+  reader: Credential,
   q: ReservationFilters,
 ): Promise<Page<Reservation>> {
-  requireOwnTenantFilter(caller, q.tenant);
+  const tenant = listedTenant(reader, q.tenant);
   const subjectLevels = LEVELS.slice(1);
   const matches = (r: Reservation) =>
-    r.tenant === caller.tenant &&
+    r.tenant === tenant &&
     (q.status === undefined || r.status === q.status) &&
     subjectLevels.every(
       (level) =>
@@ -69,16 +86,16 @@ export async function listReservations(
     // The id is derived from (tenant, key): recovering a lost id is one strongly consistent read.
     if (q.cursor !== undefined)
       throw invalidRequest('cursor is not valid with idempotency_key', { field: 'cursor' });
-    const found = await readReservation(derivedId('rsv', caller.tenant, q.idempotencyKey));
+    const found = await readReservation(derivedId('rsv', tenant, q.idempotencyKey));
     return { items: found && matches(found) ? [found] : [] };
   }
 
   const { cursor, limit, ...filters } = q;
-  const binding = { tenant: caller.tenant, route: 'reservations', ...filters };
+  const binding = { tenant, route: 'reservations', ...filters };
   const secret = await cursorSecret();
   const after = cursor === undefined ? undefined : decodeCursor(secret, binding, cursor);
   const page = await queryReservations({
-    tenant: caller.tenant,
+    tenant,
     status: q.status,
     subject: q,
     after,

@@ -33,6 +33,9 @@ try {
   const contention = setting
     ? (await import('./contention.js')).contentionSettingsFromText(setting)
     : undefined;
+  // The operator console's files in console/dist, rebuilt when their sources changed (a second,
+  // offline), unless CONSOLE_DIR names a build of one's own.
+  if (!process.env.CONSOLE_DIR) await (await import('../build-console.js')).ensureConsole();
   stack = await startLocalStack({ inMemory, announce: true, contention });
 } catch (error) {
   console.error(`error: ${error instanceof Error ? error.message : String(error)}`);

@@ -15,7 +15,13 @@ import type {
 import { invalidRequest } from '../../functions/domain/errors.js';
 import { errorResponse } from '../../functions/http/errors.js';
 import { log } from '../../functions/log.js';
-import { type Route, type RouteId, routeEntries, type Server } from '../../functions/routes.js';
+import {
+  placesOf,
+  type Route,
+  type RouteId,
+  routeEntries,
+  type Server,
+} from '../../functions/routes.js';
 
 /**
  * Plays API Gateway's part locally: matches a request against functions/routes.ts, builds an
@@ -30,6 +36,8 @@ export type Handler = (
 interface CompiledRoute {
   readonly id: RouteId;
   readonly route: Route;
+  /** The path matched: the route's own, or one of its mounts on this server. */
+  readonly path: string;
   readonly pattern: RegExp | undefined;
   readonly params: readonly string[];
 }
@@ -39,24 +47,29 @@ const READ_LIMIT_BYTES = 1_048_576;
 
 /**
  * Routes as API Gateway matches them: `{name}` is one segment, `{name+}` (greedy, last) one or
- * more; a route without a greedy variable wins over one with it, `$default` comes last.
+ * more; a route without a greedy variable wins over one with it, `$default` comes last. A
+ * route's mounts on this server are matched like routes of their own.
  */
 function compile(server: Server): CompiledRoute[] {
   return routeEntries()
-    .filter(([, r]) => r.server === server)
-    .map(([id, route]) => {
+    .flatMap(([id, route]) =>
+      placesOf(route)
+        .filter((place) => place.server === server)
+        .map(({ path }) => ({ id, route, path })),
+    )
+    .map(({ id, route, path }) => {
       const params: string[] = [];
-      if (route.path === '$default') return { id, route, pattern: undefined, params };
-      const source = route.path.replace(/\{([a-z_]+)(\+?)\}/g, (_, name: string, greedy) => {
+      if (path === '$default') return { id, route, path, pattern: undefined, params };
+      const source = path.replace(/\{([a-z_]+)(\+?)\}/g, (_, name: string, greedy) => {
         params.push(name);
         return greedy ? '(.+)' : '([^/]+)';
       });
-      return { id, route, pattern: new RegExp(`^${source}$`), params };
+      return { id, route, path, pattern: new RegExp(`^${source}$`), params };
     })
-    .sort((a, b) => rank(a.route) - rank(b.route));
+    .sort((a, b) => rank(a.path) - rank(b.path));
 }
 
-const rank = (r: Route) => (r.path === '$default' ? 2 : r.path.includes('+}') ? 1 : 0);
+const rank = (path: string) => (path === '$default' ? 2 : path.includes('+}') ? 1 : 0);
 
 const handlers = new Map<string, Promise<Handler>>();
 function loadHandler(entry: string): Promise<Handler> {
@@ -83,7 +96,7 @@ function match(routes: readonly CompiledRoute[], method: string, path: string) {
         pathParameters: Object.fromEntries(r.params.map((p, i) => [p, m[i + 1] ?? ''])),
       };
   }
-  const fallback = routes.find((r) => r.route.path === '$default');
+  const fallback = routes.find((r) => r.path === '$default');
   return fallback ? { route: fallback, pathParameters: undefined } : undefined;
 }
 
@@ -216,7 +229,7 @@ export function createLocalServer(server: Server): HttpServer {
       }
       const { route, pathParameters } = matched;
       const routeKey =
-        route.route.path === '$default' ? '$default' : `${route.route.method} ${route.route.path}`;
+        route.path === '$default' ? '$default' : `${route.route.method} ${route.path}`;
       const event = toEvent(req, target, body, routeKey, pathParameters);
       const handler = await loadHandler(route.route.entry);
       write(res, await handler(event, lambdaContext(event.requestContext.requestId, route.id)));

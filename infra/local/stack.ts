@@ -154,6 +154,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       console.log(`budget reservation service — table ${config.TABLE_NAME} (${table}) on ${where}`);
       console.log(`  runtime server: ${stack.runtimeUrl}   (GET /actuator/health)`);
       console.log(`  admin server:   ${stack.adminUrl}   (GET /actuator/health)`);
+      console.log(`  console:        ${stack.adminUrl}/console   (sign in with ADMIN_API_KEY)`);
       console.log(`  expiry sweeper: every ${config.EXPIRY_SWEEP_INTERVAL_MS} ms`);
       console.log(
         webhooks > 0

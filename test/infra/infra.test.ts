@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { App, type CfnElement, type Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { acceptsAdminKey, type RouteId, routeEntries } from '../../functions/routes.js';
+import { acceptsAdminKey, placesOf, type RouteId, routeEntries } from '../../functions/routes.js';
 import { tableDefinition } from '../../functions/store/table.js';
 import { METRICS, METRICS_NAMESPACE } from '../../functions/telemetry/catalog.js';
 import { createStacks } from '../../infra/app.js';
@@ -90,23 +90,49 @@ describe('CDK app', () => {
       }
     });
 
-    it('wires every route to its own function on the API of its server', () => {
+    it('wires every route, and each of its mounts, to its own function on the API of its server', () => {
       const api = synthesized.apiStack;
+      let places = 0;
 
       for (const [id, route] of routeEntries()) {
-        const apiId = logicalId(api, api.apis[route.server].api);
-        const routeKey = route.path === '$default' ? '$default' : `${route.method} ${route.path}`;
-        const [wired] = Object.values(
-          synthesized.api.findResources('AWS::ApiGatewayV2::Route', {
-            Properties: { RouteKey: routeKey, ApiId: { Ref: apiId } },
-          }),
-        );
-        const integrationId = (wired?.Properties.Target['Fn::Join'][1][1].Ref ?? '') as string;
-        const integration = resources[integrationId]?.Properties;
-        expect(integration?.IntegrationUri, id).toEqual({ 'Fn::GetAtt': [fnIds[id], 'Arn'] });
-        expect(integration?.PayloadFormatVersion, id).toBe('2.0');
+        for (const { server, path } of placesOf(route)) {
+          const apiId = logicalId(api, api.apis[server].api);
+          const routeKey = path === '$default' ? '$default' : `${route.method} ${path}`;
+          const wired = Object.values(
+            synthesized.api.findResources('AWS::ApiGatewayV2::Route', {
+              Properties: { RouteKey: routeKey, ApiId: { Ref: apiId } },
+            }),
+          );
+          expect(wired, `${id} at ${server} ${routeKey}`).toHaveLength(1);
+          const integrationId = (wired[0]?.Properties.Target['Fn::Join'][1][1].Ref ?? '') as string;
+          const integration = resources[integrationId]?.Properties;
+          expect(integration?.IntegrationUri, id).toEqual({ 'Fn::GetAtt': [fnIds[id], 'Arn'] });
+          expect(integration?.PayloadFormatVersion, id).toBe('2.0');
+          places++;
+        }
       }
-      synthesized.api.resourceCountIs('AWS::ApiGatewayV2::Route', routeEntries().length);
+      synthesized.api.resourceCountIs('AWS::ApiGatewayV2::Route', places);
+    });
+
+    it('mounts the console and the two runtime routes it calls on the admin API', () => {
+      const adminApi = logicalId(synthesized.apiStack, synthesized.apiStack.apis.admin.api);
+      const adminRoutes = Object.values(
+        synthesized.api.findResources('AWS::ApiGatewayV2::Route', {
+          Properties: { ApiId: { Ref: adminApi } },
+        }),
+      ).map((r) => r.Properties.RouteKey as string);
+
+      expect(adminRoutes).toEqual(
+        expect.arrayContaining([
+          'GET /console',
+          'GET /console/{proxy+}',
+          'GET /v1/reservations',
+          'POST /v1/reservations/{reservation_id}/release',
+        ]),
+      );
+      // The console's function reads nothing: no table, no secret (only its traces are written).
+      const actions = statementsOf(resources, fnIds.console).flatMap(actionsOf);
+      expect(actions.filter((a) => !a.startsWith('xray:'))).toEqual([]);
     });
   });
 
@@ -550,20 +576,20 @@ describe('CDK app', () => {
       {
         "api": {
           "AWS::ApiGatewayV2::Api": 2,
-          "AWS::ApiGatewayV2::Integration": 37,
-          "AWS::ApiGatewayV2::Route": 37,
+          "AWS::ApiGatewayV2::Integration": 41,
+          "AWS::ApiGatewayV2::Route": 41,
           "AWS::ApiGatewayV2::Stage": 2,
-          "AWS::CloudWatch::Alarm": 44,
+          "AWS::CloudWatch::Alarm": 45,
           "AWS::CloudWatch::Dashboard": 1,
           "AWS::Events::EventBus": 1,
           "AWS::Events::Rule": 1,
-          "AWS::IAM::Policy": 39,
-          "AWS::IAM::Role": 39,
+          "AWS::IAM::Policy": 40,
+          "AWS::IAM::Role": 40,
           "AWS::Lambda::EventInvokeConfig": 1,
           "AWS::Lambda::EventSourceMapping": 1,
-          "AWS::Lambda::Function": 39,
-          "AWS::Lambda::Permission": 38,
-          "AWS::Logs::LogGroup": 41,
+          "AWS::Lambda::Function": 40,
+          "AWS::Lambda::Permission": 42,
+          "AWS::Logs::LogGroup": 42,
           "AWS::SNS::Topic": 1,
           "AWS::SQS::Queue": 1,
           "AWS::SQS::QueuePolicy": 1,

@@ -1,11 +1,13 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RouteId, routeEntries, routes, sweeper } from '../../functions/routes.js';
+import { buildConsole } from '../../infra/build-console.js';
 import { eventsDir, SAMPLE } from '../../infra/generate-events.js';
 import type { Handler } from '../../infra/local/server.js';
 import { testClock } from '../helpers/clock.js';
+import { consoleTestDir } from '../helpers/console.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
 /**
@@ -54,6 +56,8 @@ const SCENARIO: readonly (readonly [RouteId, number])[] = [
   ['updateApiKey', 404],
   ['revokeApiKey', 404],
   ['listAuditLogs', 200],
+  // The console's page (built into this file's own folder below).
+  ['console', 200],
   // Last: it suspends the tenant.
   ['updateTenant', 200],
 ];
@@ -64,7 +68,10 @@ let keySecret: string = SAMPLE.apiKeySecret;
 // Server time runs with real time; the sweeper test moves it past a deadline instead of waiting
 // (the tests of this file run one at a time).
 const clock = testClock();
-useTestStack({ env: { ADMIN_API_KEY: SAMPLE.adminApiKey }, clock });
+const consoleDir = consoleTestDir();
+useTestStack({ env: { ADMIN_API_KEY: SAMPLE.adminApiKey, CONSOLE_DIR: consoleDir }, clock });
+beforeAll(() => buildConsole(consoleDir));
+afterAll(() => rm(consoleDir, { recursive: true, force: true }));
 
 const handlers = new Map<string, Promise<Handler>>();
 function handlerOf(entry: string): Promise<Handler> {
@@ -102,9 +109,14 @@ function context(name: string): Context {
 async function invoke(id: RouteId, event: APIGatewayProxyEventV2) {
   const handler = await handlerOf(routes[id].entry);
   const result = await handler(event, context(id));
+  const json = String(result.headers?.['content-type']).startsWith('application/json');
   return {
     status: result.statusCode,
-    body: JSON.parse(result.body ?? '{}') as Record<string, unknown>,
+    // The console answers HTML; every other route JSON.
+    body: (json ? JSON.parse(result.body ?? '{}') : { text: result.body }) as Record<
+      string,
+      unknown
+    >,
   };
 }
 

@@ -46,7 +46,9 @@ describe('unknown paths', () => {
     ['runtime', 'DELETE', '/v1/reservations'],
     ['admin', 'GET', '/nope'],
     ['admin', 'POST', '/v1/admin/unknown'],
-    ['admin', 'GET', '/v1/reservations'],
+    // The admin server answers only the two reservation routes the console calls.
+    ['admin', 'POST', '/v1/reservations'],
+    ['admin', 'GET', '/v1/balances'],
   ] as const)(
     'answer 404 NOT_FOUND with the error body on the %s server (%s %s)',
     async (server, method, path) => {
@@ -298,6 +300,12 @@ describe('authentication', () => {
       if ('x-admin-api-key' in headers && path.endsWith('/release')) {
         // The operator's force-release: the admin key gets through (and finds nothing here).
         expectError(res, 404, 'NOT_FOUND', 'runtime');
+        continue;
+      }
+      if ('x-admin-api-key' in headers && method === 'GET' && path === '/v1/reservations') {
+        // The operator's listing (the console's): the admin key gets through, and must name
+        // the tenant.
+        expectError(res, 400, 'INVALID_REQUEST', 'runtime');
         continue;
       }
 

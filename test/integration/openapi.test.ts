@@ -41,7 +41,18 @@ describe.each(['runtime', 'admin'] as const)('GET /openapi.json on the %s server
     expect(paths).toContain('/openapi.json');
     expect(paths).toContain('/actuator/health');
     expect(paths.some((p) => p.startsWith('/v1/admin/'))).toBe(server === 'admin');
-    expect(paths.some((p) => p.startsWith('/v1/reservations'))).toBe(server === 'runtime');
+    // The admin server answers the two reservation routes the console calls, nothing else of
+    // the runtime plane (docs/decisions.md § Console).
+    const reservations = paths.filter((p) => p.startsWith('/v1/reservations'));
+    if (server === 'admin') {
+      expect(reservations.sort()).toEqual([
+        '/v1/reservations',
+        '/v1/reservations/{reservation_id}/release',
+      ]);
+    } else {
+      expect(reservations.length).toBeGreaterThan(2);
+    }
+    expect(paths).not.toContain('/console');
   });
 });
 
@@ -79,9 +90,15 @@ describe('every operation of both documents', () => {
     });
     const id = String(live.body.reservation_id);
     const other = String(capped.body.reservation_id);
+    // Force-released on the admin server, as the console does.
+    const third = await request('POST', rt('/v1/reservations'), {
+      ...as(t.headers),
+      body: reserveBody(),
+    });
     const answers = [
       live,
       capped,
+      third,
       await request('POST', rt('/v1/reservations'), {
         ...as(t.headers),
         body: reserveBody({ dry_run: true, subject: { tenant: t.tenant } }),
@@ -188,6 +205,11 @@ describe('every operation of both documents', () => {
       await request('POST', ad('/v1/auth/validate'), {
         ...as(adminHeaders),
         body: { key_secret: String(key.body.key_secret) },
+      }),
+      await request('GET', ad(`/v1/reservations?tenant=${t.tenant}`), as(adminHeaders)),
+      await request('POST', ad(`/v1/reservations/${String(third.body.reservation_id)}/release`), {
+        ...as(adminHeaders),
+        body: { idempotency_key: randomUUID(), reason: 'console' },
       }),
       await request('GET', ad('/v1/auth/introspect'), as(adminHeaders)),
       await request('GET', ad('/v1/auth/introspect'), as(t.headers)),

@@ -1,0 +1,350 @@
+import { useState } from 'preact/hooks';
+import {
+  Badge,
+  Dialog,
+  ErrorMessage,
+  Loading,
+  MoreButton,
+  TableRegion,
+  TenantSelect,
+} from '../components.js';
+import { KEY_STATUSES, PERMISSIONS, type Permission } from '../constants.js';
+import { useConsole } from '../context.js';
+import { formatTime } from '../format.js';
+import { useAction, usePaged } from '../hooks.js';
+import { navigate, type Params } from '../router.js';
+import type { ApiKey, ApiKeyPage, CreatedApiKey } from '../wire.js';
+
+/** GET /v1/admin/api-keys; create (the secret shown once) and revoke. */
+export function ApiKeys({ params }: { readonly params: Params }) {
+  const { client, notify } = useConsole();
+  const { tenant, status } = params;
+  const list = usePaged<ApiKey>(
+    async (cursor) => {
+      const page = await client.get<ApiKeyPage>('/v1/admin/api-keys', {
+        tenant_id: tenant,
+        status,
+        cursor,
+        limit: 50,
+      });
+      return { items: page.keys, cursor: page.next_cursor };
+    },
+    [client, tenant, status],
+  );
+  const [created, setCreated] = useState<CreatedApiKey>();
+  const [revoking, setRevoking] = useState<ApiKey>();
+
+  return (
+    <>
+      <CreateKey
+        key={tenant ?? ''}
+        tenant={tenant}
+        onCreated={(k) => {
+          setCreated(k);
+          list.reload();
+        }}
+      />
+      <section aria-labelledby="key-list">
+        <h2 id="key-list">Keys</h2>
+        <div class="filters">
+          <TenantSelect
+            id="key-filter-tenant"
+            value={tenant}
+            anyLabel="All tenants"
+            onChange={(t) => navigate('keys', { tenant: t, status })}
+          />
+          <div class="field">
+            <label for="key-status">Status</label>
+            <select
+              id="key-status"
+              value={status ?? ''}
+              onChange={(e) => navigate('keys', { tenant, status: e.currentTarget.value })}
+            >
+              <option value="">Any</option>
+              {KEY_STATUSES.map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          </div>
+        </div>
+        <ErrorMessage error={list.error} />
+        {list.items.length === 0 && list.loading ? (
+          <Loading what="keys" />
+        ) : list.items.length === 0 ? (
+          <p>No keys match.</p>
+        ) : (
+          <TableRegion label="API keys">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Key</th>
+                  <th scope="col">Tenant</th>
+                  <th scope="col">Permissions</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">
+                    <span class="visually-hidden">Revoke</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.items.map((k) => (
+                  <tr key={k.key_id}>
+                    <th scope="row">
+                      {k.name}
+                      <br />
+                      <span class="mono muted">
+                        {k.key_id} · {k.key_prefix}…
+                      </span>
+                    </th>
+                    <td class="mono">{k.tenant_id}</td>
+                    <td>
+                      <Permissions granted={k.permissions} />
+                    </td>
+                    <td>
+                      <Badge value={k.status} />
+                      {k.revoked_at && (
+                        <>
+                          <br />
+                          <span class="muted">
+                            {formatTime(k.revoked_at)}
+                            {k.revoked_reason && `: ${k.revoked_reason}`}
+                          </span>
+                        </>
+                      )}
+                    </td>
+                    <td>{formatTime(k.created_at)}</td>
+                    <td>
+                      {k.status === 'ACTIVE' && (
+                        <button type="button" class="danger" onClick={() => setRevoking(k)}>
+                          Revoke…
+                          <span class="visually-hidden">
+                            {' '}
+                            {k.name} ({k.key_id})
+                          </span>
+                        </button>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableRegion>
+        )}
+        <MoreButton hasMore={list.hasMore} busy={list.loading} onMore={list.more} />
+      </section>
+      {created && <SecretDialog created={created} onClose={() => setCreated(undefined)} />}
+      {revoking && (
+        <RevokeDialog
+          apiKey={revoking}
+          onClose={() => setRevoking(undefined)}
+          onDone={() => {
+            notify(`Key ${revoking.name} (${revoking.key_id}) revoked.`);
+            setRevoking(undefined);
+            list.reload();
+          }}
+        />
+      )}
+    </>
+  );
+}
+
+function Permissions({ granted }: { readonly granted: readonly Permission[] }) {
+  if (PERMISSIONS.every((p) => granted.includes(p))) return <span>all ({granted.length})</span>;
+  return <span class="permissions">{granted.join(', ') || 'none'}</span>;
+}
+
+function CreateKey({
+  tenant,
+  onCreated,
+}: {
+  readonly tenant: string | undefined;
+  readonly onCreated: (k: CreatedApiKey) => void;
+}) {
+  const { client } = useConsole();
+  const [forTenant, setForTenant] = useState(tenant);
+  const [name, setName] = useState('');
+  const [description, setDescription] = useState('');
+  const [permissions, setPermissions] = useState<readonly Permission[]>(PERMISSIONS);
+  const create = useAction(async () => {
+    if (!forTenant) throw new Error('Choose the tenant the key belongs to.');
+    if (permissions.length === 0) throw new Error('Grant at least one permission.');
+    const k = await client.send<CreatedApiKey>('POST', '/v1/admin/api-keys', {
+      tenant_id: forTenant,
+      name: name.trim(),
+      ...(description.trim() && { description: description.trim() }),
+      permissions,
+    });
+    setName('');
+    setDescription('');
+    onCreated(k);
+  });
+  const toggle = (p: Permission, on: boolean) =>
+    setPermissions((now) =>
+      on ? PERMISSIONS.filter((x) => x === p || now.includes(x)) : now.filter((x) => x !== p),
+    );
+  return (
+    <details class="panel">
+      <summary>New API key</summary>
+      <form
+        class="stacked-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void create.run();
+        }}
+      >
+        <TenantSelect
+          id="new-key-tenant"
+          value={forTenant}
+          onChange={setForTenant}
+          includeClosed={false}
+        />
+        <div class="field">
+          <label for="new-key-name">Name</label>
+          <input
+            id="new-key-name"
+            required
+            maxLength={256}
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
+        </div>
+        <div class="field">
+          <label for="new-key-description">Description (optional)</label>
+          <input
+            id="new-key-description"
+            maxLength={1024}
+            value={description}
+            onInput={(e) => setDescription(e.currentTarget.value)}
+          />
+        </div>
+        <fieldset>
+          <legend>Permissions</legend>
+          <ul class="checkboxes">
+            {PERMISSIONS.map((p) => (
+              <li key={p}>
+                <label>
+                  <input
+                    type="checkbox"
+                    checked={permissions.includes(p)}
+                    onChange={(e) => toggle(p, e.currentTarget.checked)}
+                  />{' '}
+                  <span class="mono">{p}</span>
+                </label>
+              </li>
+            ))}
+          </ul>
+        </fieldset>
+        <ErrorMessage error={create.error} />
+        <button type="submit" class="primary" disabled={create.busy}>
+          Create key
+        </button>
+      </form>
+    </details>
+  );
+}
+
+/** The secret, once: it is not stored anywhere the console or the service can show it again. */
+function SecretDialog({
+  created,
+  onClose,
+}: {
+  readonly created: CreatedApiKey;
+  readonly onClose: () => void;
+}) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <Dialog title={`Key ${created.name} created`} onClose={onClose}>
+      <p>
+        <strong>Copy the secret now: it is shown this once.</strong> The service keeps only its
+        hash; a lost secret means a new key.
+      </p>
+      <div class="field">
+        <label for="new-key-secret">Secret of {created.key_id}</label>
+        <input
+          id="new-key-secret"
+          class="mono secret"
+          readOnly
+          value={created.key_secret}
+          onFocus={(e) => e.currentTarget.select()}
+        />
+      </div>
+      <p class="live-inline" role="status">
+        {copied ? 'Copied to the clipboard.' : ''}
+      </p>
+      <div class="dialog-actions">
+        <button
+          type="button"
+          onClick={() =>
+            navigator.clipboard.writeText(created.key_secret).then(
+              () => setCopied(true),
+              () => setCopied(false),
+            )
+          }
+        >
+          Copy secret
+        </button>
+        <button type="button" class="primary" onClick={onClose}>
+          I have stored it
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+function RevokeDialog({
+  apiKey: k,
+  onClose,
+  onDone,
+}: {
+  readonly apiKey: ApiKey;
+  readonly onClose: () => void;
+  readonly onDone: () => void;
+}) {
+  const { client } = useConsole();
+  const [reason, setReason] = useState('');
+  const revoke = useAction(async () => {
+    await client.send('DELETE', `/v1/admin/api-keys/${encodeURIComponent(k.key_id)}`, undefined, {
+      reason: reason.trim() || undefined,
+    });
+    onDone();
+  });
+  return (
+    <Dialog title={`Revoke key ${k.name}?`} onClose={onClose}>
+      <form
+        class="stacked-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void revoke.run();
+        }}
+      >
+        <p>
+          Every request with {k.key_prefix}… ({k.key_id}, tenant {k.tenant_id}) is refused with 401
+          within 5 seconds. Revocation is permanent.
+        </p>
+        <div class="field">
+          <label for="revoke-reason">
+            Reason (optional, kept with the key and in the audit trail)
+          </label>
+          <input
+            id="revoke-reason"
+            maxLength={512}
+            value={reason}
+            onInput={(e) => setReason(e.currentTarget.value)}
+          />
+        </div>
+        <ErrorMessage error={revoke.error} />
+        <div class="dialog-actions">
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" class="danger" disabled={revoke.busy}>
+            Revoke key
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

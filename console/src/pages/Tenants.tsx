@@ -1,0 +1,260 @@
+import { useState } from 'preact/hooks';
+import { Badge, Dialog, ErrorMessage, Loading, MoreButton, TableRegion } from '../components.js';
+import { TENANT_STATUSES, type TenantStatus } from '../constants.js';
+import { useConsole } from '../context.js';
+import { formatTime } from '../format.js';
+import { useAction, usePaged } from '../hooks.js';
+import { hrefOf, navigate, type Params } from '../router.js';
+import type { Tenant, TenantPage } from '../wire.js';
+
+type Change = { readonly tenant: Tenant; readonly to: TenantStatus };
+
+/** GET /v1/admin/tenants; create, suspend, resume and close (PATCH /v1/admin/tenants/{id}). */
+export function Tenants({ params }: { readonly params: Params }) {
+  const { client, tenants: all, notify } = useConsole();
+  const status = params.status;
+  const list = usePaged<Tenant>(
+    async (cursor) => {
+      const page = await client.get<TenantPage>('/v1/admin/tenants', { status, cursor, limit: 50 });
+      return { items: page.tenants, cursor: page.next_cursor };
+    },
+    [client, status],
+  );
+  const [change, setChange] = useState<Change>();
+  const changed = () => {
+    list.reload();
+    all.reload();
+  };
+
+  return (
+    <>
+      <CreateTenant
+        onCreated={(t) => {
+          notify(`Tenant ${t.tenant_id} created.`);
+          changed();
+        }}
+      />
+      <section aria-labelledby="tenant-list">
+        <h2 id="tenant-list">All tenants</h2>
+        <div class="filters">
+          <div class="field">
+            <label for="tenant-status">Status</label>
+            <select
+              id="tenant-status"
+              value={status ?? ''}
+              onChange={(e) => navigate('tenants', { status: e.currentTarget.value })}
+            >
+              <option value="">Any</option>
+              {TENANT_STATUSES.map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          </div>
+        </div>
+        <ErrorMessage error={list.error} />
+        {list.items.length === 0 && list.loading ? (
+          <Loading what="tenants" />
+        ) : list.items.length === 0 ? (
+          <p>No tenants{status ? ` with status ${status}` : ''} yet.</p>
+        ) : (
+          <TableRegion label="Tenants">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Tenant</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Views</th>
+                  <th scope="col">Actions</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.items.map((t) => (
+                  <tr key={t.tenant_id}>
+                    <th scope="row">
+                      <span class="mono">{t.tenant_id}</span>
+                      <br />
+                      <span class="muted">{t.name}</span>
+                    </th>
+                    <td>
+                      <Badge value={t.status} />
+                    </td>
+                    <td>{formatTime(t.created_at)}</td>
+                    <td class="links">
+                      <a href={hrefOf('budgets', { tenant: t.tenant_id })}>Budgets</a>{' '}
+                      <a href={hrefOf('reservations', { tenant: t.tenant_id })}>Reservations</a>{' '}
+                      <a href={hrefOf('keys', { tenant: t.tenant_id })}>Keys</a>{' '}
+                      <a href={hrefOf('audit', { tenant_id: t.tenant_id })}>Audit</a>
+                    </td>
+                    <td class="actions">
+                      {t.status === 'ACTIVE' && (
+                        <button
+                          type="button"
+                          onClick={() => setChange({ tenant: t, to: 'SUSPENDED' })}
+                        >
+                          Suspend<span class="visually-hidden"> {t.tenant_id}</span>
+                        </button>
+                      )}
+                      {t.status === 'SUSPENDED' && (
+                        <button
+                          type="button"
+                          onClick={() => setChange({ tenant: t, to: 'ACTIVE' })}
+                        >
+                          Resume<span class="visually-hidden"> {t.tenant_id}</span>
+                        </button>
+                      )}
+                      {t.status !== 'CLOSED' && (
+                        <button
+                          type="button"
+                          class="danger"
+                          onClick={() => setChange({ tenant: t, to: 'CLOSED' })}
+                        >
+                          Close…<span class="visually-hidden"> {t.tenant_id}</span>
+                        </button>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableRegion>
+        )}
+        <MoreButton hasMore={list.hasMore} busy={list.loading} onMore={list.more} />
+      </section>
+      {change && (
+        <StatusDialog
+          change={change}
+          onClose={() => setChange(undefined)}
+          onDone={() => {
+            notify(`Tenant ${change.tenant.tenant_id} is now ${change.to}.`);
+            setChange(undefined);
+            changed();
+          }}
+        />
+      )}
+    </>
+  );
+}
+
+function CreateTenant({ onCreated }: { readonly onCreated: (t: Tenant) => void }) {
+  const { client } = useConsole();
+  const [id, setId] = useState('');
+  const [name, setName] = useState('');
+  const create = useAction(async () => {
+    const t = await client.send<Tenant>('POST', '/v1/admin/tenants', {
+      tenant_id: id.trim(),
+      name: name.trim(),
+    });
+    setId('');
+    setName('');
+    onCreated(t);
+  });
+  return (
+    <section aria-labelledby="new-tenant">
+      <h2 id="new-tenant">New tenant</h2>
+      <form
+        class="inline-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void create.run();
+        }}
+      >
+        <div class="field">
+          <label for="new-tenant-id">Tenant id</label>
+          <input
+            id="new-tenant-id"
+            required
+            maxLength={64}
+            pattern="[A-Za-z0-9][A-Za-z0-9_.\-]*"
+            aria-describedby="new-tenant-id-help"
+            value={id}
+            onInput={(e) => setId(e.currentTarget.value)}
+          />
+          <small id="new-tenant-id-help">Letters, digits, '_', '.', '-'; permanent.</small>
+        </div>
+        <div class="field">
+          <label for="new-tenant-name">Name</label>
+          <input
+            id="new-tenant-name"
+            required
+            maxLength={256}
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
+        </div>
+        <button type="submit" class="primary" disabled={create.busy}>
+          Create tenant
+        </button>
+      </form>
+      <ErrorMessage error={create.error} />
+    </section>
+  );
+}
+
+const CONSEQUENCES: Readonly<Record<TenantStatus, string>> = {
+  SUSPENDED:
+    'New reservations, decides and events of this tenant will be refused (403) within 5 seconds. Open reservations can still be committed, released and expire. You can resume it later.',
+  ACTIVE: 'The tenant may reserve again within 5 seconds.',
+  CLOSED:
+    'Closing is permanent: every API key of the tenant is revoked, every open reservation released and every budget closed (still readable). It cannot be undone.',
+};
+
+function StatusDialog({
+  change,
+  onClose,
+  onDone,
+}: {
+  readonly change: Change;
+  readonly onClose: () => void;
+  readonly onDone: () => void;
+}) {
+  const { client } = useConsole();
+  const [typed, setTyped] = useState('');
+  const { tenant, to } = change;
+  const closing = to === 'CLOSED';
+  const apply = useAction(async () => {
+    await client.send('PATCH', `/v1/admin/tenants/${encodeURIComponent(tenant.tenant_id)}`, {
+      status: to,
+    });
+    onDone();
+  });
+  const verb = closing ? 'Close' : to === 'SUSPENDED' ? 'Suspend' : 'Resume';
+  return (
+    <Dialog title={`${verb} tenant ${tenant.tenant_id}?`} onClose={onClose}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void apply.run();
+        }}
+      >
+        <p>{CONSEQUENCES[to]}</p>
+        {closing && (
+          <div class="field">
+            <label for="confirm-close">Type the tenant id to confirm</label>
+            <input
+              id="confirm-close"
+              autoComplete="off"
+              value={typed}
+              onInput={(e) => setTyped(e.currentTarget.value)}
+            />
+          </div>
+        )}
+        <ErrorMessage error={apply.error} />
+        <div class="dialog-actions">
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button
+            type="submit"
+            class={closing || to === 'SUSPENDED' ? 'danger' : 'primary'}
+            disabled={apply.busy || (closing && typed !== tenant.tenant_id)}
+          >
+            {verb} tenant
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
