@@ -4,6 +4,7 @@ import { ApiError } from './api.js';
 import { useConsole } from './context.js';
 import { formatWire } from './format.js';
 import { barSegments, budgetHealth, type HealthState } from './health.js';
+import type { Paged } from './hooks.js';
 import type { Budget } from './wire.js';
 
 /** An error as the operator needs it: the service's code and message, and its request id. */
@@ -205,5 +206,134 @@ export function MoreButton({
         {busy ? 'Loading…' : 'Load more'}
       </button>
     </p>
+  );
+}
+
+/** A labelled filter select: "Any" (the empty value) first, then each of `options`. */
+export function ChoiceSelect({
+  id,
+  label,
+  value,
+  options,
+  onChange,
+}: {
+  readonly id: string;
+  readonly label: string;
+  readonly value: string | undefined;
+  readonly options: readonly string[];
+  readonly onChange: (value: string) => void;
+}) {
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <select id={id} value={value ?? ''} onChange={(e) => onChange(e.currentTarget.value)}>
+        <option value="">Any</option>
+        {options.map((o) => (
+          <option key={o} value={o}>
+            {o}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+/** "Refresh" beside the filters, off while there is nothing to list or a load runs. */
+export function RefreshButton({
+  onRefresh,
+  disabled,
+}: {
+  readonly onRefresh: () => void;
+  readonly disabled: boolean;
+}) {
+  return (
+    <div class="field-button">
+      <button type="button" onClick={onRefresh} disabled={disabled}>
+        Refresh
+      </button>
+    </div>
+  );
+}
+
+/**
+ * A paged list as every page shows it: its error, "Loading …" before the first page, `empty`
+ * when nothing matched, else `children`, and "Load more" under it.
+ */
+export function PagedResults({
+  list,
+  what,
+  empty,
+  children,
+}: {
+  readonly list: Paged<unknown>;
+  readonly what: string;
+  readonly empty: ComponentChildren;
+  readonly children: ComponentChildren;
+}) {
+  return (
+    <>
+      <ErrorMessage error={list.error} />
+      {list.items.length === 0 && list.loading ? (
+        <Loading what={what} />
+      ) : list.items.length === 0 ? (
+        empty
+      ) : (
+        children
+      )}
+      <MoreButton hasMore={list.hasMore} busy={list.loading} onMore={list.more} />
+    </>
+  );
+}
+
+/**
+ * A dialog around one form: submitting runs `action` (once at a time), its error shows above
+ * Cancel and the submit button.
+ */
+export function FormDialog({
+  title,
+  onClose,
+  action,
+  submit,
+  submitClass = 'primary',
+  disabled = false,
+  formClass = 'stacked-form',
+  wide = false,
+  children,
+}: {
+  readonly title: string;
+  readonly onClose: () => void;
+  readonly action: {
+    readonly run: () => Promise<void>;
+    readonly busy: boolean;
+    readonly error?: Error;
+  };
+  readonly submit: ComponentChildren;
+  readonly submitClass?: 'primary' | 'danger';
+  readonly disabled?: boolean;
+  readonly formClass?: string | undefined;
+  readonly wide?: boolean;
+  readonly children: ComponentChildren;
+}) {
+  return (
+    <Dialog title={title} onClose={onClose} wide={wide}>
+      <form
+        class={formClass}
+        onSubmit={(e) => {
+          e.preventDefault();
+          void action.run();
+        }}
+      >
+        {children}
+        <ErrorMessage error={action.error} />
+        <div class="dialog-actions">
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" class={submitClass} disabled={action.busy || disabled}>
+            {submit}
+          </button>
+        </div>
+      </form>
+    </Dialog>
   );
 }

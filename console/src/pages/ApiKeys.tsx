@@ -1,10 +1,11 @@
 import { useState } from 'preact/hooks';
 import {
   Badge,
+  ChoiceSelect,
   Dialog,
   ErrorMessage,
-  Loading,
-  MoreButton,
+  FormDialog,
+  PagedResults,
   TableRegion,
   TenantSelect,
 } from '../components.js';
@@ -53,28 +54,15 @@ export function ApiKeys({ params }: { readonly params: Params }) {
             anyLabel="All tenants"
             onChange={(t) => navigate('keys', { tenant: t, status })}
           />
-          <div class="field">
-            <label for="key-status">Status</label>
-            <select
-              id="key-status"
-              value={status ?? ''}
-              onChange={(e) => navigate('keys', { tenant, status: e.currentTarget.value })}
-            >
-              <option value="">Any</option>
-              {KEY_STATUSES.map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </div>
+          <ChoiceSelect
+            id="key-status"
+            label="Status"
+            value={status}
+            options={KEY_STATUSES}
+            onChange={(s) => navigate('keys', { tenant, status: s })}
+          />
         </div>
-        <ErrorMessage error={list.error} />
-        {list.items.length === 0 && list.loading ? (
-          <Loading what="keys" />
-        ) : list.items.length === 0 ? (
-          <p>No keys match.</p>
-        ) : (
+        <PagedResults list={list} what="keys" empty={<p>No keys match.</p>}>
           <TableRegion label="API keys">
             <table>
               <thead>
@@ -132,8 +120,7 @@ export function ApiKeys({ params }: { readonly params: Params }) {
               </tbody>
             </table>
           </TableRegion>
-        )}
-        <MoreButton hasMore={list.hasMore} busy={list.loading} onMore={list.more} />
+        </PagedResults>
       </section>
       {created && <SecretDialog created={created} onClose={() => setCreated(undefined)} />}
       {revoking && (
@@ -312,39 +299,28 @@ function RevokeDialog({
     onDone();
   });
   return (
-    <Dialog title={`Revoke key ${k.name}?`} onClose={onClose}>
-      <form
-        class="stacked-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void revoke.run();
-        }}
-      >
-        <p>
-          Every request with {k.key_prefix}… ({k.key_id}, tenant {k.tenant_id}) is refused with 401
-          within 5 seconds. Revocation is permanent.
-        </p>
-        <div class="field">
-          <label for="revoke-reason">
-            Reason (optional, kept with the key and in the audit trail)
-          </label>
-          <input
-            id="revoke-reason"
-            maxLength={512}
-            value={reason}
-            onInput={(e) => setReason(e.currentTarget.value)}
-          />
-        </div>
-        <ErrorMessage error={revoke.error} />
-        <div class="dialog-actions">
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="danger" disabled={revoke.busy}>
-            Revoke key
-          </button>
-        </div>
-      </form>
-    </Dialog>
+    <FormDialog
+      title={`Revoke key ${k.name}?`}
+      onClose={onClose}
+      action={revoke}
+      submit="Revoke key"
+      submitClass="danger"
+    >
+      <p>
+        Every request with {k.key_prefix}… ({k.key_id}, tenant {k.tenant_id}) is refused with 401
+        within 5 seconds. Revocation is permanent.
+      </p>
+      <div class="field">
+        <label for="revoke-reason">
+          Reason (optional, kept with the key and in the audit trail)
+        </label>
+        <input
+          id="revoke-reason"
+          maxLength={512}
+          value={reason}
+          onInput={(e) => setReason(e.currentTarget.value)}
+        />
+      </div>
+    </FormDialog>
   );
 }

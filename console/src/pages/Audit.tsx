@@ -1,6 +1,12 @@
 import { useEffect, useState } from 'preact/hooks';
 import { allPages, type Query } from '../api.js';
-import { ErrorMessage, Loading, MoreButton, TableRegion, TenantSelect } from '../components.js';
+import {
+  ChoiceSelect,
+  ErrorMessage,
+  PagedResults,
+  TableRegion,
+  TenantSelect,
+} from '../components.js';
 import { AUDIT_OPERATIONS, AUDIT_RESOURCE_TYPES } from '../constants.js';
 import { useConsole } from '../context.js';
 import { auditCsv } from '../csv.js';
@@ -75,12 +81,7 @@ export function Audit({ params }: { readonly params: Params }) {
           </button>
         </div>
         <ErrorMessage error={exporter.error} />
-        <ErrorMessage error={list.error} />
-        {list.items.length === 0 && list.loading ? (
-          <Loading what="the audit trail" />
-        ) : list.items.length === 0 ? (
-          <p>No entries match.</p>
-        ) : (
+        <PagedResults list={list} what="the audit trail" empty={<p>No entries match.</p>}>
           <TableRegion label="Audit trail">
             <table>
               <thead>
@@ -113,8 +114,7 @@ export function Audit({ params }: { readonly params: Params }) {
               </tbody>
             </table>
           </TableRegion>
-        )}
-        <MoreButton hasMore={list.hasMore} busy={list.loading} onMore={list.more} />
+        </PagedResults>
       </section>
     </>
   );
@@ -187,36 +187,20 @@ function FilterForm({ filters }: { readonly filters: Filters }) {
           onInput={(e) => set('key_id')(e.currentTarget.value)}
         />
       </div>
-      <div class="field">
-        <label for="audit-operation">Operation</label>
-        <select
-          id="audit-operation"
-          value={draft.operation ?? ''}
-          onChange={(e) => set('operation')(e.currentTarget.value)}
-        >
-          <option value="">Any</option>
-          {AUDIT_OPERATIONS.map((o) => (
-            <option key={o} value={o}>
-              {o}
-            </option>
-          ))}
-        </select>
-      </div>
-      <div class="field">
-        <label for="audit-resource-type">Resource type</label>
-        <select
-          id="audit-resource-type"
-          value={draft.resource_type ?? ''}
-          onChange={(e) => set('resource_type')(e.currentTarget.value)}
-        >
-          <option value="">Any</option>
-          {AUDIT_RESOURCE_TYPES.map((t) => (
-            <option key={t} value={t}>
-              {t}
-            </option>
-          ))}
-        </select>
-      </div>
+      <ChoiceSelect
+        id="audit-operation"
+        label="Operation"
+        value={draft.operation}
+        options={AUDIT_OPERATIONS}
+        onChange={set('operation')}
+      />
+      <ChoiceSelect
+        id="audit-resource-type"
+        label="Resource type"
+        value={draft.resource_type}
+        options={AUDIT_RESOURCE_TYPES}
+        onChange={set('resource_type')}
+      />
       <div class="field">
         <label for="audit-resource-id">Resource id</label>
         <input

@@ -2,11 +2,14 @@ import { useEffect, useId, useState } from 'preact/hooks';
 import { idempotencyKey } from '../api.js';
 import {
   Badge,
+  ChoiceSelect,
   Dialog,
   ErrorMessage,
+  FormDialog,
   HealthBadge,
   Loading,
-  MoreButton,
+  PagedResults,
+  RefreshButton,
   TableRegion,
   TenantSelect,
   UtilizationBar,
@@ -79,46 +82,22 @@ export function Budgets({ params }: { readonly params: Params }) {
     <>
       <div class="filters">
         <TenantSelect value={tenant} onChange={(t) => navigate('budgets', { tenant: t })} />
-        <div class="field">
-          <label for="budget-unit">Unit</label>
-          <select
-            id="budget-unit"
-            value={unit ?? ''}
-            onChange={(e) => filter({ unit: e.currentTarget.value })}
-          >
-            <option value="">Any</option>
-            {UNITS.map((u) => (
-              <option key={u} value={u}>
-                {u}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div class="field">
-          <label for="budget-status">Status</label>
-          <select
-            id="budget-status"
-            value={status ?? ''}
-            onChange={(e) => filter({ status: e.currentTarget.value })}
-          >
-            <option value="">Any</option>
-            {BUDGET_STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </div>
+        <ChoiceSelect
+          id="budget-unit"
+          label="Unit"
+          value={unit}
+          options={UNITS}
+          onChange={(v) => filter({ unit: v })}
+        />
+        <ChoiceSelect
+          id="budget-status"
+          label="Status"
+          value={status}
+          options={BUDGET_STATUSES}
+          onChange={(v) => filter({ status: v })}
+        />
         <PrefixFilter value={prefix} onApply={(p) => filter({ scope_prefix: p })} />
-        <div class="field-button">
-          <button
-            type="button"
-            onClick={list.reload}
-            disabled={tenant === undefined || list.loading}
-          >
-            Refresh
-          </button>
-        </div>
+        <RefreshButton onRefresh={list.reload} disabled={tenant === undefined || list.loading} />
       </div>
       {tenant === undefined ? (
         <p>Choose a tenant to see its budgets.</p>
@@ -131,12 +110,7 @@ export function Budgets({ params }: { readonly params: Params }) {
           />
           <section aria-labelledby="budget-list">
             <h2 id="budget-list">Budgets of {tenant}</h2>
-            <ErrorMessage error={list.error} />
-            {list.items.length === 0 && list.loading ? (
-              <Loading what="budgets" />
-            ) : list.items.length === 0 ? (
-              <p>No budgets match.</p>
-            ) : (
+            <PagedResults list={list} what="budgets" empty={<p>No budgets match.</p>}>
               <ul class="cards">
                 {list.items.map((b) => (
                   <li key={b.ledger_id}>
@@ -144,8 +118,7 @@ export function Budgets({ params }: { readonly params: Params }) {
                   </li>
                 ))}
               </ul>
-            )}
-            <MoreButton hasMore={list.hasMore} busy={list.loading} onMore={list.more} />
+            </PagedResults>
           </section>
         </>
       )}
@@ -526,55 +499,43 @@ function FundDialog({ budget: b, onClose, onDone }: DialogProps) {
     );
   });
   return (
-    <Dialog title={`Fund ${b.scope}`} onClose={onClose}>
-      <form
-        class="stacked-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void fund.run();
-        }}
-      >
-        <p class="muted">
-          Now: allocated {formatWire(b.allocated)}, remaining {formatWire(b.remaining)}, debt{' '}
-          {formatWire(b.debt)}.
-        </p>
-        <div class="field">
-          <label for="fund-operation">Operation</label>
-          <select
-            id="fund-operation"
-            value={operation}
-            aria-describedby="fund-operation-help"
-            onChange={(e) => setOperation(e.currentTarget.value as FundOperation)}
-          >
-            {FUND_OPERATIONS.map((o) => (
-              <option key={o} value={o}>
-                {o}
-              </option>
-            ))}
-          </select>
-          <small id="fund-operation-help">{FUND_OPERATION_HELP[operation]}</small>
-        </div>
-        <AmountField id="fund-amount" unit={b.unit} value={amount} onInput={setAmount} />
-        <div class="field">
-          <label for="fund-reason">Reason (optional, kept in the audit trail)</label>
-          <input
-            id="fund-reason"
-            maxLength={1024}
-            value={reason}
-            onInput={(e) => setReason(e.currentTarget.value)}
-          />
-        </div>
-        <ErrorMessage error={fund.error} />
-        <div class="dialog-actions">
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="primary" disabled={fund.busy}>
-            Apply {operation}
-          </button>
-        </div>
-      </form>
-    </Dialog>
+    <FormDialog
+      title={`Fund ${b.scope}`}
+      onClose={onClose}
+      action={fund}
+      submit={`Apply ${operation}`}
+    >
+      <p class="muted">
+        Now: allocated {formatWire(b.allocated)}, remaining {formatWire(b.remaining)}, debt{' '}
+        {formatWire(b.debt)}.
+      </p>
+      <div class="field">
+        <label for="fund-operation">Operation</label>
+        <select
+          id="fund-operation"
+          value={operation}
+          aria-describedby="fund-operation-help"
+          onChange={(e) => setOperation(e.currentTarget.value as FundOperation)}
+        >
+          {FUND_OPERATIONS.map((o) => (
+            <option key={o} value={o}>
+              {o}
+            </option>
+          ))}
+        </select>
+        <small id="fund-operation-help">{FUND_OPERATION_HELP[operation]}</small>
+      </div>
+      <AmountField id="fund-amount" unit={b.unit} value={amount} onInput={setAmount} />
+      <div class="field">
+        <label for="fund-reason">Reason (optional, kept in the audit trail)</label>
+        <input
+          id="fund-reason"
+          maxLength={1024}
+          value={reason}
+          onInput={(e) => setReason(e.currentTarget.value)}
+        />
+      </div>
+    </FormDialog>
   );
 }
 
@@ -644,87 +605,72 @@ function EditDialog({ budget: b, onClose, onDone }: DialogProps) {
     onDone(`Limits and caps of ${b.scope} saved.`);
   });
   return (
-    <Dialog title={`Limits and caps of ${b.scope}`} onClose={onClose} wide>
-      <form
-        class="stacked-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void save.run();
-        }}
-      >
-        <AmountField
-          id="edit-overdraft"
-          unit={b.unit}
-          label={`Overdraft limit (${UNIT_LABELS[b.unit]})`}
-          required={false}
-          value={overdraft}
-          onInput={setOverdraft}
-          help="Empty means 0: no commit may go past the allocation."
-        />
-        <fieldset>
-          <legend>Caps answered with ALLOW_WITH_CAPS (empty: none)</legend>
-          <div class="grid-2">
-            <div class="field">
-              <label for="edit-max-tokens">Max tokens</label>
-              <input
-                id="edit-max-tokens"
-                inputMode="numeric"
-                value={maxTokens}
-                onInput={(e) => setMaxTokens(e.currentTarget.value)}
-              />
-            </div>
-            <div class="field">
-              <label for="edit-max-steps">Max steps remaining</label>
-              <input
-                id="edit-max-steps"
-                inputMode="numeric"
-                value={maxSteps}
-                onInput={(e) => setMaxSteps(e.currentTarget.value)}
-              />
-            </div>
-            <div class="field">
-              <label for="edit-cooldown">Cooldown (ms)</label>
-              <input
-                id="edit-cooldown"
-                inputMode="numeric"
-                value={cooldown}
-                onInput={(e) => setCooldown(e.currentTarget.value)}
-              />
-            </div>
-            <div class="field">
-              <label for="edit-threshold">Only when remaining is below (%)</label>
-              <input
-                id="edit-threshold"
-                inputMode="decimal"
-                value={threshold}
-                onInput={(e) => setThreshold(e.currentTarget.value)}
-              />
-            </div>
-            <div class="field">
-              <label for="edit-allow">Tools allowed (comma-separated)</label>
-              <input
-                id="edit-allow"
-                value={allow}
-                onInput={(e) => setAllow(e.currentTarget.value)}
-              />
-            </div>
-            <div class="field">
-              <label for="edit-deny">Tools denied (comma-separated)</label>
-              <input id="edit-deny" value={deny} onInput={(e) => setDeny(e.currentTarget.value)} />
-            </div>
+    <FormDialog
+      title={`Limits and caps of ${b.scope}`}
+      onClose={onClose}
+      action={save}
+      submit="Save"
+      wide
+    >
+      <AmountField
+        id="edit-overdraft"
+        unit={b.unit}
+        label={`Overdraft limit (${UNIT_LABELS[b.unit]})`}
+        required={false}
+        value={overdraft}
+        onInput={setOverdraft}
+        help="Empty means 0: no commit may go past the allocation."
+      />
+      <fieldset>
+        <legend>Caps answered with ALLOW_WITH_CAPS (empty: none)</legend>
+        <div class="grid-2">
+          <div class="field">
+            <label for="edit-max-tokens">Max tokens</label>
+            <input
+              id="edit-max-tokens"
+              inputMode="numeric"
+              value={maxTokens}
+              onInput={(e) => setMaxTokens(e.currentTarget.value)}
+            />
           </div>
-        </fieldset>
-        <ErrorMessage error={save.error} />
-        <div class="dialog-actions">
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="primary" disabled={save.busy}>
-            Save
-          </button>
+          <div class="field">
+            <label for="edit-max-steps">Max steps remaining</label>
+            <input
+              id="edit-max-steps"
+              inputMode="numeric"
+              value={maxSteps}
+              onInput={(e) => setMaxSteps(e.currentTarget.value)}
+            />
+          </div>
+          <div class="field">
+            <label for="edit-cooldown">Cooldown (ms)</label>
+            <input
+              id="edit-cooldown"
+              inputMode="numeric"
+              value={cooldown}
+              onInput={(e) => setCooldown(e.currentTarget.value)}
+            />
+          </div>
+          <div class="field">
+            <label for="edit-threshold">Only when remaining is below (%)</label>
+            <input
+              id="edit-threshold"
+              inputMode="decimal"
+              value={threshold}
+              onInput={(e) => setThreshold(e.currentTarget.value)}
+            />
+          </div>
+          <div class="field">
+            <label for="edit-allow">Tools allowed (comma-separated)</label>
+            <input id="edit-allow" value={allow} onInput={(e) => setAllow(e.currentTarget.value)} />
+          </div>
+          <div class="field">
+            <label for="edit-deny">Tools denied (comma-separated)</label>
+            <input id="edit-deny" value={deny} onInput={(e) => setDeny(e.currentTarget.value)} />
+          </div>
         </div>
-      </form>
-    </Dialog>
+      </fieldset>
+    </FormDialog>
   );
 }
 

@@ -2,10 +2,9 @@ import { useEffect, useState } from 'preact/hooks';
 import { idempotencyKey } from '../api.js';
 import {
   Badge,
-  Dialog,
-  ErrorMessage,
-  Loading,
-  MoreButton,
+  FormDialog,
+  PagedResults,
+  RefreshButton,
   TableRegion,
   TenantSelect,
 } from '../components.js';
@@ -63,15 +62,7 @@ export function Reservations({ params }: { readonly params: Params }) {
             <option value="ANY">Any status</option>
           </select>
         </div>
-        <div class="field-button">
-          <button
-            type="button"
-            onClick={list.reload}
-            disabled={tenant === undefined || list.loading}
-          >
-            Refresh
-          </button>
-        </div>
+        <RefreshButton onRefresh={list.reload} disabled={tenant === undefined || list.loading} />
       </div>
       {tenant === undefined ? (
         <p>Choose a tenant to see its reservations.</p>
@@ -81,12 +72,7 @@ export function Reservations({ params }: { readonly params: Params }) {
             {status === 'ANY' ? 'All' : status.charAt(0) + status.slice(1).toLowerCase()}{' '}
             reservations of {tenant}, newest first
           </h2>
-          <ErrorMessage error={list.error} />
-          {list.items.length === 0 && list.loading ? (
-            <Loading what="reservations" />
-          ) : list.items.length === 0 ? (
-            <p>None.</p>
-          ) : (
+          <PagedResults list={list} what="reservations" empty={<p>None.</p>}>
             <TableRegion label="Reservations">
               <table>
                 <thead>
@@ -145,8 +131,7 @@ export function Reservations({ params }: { readonly params: Params }) {
                 </tbody>
               </table>
             </TableRegion>
-          )}
-          <MoreButton hasMore={list.hasMore} busy={list.loading} onMore={list.more} />
+          </PagedResults>
         </section>
       )}
       {releasing && (
@@ -210,38 +195,28 @@ function ReleaseDialog({
     onDone();
   });
   return (
-    <Dialog title={`Force-release ${r.reservation_id}?`} onClose={onClose}>
-      <form
-        class="stacked-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void release.run();
-        }}
-      >
-        <p>
-          Its hold of {formatWire(r.reserved)} on {r.scope_path} returns to the budgets at once; the
-          agent that holds it gets 409 RESERVATION_FINALIZED when it commits.
-        </p>
-        <div class="field">
-          <label for="release-reason">Reason (kept in the audit trail)</label>
-          <input
-            id="release-reason"
-            required
-            maxLength={256}
-            value={reason}
-            onInput={(e) => setReason(e.currentTarget.value)}
-          />
-        </div>
-        <ErrorMessage error={release.error} />
-        <div class="dialog-actions">
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="danger" disabled={release.busy || reason.trim() === ''}>
-            Release reservation
-          </button>
-        </div>
-      </form>
-    </Dialog>
+    <FormDialog
+      title={`Force-release ${r.reservation_id}?`}
+      onClose={onClose}
+      action={release}
+      submit="Release reservation"
+      submitClass="danger"
+      disabled={reason.trim() === ''}
+    >
+      <p>
+        Its hold of {formatWire(r.reserved)} on {r.scope_path} returns to the budgets at once; the
+        agent that holds it gets 409 RESERVATION_FINALIZED when it commits.
+      </p>
+      <div class="field">
+        <label for="release-reason">Reason (kept in the audit trail)</label>
+        <input
+          id="release-reason"
+          required
+          maxLength={256}
+          value={reason}
+          onInput={(e) => setReason(e.currentTarget.value)}
+        />
+      </div>
+    </FormDialog>
   );
 }

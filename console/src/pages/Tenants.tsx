@@ -1,5 +1,12 @@
 import { useState } from 'preact/hooks';
-import { Badge, Dialog, ErrorMessage, Loading, MoreButton, TableRegion } from '../components.js';
+import {
+  Badge,
+  ChoiceSelect,
+  ErrorMessage,
+  FormDialog,
+  PagedResults,
+  TableRegion,
+} from '../components.js';
 import { TENANT_STATUSES, type TenantStatus } from '../constants.js';
 import { useConsole } from '../context.js';
 import { formatTime } from '../format.js';
@@ -37,28 +44,19 @@ export function Tenants({ params }: { readonly params: Params }) {
       <section aria-labelledby="tenant-list">
         <h2 id="tenant-list">All tenants</h2>
         <div class="filters">
-          <div class="field">
-            <label for="tenant-status">Status</label>
-            <select
-              id="tenant-status"
-              value={status ?? ''}
-              onChange={(e) => navigate('tenants', { status: e.currentTarget.value })}
-            >
-              <option value="">Any</option>
-              {TENANT_STATUSES.map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </div>
+          <ChoiceSelect
+            id="tenant-status"
+            label="Status"
+            value={status}
+            options={TENANT_STATUSES}
+            onChange={(s) => navigate('tenants', { status: s })}
+          />
         </div>
-        <ErrorMessage error={list.error} />
-        {list.items.length === 0 && list.loading ? (
-          <Loading what="tenants" />
-        ) : list.items.length === 0 ? (
-          <p>No tenants{status ? ` with status ${status}` : ''} yet.</p>
-        ) : (
+        <PagedResults
+          list={list}
+          what="tenants"
+          empty={<p>No tenants{status ? ` with status ${status}` : ''} yet.</p>}
+        >
           <TableRegion label="Tenants">
             <table>
               <thead>
@@ -120,8 +118,7 @@ export function Tenants({ params }: { readonly params: Params }) {
               </tbody>
             </table>
           </TableRegion>
-        )}
-        <MoreButton hasMore={list.hasMore} busy={list.loading} onMore={list.more} />
+        </PagedResults>
       </section>
       {change && (
         <StatusDialog
@@ -222,39 +219,27 @@ function StatusDialog({
   });
   const verb = closing ? 'Close' : to === 'SUSPENDED' ? 'Suspend' : 'Resume';
   return (
-    <Dialog title={`${verb} tenant ${tenant.tenant_id}?`} onClose={onClose}>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void apply.run();
-        }}
-      >
-        <p>{CONSEQUENCES[to]}</p>
-        {closing && (
-          <div class="field">
-            <label for="confirm-close">Type the tenant id to confirm</label>
-            <input
-              id="confirm-close"
-              autoComplete="off"
-              value={typed}
-              onInput={(e) => setTyped(e.currentTarget.value)}
-            />
-          </div>
-        )}
-        <ErrorMessage error={apply.error} />
-        <div class="dialog-actions">
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button
-            type="submit"
-            class={closing || to === 'SUSPENDED' ? 'danger' : 'primary'}
-            disabled={apply.busy || (closing && typed !== tenant.tenant_id)}
-          >
-            {verb} tenant
-          </button>
+    <FormDialog
+      title={`${verb} tenant ${tenant.tenant_id}?`}
+      onClose={onClose}
+      action={apply}
+      formClass={undefined}
+      submit={`${verb} tenant`}
+      submitClass={closing || to === 'SUSPENDED' ? 'danger' : 'primary'}
+      disabled={closing && typed !== tenant.tenant_id}
+    >
+      <p>{CONSEQUENCES[to]}</p>
+      {closing && (
+        <div class="field">
+          <label for="confirm-close">Type the tenant id to confirm</label>
+          <input
+            id="confirm-close"
+            autoComplete="off"
+            value={typed}
+            onInput={(e) => setTyped(e.currentTarget.value)}
+          />
         </div>
-      </form>
-    </Dialog>
+      )}
+    </FormDialog>
   );
 }
