@@ -149,16 +149,20 @@ export const eventView = (e: EventApplied) => ({
   balances: e.balances.map(balanceView),
 });
 
-export const reservationPageView = (p: Page<Reservation>) => ({
-  reservations: p.items.map((r) => reservationView(r, { withMetadata: false })),
+/** Every listing ends the same way: `has_more`, and `next_cursor` only when there is more. */
+const pageTail = (p: Page<unknown>) => ({
   has_more: p.nextCursor !== undefined,
   ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
 });
 
+export const reservationPageView = (p: Page<Reservation>) => ({
+  reservations: p.items.map((r) => reservationView(r, { withMetadata: false })),
+  ...pageTail(p),
+});
+
 export const balancePageView = (p: Page<Ledger>) => ({
   balances: p.items.map(balanceView),
-  has_more: p.nextCursor !== undefined,
-  ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
+  ...pageTail(p),
 });
 
 // ---- admin ----------------------------------------------------------------------------------
@@ -173,8 +177,7 @@ export const tenantView = (t: Tenant) => ({
 
 export const tenantPageView = (p: Page<Tenant>) => ({
   tenants: p.items.map(tenantView),
-  has_more: p.nextCursor !== undefined,
-  ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
+  ...pageTail(p),
 });
 
 /** The reference's ApiKey: never the secret or its hash. `expires_at` only when the key has one. */
@@ -194,8 +197,7 @@ export const apiKeyView = (key: ApiKey, now: number) => ({
 
 export const apiKeyPageView = (p: Page<ApiKey>, now: number) => ({
   keys: p.items.map((k) => apiKeyView(k, now)),
-  has_more: p.nextCursor !== undefined,
-  ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
+  ...pageTail(p),
 });
 
 /**
@@ -223,8 +225,7 @@ export const auditRecordView = (r: AuditRecord) => ({
 
 export const auditPageView = (p: Page<AuditRecord>) => ({
   logs: p.items.map(auditRecordView),
-  has_more: p.nextCursor !== undefined,
-  ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
+  ...pageTail(p),
 });
 
 /** The secret appears in this one response and nowhere else. */
@@ -325,14 +326,12 @@ export const closedPeriodPageView = (p: Page<{ ledger: Ledger; period: LedgerPer
     period_end: new Date(period.end).toISOString(),
     ...balanceView(ledger),
   })),
-  has_more: p.nextCursor !== undefined,
-  ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
+  ...pageTail(p),
 });
 
 export const budgetPageView = (p: Page<BudgetRecord>) => ({
   ledgers: p.items.map(budgetLedgerView),
-  has_more: p.nextCursor !== undefined,
-  ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
+  ...pageTail(p),
 });
 
 export const fundedView = ({ operation, before, after }: Funded) => ({

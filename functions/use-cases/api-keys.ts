@@ -15,7 +15,7 @@ import {
   type Capabilities,
   tenantCapabilities,
 } from '../domain/capabilities.js';
-import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
+import { DomainError, invalidRequest } from '../domain/errors.js';
 import { effectivePermissions, type Permission } from '../domain/permissions.js';
 import {
   getApiKeyByHash,
@@ -25,6 +25,7 @@ import {
   updateApiKey,
 } from '../store/api-keys.js';
 import type { WriteContext } from './budgets.js';
+import { readAgain, whileStale } from './guarded-write.js';
 import { type Page, type PageRequest, paged } from './pages.js';
 
 export interface ApiKeyRequest {
@@ -122,8 +123,6 @@ export function listApiKeys(
   });
 }
 
-const MAX_ATTEMPTS = 5;
-
 /**
  * One audited change to a live key, retried when another change came between read and write.
  * `change` returns the key after, or the key itself when there is nothing to do.
@@ -134,7 +133,7 @@ async function changeKey(
   change: (key: ApiKey) => ApiKey,
   { now, requestId }: WriteContext,
 ): Promise<ApiKey> {
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+  return whileStale(async () => {
     const found = await getApiKeyById(keyId);
     if (!found) throw keyNotFound(keyId);
     const before = found.key;
@@ -149,10 +148,9 @@ async function changeKey(
       before,
       after,
     };
-    if ((await updateApiKey(found.secretHash, before, after, audit)) === 'updated') return after;
-  }
-  // Other changes kept landing between read and write: nothing was written; retryable.
-  throw new RetryLaterError('CONTENTION', 100);
+    const written = await updateApiKey(found.secretHash, before, after, audit);
+    return written === 'updated' ? after : readAgain;
+  });
 }
 
 /** PATCH /v1/admin/api-keys/{key_id}: name, description, permissions of a live key. */

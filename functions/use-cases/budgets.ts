@@ -7,7 +7,7 @@ import {
 } from '../domain/budget-events.js';
 import { type BudgetWriter, requireOwnTenant } from '../domain/caller.js';
 import type { BudgetCaps } from '../domain/caps.js';
-import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
+import { DomainError, invalidRequest } from '../domain/errors.js';
 import { fingerprint } from '../domain/fingerprint.js';
 import {
   applyDelta,
@@ -30,7 +30,7 @@ import {
   updateBudgetSettings,
 } from '../store/ledgers.js';
 import { readSnapshot } from '../store/snapshot.js';
-import { guardedWrite, readAgain } from './guarded-write.js';
+import { guardedWrite, readAgain, whileStale } from './guarded-write.js';
 import { type Page, type PageRequest, paged } from './pages.js';
 import { rollOverDue } from './periods.js';
 
@@ -337,8 +337,6 @@ export interface BudgetChange {
   readonly thresholds?: readonly number[] | null | undefined;
 }
 
-const MAX_ATTEMPTS = 5;
-
 /**
  * PATCH /v1/admin/budgets?scope=&unit=: the overdraft limit and the caps, audited. A limit
  * lowered below the debt puts the budget over its limit (SPEC rule 4: no new reservations until
@@ -358,7 +356,7 @@ export async function changeBudget(
       { requested_unit: change.overdraftLimit.unit, expected_unit: ref.unit },
     );
   }
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+  return whileStale(async () => {
     const before = await readBudget(scope, ref.unit);
     if (before.ledger.status === 'CLOSED') throw budgetClosed(scope, ref.unit);
     const settings = {
@@ -390,17 +388,15 @@ export async function changeBudget(
       }),
     };
     const at = new Date(now).toISOString();
-    if ((await updateBudgetSettings(before, settings, at, audit)) === 'updated') {
-      return {
-        ...before,
-        ledger: after,
-        caps: settings.caps,
-        thresholds: settings.thresholds,
-        updatedAt: at,
-      };
-    }
-  }
-  throw new RetryLaterError('CONTENTION', 100);
+    if ((await updateBudgetSettings(before, settings, at, audit)) === 'stale') return readAgain;
+    return {
+      ...before,
+      ledger: after,
+      caps: settings.caps,
+      thresholds: settings.thresholds,
+      updatedAt: at,
+    };
+  });
 }
 
 /**
@@ -416,7 +412,7 @@ export async function setBudgetFrozen(
 ): Promise<BudgetRecord> {
   const { tenant, actor, scope } = writableScope(writer, ref.scope);
   const to = frozen ? 'FROZEN' : 'ACTIVE';
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+  return whileStale(async () => {
     const before = await readBudget(scope, ref.unit);
     if (before.ledger.status === 'CLOSED') throw budgetClosed(scope, ref.unit);
     if ((before.ledger.status ?? 'ACTIVE') === to) return before;
@@ -434,11 +430,9 @@ export async function setBudgetFrozen(
       before: before.ledger,
       after,
     };
-    if ((await setBudgetStatus(before, to, at, audit)) === 'updated') {
-      return { ...before, ledger: after, updatedAt: at };
-    }
-  }
-  throw new RetryLaterError('CONTENTION', 100);
+    if ((await setBudgetStatus(before, to, at, audit)) === 'stale') return readAgain;
+    return { ...before, ledger: after, updatedAt: at };
+  });
 }
 
 /** Part of a tenant's close: every budget of the tenant CLOSED (audited), permanently. */

@@ -142,3 +142,19 @@ export async function atomicIfRefused<S extends Snapshot>(
   if (snapshot.atomic !== false || refusalOf(snapshot) === undefined) return snapshot;
   return readAtomically();
 }
+
+/** Bounded attempts of a control-plane change when other changes land between read and write. */
+const MAX_CHANGE_ATTEMPTS = 5;
+
+/**
+ * Read → change → conditional write, for records changed by the operator (tenants, keys, budget
+ * settings): `attempt` answers readAgain when its write found the record changed since it read
+ * it. After the bounded attempts nothing was written, and the answer is a retryable 503.
+ */
+export async function whileStale<T>(attempt: () => Promise<T | typeof readAgain>): Promise<T> {
+  for (let i = 0; i < MAX_CHANGE_ATTEMPTS; i++) {
+    const done = await attempt();
+    if (done !== readAgain) return done;
+  }
+  throw new RetryLaterError('CONTENTION', 100);
+}

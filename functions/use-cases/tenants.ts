@@ -1,5 +1,5 @@
 import type { Actor } from '../domain/audit.js';
-import { DomainError, RetryLaterError } from '../domain/errors.js';
+import { DomainError } from '../domain/errors.js';
 import {
   changedTenant,
   type Tenant,
@@ -9,6 +9,7 @@ import {
 import { getTenant, insertTenant, queryTenants, updateTenant } from '../store/tenants.js';
 import { revokeKeysOfTenant } from './api-keys.js';
 import { closeBudgetsOfTenant, type WriteContext } from './budgets.js';
+import { readAgain, whileStale } from './guarded-write.js';
 import { type Page, type PageRequest, paged } from './pages.js';
 import { releaseOpenReservations } from './reservations.js';
 
@@ -62,9 +63,6 @@ export function listTenants(
   });
 }
 
-/** Bounded retries when another change to the same tenant came between read and write. */
-const MAX_ATTEMPTS = 5;
-
 /**
  * PATCH /v1/admin/tenants/{tenant_id}: name and status (ACTIVE ↔ SUSPENDED, → CLOSED), audited.
  * Closing flips the status first, then drives the cascade (keys revoked, open reservations
@@ -76,7 +74,7 @@ export async function changeTenant(
   change: TenantChange,
   context: WriteContext,
 ): Promise<Tenant> {
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+  return whileStale(async () => {
     const before = await readTenant(tenantId);
     const after = changedTenant(before, change, new Date(context.now).toISOString());
     if (after !== before) {
@@ -89,13 +87,11 @@ export async function changeTenant(
         before,
         after,
       };
-      if ((await updateTenant(before, after, audit)) === 'stale') continue;
+      if ((await updateTenant(before, after, audit)) === 'stale') return readAgain;
     }
     if (after.status === 'CLOSED') await closeCascade(tenantId, context);
     return after;
-  }
-  // Other changes kept landing between read and write: nothing was written; retryable.
-  throw new RetryLaterError('CONTENTION', 100);
+  });
 }
 
 /** What a closed tenant must not keep: live keys, held budget, open budgets. Idempotent. */
