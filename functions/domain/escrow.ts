@@ -1,4 +1,5 @@
 import type { Ledger, LedgerChange, LedgerDelta, LedgerGuard } from './ledger.js';
+import { LEVELS, MAX_DIMENSIONS } from './scopes.js';
 
 /**
  * Escrow shards: a budget split N ways so that no single item takes every write (a DynamoDB
@@ -28,11 +29,43 @@ export interface Shard {
   readonly gated: boolean;
 }
 
+/** Shards per budget at most (docs/scaling.md: 64 carry one budget past 1,000 pairs/s). */
+export const MAX_SHARDS = 64;
+
 /**
- * Shards per budget at most. An exact write touches every shard of a budget in one transaction
- * of at most 100 items; six sharded levels × 16 + the reservation + its record = 98.
+ * An exact write touches every shard of every budget on its subject's path in one transaction of
+ * at most 100 items, two of them not ledgers (the reservation, event or funding record, and an
+ * audit record). A path has at most 6 + 16 levels (LEVELS and MAX_DIMENSIONS), each budget one
+ * item unsharded; so what sharding adds along one path, Σ (shards − 1), may be 98 − 22 = 76.
  */
-export const MAX_SHARDS = 16;
+export const MAX_PATH_EXTRA_SHARDS = 100 - 2 - (LEVELS.length + MAX_DIMENSIONS);
+
+/** Whether `inner` is `outer` or below it in the scope path. */
+const within = (inner: string, outer: string) => inner === outer || inner.startsWith(`${outer}/`);
+
+/**
+ * Σ (shards − 1) on the heaviest path through `scope` once it has `shards`, given the other
+ * sharded budgets of its tenant in the same unit (scope → shards): its ancestors, itself, and
+ * the heaviest chain of its sharded descendants. At most MAX_PATH_EXTRA_SHARDS is allowed.
+ */
+export function heaviestPathExtra(
+  sharded: ReadonlyMap<string, number>,
+  scope: string,
+  shards: number,
+): number {
+  const extra = (n: number) => Math.max(0, n - 1);
+  let above = 0;
+  const below: [string, number][] = [];
+  for (const [other, n] of sharded) {
+    if (other === scope) continue;
+    if (within(scope, other)) above += extra(n);
+    else if (within(other, scope)) below.push([other, n]);
+  }
+  const chains = below.map(([leaf]) =>
+    below.reduce((sum, [other, n]) => sum + (within(leaf, other) ? extra(n) : 0), 0),
+  );
+  return above + extra(shards) + Math.max(0, ...chains);
+}
 
 /** The budget a set of shards makes up. */
 export function mergeShards(

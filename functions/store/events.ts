@@ -29,8 +29,13 @@ export interface NewEvent {
 }
 
 /** The debit on every scope and the event record (its own idempotency record): scopes + 1 items. */
-export function eventTransaction(e: NewEvent): GuardedTransaction {
-  const placed = placeChanges(e.charges, e.layouts ?? NO_LAYOUTS, seedOf(e.eventId), ledgerUpdate);
+export function eventTransaction(e: NewEvent, attempt = 0): GuardedTransaction {
+  const placed = placeChanges(
+    e.charges,
+    e.layouts ?? NO_LAYOUTS,
+    seedOf(e.eventId, attempt),
+    ledgerUpdate,
+  );
   const record: Item = {
     ...keys.event(e.eventId),
     type: 'event',
@@ -56,5 +61,5 @@ export function eventTransaction(e: NewEvent): GuardedTransaction {
 }
 
 export function insertEvent(e: NewEvent): Promise<WriteOutcome> {
-  return transactWrite(eventTransaction(e));
+  return transactWrite((attempt) => eventTransaction(e, attempt));
 }

@@ -32,7 +32,7 @@ import {
   newShardItems,
   placeChanges,
 } from './shards.js';
-import { tenantWithDimensions } from './tenants.js';
+import { type ShardedBudgets, tenantWithDimensions } from './tenants.js';
 import {
   getItems,
   ledgerDeltaUpdate,
@@ -148,6 +148,8 @@ export interface NewLedger {
   readonly period?: LedgerPeriod | undefined;
   /** Budget event thresholds in percent (domain/budget-events.ts); absent: the default. */
   readonly thresholds?: readonly number[] | undefined;
+  /** A sharded budget: the tenant's sharded budgets as read, which it joins. */
+  readonly shardedBudgets?: ShardedBudgets | undefined;
 }
 
 /**
@@ -195,17 +197,24 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
     tenantWithDimensions(
       n.tenant,
       n.segments.filter((x) => x.kind === 'dimensions').map((x) => x.value.split('=')[0] ?? ''),
+      shards && n.shardedBudgets
+        ? { read: n.shardedBudgets, scope: ledger.scope, unit: ledger.unit, shards: count }
+        : undefined,
     ),
     auditPut(n.audit),
     ...(shards ? newShardItems(ledger, shards).map(putIfAbsent) : []),
   ];
 }
 
-export async function insertLedger(n: NewLedger): Promise<'inserted' | 'duplicate' | 'noTenant'> {
+/** `stale`: another sharded budget of the tenant was created since its map was read. */
+export async function insertLedger(
+  n: NewLedger,
+): Promise<'inserted' | 'duplicate' | 'noTenant' | 'stale'> {
   const outcome = await transact(newLedgerTransaction(n));
   if (outcome.kind === 'committed') return 'inserted';
-  const tenantCheck = n.segments.length + 1;
-  return outcome.reasons[tenantCheck]?.code === 'ConditionalCheckFailed' ? 'noTenant' : 'duplicate';
+  const tenant = outcome.reasons[n.segments.length + 1];
+  if (tenant?.code !== 'ConditionalCheckFailed') return 'duplicate';
+  return tenant.item?.type === 'tenant' ? 'stale' : 'noTenant';
 }
 
 export interface LedgerIndexQuery {

@@ -52,12 +52,12 @@ function listAttributes(r: Reservation): Item {
  * Holds on every scope (one item each, or a sharded budget's shards), then the reservation
  * record, which is its own idempotency record and remembers the shard of each hold.
  */
-export function reserveTransaction(n: NewReservation): GuardedTransaction {
+export function reserveTransaction(n: NewReservation, attempt = 0): GuardedTransaction {
   const r = n.reservation;
   const placed = placeChanges(
     n.holds,
     n.layouts ?? NO_LAYOUTS,
-    seedOf(r.reservationId),
+    seedOf(r.reservationId, attempt),
     ledgerUpdate,
   );
   const recordAt = placed.items.length;
@@ -98,7 +98,7 @@ export function reserveTransaction(n: NewReservation): GuardedTransaction {
 }
 
 export function insertReservation(n: NewReservation): Promise<WriteOutcome> {
-  return transactWrite(reserveTransaction(n));
+  return transactWrite((attempt) => reserveTransaction(n, attempt));
 }
 
 export interface Settlement {

@@ -297,5 +297,10 @@ export function newShardItems(ledger: Ledger, shards: readonly Shard[]): Item[] 
   }));
 }
 
-/** A stable seed from an id, so one reservation's retries try the same shard first. */
-export const seedOf = (id: string): number => hashOf(id);
+/**
+ * The seed a hold's shard is picked from (domain/escrow.ts pickShard): stable for an id, so a
+ * request placed again after a stale read tries the same shard first; another one for each
+ * retry after a conflict, so that retry goes to a shard that is likely not busy.
+ */
+export const seedOf = (id: string, attempt = 0): number =>
+  hashOf(attempt === 0 ? id : `${id}~${attempt}`);

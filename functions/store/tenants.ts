@@ -148,19 +148,79 @@ export async function tenantState(tenant: string, now: number): Promise<TenantSt
 }
 
 /**
- * Inside a budget's creation: the tenant must exist, and the dimension keys its scope names
- * become budget levels of the tenant (a string set on the tenant item).
+ * The sharded budgets of a tenant, by unit then scope (their shard counts), kept on the tenant
+ * item so that a new sharded budget can be checked against every path it joins
+ * (domain/escrow.ts heaviestPathExtra) without reading the tenant's budgets; `version` orders
+ * concurrent creations.
  */
-export function tenantWithDimensions(tenant: string, dimensionKeysOfScope: readonly string[]) {
-  if (dimensionKeysOfScope.length === 0) return tenantExists(tenant);
+export interface ShardedBudgets {
+  readonly byUnit: Readonly<Record<string, Readonly<Record<string, number>>>>;
+  readonly version: number;
+}
+
+/** The tenant's sharded budgets, strongly consistent; undefined when there is no tenant. */
+export async function getShardedBudgets(tenant: string): Promise<ShardedBudgets | undefined> {
+  const item = (await getItems([keys.tenant(tenant)])).get(keys.tenant(tenant).pk);
+  if (item?.type !== 'tenant') return undefined;
+  return {
+    byUnit: (item.sharded_budgets ?? {}) as ShardedBudgets['byUnit'],
+    version: Number(item.sharded_version ?? 0),
+  };
+}
+
+/** A sharded budget joining the tenant's map: written only if the map is still as read. */
+export interface ShardedBudgetJoin {
+  readonly read: ShardedBudgets;
+  readonly scope: string;
+  readonly unit: string;
+  readonly shards: number;
+}
+
+/**
+ * Inside a budget's creation: the tenant must exist, and the dimension keys its scope names
+ * become budget levels of the tenant (a string set on the tenant item). A sharded budget also
+ * joins the tenant's map of sharded budgets, on the condition that no other joined since it was
+ * read (ALL_OLD tells that apart from a missing tenant).
+ */
+export function tenantWithDimensions(
+  tenant: string,
+  dimensionKeysOfScope: readonly string[],
+  join?: ShardedBudgetJoin,
+): TransactItem {
+  if (dimensionKeysOfScope.length === 0 && !join) return tenantExists(tenant);
+  const names: Record<string, string> = { '#pk': 'pk' };
+  const values: Record<string, unknown> = {};
+  const clauses: string[] = [];
+  const conditions = ['attribute_exists(#pk)'];
+  if (join) {
+    const { byUnit, version } = join.read;
+    Object.assign(names, { '#sharded': 'sharded_budgets', '#version': 'sharded_version' });
+    values[':sharded'] = {
+      ...byUnit,
+      [join.unit]: { ...byUnit[join.unit], [join.scope]: join.shards },
+    };
+    values[':next'] = version + 1;
+    clauses.push('SET #sharded = :sharded, #version = :next');
+    if (version === 0) conditions.push('attribute_not_exists(#version)');
+    else {
+      values[':version'] = version;
+      conditions.push('#version = :version');
+    }
+  }
+  if (dimensionKeysOfScope.length > 0) {
+    names['#keys'] = 'dimension_keys';
+    values[':keys'] = new Set(dimensionKeysOfScope);
+    clauses.push('ADD #keys :keys');
+  }
   return {
     Update: {
       TableName: tableName(),
       Key: keys.tenant(tenant),
-      UpdateExpression: 'ADD #keys :keys',
-      ConditionExpression: 'attribute_exists(#pk)',
-      ExpressionAttributeNames: { '#keys': 'dimension_keys', '#pk': 'pk' },
-      ExpressionAttributeValues: { ':keys': new Set(dimensionKeysOfScope) },
+      UpdateExpression: clauses.join(' '),
+      ConditionExpression: conditions.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     },
   };
 }

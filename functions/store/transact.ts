@@ -62,7 +62,7 @@ export const CONFLICT_RETRY_BUDGET: Record<
   WritePriority,
   { readonly retries: number; readonly capMs: number }
 > = {
-  admit: { retries: 3, capMs: 50 },
+  admit: { retries: 6, capMs: 100 },
   settle: { retries: 12, capMs: 200 },
 };
 
@@ -81,15 +81,19 @@ const THROTTLED = new Set(['ThrottlingError', 'ProvisionedThroughputExceeded']);
  * One TransactWriteItems. A condition failure is an outcome for the caller to classify; a
  * conflict with another transaction or a throttled item (nothing was written) is retried with
  * full-jitter backoff within the priority's budget, then answered as RetryLaterError.
+ * `retarget` gives the items of retry n (≥ 1): a hold on a sharded budget tries another shard
+ * instead of racing again for the one that was busy.
  */
 export async function transact(
   items: TransactItem[],
   priority: WritePriority = 'admit',
+  retarget?: (attempt: number) => TransactItem[],
 ): Promise<TransactOutcome> {
   const budget = CONFLICT_RETRY_BUDGET[priority];
   for (let attempt = 0; ; attempt++) {
     try {
-      await documentClient.send(new TransactWriteCommand({ TransactItems: items }));
+      const sent = attempt > 0 && retarget ? retarget(attempt) : items;
+      await documentClient.send(new TransactWriteCommand({ TransactItems: sent }));
       return { kind: 'committed' };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;

@@ -40,15 +40,25 @@ export interface GuardedTransaction {
   readonly layout: TransactionLayout;
 }
 
-/** One TransactWriteItems, its cancellation read the one way every write reads it. */
+/**
+ * One TransactWriteItems, its cancellation read the one way every write reads it. Given a
+ * builder, a retry after a conflict sends `build(attempt)` (a hold placed on another shard), and
+ * a cancellation is read by the layout of the attempt that was cancelled last.
+ */
 export async function transactWrite(
-  { items, layout }: GuardedTransaction,
+  transaction: GuardedTransaction | ((attempt: number) => GuardedTransaction),
   priority: WritePriority = 'admit',
 ): Promise<WriteOutcome> {
-  const outcome = await transact(items, priority);
+  const build = typeof transaction === 'function' ? transaction : () => transaction;
+  let sent = build(0);
+  const retarget = (attempt: number) => {
+    sent = build(attempt);
+    return sent.items;
+  };
+  const outcome = await transact(sent.items, priority, retarget);
   return outcome.kind === 'committed'
     ? { kind: 'written' }
-    : classifyCancellation(outcome.reasons, layout);
+    : classifyCancellation(outcome.reasons, sent.layout);
 }
 
 /** CancellationReasons are index-aligned with the items sent. */

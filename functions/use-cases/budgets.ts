@@ -8,6 +8,7 @@ import {
 import { type BudgetWriter, requireOwnTenant } from '../domain/caller.js';
 import type { BudgetCaps } from '../domain/caps.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
+import { heaviestPathExtra, MAX_PATH_EXTRA_SHARDS } from '../domain/escrow.js';
 import { fingerprint } from '../domain/fingerprint.js';
 import {
   applyDelta,
@@ -30,6 +31,7 @@ import {
   updateBudgetSettings,
 } from '../store/ledgers.js';
 import { readSnapshot } from '../store/snapshot.js';
+import { getShardedBudgets, type ShardedBudgets } from '../store/tenants.js';
 import { guardedWrite, readAgain, whileStale } from './guarded-write.js';
 import { type Page, type PageRequest, paged } from './pages.js';
 import { rollOverDue } from './periods.js';
@@ -83,6 +85,21 @@ export interface Budget {
 /** Thresholds as stored: sorted, and absent when they are the default. */
 const storedThresholds = (percents: readonly number[] | undefined) =>
   percents && !isDefaultThresholds(percents) ? normalThresholds(percents) : undefined;
+
+/**
+ * A sharded budget must leave every path it joins within one transaction's items: an exact
+ * write rewrites every shard of every budget on its subject's path (domain/escrow.ts).
+ */
+function requireRoomForShards(read: ShardedBudgets, scope: string, unit: Unit, shards: number) {
+  const sharded = new Map(Object.entries(read.byUnit[unit] ?? {}));
+  const extra = heaviestPathExtra(sharded, scope, shards);
+  if (extra > MAX_PATH_EXTRA_SHARDS) {
+    throw invalidRequest(
+      `shards: the sharded budgets on one path through ${scope} would add ${extra} shards; at most ${MAX_PATH_EXTRA_SHARDS} fit one transaction (docs/scaling.md)`,
+      { field: 'shards' },
+    );
+  }
+}
 
 /** POST /v1/admin/budgets: a ledger whose allocation is spendable at once; audited. */
 export async function createBudget(
@@ -143,14 +160,22 @@ export async function createBudget(
       detail: { ...request.caps, ...(thresholds && { thresholds }) },
     }),
   };
-  const inserted = await insertLedger({
-    ...budget,
-    segments,
-    audit,
-    shards: request.shards,
-    caps: request.caps,
-    period,
-    thresholds,
+  const shards = request.shards ?? 1;
+  const inserted = await whileStale(async () => {
+    const shardedBudgets = shards > 1 ? await getShardedBudgets(tenant) : undefined;
+    if (shards > 1 && !shardedBudgets) return 'noTenant' as const;
+    if (shardedBudgets) requireRoomForShards(shardedBudgets, scope, request.unit, shards);
+    const outcome = await insertLedger({
+      ...budget,
+      segments,
+      audit,
+      shards: request.shards,
+      caps: request.caps,
+      period,
+      thresholds,
+      shardedBudgets,
+    });
+    return outcome === 'stale' ? readAgain : outcome;
   });
   if (inserted === 'noTenant') throw noTenant(tenant);
   if (inserted === 'duplicate') {

@@ -27,6 +27,7 @@ import type { Committed, Reserved } from '../../functions/use-cases/reservations
 import {
   describeTransaction,
   ItemMemory,
+  type ItemWrite,
   type OperationShape,
   type RetryPolicy,
 } from './contention.js';
@@ -118,6 +119,7 @@ export function pairTransactions(
   budgets: PairBudgets,
   key: string,
   now = 1_800_000_000_000,
+  attempt = 0,
 ): { readonly reserve: TransactItem[]; readonly commit: TransactItem[] } {
   const subject = SUBJECTS[budgets.scopes](tenant);
   const { scopes, scopePath } = deriveScopes(tenant, subject);
@@ -159,12 +161,15 @@ export function pairTransactions(
     expiresAtMs: reservation.expiresAtMs,
     balances: ledgersAfter(ledgers, holds),
   };
-  const reserve = reserveTransaction({
-    reservation,
-    holds,
-    outcome: { fingerprint: fingerprint({ key, subject }), result: reserved },
-    layouts,
-  }).items;
+  const reserve = reserveTransaction(
+    {
+      reservation,
+      holds,
+      outcome: { fingerprint: fingerprint({ key, subject }), result: reserved },
+      layouts,
+    },
+    attempt,
+  ).items;
   // The commit settles on the shards the holds took, as read back from the reservation record.
   const record = reserve.find((entry) => entry.Put?.Item?.type === 'reservation')?.Put?.Item;
   const holdShards = Array.isArray(record?.hold_shards)
@@ -198,7 +203,9 @@ export function pairTransactions(
 /**
  * One reserve → commit of `key` on the tenant's budget: a reserve reads once (reservation +
  * ledgers) then sends `reserveTransaction`; a commit reads twice (reservation, then ledgers)
- * then sends `settleTransaction` (use-cases/reservations.ts).
+ * then sends `settleTransaction` (use-cases/reservations.ts). On a sharded budget a reserve's
+ * retry n is `reserveTransaction(…, n)`, on the shard that retry picks, as `transactWrite`
+ * sends it; the commit then settles on the shard the reserve got.
  */
 export function reserveCommitPair(
   tenant: string,
@@ -206,21 +213,46 @@ export function reserveCommitPair(
   key: string,
   policies: PairPolicies,
 ): OperationShape[] {
-  const { reserve, commit } = pairTransactions(tenant, budgets, key);
-  // The commit updates the item the reserve put: remembered, it is sized and its index
-  // entries move from the partitions they are in, as the live emulator would see them.
-  const memory = new ItemMemory();
-  const reserveWrites = describeTransaction(marshallTransactItems(reserve), memory);
-  for (const d of reserveWrites) if (d.after !== undefined) memory.set(d.write.item, d.after);
-  const commitWrites = describeTransaction(marshallTransactItems(commit), memory);
+  const variants: { reserve: ItemWrite[]; commit: ItemWrite[] }[] = [];
+  const variant = (attempt: number) => {
+    let v = variants[attempt];
+    if (!v) {
+      const { reserve, commit } = pairTransactions(tenant, budgets, key, undefined, attempt);
+      // The commit updates the item the reserve put: remembered, it is sized and its index
+      // entries move from the partitions they are in, as the live emulator would see them.
+      const memory = new ItemMemory();
+      const reserveWrites = describeTransaction(marshallTransactItems(reserve), memory);
+      for (const d of reserveWrites) if (d.after !== undefined) memory.set(d.write.item, d.after);
+      const commitWrites = describeTransaction(marshallTransactItems(commit), memory);
+      v = { reserve: reserveWrites.map((d) => d.write), commit: commitWrites.map((d) => d.write) };
+      variants[attempt] = v;
+    }
+    return v;
+  };
+  const first = variant(0);
+  const sharded = (budgets.shards ?? 1) > 1;
+  // The attempt the reserve last sent: the one that got through, when the commit runs.
+  let taken = 0;
   return [
     {
       name: 'reserve',
       reads: 1,
-      writes: reserveWrites.map((d) => d.write),
+      writes: first.reserve,
+      writesAt: sharded
+        ? (attempt) => {
+            taken = attempt;
+            return variant(attempt).reserve;
+          }
+        : undefined,
       retry: policies.reserve,
     },
-    { name: 'commit', reads: 2, writes: commitWrites.map((d) => d.write), retry: policies.commit },
+    {
+      name: 'commit',
+      reads: 2,
+      writes: first.commit,
+      writesAt: sharded ? () => variant(taken).commit : undefined,
+      retry: policies.commit,
+    },
   ];
 }
 

@@ -851,6 +851,11 @@ export interface OperationShape {
   /** Read calls made, one after the other, before the transaction. */
   readonly reads: number;
   readonly writes: readonly ItemWrite[];
+  /**
+   * The writes of attempt n (0: the first), when a retry sends other items than the first
+   * attempt (a hold on a sharded budget retried on another shard); `writes` otherwise.
+   */
+  readonly writesAt?: ((attempt: number) => readonly ItemWrite[]) | undefined;
   readonly retry: RetryPolicy;
 }
 
@@ -1019,7 +1024,7 @@ export function simulate(o: SimulationOptions): SimulationResult {
       queue.push(now + reads, () => attempt(op, i, 0));
     };
     const attempt = (op: OperationShape, i: number, retry: number) => {
-      const verdict = model.prepareTransaction(op.writes);
+      const verdict = model.prepareTransaction(op.writesAt ? op.writesAt(retry) : op.writes);
       if (inWindow(now)) {
         attempts++;
         if (verdict.kind === 'cancelled' && verdict.cause === 'conflict') conflicts++;

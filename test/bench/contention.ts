@@ -47,7 +47,7 @@ const POLICIES: Record<
 > = {
   today: {
     policies: SERVICE_POLICIES,
-    text: 'today’s `transact` (functions/store/transact.ts): a reserve retries 3 times (backoff ≤ 50 ms), a commit 12 times (≤ 200 ms), throttles too; then 503',
+    text: 'today’s `transact` (functions/store/transact.ts): a reserve retries 6 times (backoff ≤ 100 ms; on a sharded budget each retry on another shard), a commit 12 times (≤ 200 ms), throttles too; then 503',
   },
   polite: {
     policies: SERVICE_POLICIES,
@@ -68,7 +68,7 @@ const POLICIES: Record<
 
 export const SIMULATED_CLIENTS = [1, 2, 4, 10, 50, 200, 1_000] as const;
 /**
- * What is simulated: today's policy on 1 and 3 scopes, and on a budget in 16 escrow shards
+ * What is simulated: today's policy on 1 and 3 scopes, and on a budget in 16 and 64 escrow shards
  * (docs/scaling.md), with clients that go again at once, that honour Retry-After, and that do
  * an agent's work between reserve and commit; the earlier policy on 1 and 3 scopes, to
  * calibrate against the model.
@@ -77,6 +77,7 @@ const SIMULATED: readonly { readonly policy: PolicyName; readonly budgets: PairB
   { policy: 'today', budgets: { scopes: 1 } },
   { policy: 'today', budgets: { scopes: 3 } },
   { policy: 'today', budgets: { scopes: 1, shards: 16 } },
+  { policy: 'today', budgets: { scopes: 1, shards: 64 } },
   { policy: 'polite', budgets: { scopes: 1 } },
   { policy: 'polite', budgets: { scopes: 1, shards: 16 } },
   { policy: 'agents', budgets: { scopes: 1 } },

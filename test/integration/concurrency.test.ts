@@ -276,9 +276,9 @@ describe('throttling', () => {
     const failed = await reserve(t, reserveBody({ estimate: usd(400) }));
     client.middlewareStack.remove('throttled');
 
-    expect(attempts).toBe(4);
+    expect(attempts).toBe(7);
     expectError(failed, 503, 'INTERNAL_ERROR');
-    expect(errorOf(failed).details).toEqual({ reason: 'THROTTLED', retry_after_ms: 100 });
+    expect(errorOf(failed).details).toEqual({ reason: 'THROTTLED', retry_after_ms: 200 });
     expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 0, 0, 10_000),
       'workspace:w': L(10_000, 0, 0, 0, 10_000),
@@ -347,15 +347,15 @@ describe('TransactionConflict cancellations', () => {
     const recorded = await statusOf(t, body.idempotency_key);
     const retried = await reserve(t, body);
 
-    // A reserve is turned away after its short budget (3 retries), before it holds anything.
-    expect(attempts).toBe(4);
+    // A reserve is turned away after its short budget (6 retries), before it holds anything.
+    expect(attempts).toBe(7);
     expect(failed.status).toBe(503);
     expect(failed.headers.get('retry-after')).toBe('1');
     expect(failed.body).toEqual({
       error: 'INTERNAL_ERROR',
       message: expect.any(String),
       request_id: expect.any(String),
-      details: { reason: 'CONTENTION', retry_after_ms: 100 },
+      details: { reason: 'CONTENTION', retry_after_ms: 200 },
     });
     expect(JSON.stringify(failed.body)).not.toMatch(/Transaction|cancel/i);
     expect(afterFailure).toEqual({

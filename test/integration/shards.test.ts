@@ -73,15 +73,54 @@ describe('a budget split into shards', () => {
     expect((await ledgers(stack, t))['']).toEqual(L(1_003, 0, 0, 0, 1_003));
   });
 
-  it('refuses shards outside 1..16 with 400', async () => {
+  it('refuses shards outside 1..64 with 400', async () => {
     const t = await givenTenant(stack);
-    for (const shards of [0, 17, 1.5]) {
+    for (const shards of [0, 65, 1.5]) {
       const res = await request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
         headers: adminHeaders,
         body: { scope: scopeOf(t, ''), unit: 'USD_MICROCENTS', allocated: usd(10), shards },
       });
       expectError(res, 400, 'INVALID_REQUEST');
     }
+  });
+
+  it('takes 64 shards on one budget, and refuses more shards on its paths than one transaction holds', async () => {
+    const t = await shardedTenant(64_000, 64);
+    const create = (rel: string, shards: number) =>
+      request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
+        headers: adminHeaders,
+        body: { scope: scopeOf(t, rel), unit: 'USD_MICROCENTS', allocated: usd(10_000), shards },
+      });
+
+    // Root 63 extra + agent a 13 extra = 76, the most one path may add.
+    const agent = await create('workspace:w/agent:a', 14);
+    const tooMany = await create('workspace:w/agent:a/toolset:t', 2);
+    const sibling = await create('workspace:w/agent:b', 14);
+    const otherUnit = await request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
+      headers: adminHeaders,
+      body: {
+        scope: scopeOf(t, 'workspace:w/agent:a/toolset:t'),
+        unit: 'TOKENS',
+        allocated: { unit: 'TOKENS', amount: 10 },
+        shards: 64,
+      },
+    });
+    // Overage beyond every single shard: the exact path rewrites all 64 + 1 + 14 ledgers at once.
+    const r = await reserve(t, {
+      subject: { tenant: t.tenant, workspace: 'w', agent: 'a' },
+      estimate: usd(900),
+      overage_policy: 'ALLOW_IF_AVAILABLE',
+    });
+    const committed = await commit(t, r.body.reservation_id, { actual: usd(9_500) });
+
+    expect([agent.status, sibling.status, otherUnit.status]).toEqual([201, 201, 201]);
+    expectError(tooMany, 400, 'INVALID_REQUEST');
+    expect(r.status).toBe(200);
+    expect(committed.status).toBe(200);
+    expect((await ledgers(stack, t))['']).toEqual(L(64_000, 9_500, 0, 0, 54_500));
+    const shards = await shardsOf(t, '', 64);
+    expect(shards.reduce((sum, s) => sum + Number(s?.remaining), 0)).toBe(54_500);
+    expect(shards.every((s) => Number(s?.remaining) >= 0)).toBe(true);
   });
 
   it('admits exactly what the whole budget covers under concurrency, spreading holds over shards', async () => {

@@ -522,6 +522,29 @@ describe("today's shapes", () => {
 
     expect(shards.size).toBeGreaterThan(8);
   });
+
+  it('retry a sharded hold on other shards, and commit on the shard the last attempt took', () => {
+    const [reserve, commit] = reserveCommitPair(
+      'acme',
+      { scopes: 1, shards: 16 },
+      'k',
+      SERVICE_POLICIES,
+    );
+    const held = (writes: readonly { item: string }[] | undefined) =>
+      (writes ?? []).map((w) => w.item).filter((item) => item.includes('LEDGER#'));
+    const tried = Array.from({ length: 7 }, (_, attempt) => held(reserve?.writesAt?.(attempt)));
+
+    expect(tried[0]).toEqual(held(reserve?.writes));
+    expect(new Set(tried.flat()).size).toBeGreaterThan(3);
+    expect(held(commit?.writesAt?.(0))).toEqual(tried[6]);
+  });
+
+  it('retry an unsharded hold on the same items', () => {
+    const [reserve, commit] = reserveCommitPair('acme', { scopes: 3 }, 'k', SERVICE_POLICIES);
+
+    expect(reserve?.writesAt).toBeUndefined();
+    expect(commit?.writesAt).toBeUndefined();
+  });
 });
 
 const quickRun = (seed: number, clients = 10) =>

@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import {
   applyToShard,
   emptyShards,
+  heaviestPathExtra,
+  MAX_PATH_EXTRA_SHARDS,
   MAX_SHARDS,
   mergeShards,
   pickShard,
@@ -357,5 +359,56 @@ describe('pinToHolds', () => {
     // A reservation whose holds all landed on shard 0 records none: its settlements go to 0,
     // never to a shard picked afresh (that would move reserved between shards).
     expect(releaseChanges(r).map((c) => c.shard)).toEqual([0, 0]);
+  });
+});
+
+describe('heaviestPathExtra: sharded budgets on one path fit one transaction', () => {
+  const T = 'tenant:acme';
+  const W = `${T}/workspace:w`;
+
+  it('leaves room for a path of every level plus the two records: 76 extra shards', () => {
+    expect(MAX_SHARDS).toBe(64);
+    expect(MAX_PATH_EXTRA_SHARDS).toBe(100 - 2 - 22);
+  });
+
+  it('adds ancestors, the budget itself and its heaviest chain of descendants', () => {
+    const sharded = new Map([
+      [T, 64],
+      [`${W}/agent:a`, 8],
+      [`${W}/agent:a/toolset:t`, 4],
+      [`${W}/agent:b`, 10],
+      [`${T}/workspace:w2`, 16],
+    ]);
+
+    // tenant 63 + workspace 3 + max(agent a 7 + toolset 3, agent b 9) = 76.
+    expect(heaviestPathExtra(sharded, W, 4)).toBe(76);
+    // An unsharded budget adds nothing of its own.
+    expect(heaviestPathExtra(sharded, W, 1)).toBe(63 + 10);
+    // A sibling's chain is not on the path: workspace:w2 is not under workspace:w.
+    expect(heaviestPathExtra(new Map([[`${T}/workspace:w2`, 64]]), W, 64)).toBe(63);
+  });
+
+  it('counts the budget once when it is already in the map', () => {
+    expect(heaviestPathExtra(new Map([[T, 64]]), T, 64)).toBe(63);
+  });
+
+  it('never allows a path past 98 ledger items, whatever order the budgets come in', () => {
+    const levels = [T, W, `${W}/app:a`, `${W}/app:a/workflow:f`, `${W}/app:a/workflow:f/agent:g`];
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom(...levels), fc.integer({ min: 1, max: MAX_SHARDS }))),
+        (creations) => {
+          const sharded = new Map<string, number>();
+          for (const [scope, shards] of creations) {
+            if (sharded.has(scope) || shards === 1) continue;
+            if (heaviestPathExtra(sharded, scope, shards) <= MAX_PATH_EXTRA_SHARDS)
+              sharded.set(scope, shards);
+          }
+          // Every level on the deepest path, unsharded ones counting 1, plus 16 dimension levels.
+          const items = levels.reduce((sum, scope) => sum + (sharded.get(scope) ?? 1), 0) + 17;
+          expect(items).toBeLessThanOrEqual(98);
+        },
+      ),
+    );
   });
 });
