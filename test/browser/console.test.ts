@@ -371,8 +371,9 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     await page.getByLabel('Operation').selectOption('releaseReservation');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     const row = page.getByRole('row').filter({ hasText: ids.stuck });
+    // The unfiltered trail already shows this row: wait for the filtered page to replace it.
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(1);
     await row.waitFor();
-    expect(await page.locator('tbody tr').count()).toBe(1);
     await row.getByText('Reason: agent stuck in a retry loop').click();
     await row.getByText('Request', { exact: true }).waitFor();
 
