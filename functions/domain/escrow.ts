@@ -204,3 +204,47 @@ export function respread(
 /** `n` empty shards: `respread(emptyShards(n), budget)` splits a new budget n ways. */
 export const emptyShards = (n: number): Shard[] =>
   Array.from({ length: n }, () => ({ ...ZERO, gated: false }));
+
+/** Part of one shard's remaining (with its allocation) moved to another: the budget's sum stays. */
+export interface ShardMove {
+  readonly from: number;
+  readonly to: number;
+  readonly amount: number;
+}
+
+/**
+ * The moves that even out a healthy budget's remaining over its shards, each between two shards
+ * (so each is a small transaction that a busy budget lets through): from the shards above an
+ * even share to those below, largest first. None while the shards are gated: only the exact path
+ * may lay out a budget with debt or a negative remaining.
+ */
+export function evenOutMoves(shards: readonly Shard[]): ShardMove[] {
+  if (shards.length < 2 || shards.some((s) => s.gated || s.debt > 0 || s.remaining < 0)) return [];
+  const total = shards.reduce((sum, s) => sum + s.remaining, 0);
+  const share = Math.floor(total / shards.length);
+  const surplus = shards
+    .map((s, k) => ({ k, left: s.remaining - share }))
+    .filter((x) => x.left > 0)
+    .sort((a, b) => b.left - a.left);
+  const moves: ShardMove[] = [];
+  for (const [to, s] of shards.entries()) {
+    let need = share - s.remaining;
+    for (const donor of surplus) {
+      if (need <= 0) break;
+      const amount = Math.min(need, donor.left);
+      if (amount <= 0) continue;
+      moves.push({ from: donor.k, to, amount });
+      donor.left -= amount;
+      need -= amount;
+    }
+  }
+  return moves;
+}
+
+/** A move applied: what the store's two conditional updates do (remaining and allocation). */
+export function applyMove(shards: readonly Shard[], move: ShardMove): Shard[] {
+  return shards.map((s, k) => {
+    const d = k === move.from ? -move.amount : k === move.to ? move.amount : 0;
+    return d === 0 ? s : { ...s, allocated: s.allocated + d, remaining: s.remaining + d };
+  });
+}

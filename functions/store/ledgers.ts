@@ -88,6 +88,12 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
       }
       break;
   }
+  if (guard.kind === 'snapshot' || guard.kind === 'maxAllocated') {
+    // Decided on the budget as one item: not once it has shards (PATCH `shards` since the
+    // read), where the change must go by the exact path that keeps the gate (domain/escrow.ts).
+    names['#shards'] = 'shards';
+    conditions.push('attribute_not_exists(#shards)');
+  }
   const { period } = change;
   if (period && !period.closed) {
     // Decided in this period: it must not land in the next one, should the budget roll over.

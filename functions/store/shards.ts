@@ -1,21 +1,32 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactGetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Unit } from '../domain/amounts.js';
+import type { AuditEntry } from '../domain/audit.js';
 import type { BudgetCaps } from '../domain/caps.js';
 import { RetryLaterError } from '../domain/errors.js';
-import { mergeShards, respread, routeChange, type Shard } from '../domain/escrow.js';
+import {
+  mergeShards,
+  respread,
+  routeChange,
+  type Shard,
+  type ShardMove,
+} from '../domain/escrow.js';
 import { applyDelta, type Ledger, type LedgerChange } from '../domain/ledger.js';
 import type { LedgerPeriod } from '../domain/period.js';
+import { auditPut } from './audit.js';
 import { documentClient, tableName } from './client.js';
 import { budgetCapsOf, isLedgerItem, ledgerOf, ledgerPeriodOf } from './items.js';
 import { hashOf, keys } from './keys.js';
+import { type ShardedBudgets, tenantWithDimensions } from './tenants.js';
 import {
   getItems,
   type Item,
   type Key,
   ledgerDeltaUpdate,
   openBudget,
+  putIfAbsent,
   type TransactItem,
+  transact,
 } from './transact.js';
 
 // Escrow shards in the table (domain/escrow.ts, docs/scaling.md). Shard 0 of a budget is its
@@ -36,7 +47,11 @@ export const NO_LAYOUTS: Layouts = new Map();
 export const shardKey = (scope: string, unit: Unit, k: number): Key =>
   k === 0 ? keys.ledger(scope, unit) : keys.ledgerShard(scope, unit, k);
 
-/** A budget's shard count never changes once created, so the process may remember it. */
+/**
+ * A budget's shard count only grows (PATCH `shards`), so the process may remember it: a count
+ * remembered too low only means the first read misses the newer shards, which
+ * `completeShards` then reads.
+ */
 const shardCounts = new Map<string, number>();
 const countKey = (scope: string, unit: Unit) => `${scope}\u0000${unit}`;
 
@@ -109,7 +124,7 @@ export function budgetsFrom(items: ReadonlyMap<string, Item>): {
     const shards = Array.from({ length: n }, (_, k) =>
       k === 0 ? item : items.get(shardKey(base.scope, base.unit, k).pk),
     );
-    // A shard created with the budget is never deleted: absent means it was not read.
+    // A shard is never deleted (a budget's count only grows): absent means it was not read.
     if (shards.some((s) => s === undefined)) throw new Error(`shards of ${base.scope} unread`);
     const budget = { shards: shards.map((s) => shardOf(s as Item)) };
     const ledger = mergeShards(base, budget.shards);
@@ -138,8 +153,22 @@ export async function budgetsOf(
   const first = budgetsFrom(items);
   if (first.layouts.size === 0) return { ...first, atomic: true };
   if (!atomic) return { ...first, atomic: false };
-  await readShardsAtomically(items, first.layouts);
-  return { ...budgetsFrom(items), atomic: true };
+  let layouts: Layouts = first.layouts;
+  for (;;) {
+    await readShardsAtomically(items, layouts);
+    // A budget given more shards between the first read and this one: read them all again.
+    if (!grownSince(items, layouts)) return { ...budgetsFrom(items), atomic: true };
+    await completeShards(items);
+    layouts = budgetsFrom(items).layouts;
+  }
+}
+
+/** Whether shard 0 of a budget, as now in `items`, counts more shards than `layouts` read. */
+function grownSince(items: ReadonlyMap<string, Item>, layouts: Layouts): boolean {
+  return [...layouts.values()].some(({ ledger, shards }) => {
+    const main = items.get(shardKey(ledger.scope, ledger.unit, 0).pk);
+    return main !== undefined && shardCountOf(main) > shards.length;
+  });
 }
 
 const ATOMIC_READ_RETRIES = 4;
@@ -304,3 +333,134 @@ export function newShardItems(ledger: Ledger, shards: readonly Shard[]): Item[] 
  */
 export const seedOf = (id: string, attempt = 0): number =>
   hashOf(attempt === 0 ? id : `${id}~${attempt}`);
+
+/** A budget given more shards (PATCH `shards`): the new ones empty, the count raised. */
+export interface ShardGrowth {
+  readonly tenant: string;
+  readonly scope: string;
+  readonly unit: Unit;
+  readonly from: number;
+  readonly to: number;
+  /** As read: shard 0's gate (sharded), or the gate its counters call for (unsharded). */
+  readonly gated: boolean;
+  /** As read: new shards take it, so a frozen budget stays frozen on every shard. */
+  readonly status: 'ACTIVE' | 'FROZEN';
+  readonly at: string;
+  /** The tenant's map of sharded budgets as read, which the budget joins with its new count. */
+  readonly sharded: ShardedBudgets;
+  readonly audit: AuditEntry;
+}
+
+/**
+ * The count on shard 0 raised and the new shards put, empty (the budget's sum is unchanged,
+ * and invariant E holds: 0 ≥ 0), under the condition that count, gate and status are still as
+ * read. Readers that still know the old count see the same budget: the new shards hold nothing.
+ */
+export function shardGrowthTransaction(g: ShardGrowth): TransactItem[] {
+  const names: Record<string, string> = {
+    '#pk': 'pk',
+    '#shards': 'shards',
+    '#gated': 'gated',
+    '#status': 'status',
+    '#period': 'period_kind',
+    '#updated': 'updated_at',
+  };
+  const values: Record<string, unknown> = { ':to': g.to, ':gated': g.gated, ':at': g.at };
+  const conditions = ['attribute_exists(#pk)', 'attribute_not_exists(#period)'];
+  if (g.from === 1) {
+    // Unsharded, the ledger item has no gate yet: the one it gets must be what its counters say.
+    Object.assign(names, { '#debt': 'debt', '#remaining': 'remaining' });
+    values[':zero'] = 0;
+    conditions.push(
+      'attribute_not_exists(#shards)',
+      g.gated ? '(#debt > :zero OR #remaining < :zero)' : '#debt = :zero AND #remaining >= :zero',
+    );
+  } else {
+    values[':from'] = g.from;
+    conditions.push('#shards = :from', '#gated = :gated');
+  }
+  values[':status'] = g.status;
+  conditions.push(
+    g.status === 'ACTIVE'
+      ? '(attribute_not_exists(#status) OR #status = :status)'
+      : '#status = :status',
+  );
+  const empty: Shard = {
+    allocated: 0,
+    spent: 0,
+    reserved: 0,
+    debt: 0,
+    remaining: 0,
+    gated: g.gated,
+  };
+  return [
+    {
+      Update: {
+        TableName: tableName(),
+        Key: shardKey(g.scope, g.unit, 0),
+        UpdateExpression: 'SET #shards = :to, #gated = :gated, #updated = :at',
+        ConditionExpression: conditions.join(' AND '),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      },
+    },
+    ...Array.from({ length: g.to - g.from }, (_, i) =>
+      putIfAbsent({
+        ...shardKey(g.scope, g.unit, g.from + i),
+        type: 'ledger-shard',
+        scope: g.scope,
+        unit: g.unit,
+        shard: g.from + i,
+        ...empty,
+        ...(g.status === 'FROZEN' && { status: 'FROZEN' }),
+      }),
+    ),
+    tenantWithDimensions(g.tenant, [], {
+      read: g.sharded,
+      scope: g.scope,
+      unit: g.unit,
+      shards: g.to,
+    }),
+    auditPut(g.audit),
+  ];
+}
+
+/** `stale`: the budget's count, gate or status moved since it was read; nothing was written. */
+export async function growShards(g: ShardGrowth): Promise<'grown' | 'stale'> {
+  const outcome = await transact(shardGrowthTransaction(g), 'settle');
+  return outcome.kind === 'committed' ? 'grown' : 'stale';
+}
+
+/**
+ * One move of remaining between two shards of a healthy budget, each conditioned on itself
+ * alone (the donor covers it, neither is gated): a two-item transaction a busy budget lets
+ * through. false when a condition failed (the budget moved on; nothing was written).
+ */
+export async function moveBetweenShards(scope: string, unit: Unit, move: ShardMove) {
+  const side = (k: number, d: number, covers: boolean): TransactItem => ({
+    Update: {
+      TableName: tableName(),
+      Key: shardKey(scope, unit, k),
+      UpdateExpression: 'SET #allocated = #allocated + :d, #remaining = #remaining + :d',
+      ConditionExpression: `attribute_exists(#pk) AND #gated = :false AND #debt = :zero${covers ? ' AND #remaining >= :covers' : ''}`,
+      ExpressionAttributeNames: {
+        '#pk': 'pk',
+        '#allocated': 'allocated',
+        '#remaining': 'remaining',
+        '#gated': 'gated',
+        '#debt': 'debt',
+      },
+      ExpressionAttributeValues: {
+        ':d': d,
+        ':false': false,
+        ':zero': 0,
+        ...(covers && { ':covers': -d }),
+      },
+    },
+  });
+  const outcome = await transact(
+    [side(move.from, -move.amount, true), side(move.to, move.amount, false)],
+    'settle',
+  );
+  return outcome.kind === 'committed';
+}

@@ -75,6 +75,8 @@ export function classifyCancellation(
   layout.proofs.forEach((index, at) => {
     if (index === undefined || !failed(at)) return;
     const item = reasons[at]?.item;
+    // Read unsharded, found sharded (PATCH `shards` since): shard 0 alone proves nothing.
+    if (isLedgerItem(item) && Number(item.shards ?? 1) > 1) return;
     refused.push({ index, ledger: isLedgerItem(item) ? ledgerOf(item) : undefined });
   });
   return { kind: 'stale', refused };

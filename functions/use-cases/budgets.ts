@@ -7,8 +7,13 @@ import {
 } from '../domain/budget-events.js';
 import { type BudgetWriter, requireOwnTenant } from '../domain/caller.js';
 import type { BudgetCaps } from '../domain/caps.js';
-import { DomainError, invalidRequest } from '../domain/errors.js';
-import { heaviestPathExtra, MAX_PATH_EXTRA_SHARDS } from '../domain/escrow.js';
+import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
+import {
+  evenOutMoves,
+  heaviestPathExtra,
+  MAX_PATH_EXTRA_SHARDS,
+  mustGate,
+} from '../domain/escrow.js';
 import { fingerprint } from '../domain/fingerprint.js';
 import {
   applyDelta,
@@ -24,12 +29,14 @@ import {
   applyFunding,
   type BudgetRecord,
   getBudgetRecords,
+  getLedgers,
   insertLedger,
   queryClosedPeriods,
   queryLedgerIndex,
   setBudgetStatus,
   updateBudgetSettings,
 } from '../store/ledgers.js';
+import { growShards, moveBetweenShards } from '../store/shards.js';
 import { readSnapshot } from '../store/snapshot.js';
 import { getShardedBudgets, type ShardedBudgets } from '../store/tenants.js';
 import { guardedWrite, readAgain, whileStale } from './guarded-write.js';
@@ -360,6 +367,8 @@ export interface BudgetChange {
   readonly caps?: BudgetCaps | null | undefined;
   /** Budget event thresholds in percent; null restores the default. */
   readonly thresholds?: readonly number[] | null | undefined;
+  /** More escrow shards (never fewer): see `growBudgetShards`. */
+  readonly shards?: number | undefined;
 }
 
 /**
@@ -368,6 +377,104 @@ export interface BudgetChange {
  * the debt is repaid); counters change only by funding.
  */
 export async function changeBudget(
+  writer: BudgetWriter,
+  ref: BudgetRef,
+  change: BudgetChange,
+  context: WriteContext,
+): Promise<BudgetRecord> {
+  const { shards, ...settings } = change;
+  // Two changes, each all or nothing: the settings, then the shards.
+  const changed =
+    Object.keys(settings).length > 0
+      ? await changeBudgetSettings(writer, ref, settings, context)
+      : undefined;
+  return shards === undefined
+    ? (changed ?? (await readBudget(writableScope(writer, ref.scope).scope, ref.unit)))
+    : growBudgetShards(writer, ref, shards, context);
+}
+
+/**
+ * PATCH `shards`: a busy budget split further, while it serves. The count rises on shard 0 and
+ * the new shards are put empty in one transaction, with the tenant's map of sharded budgets (the
+ * path rule) and the audit record; then the remaining is evened out by moves of two shards each
+ * (`evenOutMoves`), which a busy budget lets through where one rewrite of every shard would keep
+ * losing to holds. A move that fails (the budget moved on) is left to the next exact write,
+ * which lays every shard out afresh. Never fewer shards: holds live on their shards until
+ * settled. Not on a rolling budget, as at creation.
+ */
+async function growBudgetShards(
+  writer: BudgetWriter,
+  ref: BudgetRef,
+  to: number,
+  { now, requestId }: WriteContext,
+): Promise<BudgetRecord> {
+  const { tenant, actor, scope } = writableScope(writer, ref.scope);
+  const grown = await whileStale(async () => {
+    const before = await readBudget(scope, ref.unit);
+    if (before.ledger.status === 'CLOSED') throw budgetClosed(scope, ref.unit);
+    if (to === before.shards) return before;
+    if (before.period) {
+      throw invalidRequest('a rolling budget (period) cannot be split into shards', {
+        field: 'shards',
+      });
+    }
+    if (to < before.shards) {
+      throw invalidRequest(
+        `shards: ${scope} has ${before.shards}; a budget's shards can only grow (its holds live on them)`,
+        { field: 'shards' },
+      );
+    }
+    const sharded = await getShardedBudgets(tenant);
+    if (!sharded) throw noTenant(tenant);
+    requireRoomForShards(sharded, scope, ref.unit, to);
+    const layout = (await getLedgers([scope], ref.unit)).layouts.get(scope);
+    const at = new Date(now).toISOString();
+    const audit: AuditEntry = {
+      tenant,
+      atMs: now,
+      actor,
+      requestId,
+      action: 'budget.update',
+      scope,
+      unit: ref.unit,
+      before: before.ledger,
+      after: before.ledger,
+      detail: { shards: { from: before.shards, to } },
+    };
+    const outcome = await growShards({
+      tenant,
+      scope,
+      unit: ref.unit,
+      from: before.shards,
+      to,
+      gated: layout ? (layout.shards[0]?.gated ?? false) : mustGate(before.ledger),
+      status: before.ledger.status === 'FROZEN' ? 'FROZEN' : 'ACTIVE',
+      at,
+      sharded,
+      audit,
+    });
+    return outcome === 'stale' ? readAgain : { ...before, shards: to, updatedAt: at };
+  });
+  if (grown.shards === to) await evenOutShards(scope, ref.unit);
+  return grown;
+}
+
+/** Best effort, one pass: each move is two shards' own conditions; a failed one is skipped. */
+async function evenOutShards(scope: string, unit: Unit): Promise<void> {
+  const layout = (await getLedgers([scope], unit)).layouts.get(scope);
+  if (!layout) return;
+  for (const move of evenOutMoves(layout.shards)) {
+    try {
+      await moveBetweenShards(scope, unit, move);
+    } catch (error) {
+      // Busy past the retries: the budget is exact as it stands, only less evenly laid out.
+      if (!(error instanceof RetryLaterError)) throw error;
+      return;
+    }
+  }
+}
+
+async function changeBudgetSettings(
   writer: BudgetWriter,
   ref: BudgetRef,
   change: BudgetChange,

@@ -269,3 +269,99 @@ describe('a budget split into shards', () => {
     expect((await reserve(t, { estimate: usd(2_000) })).status).toBe(200);
   });
 });
+
+describe('a budget given more shards (PATCH shards)', () => {
+  const budgetQuery = (t: GivenTenant, rel: string) =>
+    `scope=${encodeURIComponent(scopeOf(t, rel))}&unit=USD_MICROCENTS`;
+  const patch = (t: GivenTenant, rel: string, body: Record<string, unknown>) =>
+    request('PATCH', `${stack.adminUrl}/v1/admin/budgets?${budgetQuery(t, rel)}`, {
+      headers: adminHeaders,
+      body,
+    });
+  const sumOf = (shards: readonly (Record<string, unknown> | undefined)[], field: string) =>
+    shards.reduce((sum, s) => sum + Number(s?.[field]), 0);
+
+  it('grows from 4 to 8 while reservations come and go, every balance exact, the remaining spread', async () => {
+    const t = await shardedTenant(8_000, 4);
+    const early = await Promise.all(
+      Array.from({ length: 10 }, () => reserve(t, { estimate: usd(100) })),
+    );
+
+    const [grown, ...during] = await Promise.all([
+      patch(t, '', { shards: 8 }),
+      ...Array.from({ length: 20 }, () => reserve(t, { estimate: usd(100) })),
+    ]);
+    const settled = await Promise.all(
+      [...early, ...during].map((r) => commit(t, r.body.reservation_id, { actual: usd(60) })),
+    );
+
+    expect(grown?.status).toBe(200);
+    expect([...early, ...during].map((r) => r.status)).toEqual(Array(30).fill(200));
+    expect(settled.map((r) => r.status)).toEqual(Array(30).fill(200));
+    expect((await ledgers(stack, t))['']).toEqual(L(8_000, 1_800, 0, 0, 6_200));
+    const shards = await shardsOf(t, '', 8);
+    expect(shards[0]?.shards).toBe(8);
+    expect(sumOf(shards, 'remaining')).toBe(6_200);
+    expect(sumOf(shards, 'allocated')).toBe(8_000);
+    // The new shards got their part of the remaining, so holds can land on them.
+    expect(shards.slice(4).every((s) => Number(s?.remaining) > 0)).toBe(true);
+    expect(shards.every((s) => Number(s?.remaining) >= 0 && s?.gated === false)).toBe(true);
+  });
+
+  it('splits an unsharded budget with a hold open, which settles where it was taken', async () => {
+    const t = await givenTenant(stack);
+    await givenBudget(stack, t, '', 1_000);
+    await givenBudget(stack, t, 'workspace:w', 1_000_000);
+    const r = await reserve(t, { estimate: usd(300) });
+
+    const grown = await patch(t, '', { shards: 4 });
+    const committed = await commit(t, r.body.reservation_id, { actual: usd(200) });
+    const after = await reserve(t, { estimate: usd(100) });
+
+    expect([grown.status, committed.status, after.status]).toEqual([200, 200, 200]);
+    expect((await ledgers(stack, t))['']).toEqual(L(1_000, 200, 100, 0, 700));
+    const shards = await shardsOf(t, '', 4);
+    expect(sumOf(shards, 'remaining')).toBe(700);
+    expect(shards[0]?.spent).toBe(200);
+  });
+
+  it('never shrinks, answers the same count unchanged, and keeps a frozen budget frozen on every shard', async () => {
+    const t = await shardedTenant(4_000, 4);
+    const fewer = await patch(t, '', { shards: 2 });
+    const same = await patch(t, '', { shards: 4 });
+    await request('POST', `${stack.adminUrl}/v1/admin/budgets/freeze?${budgetQuery(t, '')}`, {
+      headers: adminHeaders,
+    });
+    const grown = await patch(t, '', { shards: 16 });
+    const refused = await Promise.all(
+      Array.from({ length: 8 }, () => reserve(t, { estimate: usd(10) })),
+    );
+
+    expectError(fewer, 400, 'INVALID_REQUEST');
+    expect([same.status, grown.status]).toEqual([200, 200]);
+    for (const r of refused) expectError(r, 409, 'BUDGET_FROZEN');
+    const shards = await shardsOf(t, '', 16);
+    expect(shards.every((s) => s?.status === 'FROZEN')).toBe(true);
+  });
+
+  it('refuses a rolling budget, and more shards than a path through the budget has room for', async () => {
+    const t = await shardedTenant(64_000, 64);
+    const workspace = await patch(t, 'workspace:w', { shards: 14 });
+    const tooMany = await patch(t, 'workspace:w', { shards: 15 });
+    const rolling = await givenTenant(stack);
+    await request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
+      headers: adminHeaders,
+      body: {
+        scope: scopeOf(rolling, ''),
+        unit: 'USD_MICROCENTS',
+        allocated: usd(1_000),
+        period: 'DAILY',
+      },
+    });
+    const periodic = await patch(rolling, '', { shards: 4 });
+
+    expect(workspace.status).toBe(200);
+    expectError(tooMany, 400, 'INVALID_REQUEST');
+    expectError(periodic, 400, 'INVALID_REQUEST');
+  });
+});

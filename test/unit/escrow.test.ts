@@ -1,8 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  applyMove,
   applyToShard,
   emptyShards,
+  evenOutMoves,
   heaviestPathExtra,
   MAX_PATH_EXTRA_SHARDS,
   MAX_SHARDS,
@@ -407,6 +409,67 @@ describe('heaviestPathExtra: sharded budgets on one path fit one transaction', (
           // Every level on the deepest path, unsharded ones counting 1, plus 16 dimension levels.
           const items = levels.reduce((sum, scope) => sum + (sharded.get(scope) ?? 1), 0) + 17;
           expect(items).toBeLessThanOrEqual(98);
+        },
+      ),
+    );
+  });
+});
+
+describe('evenOutMoves: rights moved between two shards at a time', () => {
+  const shard = (remaining: number, extra: Partial<Shard> = {}): Shard => ({
+    allocated: remaining + (extra.spent ?? 0) + (extra.reserved ?? 0),
+    spent: 0,
+    reserved: 0,
+    debt: 0,
+    remaining,
+    gated: false,
+    ...extra,
+  });
+
+  it('fills new empty shards from the old ones, to an even share', () => {
+    const grown = [shard(400, { reserved: 50 }), shard(400), shard(0), shard(0)];
+
+    const moves = evenOutMoves(grown);
+    const after = moves.reduce(applyMove, grown);
+
+    expect(after.map((s) => s.remaining)).toEqual([200, 200, 200, 200]);
+    expect(after[0]?.reserved).toBe(50);
+    expect(moves.every((m) => m.amount > 0 && m.from !== m.to)).toBe(true);
+  });
+
+  it('moves nothing while the budget is gated', () => {
+    expect(evenOutMoves([shard(10, { gated: true }), shard(0, { gated: true })])).toEqual([]);
+  });
+
+  it('keeps every sum and leaves no shard negative, whatever the shards hold', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            remaining: fc.integer({ min: 0, max: 10_000 }),
+            spent: fc.integer({ min: 0, max: 1_000 }),
+            reserved: fc.integer({ min: 0, max: 1_000 }),
+          }),
+          { minLength: 1, maxLength: MAX_SHARDS },
+        ),
+        (raw) => {
+          const shards = raw.map((r) => shard(r.remaining, r));
+          const before = mergeShards(
+            { scope: 's', unit: 'USD_MICROCENTS', overdraftLimit: 0 },
+            shards,
+          );
+          const moves = evenOutMoves(shards);
+          const after = moves.reduce((s, m) => {
+            const next = applyMove(s, m);
+            expect(next[m.from]?.remaining).toBeGreaterThanOrEqual(0);
+            return next;
+          }, shards);
+
+          expect(
+            mergeShards({ scope: 's', unit: 'USD_MICROCENTS', overdraftLimit: 0 }, after),
+          ).toEqual(before);
+          const share = Math.floor(before.remaining / shards.length);
+          for (const s of after) expect(s.remaining).toBeGreaterThanOrEqual(share);
         },
       ),
     );

@@ -275,9 +275,11 @@ export const UpdateBudgetBody = z
     caps_when_remaining_below_bps: Int(1, BPS).optional(),
     /** null restores the default thresholds. */
     thresholds: Thresholds.nullable().optional(),
+    /** More escrow shards for a budget that got busy (docs/scaling.md); never fewer. */
+    shards: z.number().int().min(1).max(MAX_SHARDS).optional(),
   })
   .refine((b) => Object.keys(b).length > 0, {
-    message: 'one of overdraft_limit, caps, thresholds is required',
+    message: 'one of overdraft_limit, caps, thresholds, shards is required',
   })
   .refine(
     (b) =>
@@ -289,6 +291,7 @@ export const UpdateBudgetBody = z
   )
   .transform(
     (b): BudgetChange => ({
+      ...(b.shards !== undefined && { shards: b.shards }),
       ...(b.overdraft_limit !== undefined && { overdraftLimit: b.overdraft_limit }),
       ...(b.thresholds !== undefined && { thresholds: b.thresholds }),
       ...(b.caps !== undefined && {
