@@ -403,7 +403,7 @@ describe('ledgerUpdate', () => {
       'SET #spent = #spent + :d_spent, #reserved = #reserved + :d_reserved, #debt = #debt + :d_debt, #remaining = #remaining + :d_remaining',
     );
     expect(item.Update?.ConditionExpression).toBe(
-      'attribute_exists(#pk) AND #remaining = :s_remaining AND #debt = :s_debt AND #overdraft_limit = :s_overdraft_limit',
+      'attribute_exists(#pk) AND #remaining = :s_remaining AND #debt = :s_debt AND #overdraft_limit = :s_overdraft_limit AND attribute_not_exists(#shards)',
     );
   });
 });
