@@ -2,11 +2,17 @@ import type { Amount } from '../domain/amounts.js';
 import type { Caller } from '../domain/caller.js';
 import { type Caps, capsFor } from '../domain/caps.js';
 import { fingerprint } from '../domain/fingerprint.js';
-import { admissionRefusal, type RefusalCode } from '../domain/ledger.js';
+import {
+  admissionRefusal,
+  type RefusalCode,
+  refusalError,
+  type ScopeRefusal,
+} from '../domain/ledger.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
 import { putIdempotencyRecord } from '../store/idempotency.js';
 import { readSnapshot } from '../store/snapshot.js';
+import { recordRefusal } from './budget-events.js';
 import { expiredHoldsFreer } from './expiry.js';
 import { atomicIfRefused, guardedWrite, readAgain } from './guarded-write.js';
 import { rollOverDue } from './periods.js';
@@ -35,12 +41,15 @@ export async function decide(
   caller: Caller,
   request: DecideRequest,
   now: number,
+  requestId?: string,
 ): Promise<Decision> {
   const { scopes, requireTenantOpen } = await affectedScopes(caller, request.subject, now);
   const idempotency = { tenant: caller.tenant, operation: 'decide', key: request.idempotencyKey };
   const print = fingerprint(request);
   const freer = expiredHoldsFreer(caller.tenant, now);
-  return guardedWrite({
+  // A DENY decided now (not a replay's) is reported as reservation.denied, as the reference does.
+  let denied: ScopeRefusal | undefined;
+  const decision = await guardedWrite({
     name: 'decide',
     fingerprint: print,
     read: (atomic) =>
@@ -63,6 +72,7 @@ export async function decide(
       if (await freer.free(refusal, ledgers)) return readAgain;
       const applied = refusal ? undefined : capsFor(scopes, request.estimate.amount, ledgers, caps);
       return {
+        refusal,
         result: {
           refusal: refusal?.code,
           affectedScopes: scopes,
@@ -71,5 +81,10 @@ export async function decide(
       };
     },
     write: ({ result }) => putIdempotencyRecord(idempotency, { fingerprint: print, result }, now),
+    onWritten: ({ refusal }) => {
+      denied = refusal;
+    },
   });
+  if (denied) await recordRefusal(refusalError(denied), caller, request, now, requestId);
+  return decision;
 }

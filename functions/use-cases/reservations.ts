@@ -127,6 +127,8 @@ export async function createReservation(
       const { ledgers, caps } = read;
       const refusal = admissionRefusal(scopes, request.estimate, ledgers);
       if (await freer.free(refusal, ledgers)) continue;
+      // A DENY is a denial as a live reserve's 409 is (reservation.denied; the reference's too).
+      if (refusal) await recordRefusal(refusalError(refusal), caller, request, now, requestId);
       const applied = refusal ? undefined : capsFor(scopes, amount, ledgers, caps);
       return {
         kind: 'dryRun',

@@ -292,6 +292,57 @@ describe('budget events on webhooks', () => {
     ]);
   });
 
+  it('reports a dry run answered DENY and a decide answered DENY, but not a decide replayed', async () => {
+    const dry = await givenTenantWith(stack, { '': 100_000, 'workspace:w': 100 });
+    const decided = await givenTenantWith(stack, { '': 100_000, 'workspace:w': 100 });
+    const decideBody = {
+      idempotency_key: 'deny-once',
+      subject: { workspace: 'w' },
+      action: { kind: 'llm.completion', name: 'model-x' },
+      estimate: usd(500),
+    };
+    const decide = () =>
+      request('POST', `${stack.runtimeUrl}/v1/decide`, {
+        headers: decided.headers,
+        body: decideBody,
+      });
+
+    const dryRun = await api.reserve(dry, { estimate: usd(500), dry_run: true });
+    const first = await decide();
+    // Past the refusal sampling interval: a replay that did report would not be held back.
+    clock.advance(2_000);
+    const replay = await decide();
+    await receivedUntil(
+      () =>
+        deliveriesOf(scopeOf(dry, 'workspace:w'), 'reservation.denied').length >= 1 &&
+        deliveriesOf(scopeOf(decided, 'workspace:w'), 'reservation.denied').length >= 1,
+    );
+    // A wrongly reported replay would come through the same stream before this later event.
+    await api.reserve(decided, { estimate: usd(60) });
+    await receivedUntil(
+      () => deliveriesOf(scopeOf(decided, 'workspace:w'), 'budget.threshold_crossed').length >= 1,
+    );
+
+    expect([dryRun.body.decision, first.body.decision, replay.body.decision]).toEqual([
+      'DENY',
+      'DENY',
+      'DENY',
+    ]);
+    for (const [t, res] of [
+      [dry, dryRun],
+      [decided, first],
+    ] as const) {
+      expect(
+        deliveriesOf(scopeOf(t, 'workspace:w'), 'reservation.denied').map((d) => d.event),
+      ).toEqual([
+        expect.objectContaining({
+          request_id: res.headers.get('x-request-id'),
+          data: expect.objectContaining({ reason_code: 'BUDGET_EXCEEDED', requested_amount: 500 }),
+        }),
+      ]);
+    }
+  });
+
   it('delivers on the third attempt to a receiver that answers 500 twice', async () => {
     const t = await givenTenantWith(stack, { '': 100_000, 'workspace:w': 100 });
     const w = scopeOf(t, 'workspace:w');
