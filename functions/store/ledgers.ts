@@ -31,6 +31,7 @@ import {
   NO_LAYOUTS,
   newShardItems,
   placeChanges,
+  shardCountIs,
 } from './shards.js';
 import { type ShardedBudgets, tenantWithDimensions } from './tenants.js';
 import {
@@ -505,21 +506,36 @@ export async function setBudgetStatus(
     k === 0 ? keys.ledger(scope, unit) : keys.ledgerShard(scope, unit, k),
   );
   const outcome = await transact([
-    ...itemKeys.map(
-      (Key): TransactItem => ({
+    ...itemKeys.map((Key, k): TransactItem => {
+      const conditions = [
+        'attribute_exists(#pk)',
+        from === 'ACTIVE'
+          ? '(attribute_not_exists(#status) OR #status = :from)'
+          : '#status = :from',
+      ];
+      // Every shard as counted when read: a budget given more shards since reads again.
+      if (k === 0) conditions.push(shardCountIs(before.shards));
+      return {
         Update: {
           TableName: tableName(),
           Key,
           UpdateExpression: 'SET #status = :to, #updated = :at',
-          ConditionExpression:
-            from === 'ACTIVE'
-              ? 'attribute_exists(#pk) AND (attribute_not_exists(#status) OR #status = :from)'
-              : 'attribute_exists(#pk) AND #status = :from',
-          ExpressionAttributeNames: { '#pk': 'pk', '#status': 'status', '#updated': 'updated_at' },
-          ExpressionAttributeValues: { ':to': to, ':from': from, ':at': at },
+          ConditionExpression: conditions.join(' AND '),
+          ExpressionAttributeNames: {
+            '#pk': 'pk',
+            '#status': 'status',
+            '#updated': 'updated_at',
+            ...(k === 0 && { '#shards': 'shards' }),
+          },
+          ExpressionAttributeValues: {
+            ':to': to,
+            ':from': from,
+            ':at': at,
+            ...(k === 0 && before.shards > 1 && { ':shards': before.shards }),
+          },
         },
-      }),
-    ),
+      };
+    }),
     ...(audit ? [auditPut(audit)] : []),
   ]);
   return outcome.kind === 'committed' ? 'updated' : 'stale';

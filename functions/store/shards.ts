@@ -253,7 +253,9 @@ export function placeChanges(
       delta: change.delta,
     });
     after.forEach((shard, k) => {
-      placed.items.push(shardRewrite(change, k, budget.shards[k] as Shard, shard));
+      placed.items.push(
+        shardRewrite(change, k, budget.shards[k] as Shard, shard, budget.shards.length),
+      );
       placed.proofs.push(undefined);
     });
     placed.shards.push(pin);
@@ -288,12 +290,31 @@ function shardUpdate(change: LedgerChange, k: number, covers: number | undefined
 
 const SHARD_FIELDS = ['allocated', 'spent', 'reserved', 'debt', 'remaining', 'gated'] as const;
 
+/**
+ * The condition, on shard 0 (`#shards` named, `:shards` valued when n > 1), that a budget still
+ * has the n shards it was read with: a write to every shard must not miss one added since.
+ */
+export const shardCountIs = (n: number): string =>
+  n > 1 ? '#shards = :shards' : 'attribute_not_exists(#shards)';
+
 /** The exact path, one shard: its new counters, if it still holds what was read. */
-function shardRewrite(change: LedgerChange, k: number, before: Shard, after: Shard): TransactItem {
+function shardRewrite(
+  change: LedgerChange,
+  k: number,
+  before: Shard,
+  after: Shard,
+  count: number,
+): TransactItem {
   const names: Record<string, string> = { '#pk': 'pk' };
   const values: Record<string, unknown> = {};
   const sets: string[] = [];
   const conditions = ['attribute_exists(#pk)'];
+  if (k === 0) {
+    // Laid out over the shards read: not once more shards were added (PATCH `shards`).
+    names['#shards'] = 'shards';
+    if (count > 1) values[':shards'] = count;
+    conditions.push(shardCountIs(count));
+  }
   for (const field of SHARD_FIELDS) {
     names[`#${field}`] = field;
     values[`:was_${field}`] = before[field];

@@ -344,6 +344,23 @@ describe('a budget given more shards (PATCH shards)', () => {
     expect(shards.every((s) => s?.status === 'FROZEN')).toBe(true);
   });
 
+  it('makes a status change read before the budget grew read again, then freezes every shard', async () => {
+    const t = await shardedTenant(4_000, 4);
+    const { getBudgetRecords, setBudgetStatus } = await import('../../functions/store/ledgers.js');
+    const [before] = await getBudgetRecords([{ scope: scopeOf(t, ''), unit: 'USD_MICROCENTS' }]);
+
+    const grown = await patch(t, '', { shards: 8 });
+    const stale = before && (await setBudgetStatus(before, 'FROZEN', 'now', undefined));
+    const frozen = await request(
+      'POST',
+      `${stack.adminUrl}/v1/admin/budgets/freeze?${budgetQuery(t, '')}`,
+      { headers: adminHeaders },
+    );
+
+    expect([grown.status, stale, frozen.status]).toEqual([200, 'stale', 200]);
+    expect((await shardsOf(t, '', 8)).map((s) => s?.status)).toEqual(Array(8).fill('FROZEN'));
+  });
+
   it('refuses a rolling budget, and more shards than a path through the budget has room for', async () => {
     const t = await shardedTenant(64_000, 64);
     const workspace = await patch(t, 'workspace:w', { shards: 14 });

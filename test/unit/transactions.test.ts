@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { emptyShards, respread } from '../../functions/domain/escrow.js';
 import { fingerprint } from '../../functions/domain/fingerprint.js';
 import { holdChange, releaseChange } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
@@ -19,6 +20,7 @@ import {
   reserveTransaction,
   settleTransaction,
 } from '../../functions/store/reservation-writes.js';
+import { placeChanges } from '../../functions/store/shards.js';
 import { newTenantPut } from '../../functions/store/tenants.js';
 import { classifyCancellation } from '../../functions/store/write.js';
 import { applyUpdate, itemSize, writeUnits } from '../bench/capacity.js';
@@ -654,5 +656,45 @@ describe('storedOutcomeOf', () => {
       result: UNRENDERABLE,
     });
     expect(storedOutcomeOf({ type: 'reservation' })).toBeUndefined();
+  });
+});
+
+describe('writes to every shard of a budget', () => {
+  const scope = 'tenant:t';
+  const ledger = {
+    scope,
+    unit: 'TOKENS' as const,
+    allocated: 400,
+    spent: 0,
+    reserved: 0,
+    debt: 0,
+    overdraftLimit: 0,
+    remaining: 400,
+  };
+  const shards = respread(emptyShards(4), ledger);
+
+  it('require the shard count they were laid out on, so a budget grown since reads again', () => {
+    // 350 covers no shard of 100: the exact path rewrites all four.
+    const placed = placeChanges(
+      [holdChange(scope, 'TOKENS', 350)],
+      new Map([[scope, { ledger, shards }]]),
+      0,
+      ledgerUpdate,
+    );
+
+    expect(placed.items).toHaveLength(4);
+    expect(placed.items[0]?.Update?.ConditionExpression).toContain('#shards = :shards');
+    expect(placed.items[0]?.Update?.ExpressionAttributeValues?.[':shards']).toBe(4);
+    expect(placed.items[1]?.Update?.ConditionExpression).not.toContain('#shards');
+  });
+
+  it('take an unsharded change as no proof of a refusal once the budget has shards', () => {
+    const sharded = { type: 'ledger', ...ledger, shards: 4, remaining: 10 };
+    const outcome = classifyCancellation(
+      [{ code: 'ConditionalCheckFailed', item: sharded }, { code: 'None' }],
+      { recordAt: 1, proofs: [0] },
+    );
+
+    expect(outcome).toEqual({ kind: 'stale', refused: [] });
   });
 });
