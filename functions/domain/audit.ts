@@ -104,3 +104,30 @@ export interface AuditRecord {
   readonly after?: Readonly<Record<string, unknown>> | undefined;
   readonly detail?: Readonly<Record<string, unknown>> | undefined;
 }
+
+/** Who made a change, in which request, when: what every record of one operation shares. */
+export interface AuditContext {
+  readonly tenant: string;
+  readonly actor: Actor;
+  readonly requestId: string;
+  readonly atMs: number;
+}
+
+type BudgetAction = Extract<AuditEntry, { readonly scope: string }>['action'];
+
+/** The record of a change to one budget: its ledger before (absent: created) and after. */
+export const budgetAudit = (
+  by: AuditContext,
+  action: BudgetAction,
+  before: Ledger | undefined,
+  after: Ledger,
+  detail?: Readonly<Record<string, unknown>>,
+): AuditEntry => ({
+  ...by,
+  action,
+  scope: after.scope,
+  unit: after.unit,
+  ...(before && { before }),
+  after,
+  ...(detail && { detail }),
+});

@@ -1,5 +1,5 @@
 import { type Amount, MAX_AMOUNT, type Unit } from '../domain/amounts.js';
-import type { Actor, AuditEntry } from '../domain/audit.js';
+import { type Actor, budgetAudit } from '../domain/audit.js';
 import {
   DEFAULT_THRESHOLDS,
   isDefaultThresholds,
@@ -153,20 +153,14 @@ export async function createBudget(
     period,
     ...(thresholds && { thresholds }),
   };
-  const audit: AuditEntry = {
-    tenant,
-    atMs: now,
-    actor,
-    requestId,
-    action: 'budget.create',
-    scope: ledger.scope,
-    unit: ledger.unit,
-    after: ledger,
-    // The caps are budget configuration the control plane will change: audited from the start.
-    ...((request.caps || thresholds) && {
-      detail: { ...request.caps, ...(thresholds && { thresholds }) },
-    }),
-  };
+  // The caps are budget configuration the control plane will change: audited from the start.
+  const audit = budgetAudit(
+    { tenant, actor, requestId, atMs: now },
+    'budget.create',
+    undefined,
+    ledger,
+    request.caps || thresholds ? { ...request.caps, ...(thresholds && { thresholds }) } : undefined,
+  );
   const shards = request.shards ?? 1;
   const inserted = await whileStale(async () => {
     const shardedBudgets = shards > 1 ? await getShardedBudgets(tenant) : undefined;
@@ -253,22 +247,17 @@ export function fundBudget(
       applyFunding(
         change,
         { scope: idempotency, outcome: { fingerprint: print, result } },
-        {
-          tenant,
-          atMs: now,
-          actor,
-          requestId,
-          action: 'budget.fund',
-          scope,
-          unit,
-          before: result.before,
-          after: result.after,
-          detail: {
+        budgetAudit(
+          { tenant, actor, requestId, atMs: now },
+          'budget.fund',
+          result.before,
+          result.after,
+          {
             operation: request.operation,
             amount: amount.amount,
             ...(request.reason !== undefined && { reason: request.reason }),
           },
-        },
+        ),
         layouts,
       ),
     // A concurrent credit may have brought allocated near the largest amount.
@@ -429,18 +418,13 @@ async function growBudgetShards(
     requireRoomForShards(sharded, scope, ref.unit, to);
     const layout = (await getLedgers([scope], ref.unit)).layouts.get(scope);
     const at = new Date(now).toISOString();
-    const audit: AuditEntry = {
-      tenant,
-      atMs: now,
-      actor,
-      requestId,
-      action: 'budget.update',
-      scope,
-      unit: ref.unit,
-      before: before.ledger,
-      after: before.ledger,
-      detail: { shards: { from: before.shards, to } },
-    };
+    const audit = budgetAudit(
+      { tenant, actor, requestId, atMs: now },
+      'budget.update',
+      before.ledger,
+      before.ledger,
+      { shards: { from: before.shards, to } },
+    );
     const outcome = await growShards({
       tenant,
       scope,
@@ -500,25 +484,20 @@ async function changeBudgetSettings(
           : storedThresholds(change.thresholds ?? undefined),
     };
     const after = { ...before.ledger, overdraftLimit: settings.overdraftLimit };
-    const audit: AuditEntry = {
-      tenant,
-      atMs: now,
-      actor,
-      requestId,
-      action: 'budget.update',
-      scope,
-      unit: ref.unit,
-      before: before.ledger,
+    const audit = budgetAudit(
+      { tenant, actor, requestId, atMs: now },
+      'budget.update',
+      before.ledger,
       after,
-      ...((change.caps !== undefined || change.thresholds !== undefined) && {
-        detail: {
-          ...(change.caps !== undefined && { caps: change.caps ?? 'removed' }),
-          ...(change.thresholds !== undefined && {
-            thresholds: settings.thresholds ?? DEFAULT_THRESHOLDS,
-          }),
-        },
-      }),
-    };
+      change.caps !== undefined || change.thresholds !== undefined
+        ? {
+            ...(change.caps !== undefined && { caps: change.caps ?? 'removed' }),
+            ...(change.thresholds !== undefined && {
+              thresholds: settings.thresholds ?? DEFAULT_THRESHOLDS,
+            }),
+          }
+        : undefined,
+    );
     const at = new Date(now).toISOString();
     if ((await updateBudgetSettings(before, settings, at, audit)) === 'stale') return readAgain;
     return {
@@ -551,17 +530,12 @@ export async function setBudgetFrozen(
     const { status: _was, ...ledger } = before.ledger;
     const after: Ledger = frozen ? { ...ledger, status: 'FROZEN' } : ledger;
     const at = new Date(now).toISOString();
-    const audit: AuditEntry = {
-      tenant,
-      atMs: now,
-      actor,
-      requestId,
-      action: frozen ? 'budget.freeze' : 'budget.unfreeze',
-      scope,
-      unit: ref.unit,
-      before: before.ledger,
+    const audit = budgetAudit(
+      { tenant, actor, requestId, atMs: now },
+      frozen ? 'budget.freeze' : 'budget.unfreeze',
+      before.ledger,
       after,
-    };
+    );
     if ((await setBudgetStatus(before, to, at, audit)) === 'stale') return readAgain;
     return { ...before, ledger: after, updatedAt: at };
   });
@@ -580,18 +554,12 @@ export async function closeBudgetsOfTenant(tenant: string, { now, requestId }: W
     });
     for (const before of await getBudgetRecords(page.entries)) {
       if (before.ledger.status === 'CLOSED') continue;
-      const { scope, unit } = before.ledger;
-      const audit: AuditEntry = {
-        tenant,
-        atMs: now,
-        actor: { kind: 'admin' },
-        requestId,
-        action: 'budget.close',
-        scope,
-        unit,
-        before: before.ledger,
-        after: { ...before.ledger, status: 'CLOSED' },
-      };
+      const audit = budgetAudit(
+        { tenant, actor: { kind: 'admin' }, requestId, atMs: now },
+        'budget.close',
+        before.ledger,
+        { ...before.ledger, status: 'CLOSED' },
+      );
       // A concurrent freeze may win the race: the next close of the tenant finishes it.
       await setBudgetStatus(before, 'CLOSED', at, audit);
     }
