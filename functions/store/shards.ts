@@ -453,11 +453,14 @@ export async function growShards(g: ShardGrowth): Promise<'grown' | 'stale'> {
 }
 
 /**
- * One move of remaining between two shards of a healthy budget, each conditioned on itself
- * alone (the donor covers it, neither is gated): a two-item transaction a busy budget lets
- * through. false when a condition failed (the budget moved on; nothing was written).
+ * Moves of remaining (with its allocation) out of one shard of a healthy budget into others, in
+ * one transaction: the donor must cover them all, and no shard may be gated or in debt (each
+ * checks itself alone). The receivers are the cold new shards of a growth, so the transaction
+ * meets what a hold on the donor meets. false when a condition failed (nothing was written).
  */
-export async function moveBetweenShards(scope: string, unit: Unit, move: ShardMove) {
+export async function moveFromShard(scope: string, unit: Unit, moves: readonly ShardMove[]) {
+  const from = moves[0]?.from;
+  if (from === undefined) return true;
   const side = (k: number, d: number, covers: boolean): TransactItem => ({
     Update: {
       TableName: tableName(),
@@ -479,9 +482,10 @@ export async function moveBetweenShards(scope: string, unit: Unit, move: ShardMo
       },
     },
   });
+  const total = moves.reduce((sum, m) => sum + m.amount, 0);
   const outcome = await transact(
-    [side(move.from, -move.amount, true), side(move.to, move.amount, false)],
-    'settle',
+    [side(from, -total, true), ...moves.map((m) => side(m.to, m.amount, false))],
+    'admit',
   );
   return outcome.kind === 'committed';
 }

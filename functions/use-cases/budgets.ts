@@ -13,6 +13,7 @@ import {
   heaviestPathExtra,
   MAX_PATH_EXTRA_SHARDS,
   mustGate,
+  type ShardMove,
 } from '../domain/escrow.js';
 import { fingerprint } from '../domain/fingerprint.js';
 import {
@@ -36,7 +37,7 @@ import {
   setBudgetStatus,
   updateBudgetSettings,
 } from '../store/ledgers.js';
-import { growShards, moveBetweenShards } from '../store/shards.js';
+import { growShards, moveFromShard } from '../store/shards.js';
 import { readSnapshot } from '../store/snapshot.js';
 import { getShardedBudgets, type ShardedBudgets } from '../store/tenants.js';
 import { guardedWrite, readAgain, whileStale } from './guarded-write.js';
@@ -93,11 +94,21 @@ export interface Budget {
 const storedThresholds = (percents: readonly number[] | undefined) =>
   percents && !isDefaultThresholds(percents) ? normalThresholds(percents) : undefined;
 
+/** Scopes of sharded budgets a tenant item may list (docs/decisions.md § Escrow shards). */
+const MAX_SHARDED_MAP_CHARS = 200_000;
+
 /**
  * A sharded budget must leave every path it joins within one transaction's items: an exact
  * write rewrites every shard of every budget on its subject's path (domain/escrow.ts).
  */
 function requireRoomForShards(read: ShardedBudgets, scope: string, unit: Unit, shards: number) {
+  // The map lives on the tenant item (400 KB at most, read every TENANT_STATE_TTL_MS): bounded.
+  if (JSON.stringify(read.byUnit).length + scope.length > MAX_SHARDED_MAP_CHARS) {
+    throw invalidRequest(
+      `shards: the tenant's sharded budgets would name more than ${MAX_SHARDED_MAP_CHARS} characters of scopes`,
+      { field: 'shards' },
+    );
+  }
   const sharded = new Map(Object.entries(read.byUnit[unit] ?? {}));
   const extra = heaviestPathExtra(sharded, scope, shards);
   if (extra > MAX_PATH_EXTRA_SHARDS) {
@@ -371,15 +382,10 @@ export async function changeBudget(
   change: BudgetChange,
   context: WriteContext,
 ): Promise<BudgetRecord> {
-  const { shards, ...settings } = change;
-  // Two changes, each all or nothing: the settings, then the shards.
-  const changed =
-    Object.keys(settings).length > 0
-      ? await changeBudgetSettings(writer, ref, settings, context)
-      : undefined;
-  return shards === undefined
-    ? (changed ?? (await readBudget(writableScope(writer, ref.scope).scope, ref.unit)))
-    : growBudgetShards(writer, ref, shards, context);
+  // The shards come alone (http/schemas/admin.ts): each change is its own transaction and record.
+  return change.shards === undefined
+    ? changeBudgetSettings(writer, ref, change, context)
+    : growBudgetShards(writer, ref, change.shards, context);
 }
 
 /**
@@ -439,19 +445,32 @@ async function growBudgetShards(
     });
     return outcome === 'stale' ? readAgain : { ...before, shards: to, updatedAt: at };
   });
+  // Also when the count was already `to`: a PATCH sent again finishes an interrupted evening out.
   if (grown.shards === to) await evenOutShards(scope, ref.unit);
   return grown;
 }
 
-/** Best effort, one pass: each move is two shards' own conditions; a failed one is skipped. */
+/** How long a PATCH `shards` spends evening out (its function times out at 10 s). */
+const EVEN_OUT_MS = 3_000;
+
+/**
+ * Best effort, one pass, one transaction per donor shard (it and the shards it fills, which are
+ * cold): a busy budget lets that through as it lets a hold through. Stops when busy past the
+ * retries or past EVEN_OUT_MS; the budget is exact as it stands, only less evenly laid out, and
+ * the same PATCH sent again (same count) carries on from there.
+ */
 async function evenOutShards(scope: string, unit: Unit): Promise<void> {
+  const deadline = performance.now() + EVEN_OUT_MS;
   const layout = (await getLedgers([scope], unit)).layouts.get(scope);
   if (!layout) return;
-  for (const move of evenOutMoves(layout.shards)) {
+  const byDonor = new Map<number, ShardMove[]>();
+  for (const m of evenOutMoves(layout.shards))
+    byDonor.set(m.from, [...(byDonor.get(m.from) ?? []), m]);
+  for (const moves of byDonor.values()) {
+    if (performance.now() > deadline) return;
     try {
-      await moveBetweenShards(scope, unit, move);
+      await moveFromShard(scope, unit, moves);
     } catch (error) {
-      // Busy past the retries: the budget is exact as it stands, only less evenly laid out.
       if (!(error instanceof RetryLaterError)) throw error;
       return;
     }

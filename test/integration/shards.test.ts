@@ -327,6 +327,7 @@ describe('a budget given more shards (PATCH shards)', () => {
 
   it('never shrinks, answers the same count unchanged, and keeps a frozen budget frozen on every shard', async () => {
     const t = await shardedTenant(4_000, 4);
+    const combined = await patch(t, '', { shards: 8, overdraft_limit: usd(5) });
     const fewer = await patch(t, '', { shards: 2 });
     const same = await patch(t, '', { shards: 4 });
     await request('POST', `${stack.adminUrl}/v1/admin/budgets/freeze?${budgetQuery(t, '')}`, {
@@ -337,8 +338,11 @@ describe('a budget given more shards (PATCH shards)', () => {
       Array.from({ length: 8 }, () => reserve(t, { estimate: usd(10) })),
     );
 
+    // shards comes alone: nothing of the combined PATCH was applied.
+    expectError(combined, 400, 'INVALID_REQUEST');
     expectError(fewer, 400, 'INVALID_REQUEST');
     expect([same.status, grown.status]).toEqual([200, 200]);
+    expect(grown.body.overdraft_limit).toEqual(usd(0));
     for (const r of refused) expectError(r, 409, 'BUDGET_FROZEN');
     const shards = await shardsOf(t, '', 16);
     expect(shards.every((s) => s?.status === 'FROZEN')).toBe(true);

@@ -281,6 +281,11 @@ export const UpdateBudgetBody = z
   .refine((b) => Object.keys(b).length > 0, {
     message: 'one of overdraft_limit, caps, thresholds, shards is required',
   })
+  .refine((b) => b.shards === undefined || Object.keys(b).length === 1, {
+    // Two changes of one budget, each with its own transaction and audit record: one at a time.
+    message: 'shards is changed on its own: send the other fields in a PATCH of their own',
+    path: ['shards'],
+  })
   .refine(
     (b) =>
       b.caps_when_remaining_below_bps === undefined || (b.caps !== undefined && b.caps !== null),
