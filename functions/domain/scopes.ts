@@ -14,6 +14,11 @@ export const MAX_DIMENSION_KEY = 64;
 export const MAX_DIMENSIONS = 16;
 /** A dimension no budget of the tenant names is a tag: any string of 1 to 256 characters. */
 export const MAX_TAG_VALUE = 256;
+/**
+ * A scope path is part of DynamoDB keys (a ledger's partition key, its index entries' sort key
+ * `<scope>#<unit>`, at most 1,024 bytes): longer ones are refused with 400, never sent.
+ */
+export const MAX_SCOPE_LENGTH = 1000;
 
 /**
  * The dimension keys that are budget levels for a tenant: those some budget of it names. Every
@@ -113,6 +118,12 @@ export function deriveScopes(
 ): DerivedScopes {
   const texts = subjectSegments(tenant, subject, budgeted).map(segmentText);
   const scopes = texts.map((_, i) => texts.slice(0, i + 1).join('/'));
+  if ((scopes[scopes.length - 1]?.length ?? 0) > MAX_SCOPE_LENGTH) {
+    throw invalidRequest(
+      `the subject's scope path (its budget levels) must be at most ${MAX_SCOPE_LENGTH} characters`,
+      { field: 'subject' },
+    );
+  }
   return { scopes, scopePath: scopes[scopes.length - 1] ?? `tenant:${tenant}` };
 }
 
@@ -139,7 +150,9 @@ export function callerScopes(
  * non-canonical form refused.
  */
 export function parseScope(scope: string): Segment[] {
-  if (scope.length === 0 || scope.length > 4096) throw invalidRequest('scope is empty or too long');
+  if (scope.length === 0 || scope.length > MAX_SCOPE_LENGTH) {
+    throw invalidRequest(`scope must be 1 to ${MAX_SCOPE_LENGTH} characters`, { field: 'scope' });
+  }
   const segments = scope.split('/').map((text): Segment => {
     const colon = text.indexOf(':');
     const kind = text.slice(0, colon);

@@ -95,7 +95,7 @@ const storedThresholds = (percents: readonly number[] | undefined) =>
   percents && !isDefaultThresholds(percents) ? normalThresholds(percents) : undefined;
 
 /** Scopes of sharded budgets a tenant item may list (docs/decisions.md § Escrow shards). */
-const MAX_SHARDED_MAP_CHARS = 200_000;
+const MAX_SHARDED_MAP_CHARS = 100_000;
 
 /**
  * A sharded budget must leave every path it joins within one transaction's items: an exact

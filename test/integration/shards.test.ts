@@ -365,6 +365,48 @@ describe('a budget given more shards (PATCH shards)', () => {
     expect((await shardsOf(t, '', 8)).map((s) => s?.status)).toEqual(Array(8).fill('FROZEN'));
   });
 
+  it('bounds the scopes of sharded budgets a tenant item lists, and still takes unsharded ones', async () => {
+    const t = await givenTenant(stack);
+    // A workspace and 4 dimension levels of the longest keys and values: about 990 characters.
+    const scopeNo = (i: number) =>
+      [
+        `workspace:${`w${i}`.padEnd(128, 'w')}`,
+        ...Array.from(
+          { length: 4 },
+          (_, d) => `dimensions:${`k${d}`.padEnd(64, 'x')}=${`v${i}`.padEnd(128, 'y')}`,
+        ),
+      ].join('/');
+    const create = (rel: string, shards: number) =>
+      request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
+        headers: adminHeaders,
+        body: { scope: scopeOf(t, rel), unit: 'USD_MICROCENTS', allocated: usd(100), shards },
+      });
+
+    // A scope longer than a DynamoDB key holds is a 400 before anything is sent (it was a 500).
+    const tooLong = await create(
+      Array.from(
+        { length: 16 },
+        (_, d) => `dimensions:${`k${d}`.padStart(3, '0')}=${'v'.repeat(128)}`,
+      ).join('/'),
+      1,
+    );
+    expectError(tooLong, 400, 'INVALID_REQUEST');
+
+    const statuses: number[] = [];
+    for (let i = 0; i < 130 && !statuses.includes(400); i++)
+      statuses.push((await create(scopeNo(i), 2)).status);
+    const refused = await create(scopeNo(1_000), 2);
+    const unsharded = await create(scopeNo(1_001), 1);
+
+    // 100,000 characters: some 100 such budgets, then 400 (not a 500 from a 400 KB item).
+    expect(scopeOf(t, scopeNo(0)).length).toBeLessThanOrEqual(1000);
+    expect(statuses.length).toBeGreaterThan(90);
+    expect(statuses.slice(0, -1).every((x) => x === 201)).toBe(true);
+    expect(statuses.at(-1)).toBe(400);
+    expectError(refused, 400, 'INVALID_REQUEST');
+    expect(unsharded.status).toBe(201);
+  });
+
   it('refuses a rolling budget, and more shards than a path through the budget has room for', async () => {
     const t = await shardedTenant(64_000, 64);
     const workspace = await patch(t, 'workspace:w', { shards: 14 });

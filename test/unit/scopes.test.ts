@@ -139,6 +139,19 @@ describe('parseScope', () => {
     expect(segments[0]).toEqual({ kind: 'tenant', value: 'acme' });
   });
 
+  it('refuses a subject whose budget levels make a path over 1000 characters, not tags', () => {
+    const v = 'v'.repeat(128);
+    const dimensions = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`k${i}`, v]));
+    const derive = (budgeted: ReadonlySet<string>) =>
+      deriveScopes('acme', { workspace: 'w', dimensions }, budgeted);
+
+    expect(() => derive(new Set(Object.keys(dimensions)))).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST' }),
+    );
+    // The same dimensions as tags are not in the path.
+    expect(derive(new Set()).scopePath).toBe('tenant:acme/workspace:w');
+  });
+
   it('agrees with deriveScopes on every derived scope', () => {
     const { scopes } = deriveScopes('acme', {
       workspace: 'w',
@@ -152,6 +165,11 @@ describe('parseScope', () => {
   it.each([
     ['an empty scope', ''],
     ['a scope over 4096 characters', `${T}/workspace:${'w'.repeat(4_100)}`],
+    // Valid segments, but longer than a DynamoDB key holds (MAX_SCOPE_LENGTH).
+    [
+      'a scope over 1000 characters',
+      `${T}/${Array.from({ length: 8 }, (_, i) => `dimensions:k${i}=${'v'.repeat(128)}`).join('/')}`,
+    ],
     ['a scope not rooted at a tenant', 'workspace:w'],
     ['levels out of order', `${T}/app:a/workspace:w`],
     ['a repeated level', `${T}/workspace:w/workspace:v`],
