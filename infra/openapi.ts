@@ -3,6 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as z from 'zod';
+import { BudgetEventMessage } from '../functions/budget-events/schemas.js';
 import { type Contract, contracts } from '../functions/http/contracts.js';
 import * as adminSchemas from '../functions/http/schemas/admin.js';
 import { Metadata } from '../functions/http/schemas/common.js';
@@ -289,6 +290,8 @@ export function openApiDocument(server: Server): OpenApiDocument {
   }
   const responses = z.registry<{ id: string }>();
   for (const [schema, id] of responseNames) responses.add(schema, { id });
+  // What the webhooks POST (admin document only; docs/events has one JSON Schema per type).
+  if (server === 'admin') responses.add(BudgetEventMessage, { id: 'BudgetEvent' });
   const requestBodies = z.toJSONSchema(requests, { ...conversion, io: 'input', uri }).schemas;
   const responseBodies = z.toJSONSchema(responses, { ...conversion, io: 'output', uri }).schemas;
   const clash = Object.keys(requestBodies).filter((name) => name in responseBodies);
@@ -329,7 +332,8 @@ export function openApiDocument(server: Server): OpenApiDocument {
       content: { 'application/json': { schema: ref('ErrorResponse') } },
     },
   };
-  const used = reachable({ paths, responseComponents }, all);
+  const webhooks = server === 'admin' ? budgetEventWebhooks() : undefined;
+  const used = reachable({ paths, responseComponents, webhooks }, all);
   const schemas = Object.fromEntries(
     Object.entries(all)
       .filter(([name]) => used.has(name))
@@ -353,6 +357,7 @@ export function openApiDocument(server: Server): OpenApiDocument {
     ],
     tags: tags.map((name) => ({ name })),
     paths,
+    ...(webhooks && { webhooks }),
     components: {
       schemas,
       responses: responseComponents,
@@ -393,6 +398,51 @@ export function openApiDocument(server: Server): OpenApiDocument {
         (c.refusals ?? []).map((s) => [s, { $ref: '#/components/responses/Error' }]),
       ),
     }))[0],
+  };
+}
+
+/**
+ * The budget events the service POSTs to each `WEBHOOK_URLS` receiver (functions/budget-events/
+ * webhooks.ts): OpenAPI 3.1's `webhooks`, so a receiver can be generated from the document.
+ */
+function budgetEventWebhooks() {
+  const header = (name: string, description: string, schema: JsonSchema) => ({
+    name,
+    in: 'header',
+    required: true,
+    description,
+    schema,
+  });
+  return {
+    budgetEvent: {
+      post: {
+        summary: 'A budget event, delivered to each configured webhook URL',
+        description:
+          'At least once: a delivery that does not get a 2xx within the timeout is retried with backoff and jitter, in order per URL, with the same body and event id. Deduplicate on `event_id`.',
+        operationId: 'budgetEvent',
+        parameters: [
+          header(
+            'X-Cycles-Signature',
+            'HMAC-SHA256 of the raw body keyed with the webhook secret (WEBHOOK_SECRET, or the secret the stack generates), as `sha256=<hex>`: the reference protocol’s header. Check it in constant time before trusting the body.',
+            { type: 'string', pattern: '^sha256=[0-9a-f]{64}$' },
+          ),
+          header('X-Cycles-Event-Id', 'The body’s event_id.', { type: 'string' }),
+          header('X-Cycles-Event-Type', 'The body’s event_type.', { type: 'string' }),
+          header('X-Cycles-Delivery-Attempt', '1 for the first delivery, then 2, 3, …', {
+            type: 'integer',
+            minimum: 1,
+          }),
+        ],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: ref('BudgetEvent') } },
+        },
+        responses: {
+          '2XX': { description: 'Delivered: not sent again.' },
+          default: { description: 'Not delivered: retried with backoff.' },
+        },
+      },
+    },
   };
 }
 

@@ -117,7 +117,10 @@ export const ReservationDeniedData = z
         'Ours: refusals of the same kind the process did not report since the one before this.',
       ),
   })
-  .meta({ description: 'A live reservation was refused with 409.' });
+  .meta({
+    description:
+      'A reservation was refused: a live one with 409, a dry run or a decide with DENY (not on a replay).',
+  });
 
 export const DATA_SCHEMAS = {
   'budget.threshold_crossed': ThresholdCrossedData,

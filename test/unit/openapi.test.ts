@@ -154,6 +154,45 @@ describe.each(SERVERS)('the %s OpenAPI document', (server) => {
   });
 });
 
+describe('the webhooks of the admin OpenAPI document', () => {
+  const document = openApiDocument('admin');
+  const post = ((document.webhooks as Json).budgetEvent as Json).post as Json;
+
+  it('describe what a receiver gets: a signed budget event, valid under the BudgetEvent schema', () => {
+    const ajv = new Ajv2020({ strict: true });
+    addFormats(ajv);
+    const schemas = JSON.stringify((document.components as Json).schemas);
+    ajv.addSchema({
+      $id: 'urn:openapi:components',
+      $defs: JSON.parse(schemas.replaceAll('"#/components/schemas/', '"#/$defs/')) as Json,
+    });
+    const validate = ajv.compile({ $ref: 'urn:openapi:components#/$defs/BudgetEvent' });
+    const event = {
+      event_id: `evt_${'0'.repeat(32)}`,
+      event_type: 'reservation.denied',
+      category: 'reservation',
+      timestamp: '2026-11-23T05:00:00.000Z',
+      tenant_id: 'acme',
+      scope: 'tenant:acme',
+      source: 'budget-reservations',
+      data: {
+        scope: 'tenant:acme',
+        unit: 'USD_MICROCENTS',
+        reason_code: 'BUDGET_EXCEEDED',
+        requested_amount: 500,
+        remaining: 100,
+        action: { kind: 'llm.completion', name: 'model-x' },
+        subject: { tenant: 'acme' },
+      },
+    };
+
+    expect(validate(event), JSON.stringify(validate.errors)).toBe(true);
+    expect(validate({ ...event, event_type: 'budget.nope' })).toBe(false);
+    expect(((post.parameters as Json[]) ?? []).map((p) => p.name)).toContain('X-Cycles-Signature');
+    expect(openApiDocument('runtime').webhooks).toBeUndefined();
+  });
+});
+
 describe('errorStatuses', () => {
   const routeOf = (id: RouteId) => [routes[id], contracts[id] as Contract] as const;
 
