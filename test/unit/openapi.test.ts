@@ -31,6 +31,18 @@ vi.mock('../../functions/http/handler.js', async (importOriginal) => {
 const SERVERS: readonly Server[] = ['runtime', 'admin'];
 const addFormats = addFormatsModule.default;
 
+/** Strict Ajv holding a document's component schemas as `urn:openapi:components#/$defs/<name>`. */
+function componentsAjv(document: Json): Ajv2020 {
+  const ajv = new Ajv2020({ strict: true });
+  addFormats(ajv);
+  const schemas = JSON.stringify((document.components as Json).schemas);
+  ajv.addSchema({
+    $id: 'urn:openapi:components',
+    $defs: JSON.parse(schemas.replaceAll('"#/components/schemas/', '"#/$defs/')) as Json,
+  });
+  return ajv;
+}
+
 describe('the route contracts (functions/http/contracts.ts)', () => {
   it('name every route of the route table, and nothing else', () => {
     expect(Object.keys(contracts).sort()).toEqual(Object.keys(routes).sort());
@@ -89,13 +101,7 @@ describe.each(SERVERS)('the %s OpenAPI document', (server) => {
   });
 
   it('has schemas that are valid JSON Schema 2020-12 (Ajv, strict)', () => {
-    const ajv = new Ajv2020({ strict: true });
-    addFormats(ajv);
-    const schemas = JSON.stringify((document.components as Json).schemas);
-    ajv.addSchema({
-      $id: 'urn:openapi:components',
-      $defs: JSON.parse(schemas.replaceAll('"#/components/schemas/', '"#/$defs/')) as Json,
-    });
+    const ajv = componentsAjv(document);
     const parameterSchemas = Object.values(paths)
       .flatMap((item) => Object.values(item))
       .flatMap((op) => (op.parameters ?? []) as Json[])
@@ -159,14 +165,9 @@ describe('the webhooks of the admin OpenAPI document', () => {
   const post = ((document.webhooks as Json).budgetEvent as Json).post as Json;
 
   it('describe what a receiver gets: a signed budget event, valid under the BudgetEvent schema', () => {
-    const ajv = new Ajv2020({ strict: true });
-    addFormats(ajv);
-    const schemas = JSON.stringify((document.components as Json).schemas);
-    ajv.addSchema({
-      $id: 'urn:openapi:components',
-      $defs: JSON.parse(schemas.replaceAll('"#/components/schemas/', '"#/$defs/')) as Json,
+    const validate = componentsAjv(document).compile({
+      $ref: 'urn:openapi:components#/$defs/BudgetEvent',
     });
-    const validate = ajv.compile({ $ref: 'urn:openapi:components#/$defs/BudgetEvent' });
     const event = {
       event_id: `evt_${'0'.repeat(32)}`,
       event_type: 'reservation.denied',
