@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { emptyShards, respread } from '../../functions/domain/escrow.js';
 import { fingerprint } from '../../functions/domain/fingerprint.js';
-import { holdChange, releaseChange } from '../../functions/domain/ledger.js';
+import { emptyLedger, holdChange, releaseChange } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
 import { newApiKeyTransaction } from '../../functions/store/api-keys.js';
 import { eventTransaction } from '../../functions/store/events.js';
@@ -24,6 +24,13 @@ import { placeChanges } from '../../functions/store/shards.js';
 import { newTenantPut } from '../../functions/store/tenants.js';
 import { classifyCancellation } from '../../functions/store/write.js';
 import { applyUpdate, itemSize, writeUnits } from '../bench/capacity.js';
+
+/** A budget in TOKENS with `allocated` and nothing spent or held. */
+const funded = (scope: string, allocated: number) => ({
+  ...emptyLedger(scope, 'TOKENS'),
+  allocated,
+  remaining: allocated,
+});
 
 const scopes = ['tenant:t', 'tenant:t/workspace:w', 'tenant:t/workspace:w/agent:a'];
 const reservation: Reservation = {
@@ -470,16 +477,7 @@ describe('idempotencyPut', () => {
 
 describe('newLedgerTransaction', () => {
   it('puts the ledger, one index entry per path segment and the audit record, under an existing tenant', () => {
-    const ledger = {
-      scope: 'tenant:t/workspace:w',
-      unit: 'TOKENS' as const,
-      allocated: 10,
-      spent: 0,
-      reserved: 0,
-      debt: 0,
-      overdraftLimit: 0,
-      remaining: 10,
-    };
+    const ledger = funded('tenant:t/workspace:w', 10);
     const items = newLedgerTransaction({
       tenant: 't',
       segments: [
@@ -516,16 +514,7 @@ describe('newLedgerTransaction', () => {
   });
 
   it('puts a budget’s caps on its ledger item only, shard 0 of a sharded budget, as one text', () => {
-    const ledger = {
-      scope: 'tenant:t',
-      unit: 'TOKENS' as const,
-      allocated: 10,
-      spent: 0,
-      reserved: 0,
-      debt: 0,
-      overdraftLimit: 0,
-      remaining: 10,
-    };
+    const ledger = funded('tenant:t', 10);
     const items = newLedgerTransaction({
       tenant: 't',
       segments: [{ kind: 'tenant', value: 't' }],
@@ -661,16 +650,7 @@ describe('storedOutcomeOf', () => {
 
 describe('writes to every shard of a budget', () => {
   const scope = 'tenant:t';
-  const ledger = {
-    scope,
-    unit: 'TOKENS' as const,
-    allocated: 400,
-    spent: 0,
-    reserved: 0,
-    debt: 0,
-    overdraftLimit: 0,
-    remaining: 400,
-  };
+  const ledger = funded(scope, 400);
   const shards = respread(emptyShards(4), ledger);
 
   it('require the shard count they were laid out on, so a budget grown since reads again', () => {
