@@ -382,6 +382,8 @@ export interface BudgetRecord {
   readonly caps?: BudgetCaps | undefined;
   /** Escrow shards (1: unsharded): a status change writes every one. */
   readonly shards: number;
+  /** Shard 0's gate (domain/escrow.ts): a growth gives its new shards the same. */
+  readonly gated: boolean;
   /** A rolling budget's period, as stored (its ledger may be due to roll over). */
   readonly period?: LedgerPeriod | undefined;
   /** Budget event thresholds in percent; absent: the default (domain/budget-events.ts). */
@@ -416,6 +418,7 @@ export async function getBudgetRecords(
         updatedAt: main.updated_at === undefined ? undefined : String(main.updated_at),
         caps: budgetCapsOf(main),
         shards: Number(main.shards ?? 1),
+        gated: main.gated === true,
         period: ledgerPeriodOf(main),
         thresholds: thresholdsOf(main),
       },

@@ -422,7 +422,6 @@ async function growBudgetShards(
     const sharded = await getShardedBudgets(tenant);
     if (!sharded) throw noTenant(tenant);
     requireRoomForShards(sharded, scope, ref.unit, to);
-    const layout = (await getLedgers([scope], ref.unit)).layouts.get(scope);
     const at = new Date(now).toISOString();
     const audit = budgetAudit(
       { tenant, actor, requestId, atMs: now },
@@ -437,7 +436,8 @@ async function growBudgetShards(
       unit: ref.unit,
       from: before.shards,
       to,
-      gated: layout ? (layout.shards[0]?.gated ?? false) : mustGate(before.ledger),
+      // Unsharded, the ledger item has no gate yet: the one its counters call for.
+      gated: before.shards > 1 ? before.gated : mustGate(before.ledger),
       status: before.ledger.status === 'FROZEN' ? 'FROZEN' : 'ACTIVE',
       at,
       sharded,
