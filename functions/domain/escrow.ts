@@ -240,11 +240,3 @@ export function evenOutMoves(shards: readonly Shard[]): ShardMove[] {
   }
   return moves;
 }
-
-/** A move applied: what the store's two conditional updates do (remaining and allocation). */
-export function applyMove(shards: readonly Shard[], move: ShardMove): Shard[] {
-  return shards.map((s, k) => {
-    const d = k === move.from ? -move.amount : k === move.to ? move.amount : 0;
-    return d === 0 ? s : { ...s, allocated: s.allocated + d, remaining: s.remaining + d };
-  });
-}

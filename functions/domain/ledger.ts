@@ -122,6 +122,10 @@ export const REFUSAL_CODES = [
 ] as const;
 export type RefusalCode = (typeof REFUSAL_CODES)[number];
 
+/** A refusal of budget (not of the request): a reservation's DENY, a reservation.denied event. */
+export const isRefusal = (e: unknown): e is DomainError =>
+  e instanceof DomainError && (REFUSAL_CODES as readonly string[]).includes(e.code);
+
 export interface ScopeRefusal {
   readonly code: RefusalCode;
   readonly scope: string;

@@ -92,8 +92,7 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
   if (guard.kind === 'snapshot' || guard.kind === 'maxAllocated') {
     // Decided on the budget as one item: not once it has shards (PATCH `shards` since the
     // read), where the change must go by the exact path that keeps the gate (domain/escrow.ts).
-    names['#shards'] = 'shards';
-    conditions.push('attribute_not_exists(#shards)');
+    conditions.push(shardCountIs(names, values, 1));
   }
   const { period } = change;
   if (period && !period.closed) {
@@ -510,6 +509,12 @@ export async function setBudgetStatus(
   );
   const outcome = await transact([
     ...itemKeys.map((Key, k): TransactItem => {
+      const names: Record<string, string> = {
+        '#pk': 'pk',
+        '#status': 'status',
+        '#updated': 'updated_at',
+      };
+      const values: Record<string, unknown> = { ':to': to, ':from': from, ':at': at };
       const conditions = [
         'attribute_exists(#pk)',
         from === 'ACTIVE'
@@ -517,25 +522,15 @@ export async function setBudgetStatus(
           : '#status = :from',
       ];
       // Every shard as counted when read: a budget given more shards since reads again.
-      if (k === 0) conditions.push(shardCountIs(before.shards));
+      if (k === 0) conditions.push(shardCountIs(names, values, before.shards));
       return {
         Update: {
           TableName: tableName(),
           Key,
           UpdateExpression: 'SET #status = :to, #updated = :at',
           ConditionExpression: conditions.join(' AND '),
-          ExpressionAttributeNames: {
-            '#pk': 'pk',
-            '#status': 'status',
-            '#updated': 'updated_at',
-            ...(k === 0 && { '#shards': 'shards' }),
-          },
-          ExpressionAttributeValues: {
-            ':to': to,
-            ':from': from,
-            ':at': at,
-            ...(k === 0 && before.shards > 1 && { ':shards': before.shards }),
-          },
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
         },
       };
     }),

@@ -53,14 +53,15 @@ function listAttributes(r: Reservation): Item {
  * record, which is its own idempotency record and remembers the shard of each hold.
  */
 export function reserveTransaction(n: NewReservation, attempt = 0): GuardedTransaction {
+  return reserveTransactions(n)(attempt);
+}
+
+/**
+ * The reserve's transaction of each attempt: the reservation record and its stored outcome are
+ * built once; an attempt after a conflict only places the holds again (another shard).
+ */
+function reserveTransactions(n: NewReservation): (attempt: number) => GuardedTransaction {
   const r = n.reservation;
-  const placed = placeChanges(
-    n.holds,
-    n.layouts ?? NO_LAYOUTS,
-    seedOf(r.reservationId, attempt),
-    ledgerUpdate,
-  );
-  const recordAt = placed.items.length;
   const record: Item = {
     ...keys.reservation(r.reservationId),
     type: 'reservation',
@@ -81,7 +82,6 @@ export function reserveTransaction(n: NewReservation, attempt = 0): GuardedTrans
     deadline_ms: settleDeadline(r),
     scopes: r.affectedScopes,
     overage_policy: r.overagePolicy,
-    ...(placed.shards.some((k) => k !== 0) && { hold_shards: placed.shards }),
     ...(r.heldIn && { held_in: r.heldIn }),
     // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
     ...(r.metadata !== undefined && { metadata_json: exactJson(r.metadata) }),
@@ -89,16 +89,29 @@ export function reserveTransaction(n: NewReservation, attempt = 0): GuardedTrans
     due_pk: dueShard(r.reservationId),
     due_sk: dueSortKey(settleDeadline(r), r.tenant, r.reservationId),
   };
-  // Keyed by a hash of (tenant, idempotency key): a replay fails here instead of reserving twice.
-  const items = [
-    ...placed.items,
-    putIfAbsent({ ...record, ...outcomeAttributesOf(record, n.outcome) }),
-  ];
-  return { items, layout: { recordAt, proofs: placed.proofs } };
+  const stored = { ...record, ...outcomeAttributesOf(record, n.outcome) };
+  return (attempt) => {
+    const placed = placeChanges(
+      n.holds,
+      n.layouts ?? NO_LAYOUTS,
+      seedOf(r.reservationId, attempt),
+      ledgerUpdate,
+    );
+    // Keyed by a hash of (tenant, idempotency key): a replay fails here instead of reserving
+    // twice. It remembers the shard each hold took, for the settlement.
+    const put = putIfAbsent({
+      ...stored,
+      ...(placed.shards.some((k) => k !== 0) && { hold_shards: placed.shards }),
+    });
+    return {
+      items: [...placed.items, put],
+      layout: { recordAt: placed.items.length, proofs: placed.proofs },
+    };
+  };
 }
 
 export function insertReservation(n: NewReservation): Promise<WriteOutcome> {
-  return transactWrite((attempt) => reserveTransaction(n, attempt));
+  return transactWrite(reserveTransactions(n));
 }
 
 export interface Settlement {

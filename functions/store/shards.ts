@@ -291,11 +291,19 @@ function shardUpdate(change: LedgerChange, k: number, covers: number | undefined
 const SHARD_FIELDS = ['allocated', 'spent', 'reserved', 'debt', 'remaining', 'gated'] as const;
 
 /**
- * The condition, on shard 0 (`#shards` named, `:shards` valued when n > 1), that a budget still
+ * The condition, on shard 0 (naming `#shards`, and `:shards` when n > 1, itself), that a budget still
  * has the n shards it was read with: a write to every shard must not miss one added since.
  */
-export const shardCountIs = (n: number): string =>
-  n > 1 ? '#shards = :shards' : 'attribute_not_exists(#shards)';
+export function shardCountIs(
+  names: Record<string, string>,
+  values: Record<string, unknown>,
+  n: number,
+): string {
+  names['#shards'] = 'shards';
+  if (n === 1) return 'attribute_not_exists(#shards)';
+  values[':shards'] = n;
+  return '#shards = :shards';
+}
 
 /** The exact path, one shard: its new counters, if it still holds what was read. */
 function shardRewrite(
@@ -311,9 +319,7 @@ function shardRewrite(
   const conditions = ['attribute_exists(#pk)'];
   if (k === 0) {
     // Laid out over the shards read: not once more shards were added (PATCH `shards`).
-    names['#shards'] = 'shards';
-    if (count > 1) values[':shards'] = count;
-    conditions.push(shardCountIs(count));
+    conditions.push(shardCountIs(names, values, count));
   }
   for (const field of SHARD_FIELDS) {
     names[`#${field}`] = field;
@@ -380,25 +386,26 @@ export interface ShardGrowth {
 export function shardGrowthTransaction(g: ShardGrowth): TransactItem[] {
   const names: Record<string, string> = {
     '#pk': 'pk',
-    '#shards': 'shards',
     '#gated': 'gated',
     '#status': 'status',
     '#period': 'period_kind',
     '#updated': 'updated_at',
   };
   const values: Record<string, unknown> = { ':to': g.to, ':gated': g.gated, ':at': g.at };
-  const conditions = ['attribute_exists(#pk)', 'attribute_not_exists(#period)'];
+  const conditions = [
+    'attribute_exists(#pk)',
+    'attribute_not_exists(#period)',
+    shardCountIs(names, values, g.from),
+  ];
   if (g.from === 1) {
     // Unsharded, the ledger item has no gate yet: the one it gets must be what its counters say.
     Object.assign(names, { '#debt': 'debt', '#remaining': 'remaining' });
     values[':zero'] = 0;
     conditions.push(
-      'attribute_not_exists(#shards)',
       g.gated ? '(#debt > :zero OR #remaining < :zero)' : '#debt = :zero AND #remaining >= :zero',
     );
   } else {
-    values[':from'] = g.from;
-    conditions.push('#shards = :from', '#gated = :gated');
+    conditions.push('#gated = :gated');
   }
   values[':status'] = g.status;
   conditions.push(

@@ -47,10 +47,16 @@ export function tenantOf(item: Item): Tenant {
   };
 }
 
-export async function getTenant(tenant: string): Promise<Tenant | undefined> {
+/** The tenant item, strongly consistent; undefined when there is none. */
+async function readTenantItem(tenant: string): Promise<Item | undefined> {
   const key = keys.tenant(tenant);
   const item = (await getItems([key])).get(key.pk);
-  return item?.type === 'tenant' ? tenantOf(item) : undefined;
+  return item?.type === 'tenant' ? item : undefined;
+}
+
+export async function getTenant(tenant: string): Promise<Tenant | undefined> {
+  const item = await readTenantItem(tenant);
+  return item && tenantOf(item);
 }
 
 /** Tenants by id, optionally of one status (the directory index). */
@@ -135,11 +141,10 @@ const STATES_MAX = 10_000;
 export async function tenantState(tenant: string, now: number): Promise<TenantState> {
   const seen = states.get(tenant);
   if (seen && now >= seen.at && now - seen.at < TENANT_STATE_TTL_MS) return seen.state;
-  const key = keys.tenant(tenant);
-  const item = (await getItems([key])).get(key.pk);
+  const item = await readTenantItem(tenant);
   const stored = item?.dimension_keys;
   const state: TenantState = {
-    status: item?.type === 'tenant' ? (String(item.status) as TenantStatus) : undefined,
+    status: item && (String(item.status) as TenantStatus),
     dimensionKeys: new Set<string>(stored instanceof Set ? [...stored].map(String) : []),
   };
   if (states.size >= STATES_MAX) states.clear();
@@ -160,8 +165,8 @@ export interface ShardedBudgets {
 
 /** The tenant's sharded budgets, strongly consistent; undefined when there is no tenant. */
 export async function getShardedBudgets(tenant: string): Promise<ShardedBudgets | undefined> {
-  const item = (await getItems([keys.tenant(tenant)])).get(keys.tenant(tenant).pk);
-  if (item?.type !== 'tenant') return undefined;
+  const item = await readTenantItem(tenant);
+  if (!item) return undefined;
   return {
     byUnit: (item.sharded_budgets ?? {}) as ShardedBudgets['byUnit'],
     version: Number(item.sharded_version ?? 0),

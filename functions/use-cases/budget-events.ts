@@ -12,8 +12,7 @@ import {
   reservationEvents,
 } from '../domain/budget-events.js';
 import type { Caller } from '../domain/caller.js';
-import { DomainError } from '../domain/errors.js';
-import { REFUSAL_CODES, type RefusalCode } from '../domain/ledger.js';
+import { isRefusal, type RefusalCode } from '../domain/ledger.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
 import { log } from '../log.js';
@@ -120,9 +119,6 @@ function shardedUsageEvents(budget: BudgetRecord | undefined, at: number): Budge
 /** The refusal's last record per (tenant, scope, unit, code) in this process, for sampling. */
 const lastRefusal = new Map<string, { atMs: number; suppressed: number }>();
 const REFUSAL_KEYS_MAX = 10_000;
-
-const isRefusal = (e: unknown): e is DomainError =>
-  e instanceof DomainError && (REFUSAL_CODES as readonly string[]).includes(e.code);
 
 export interface RefusedRequest {
   readonly subject: Subject;

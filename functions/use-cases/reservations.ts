@@ -8,6 +8,7 @@ import {
   firstRefusal,
   holdChange,
   inPeriods,
+  isRefusal,
   type Ledger,
   ledgersAfter,
   type OveragePolicy,
@@ -200,23 +201,13 @@ export async function createReservation(
     onWritten: ({ result }) =>
       recordMetric('Reservations', 1, { Decision: result.caps ? 'ALLOW_WITH_CAPS' : 'ALLOW' }),
   }).catch(async (error: unknown) => {
-    if (error instanceof DomainError && error.code in DENIALS)
-      recordMetric('Reservations', 1, { Decision: 'DENY' });
+    if (isRefusal(error)) recordMetric('Reservations', 1, { Decision: 'DENY' });
     // A refusal is recorded for reservation.denied (best effort, never failing the request).
     await recordRefusal(error, caller, request, now, requestId);
     throw error;
   });
   return { ...reserved, ...lease.of(reserved.expiresAtMs) };
 }
-
-/** The refusals that answer a reservation DENY (metrics); a new RefusalCode must be added here. */
-const DENIALS = {
-  BUDGET_CLOSED: true,
-  BUDGET_FROZEN: true,
-  OVERDRAFT_LIMIT_EXCEEDED: true,
-  DEBT_OUTSTANDING: true,
-  BUDGET_EXCEEDED: true,
-} as const satisfies Record<RefusalCode, true>;
 
 export interface CommitRequest {
   readonly idempotencyKey: string;

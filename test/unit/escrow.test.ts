@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  applyMove,
   applyToShard,
   emptyShards,
   evenOutMoves,
@@ -13,6 +12,7 @@ import {
   respread,
   routeChange,
   type Shard,
+  type ShardMove,
   shardCovers,
 } from '../../functions/domain/escrow.js';
 import {
@@ -414,6 +414,14 @@ describe('heaviestPathExtra: sharded budgets on one path fit one transaction', (
     );
   });
 });
+
+/** A move applied: what the store's conditional updates do (remaining and allocation). */
+function applyMove(shards: readonly Shard[], move: ShardMove): Shard[] {
+  return shards.map((s, k) => {
+    const d = k === move.from ? -move.amount : k === move.to ? move.amount : 0;
+    return d === 0 ? s : { ...s, allocated: s.allocated + d, remaining: s.remaining + d };
+  });
+}
 
 describe('evenOutMoves: rights moved between two shards at a time', () => {
   const shard = (remaining: number, extra: Partial<Shard> = {}): Shard => ({
