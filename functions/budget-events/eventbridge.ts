@@ -4,9 +4,10 @@ import {
   type PutEventsRequestEntry,
 } from '@aws-sdk/client-eventbridge';
 import { config } from '../config/settings.js';
+import { EVENT_SOURCE } from '../domain/budget-events.js';
 import { log } from '../log.js';
+import { captureClient } from '../telemetry/tracing.js';
 import type { BudgetEventMessage } from './schemas.js';
-import { EVENT_SOURCE } from './schemas.js';
 
 let client: EventBridgeClient | undefined;
 
@@ -32,7 +33,7 @@ export async function putOnBus(
   busName: string,
   messages: readonly BudgetEventMessage[],
 ): Promise<Set<number>> {
-  client ??= new EventBridgeClient({ region: config.AWS_REGION, maxAttempts: 3 });
+  client ??= captureClient(new EventBridgeClient({ region: config.AWS_REGION, maxAttempts: 3 }));
   let pending = messages.map((_, i) => i);
   for (let round = 0; round <= ENTRY_RETRIES && pending.length > 0; round++) {
     if (round > 0) await new Promise((r) => setTimeout(r, 100 * 2 ** round * Math.random()));

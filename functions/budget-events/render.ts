@@ -1,7 +1,11 @@
-import { type BudgetEvent, type BudgetState, utilizationOf } from '../domain/budget-events.js';
+import {
+  type BudgetEvent,
+  type BudgetState,
+  EVENT_SOURCE,
+  utilizationOf,
+} from '../domain/budget-events.js';
 import type { Action } from '../domain/reservation.js';
 import type { BudgetEventMessage } from './schemas.js';
-import { EVENT_SOURCE } from './schemas.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

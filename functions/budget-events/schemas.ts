@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { MAX_AMOUNT, UNITS } from '../domain/amounts.js';
-import { BUDGET_EVENT_TYPES, type BudgetEventType } from '../domain/budget-events.js';
+import { BUDGET_EVENT_TYPES, type BudgetEventType, EVENT_SOURCE } from '../domain/budget-events.js';
 import { REFUSAL_CODES } from '../domain/ledger.js';
 
 /**
@@ -10,7 +10,6 @@ import { REFUSAL_CODES } from '../domain/ledger.js';
  * closed, snake_case); each `data` follows the reference's EventData* schema for the type, with
  * a few fields of ours added (marked below). Consumers must ignore fields they do not know.
  */
-export const EVENT_SOURCE = 'budget-reservations';
 
 const Unit = z.enum(UNITS);
 const Amount = z.number().int().min(-MAX_AMOUNT).max(MAX_AMOUNT);

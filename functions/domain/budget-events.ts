@@ -12,6 +12,9 @@ import type { Subject } from './scopes.js';
  *
  * Type names are the reference's EventType values (cycles-governance-admin v0.1.25).
  */
+/** The `source` of every event (the envelope's, and the EventBridge entries'). */
+export const EVENT_SOURCE = 'budget-reservations';
+
 export const BUDGET_EVENT_TYPES = [
   'budget.threshold_crossed',
   'budget.exhausted',

@@ -72,8 +72,10 @@ export function httpHandler<R extends RouteId, S extends Schemas>(
     const invocation = currentInvocation();
     const now = serverNow();
     const headers = event.headers ?? {};
+    // Before authenticating: a 401 or 403 trace names its route too.
+    tracing?.tracer.putAnnotation('route', routeId);
     const caller = await authenticate(headers, route.auth, now);
-    if (invocation) identify(invocation, caller, routeId);
+    if (invocation) identify(invocation, caller);
     const input = {
       body: schemas.body ? parseBody(schemas.body, event, headers) : undefined,
       query: schemas.query
@@ -110,8 +112,7 @@ export function httpHandler<R extends RouteId, S extends Schemas>(
 }
 
 /** Who called, for the log line (key id, never the secret), the metrics and the trace. */
-function identify(invocation: Invocation, caller: RouteCaller, routeId: RouteId): void {
-  tracing?.tracer.putAnnotation('route', routeId);
+function identify(invocation: Invocation, caller: RouteCaller): void {
   if (caller.kind === 'admin') invocation.keyId = 'admin';
   if (caller.kind !== 'tenant') return;
   invocation.tenant = caller.tenant;

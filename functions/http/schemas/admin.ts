@@ -7,6 +7,7 @@ import { MAX_SHARDS } from '../../domain/escrow.js';
 import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../domain/ledger.js';
 import { PERIOD_KINDS, validAnchor } from '../../domain/period.js';
 import { PERMISSIONS } from '../../domain/permissions.js';
+import { MAX_SCOPE_LENGTH } from '../../domain/scopes.js';
 import { TENANT_STATUSES } from '../../domain/tenant.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
 import type { BudgetChange, BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
@@ -14,6 +15,9 @@ import type { TenantRequest } from '../../use-cases/tenants.js';
 import { Amount, Cursor, camel, IdempotencyKey, Int, Unit } from './common.js';
 
 /** Tenant ids: 1 to 64 of letters, digits, '_', '.', '-', starting with a letter or digit. */
+/** A scope path: it is part of DynamoDB keys, so at most MAX_SCOPE_LENGTH characters. */
+const Scope = z.string().min(1).max(MAX_SCOPE_LENGTH);
+
 export const TenantId = z
   .string()
   .min(1)
@@ -102,7 +106,7 @@ const Thresholds = z.array(z.number().int().min(1).max(100)).max(MAX_THRESHOLDS)
 
 export const CreateBudgetBody = z
   .object({
-    scope: z.string().min(1).max(4096),
+    scope: Scope,
     unit: Unit,
     allocated: Amount,
     overdraft_limit: Amount.optional(),
@@ -147,11 +151,7 @@ export type CreateBudgetBody = z.infer<typeof CreateBudgetBody>;
 
 /** SPEC's POST /v1/admin/budgets/{scope}/{unit}/fund, as a client fills it in (and the document lists it). */
 export const FundPathParams = z.object({
-  scope: z
-    .string()
-    .min(1)
-    .max(4096)
-    .describe("The budget's scope, percent-encoded: a nested scope's '/' is sent as %2F"),
+  scope: Scope.describe("The budget's scope, percent-encoded: a nested scope's '/' is sent as %2F"),
   unit: Unit,
 });
 
@@ -254,12 +254,12 @@ export const ListAuditLogsQuery = z
   .transform(camel);
 
 /** `?scope=&unit=`: a nested scope in a query parameter has no path-decoding trap. */
-export const BudgetQuery = z.object({ scope: z.string().min(1).max(4096), unit: Unit });
+export const BudgetQuery = z.object({ scope: Scope, unit: Unit });
 
 export const ListBudgetsQuery = z
   .object({
     tenant_id: TenantId.optional(),
-    scope_prefix: z.string().min(1).max(4096).optional(),
+    scope_prefix: Scope.optional(),
     unit: Unit.optional(),
     status: z.enum(BUDGET_STATUSES).optional(),
     limit: AdminPageLimit,
@@ -314,7 +314,7 @@ export const UpdateBudgetBody = z
   );
 
 export const ClosedPeriodsQuery = z.object({
-  scope: z.string().min(1).max(4096),
+  scope: Scope,
   unit: Unit,
   limit: AdminPageLimit,
   cursor: Cursor.optional(),
