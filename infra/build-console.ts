@@ -43,10 +43,13 @@ export async function buildConsole(outdir: string = consoleDist): Promise<Consol
 /** `npm start`: builds console/dist unless it is newer than everything it is built from. */
 export async function ensureConsole(outdir: string = consoleDist): Promise<'built' | 'fresh'> {
   const built = await stat(join(outdir, 'index.html')).catch(() => undefined);
+  // The console's own sources and the typed client it is built with (client/).
+  const clientRoot = fileURLToPath(new URL('../client/', import.meta.url));
   const sources = [
     ...(await readdir(join(consoleRoot, 'src'), { recursive: true })).map((f) =>
       join(consoleRoot, 'src', f),
     ),
+    ...(await readdir(clientRoot, { recursive: true })).map((f) => join(clientRoot, f)),
     fileURLToPath(import.meta.url),
     fileURLToPath(new URL('../package-lock.json', import.meta.url)),
   ];

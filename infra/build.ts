@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { budgetEventsConsumer, routeEntries, sweeper } from '../functions/routes.js';
 import { buildConsole } from './build-console.js';
+import { writeClientTypes } from './client-types.js';
 import { writeOpenApiDocuments } from './openapi.js';
 import { entryFile, esbuildOptions, repoRoot } from './service-function.js';
 
@@ -56,6 +57,7 @@ const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
 async function main(): Promise<void> {
   // First: the GET /openapi.json functions bundle the documents (generated from the schemas).
   await writeOpenApiDocuments();
+  await writeClientTypes(); // the typed client (client/generated) from those documents
   await rm(outDir, { recursive: true, force: true });
   await mkdir(outDir, { recursive: true });
   const functions = [

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { allPages, apiBase, createClient } from './api.js';
+import { apiBase, collect, createClient, items, unwrap } from './api.js';
 import { Console, type ConsoleContext } from './context.js';
 import { useLoad } from './hooks.js';
 import { ApiKeys } from './pages/ApiKeys.js';
@@ -11,7 +11,6 @@ import { SignIn } from './pages/SignIn.js';
 import { Tenants } from './pages/Tenants.js';
 import { hrefOf, PAGE_TITLES, PAGES, type PageId, type Params, useLocation } from './router.js';
 import { currentKey, IDLE_TIMEOUT_MS, isIdle, signIn, signOut, touch } from './session.js';
-import type { Tenant, TenantPage } from './wire.js';
 
 const store = () => window.sessionStorage;
 const base = apiBase(window.location.pathname);
@@ -80,7 +79,17 @@ function Shell({
   );
   const tenants = useLoad(
     async () =>
-      (await allPages<Tenant, TenantPage>(client, '/v1/admin/tenants', {}, (p) => p.tenants)).items,
+      (
+        await collect(
+          items(
+            (cursor) =>
+              unwrap(
+                client.GET('/v1/admin/tenants', { params: { query: { cursor, limit: 100 } } }),
+              ),
+            (page) => page.tenants,
+          ),
+        )
+      ).items,
     [client],
   );
   const context: ConsoleContext = useMemo(

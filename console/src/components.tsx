@@ -1,11 +1,11 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useId, useRef } from 'preact/hooks';
+import type { Budget } from '../../client/index.js';
 import { ApiError } from './api.js';
 import { useConsole } from './context.js';
 import { formatWire } from './format.js';
 import { barSegments, budgetHealth, type HealthState } from './health.js';
 import type { Paged } from './hooks.js';
-import type { Budget } from './wire.js';
 
 /** An error as the operator needs it: the service's code and message, and its request id. */
 export function ErrorMessage({ error }: { readonly error?: Error | undefined }) {

@@ -1,7 +1,7 @@
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
+import type { Tenant } from '../../client/index.js';
 import type { Client } from './api.js';
-import type { Tenant } from './wire.js';
 
 export interface ConsoleContext {
   readonly client: Client;

@@ -1,4 +1,4 @@
-import type { AuditEntry } from './wire.js';
+import type { AuditEntry } from '../../client/index.js';
 
 /**
  * One CSV field (RFC 4180): quoted when it holds a comma, quote or line break. A text that a

@@ -1,5 +1,4 @@
-import type { Unit } from './constants.js';
-import type { Amount } from './wire.js';
+import type { Amount, Unit } from '../../client/index.js';
 
 /** USD_MICROCENTS per dollar: 100 cents of 10^6 microcents each. */
 const MICROCENTS_PER_USD = 100_000_000;

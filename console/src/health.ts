@@ -1,4 +1,4 @@
-import type { Budget } from './wire.js';
+import type { Budget } from '../../client/index.js';
 
 /**
  * How a budget is doing, as the overview and the budget cards flag it. "Near" is the 80 %

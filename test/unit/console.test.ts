@@ -1,5 +1,6 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import * as consoleConstants from '../../console/src/constants.js';
+import type { AuditEntry, Budget } from '../../client/index.js';
+import * as vocabulary from '../../client/vocabulary.js';
 import { AUDIT_CSV_HEADER, auditCsv, csvField, toCsv } from '../../console/src/csv.js';
 import {
   formatAmount,
@@ -17,8 +18,7 @@ import {
   signOut,
   touch,
 } from '../../console/src/session.js';
-import { apiBase, urlOf } from '../../console/src/urls.js';
-import type { AuditEntry, Budget } from '../../console/src/wire.js';
+import { apiBase } from '../../console/src/urls.js';
 import { UNITS } from '../../functions/domain/amounts.js';
 import type { keyStatus } from '../../functions/domain/api-keys.js';
 import { AUDIT_OPERATION_NAMES, AUDIT_OPERATIONS } from '../../functions/domain/audit.js';
@@ -30,24 +30,22 @@ import { TENANT_STATUSES } from '../../functions/domain/tenant.js';
 
 /** The operator console's pure parts: what it shows and sends is computed here, not in a browser. */
 
-describe('the console’s vocabularies', () => {
-  it('are the service’s own', () => {
-    expect(consoleConstants.UNITS).toEqual(UNITS);
-    expect(consoleConstants.PERMISSIONS).toEqual(PERMISSIONS);
-    expect(consoleConstants.TENANT_STATUSES).toEqual(TENANT_STATUSES);
-    expect(consoleConstants.BUDGET_STATUSES).toEqual(BUDGET_STATUSES);
-    expect(consoleConstants.FUND_OPERATIONS).toEqual(FUND_OPERATIONS);
-    expect(consoleConstants.PERIOD_KINDS).toEqual(PERIOD_KINDS);
-    expect([...consoleConstants.AUDIT_OPERATIONS].sort()).toEqual(
-      [...AUDIT_OPERATION_NAMES].sort(),
-    );
-    expect([...consoleConstants.AUDIT_RESOURCE_TYPES].sort()).toEqual(
+describe('the vocabularies of the typed client (client/vocabulary.ts)', () => {
+  it('are the service’s own, in the domain’s order', () => {
+    expect(vocabulary.UNITS).toEqual(UNITS);
+    expect(vocabulary.PERMISSIONS).toEqual(PERMISSIONS);
+    expect(vocabulary.TENANT_STATUSES).toEqual(TENANT_STATUSES);
+    expect(vocabulary.BUDGET_STATUSES).toEqual(BUDGET_STATUSES);
+    expect(vocabulary.FUND_OPERATIONS).toEqual(FUND_OPERATIONS);
+    expect(vocabulary.PERIOD_KINDS).toEqual(PERIOD_KINDS);
+    expect([...vocabulary.AUDIT_OPERATIONS].sort()).toEqual([...AUDIT_OPERATION_NAMES].sort());
+    expect([...vocabulary.AUDIT_RESOURCE_TYPES].sort()).toEqual(
       [...new Set(Object.values(AUDIT_OPERATIONS).map((o) => o.resourceType))].sort(),
     );
     expectTypeOf<
-      (typeof consoleConstants.RESERVATION_STATUSES)[number]
+      (typeof vocabulary.RESERVATION_STATUSES)[number]
     >().toEqualTypeOf<ReservationStatus>();
-    expectTypeOf<(typeof consoleConstants.KEY_STATUSES)[number]>().toEqualTypeOf<
+    expectTypeOf<(typeof vocabulary.KEY_STATUSES)[number]>().toEqualTypeOf<
       ReturnType<typeof keyStatus>
     >();
   });
@@ -121,6 +119,7 @@ const budget = (
     ledger_id: 'ldg_1',
     tenant_id: 'acme',
     scope: 'tenant:acme',
+    scope_path: 'tenant:acme',
     unit: 'USD_MICROCENTS',
     status: 'ACTIVE',
     allocated: amount(allocated),
@@ -259,8 +258,5 @@ describe('where the API is', () => {
     expect(apiBase('/console')).toBe('');
     expect(apiBase('/console/')).toBe('');
     expect(apiBase('/admin/console')).toBe('/admin');
-    expect(
-      urlOf('/admin', '/v1/admin/budgets', { tenant_id: 'a b', unit: undefined, status: '' }),
-    ).toBe('/admin/v1/admin/budgets?tenant_id=a+b');
   });
 });

@@ -1,5 +1,13 @@
 import { useState } from 'preact/hooks';
 import {
+  type ApiKey,
+  type CreatedApiKey,
+  KEY_STATUSES,
+  PERMISSIONS,
+  type Permission,
+} from '../../../client/index.js';
+import { oneOf, unwrap } from '../api.js';
+import {
   Badge,
   ChoiceSelect,
   Dialog,
@@ -9,12 +17,10 @@ import {
   TableRegion,
   TenantSelect,
 } from '../components.js';
-import { KEY_STATUSES, PERMISSIONS, type Permission } from '../constants.js';
 import { useConsole } from '../context.js';
 import { formatTime } from '../format.js';
 import { useAction, usePaged } from '../hooks.js';
 import { navigate, type Params } from '../router.js';
-import type { ApiKey, ApiKeyPage, CreatedApiKey } from '../wire.js';
 
 /** GET /v1/admin/api-keys; create (the secret shown once) and revoke. */
 export function ApiKeys({ params }: { readonly params: Params }) {
@@ -22,12 +28,13 @@ export function ApiKeys({ params }: { readonly params: Params }) {
   const { tenant, status } = params;
   const list = usePaged<ApiKey>(
     async (cursor) => {
-      const page = await client.get<ApiKeyPage>('/v1/admin/api-keys', {
-        tenant_id: tenant,
-        status,
-        cursor,
-        limit: 50,
-      });
+      const page = await unwrap(
+        client.GET('/v1/admin/api-keys', {
+          params: {
+            query: { tenant_id: tenant, status: oneOf(KEY_STATUSES, status), cursor, limit: 50 },
+          },
+        }),
+      );
       return { items: page.keys, cursor: page.next_cursor };
     },
     [client, tenant, status],
@@ -158,12 +165,16 @@ function CreateKey({
   const create = useAction(async () => {
     if (!forTenant) throw new Error('Choose the tenant the key belongs to.');
     if (permissions.length === 0) throw new Error('Grant at least one permission.');
-    const k = await client.send<CreatedApiKey>('POST', '/v1/admin/api-keys', {
-      tenant_id: forTenant,
-      name: name.trim(),
-      ...(description.trim() && { description: description.trim() }),
-      permissions,
-    });
+    const k = await unwrap(
+      client.POST('/v1/admin/api-keys', {
+        body: {
+          tenant_id: forTenant,
+          name: name.trim(),
+          ...(description.trim() && { description: description.trim() }),
+          permissions: [...permissions],
+        },
+      }),
+    );
     setName('');
     setDescription('');
     onCreated(k);
@@ -293,9 +304,11 @@ function RevokeDialog({
   const { client } = useConsole();
   const [reason, setReason] = useState('');
   const revoke = useAction(async () => {
-    await client.send('DELETE', `/v1/admin/api-keys/${encodeURIComponent(k.key_id)}`, undefined, {
-      reason: reason.trim() || undefined,
-    });
+    await unwrap(
+      client.DELETE('/v1/admin/api-keys/{key_id}', {
+        params: { path: { key_id: k.key_id }, query: { reason: reason.trim() || undefined } },
+      }),
+    );
     onDone();
   });
   return (

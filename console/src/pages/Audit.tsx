@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { allPages, type Query } from '../api.js';
+import { AUDIT_OPERATIONS, AUDIT_RESOURCE_TYPES, type AuditEntry } from '../../../client/index.js';
+import { collect, items, oneOf, unwrap } from '../api.js';
 import {
   ChoiceSelect,
   ErrorMessage,
@@ -7,13 +8,11 @@ import {
   TableRegion,
   TenantSelect,
 } from '../components.js';
-import { AUDIT_OPERATIONS, AUDIT_RESOURCE_TYPES } from '../constants.js';
 import { useConsole } from '../context.js';
 import { auditCsv } from '../csv.js';
 import { formatTime, utcInputToIso } from '../format.js';
 import { useAction, usePaged } from '../hooks.js';
 import { navigate, type Params } from '../router.js';
-import type { AuditEntry, AuditPage } from '../wire.js';
 
 const FILTERS = [
   'tenant_id',
@@ -27,8 +26,14 @@ const FILTERS = [
 type Filters = Partial<Record<(typeof FILTERS)[number], string>>;
 
 /** The filters in the URL (from and to as the UTC times typed) → the API's query. */
-function queryOf(f: Filters): Query {
-  return { ...f, from: utcInputToIso(f.from ?? ''), to: utcInputToIso(f.to ?? '') };
+function queryOf(f: Filters) {
+  return {
+    ...f,
+    operation: oneOf(AUDIT_OPERATIONS, f.operation),
+    resource_type: oneOf(AUDIT_RESOURCE_TYPES, f.resource_type),
+    from: utcInputToIso(f.from ?? '') || undefined,
+    to: utcInputToIso(f.to ?? '') || undefined,
+  };
 }
 
 /** GET /v1/admin/audit/logs with its filters, newest first; every matching entry as CSV. */
@@ -41,24 +46,28 @@ export function Audit({ params }: { readonly params: Params }) {
   const queryKey = JSON.stringify(query);
   const list = usePaged<AuditEntry>(
     async (cursor) => {
-      const page = await client.get<AuditPage>('/v1/admin/audit/logs', {
-        ...query,
-        cursor,
-        limit: 50,
-      });
+      const page = await unwrap(
+        client.GET('/v1/admin/audit/logs', { params: { query: { ...query, cursor, limit: 50 } } }),
+      );
       return { items: page.logs, cursor: page.next_cursor };
     },
     [client, queryKey],
   );
   const exporter = useAction(async () => {
-    const { items, truncated } = await allPages<AuditEntry, AuditPage>(
-      client,
-      '/v1/admin/audit/logs',
-      query,
-      (p) => p.logs,
+    const { items: entries, truncated } = await collect(
+      items(
+        (cursor) =>
+          unwrap(
+            client.GET('/v1/admin/audit/logs', {
+              params: { query: { ...query, cursor, limit: 100 } },
+            }),
+          ),
+        (page) => page.logs,
+      ),
+      10_000,
     );
     const url = URL.createObjectURL(
-      new Blob([auditCsv(items)], { type: 'text/csv;charset=utf-8' }),
+      new Blob([auditCsv(entries)], { type: 'text/csv;charset=utf-8' }),
     );
     const link = document.createElement('a');
     link.href = url;
@@ -66,7 +75,7 @@ export function Audit({ params }: { readonly params: Params }) {
     link.click();
     setTimeout(() => URL.revokeObjectURL(url), 10_000);
     notify(
-      `Exported ${items.length} audit entries${truncated ? ' (the first 10,000; narrow the filters for the rest)' : ''}.`,
+      `Exported ${entries.length} audit entries${truncated ? ' (the first 10,000; narrow the filters for the rest)' : ''}.`,
     );
   });
 

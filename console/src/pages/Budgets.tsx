@@ -1,5 +1,18 @@
 import { useEffect, useId, useState } from 'preact/hooks';
-import { idempotencyKey } from '../api.js';
+import {
+  BUDGET_STATUSES,
+  type Budget,
+  type Caps,
+  type CreatedBudget,
+  FUND_OPERATIONS,
+  type FundOperation,
+  type FundRequest,
+  PERIOD_KINDS,
+  type PeriodKind,
+  UNITS,
+  type Unit,
+} from '../../../client/index.js';
+import { idempotencyKey, oneOf, unwrap } from '../api.js';
 import {
   Badge,
   ChoiceSelect,
@@ -14,16 +27,7 @@ import {
   TenantSelect,
   UtilizationBar,
 } from '../components.js';
-import {
-  BUDGET_STATUSES,
-  FUND_OPERATION_HELP,
-  FUND_OPERATIONS,
-  type FundOperation,
-  PERIOD_KINDS,
-  type PeriodKind,
-  UNITS,
-  type Unit,
-} from '../constants.js';
+import { FUND_OPERATION_HELP } from '../constants.js';
 import { useConsole } from '../context.js';
 import {
   amountInputLabel,
@@ -36,7 +40,6 @@ import {
 import { budgetHealth } from '../health.js';
 import { useAction, useLoad, usePaged } from '../hooks.js';
 import { navigate, type Params } from '../router.js';
-import type { Budget, BudgetPage, Caps, ClosedPeriodPage, FundRequest } from '../wire.js';
 
 type Open =
   | { readonly kind: 'fund'; readonly budget: Budget }
@@ -56,14 +59,20 @@ export function Budgets({ params }: { readonly params: Params }) {
   const prefix = params.scope_prefix;
   const list = usePaged<Budget>(
     async (cursor) => {
-      const page = await client.get<BudgetPage>('/v1/admin/budgets', {
-        tenant_id: tenant,
-        unit,
-        status,
-        scope_prefix: prefix,
-        cursor,
-        limit: 50,
-      });
+      const page = await unwrap(
+        client.GET('/v1/admin/budgets', {
+          params: {
+            query: {
+              tenant_id: tenant,
+              unit: oneOf(UNITS, unit),
+              status: oneOf(BUDGET_STATUSES, status),
+              scope_prefix: prefix,
+              cursor,
+              limit: 50,
+            },
+          },
+        }),
+      );
       return { items: page.ledgers, cursor: page.next_cursor };
     },
     [client, tenant, unit, status, prefix],
@@ -338,7 +347,7 @@ function CreateBudget({
   onCreated,
 }: {
   readonly tenant: string;
-  readonly onCreated: (b: Budget) => void;
+  readonly onCreated: (b: CreatedBudget) => void;
 }) {
   const { client } = useConsole();
   const [scope, setScope] = useState(`tenant:${tenant}`);
@@ -358,7 +367,7 @@ function CreateBudget({
       ...(period && { period }),
       ...(period && anchor.trim() && { period_anchor_day: integer(anchor, 'Anchor day') }),
     };
-    const b = await client.send<Budget>('POST', '/v1/admin/budgets', body);
+    const b = await unwrap(client.POST('/v1/admin/budgets', { body }));
     setAllocated('');
     setOverdraft('');
     onCreated(b);
@@ -467,11 +476,6 @@ interface DialogProps {
   readonly onDone: (message: string) => void;
 }
 
-interface Funded {
-  readonly new_allocated: { readonly amount: number; readonly unit: Unit };
-  readonly new_remaining: { readonly amount: number; readonly unit: Unit };
-}
-
 /** POST /v1/admin/budgets/fund?scope=&unit=, with an idempotency key per distinct request. */
 function FundDialog({ budget: b, onClose, onDone }: DialogProps) {
   const { client } = useConsole();
@@ -488,11 +492,11 @@ function FundDialog({ budget: b, onClose, onDone }: DialogProps) {
       idempotency_key: key,
       ...(reason.trim() && { reason: reason.trim() }),
     };
-    const funded = await client.send<Funded>(
-      'POST',
-      '/v1/admin/budgets/fund',
-      request,
-      budgetQuery(b),
+    const funded = await unwrap(
+      client.POST('/v1/admin/budgets/fund', {
+        params: { query: budgetQuery(b) },
+        body: request,
+      }),
     );
     onDone(
       `${operation} applied to ${b.scope}: allocated ${formatWire(funded.new_allocated)}, remaining ${formatWire(funded.new_remaining)}.`,
@@ -601,7 +605,7 @@ function EditDialog({ budget: b, onClose, onDone }: DialogProps) {
           : {}),
     };
     if (Object.keys(body).length === 0) throw new Error('Nothing to change.');
-    await client.send('PATCH', '/v1/admin/budgets', body, budgetQuery(b));
+    await unwrap(client.PATCH('/v1/admin/budgets', { params: { query: budgetQuery(b) }, body }));
     onDone(`Limits and caps of ${b.scope} saved.`);
   });
   return (
@@ -684,11 +688,11 @@ function FreezeDialog({ budget: b, onClose, onDone }: DialogProps) {
   const { client } = useConsole();
   const freezing = b.status !== 'FROZEN';
   const apply = useAction(async () => {
-    await client.send(
-      'POST',
-      `/v1/admin/budgets/${freezing ? 'freeze' : 'unfreeze'}`,
-      undefined,
-      budgetQuery(b),
+    const query = { params: { query: budgetQuery(b) } };
+    await unwrap(
+      freezing
+        ? client.POST('/v1/admin/budgets/freeze', query)
+        : client.POST('/v1/admin/budgets/unfreeze', query),
     );
     onDone(`${b.scope} is now ${freezing ? 'FROZEN' : 'ACTIVE'}.`);
   });
@@ -728,7 +732,11 @@ function PeriodsDialog({
   const { client } = useConsole();
   const periods = useLoad(
     () =>
-      client.get<ClosedPeriodPage>('/v1/admin/budgets/periods', { ...budgetQuery(b), limit: 24 }),
+      unwrap(
+        client.GET('/v1/admin/budgets/periods', {
+          params: { query: { ...budgetQuery(b), limit: 24 } },
+        }),
+      ),
     [client, b.scope, b.unit],
   );
   const list = periods.data?.periods ?? [];

@@ -1,13 +1,14 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
+import type { Budget, Tenant } from '../../../client/index.js';
 import type { Client } from '../api.js';
+import { unwrap } from '../api.js';
 import { ErrorMessage, HealthBadge, Loading, TableRegion, UtilizationBar } from '../components.js';
 import { useConsole } from '../context.js';
 import { formatTime, formatWire } from '../format.js';
 import { type BudgetHealth, budgetHealth, NEAR_SHARE } from '../health.js';
 import { useLoad } from '../hooks.js';
 import { hrefOf } from '../router.js';
-import type { AuditPage, Budget, BudgetPage, ReservationPage, Tenant } from '../wire.js';
 
 /**
  * The overview reads the same public API as the other pages, tenant by tenant: budgets are
@@ -64,11 +65,11 @@ const FEED_SOURCES: readonly FeedSource[] = [
     load: async (client, tenants) =>
       (
         await mapLimited(tenants, async (t) => {
-          const page = await client.get<ReservationPage>('/v1/reservations', {
-            tenant: t.tenant_id,
-            status: 'EXPIRED',
-            limit: 5,
-          });
+          const page = await unwrap(
+            client.GET('/v1/reservations', {
+              params: { query: { tenant: t.tenant_id, status: 'EXPIRED', limit: 5 } },
+            }),
+          );
           return page.reservations.map(
             (r): FeedItem => ({
               at: r.finalized_at_ms ?? r.expires_at_ms,
@@ -87,7 +88,9 @@ const FEED_SOURCES: readonly FeedSource[] = [
     label: 'Operator changes',
     // Every admin change and forced release: the audit trail, across tenants.
     load: async (client) => {
-      const page = await client.get<AuditPage>('/v1/admin/audit/logs', { limit: 15 });
+      const page = await unwrap(
+        client.GET('/v1/admin/audit/logs', { params: { query: { limit: 15 } } }),
+      );
       return page.logs.map(
         (e): FeedItem => ({
           at: Date.parse(e.timestamp),
@@ -133,7 +136,11 @@ async function loadSnapshot(client: Client, tenants: readonly Tenant[]): Promise
   const looked = open.slice(0, MAX_TENANTS);
   const [budgetPages, feeds] = await Promise.all([
     mapLimited(looked, (t) =>
-      client.get<BudgetPage>('/v1/admin/budgets', { tenant_id: t.tenant_id, limit: 100 }),
+      unwrap(
+        client.GET('/v1/admin/budgets', {
+          params: { query: { tenant_id: t.tenant_id, limit: 100 } },
+        }),
+      ),
     ),
     Promise.all(
       FEED_SOURCES.map((s) =>

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { idempotencyKey } from '../api.js';
+import { RESERVATION_STATUSES, type Reservation } from '../../../client/index.js';
+import { idempotencyKey, oneOf, unwrap } from '../api.js';
 import {
   Badge,
   FormDialog,
@@ -8,12 +9,10 @@ import {
   TableRegion,
   TenantSelect,
 } from '../components.js';
-import { RESERVATION_STATUSES } from '../constants.js';
 import { useConsole } from '../context.js';
 import { formatDuration, formatTime, formatWire } from '../format.js';
 import { useAction, useNow, usePaged } from '../hooks.js';
 import { navigate, type Params } from '../router.js';
-import type { Reservation, ReservationPage } from '../wire.js';
 
 /**
  * A tenant's reservations (GET /v1/reservations?tenant= with the admin key, on the admin
@@ -26,12 +25,13 @@ export function Reservations({ params }: { readonly params: Params }) {
   const status = params.status ?? 'ACTIVE';
   const list = usePaged<Reservation>(
     async (cursor) => {
-      const page = await client.get<ReservationPage>('/v1/reservations', {
-        tenant,
-        status: status === 'ANY' ? undefined : status,
-        cursor,
-        limit: 50,
-      });
+      const page = await unwrap(
+        client.GET('/v1/reservations', {
+          params: {
+            query: { tenant, status: oneOf(RESERVATION_STATUSES, status), cursor, limit: 50 },
+          },
+        }),
+      );
       return { items: page.reservations, cursor: page.next_cursor };
     },
     [client, tenant, status],
@@ -188,10 +188,12 @@ function ReleaseDialog({
   const [key, setKey] = useState(() => idempotencyKey('release'));
   useEffect(() => setKey(idempotencyKey('release')), [reason]);
   const release = useAction(async () => {
-    await client.send('POST', `/v1/reservations/${encodeURIComponent(r.reservation_id)}/release`, {
-      idempotency_key: key,
-      reason: reason.trim(),
-    });
+    await unwrap(
+      client.POST('/v1/reservations/{reservation_id}/release', {
+        params: { path: { reservation_id: r.reservation_id } },
+        body: { idempotency_key: key, reason: reason.trim() },
+      }),
+    );
     onDone();
   });
   return (

@@ -1,7 +1,6 @@
 import { useState } from 'preact/hooks';
-import { ApiError, createClient } from '../api.js';
+import { ApiError, createClient, unwrap } from '../api.js';
 import { ErrorMessage } from '../components.js';
-import type { Introspection } from '../wire.js';
 
 /**
  * The admin key, checked against GET /v1/auth/introspect before the console opens. The field
@@ -27,17 +26,17 @@ export function SignIn({
     setError(undefined);
     try {
       const client = createClient(base, key.trim(), () => undefined);
-      const me = await client.get<Introspection>('/v1/auth/introspect');
+      const me = await unwrap(client.GET('/v1/auth/introspect'));
       if (me.auth_type !== 'admin') throw new Error('that is not the admin key');
       onSignedIn(key.trim());
     } catch (caught) {
       setError(
         caught instanceof ApiError && caught.status === 401
-          ? new ApiError(
-              401,
-              caught.code,
-              'That key was refused. Use the ADMIN_API_KEY of this service.',
-            )
+          ? new ApiError({
+              status: 401,
+              code: caught.code,
+              message: 'That key was refused. Use the ADMIN_API_KEY of this service.',
+            })
           : caught instanceof Error
             ? caught
             : new Error(String(caught)),

@@ -1,4 +1,6 @@
 import { useState } from 'preact/hooks';
+import { TENANT_STATUSES, type Tenant, type TenantStatus } from '../../../client/index.js';
+import { oneOf, unwrap } from '../api.js';
 import {
   Badge,
   ChoiceSelect,
@@ -7,12 +9,10 @@ import {
   PagedResults,
   TableRegion,
 } from '../components.js';
-import { TENANT_STATUSES, type TenantStatus } from '../constants.js';
 import { useConsole } from '../context.js';
 import { formatTime } from '../format.js';
 import { useAction, usePaged } from '../hooks.js';
 import { hrefOf, navigate, type Params } from '../router.js';
-import type { Tenant, TenantPage } from '../wire.js';
 
 type Change = { readonly tenant: Tenant; readonly to: TenantStatus };
 
@@ -22,7 +22,11 @@ export function Tenants({ params }: { readonly params: Params }) {
   const status = params.status;
   const list = usePaged<Tenant>(
     async (cursor) => {
-      const page = await client.get<TenantPage>('/v1/admin/tenants', { status, cursor, limit: 50 });
+      const page = await unwrap(
+        client.GET('/v1/admin/tenants', {
+          params: { query: { status: oneOf(TENANT_STATUSES, status), cursor, limit: 50 } },
+        }),
+      );
       return { items: page.tenants, cursor: page.next_cursor };
     },
     [client, status],
@@ -140,10 +144,9 @@ function CreateTenant({ onCreated }: { readonly onCreated: (t: Tenant) => void }
   const [id, setId] = useState('');
   const [name, setName] = useState('');
   const create = useAction(async () => {
-    const t = await client.send<Tenant>('POST', '/v1/admin/tenants', {
-      tenant_id: id.trim(),
-      name: name.trim(),
-    });
+    const t = await unwrap(
+      client.POST('/v1/admin/tenants', { body: { tenant_id: id.trim(), name: name.trim() } }),
+    );
     setId('');
     setName('');
     onCreated(t);
@@ -212,9 +215,12 @@ function StatusDialog({
   const { tenant, to } = change;
   const closing = to === 'CLOSED';
   const apply = useAction(async () => {
-    await client.send('PATCH', `/v1/admin/tenants/${encodeURIComponent(tenant.tenant_id)}`, {
-      status: to,
-    });
+    await unwrap(
+      client.PATCH('/v1/admin/tenants/{tenant_id}', {
+        params: { path: { tenant_id: tenant.tenant_id } },
+        body: { status: to },
+      }),
+    );
     onDone();
   });
   const verb = closing ? 'Close' : to === 'SUSPENDED' ? 'Suspend' : 'Resume';
