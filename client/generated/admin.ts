@@ -797,7 +797,7 @@ export interface components {
              *       "budgets:write"
              *     ]
              */
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
             /** Format: date-time */
             expires_at?: string;
         };

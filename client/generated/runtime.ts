@@ -281,7 +281,7 @@ export interface components {
              * @default REJECT
              * @enum {string}
              */
-            overage_policy: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
             metrics?: {
                 tokens_input?: number;
                 tokens_output?: number;
@@ -320,16 +320,16 @@ export interface components {
                 amount: number;
             };
             /** @default 60000 */
-            ttl_ms: number;
+            ttl_ms?: number;
             /** @default 5000 */
-            grace_period_ms: number;
+            grace_period_ms?: number;
             /**
              * @default REJECT
              * @enum {string}
              */
-            overage_policy: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
             /** @default false */
-            dry_run: boolean;
+            dry_run?: boolean;
             metadata?: {
                 [key: string]: unknown;
             };

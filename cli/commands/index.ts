@@ -1,0 +1,51 @@
+import type { AnyCommand } from '../spec.js';
+import { audit } from './audit.js';
+import * as budgets from './budgets.js';
+import { createBudgetsMany, createKeysMany, createTenantsMany, fundMany } from './bulk.js';
+import * as keys from './keys.js';
+import * as reservations from './reservations.js';
+import { balances, introspect } from './runtime.js';
+import { health, openapi, showConfig } from './system.js';
+import * as tenants from './tenants.js';
+
+/**
+ * Every command, in the order --help lists them. A new operation's command is one more
+ * `defineCommand` in its resource's file, listed here (docs/cli.md).
+ */
+export const commands: readonly AnyCommand[] = [
+  tenants.listTenants,
+  tenants.getTenant,
+  tenants.createTenant,
+  createTenantsMany,
+  tenants.renameTenant,
+  tenants.suspendTenant,
+  tenants.resumeTenant,
+  tenants.closeTenant,
+  keys.listKeys,
+  keys.getKey,
+  keys.createKey,
+  createKeysMany,
+  keys.updateKey,
+  keys.revokeKey,
+  keys.validateKey,
+  budgets.listBudgets,
+  budgets.getBudget,
+  budgets.createBudget,
+  createBudgetsMany,
+  budgets.fundBudget,
+  fundMany,
+  budgets.updateBudget,
+  budgets.freezeBudget,
+  budgets.unfreezeBudget,
+  budgets.budgetPeriods,
+  budgets.watchBudget,
+  reservations.listReservations,
+  reservations.getReservation,
+  reservations.releaseReservation,
+  balances,
+  introspect,
+  audit,
+  health,
+  openapi,
+  showConfig,
+];
