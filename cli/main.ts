@@ -1,16 +1,12 @@
-import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { CommanderError } from 'commander';
 import { ApiError } from '../client/index.js';
+import pkg from '../package.json' with { type: 'json' };
 import { commands } from './commands/index.js';
 import { type Config, resolveConfig } from './config.js';
 import { Context, type GlobalOptions, type Io } from './context.js';
 import { CliError, EXIT, type ExitCode, exitCodeOf, isUnreachable } from './exit-codes.js';
 import { buildProgram } from './program.js';
-
-const { version } = JSON.parse(
-  readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
-) as { version: string };
 
 /** Exit code of an interrupted command (128 + SIGINT), but `watch`, whose Ctrl-C is its end. */
 export const INTERRUPTED = 130;
@@ -36,7 +32,7 @@ export async function run(argv: readonly string[], io: Io): Promise<ExitCode | t
         exitCode = output.exitCode ?? EXIT.OK;
       }
     },
-    version,
+    pkg.version,
     io,
   );
   try {

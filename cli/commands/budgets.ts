@@ -264,7 +264,7 @@ export const updateBudget = defineCommand<
   name: 'budgets update',
   summary: 'Change a budget’s overdraft limit, caps, thresholds or shard count',
   details:
-    'Caps given replace the budget’s caps (--clear-caps removes them). Shards only grow, while the budget serves. To change the allocation, fund it.',
+    'Caps given replace the budget’s caps (--clear-caps removes them). Shards only grow, while the budget serves (sent first, in a request of their own). To change the allocation, fund it.',
   arguments: [SCOPE],
   options: [
     UNIT_OPTION,
@@ -300,11 +300,17 @@ export const updateBudget = defineCommand<
       ...(o.defaultThresholds && { thresholds: null }),
     };
     if (Object.keys(body).length === 0) throw new CliError('nothing to change (see --help)');
-    const b = await unwrap(
-      ctx
-        .admin('either')
-        .PATCH('/v1/admin/budgets', { ...budgetQuery(scope as string, o.unit), body }),
-    );
+    // The server takes a shard count in a PATCH of its own (a growth rewrites the budget).
+    const { shards, ...rest } = body;
+    const api = ctx.admin('either');
+    const query = budgetQuery(scope as string, o.unit);
+    let b =
+      shards === undefined
+        ? undefined
+        : await unwrap(api.PATCH('/v1/admin/budgets', { ...query, body: { shards } }));
+    if (Object.keys(rest).length > 0 || !b) {
+      b = await unwrap(api.PATCH('/v1/admin/budgets', { ...query, body: rest }));
+    }
     return { json: b, human: [`Budget ${b.scope} (${b.unit}) updated.`, ...budgetLines(b)] };
   },
 });

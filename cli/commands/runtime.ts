@@ -9,9 +9,9 @@ export const balances = defineCommand<PageOptions & SubjectOptions & { includeCh
     name: 'balances',
     summary: 'A tenant’s balances by scope (tenant key, runtime server)',
     details:
-      'What an agent with this key sees: each scope’s allocated, spent, reserved, remaining and debt.',
+      'What an agent with this key sees: each scope’s allocated, spent, reserved, remaining and debt. Without a subject option: the key’s own tenant.',
     options: [
-      ...SUBJECT_OPTIONS.filter((o) => !o.flags.startsWith('--tenant')),
+      ...SUBJECT_OPTIONS,
       { flags: '--include-children', description: 'also every scope under the subject' },
       ...PAGE_OPTIONS,
     ],
@@ -19,12 +19,16 @@ export const balances = defineCommand<PageOptions & SubjectOptions & { includeCh
       `${CLI_NAME} balances --workspace prod --include-children`,
       `${CLI_NAME} balances --json`,
     ],
-    operations: ['runtime:getBalances'],
+    operations: ['runtime:getBalances', 'runtime:runtimeIntrospectAuth'],
     async run(ctx, _args, o) {
       const api = ctx.runtime('tenant');
-      const subject = Object.fromEntries(
-        SUBJECT_LEVELS.flatMap((l) => (l !== 'tenant' && o[l] !== undefined ? [[l, o[l]]] : [])),
+      let subject: SubjectOptions = Object.fromEntries(
+        SUBJECT_LEVELS.flatMap((l) => (o[l] === undefined ? [] : [[l, o[l]]])),
       );
+      if (Object.keys(subject).length === 0) {
+        const me = await unwrap(api.GET('/v1/auth/introspect'));
+        subject = { tenant: me.tenant_id };
+      }
       const page = await listing(o, 'balances', (q) =>
         unwrap(
           api.GET('/v1/balances', {
