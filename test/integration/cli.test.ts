@@ -86,24 +86,9 @@ describe('budget-reservations, as a process', () => {
       '--thresholds',
       '50,90',
     ]);
-    const funded = await json([
-      'budgets',
-      'fund',
-      prod,
-      'CREDIT',
-      '50000000',
-      '--idempotency-key',
-      'fund-1',
-    ]);
-    const again = await json([
-      'budgets',
-      'fund',
-      prod,
-      'CREDIT',
-      '50000000',
-      '--idempotency-key',
-      'fund-1',
-    ]);
+    const fundOnce = ['budgets', 'fund', prod, 'CREDIT', '50000000', '--idempotency-key', 'fund-1'];
+    const funded = await json(fundOnce);
+    const again = await json(fundOnce);
     const asTenant = { env: { CYCLES_API_KEY: tenantKey } };
     const valid = await json(['keys', 'validate'], asTenant);
     const me = await json(['introspect', '--as', 'tenant'], asTenant);
