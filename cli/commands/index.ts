@@ -1,5 +1,6 @@
 import type { AnyCommand } from '../spec.js';
 import { audit } from './audit.js';
+import { budgetPeriods, watchBudget } from './budget-history.js';
 import * as budgets from './budgets.js';
 import { createBudgetsMany, createKeysMany, createTenantsMany, fundMany } from './bulk.js';
 import * as keys from './keys.js';
@@ -37,8 +38,8 @@ export const commands: readonly AnyCommand[] = [
   budgets.updateBudget,
   budgets.freezeBudget,
   budgets.unfreezeBudget,
-  budgets.budgetPeriods,
-  budgets.watchBudget,
+  budgetPeriods,
+  watchBudget,
   reservations.listReservations,
   reservations.getReservation,
   reservations.releaseReservation,
