@@ -7,7 +7,7 @@ import { repoRoot } from '../../infra/service-function.js';
 
 /**
  * The CLI as the tests run it: cli/main.ts bundled once by esbuild (its packages left to
- * node_modules), so each command is a real process that starts in ~0.1 s instead of ~0.5 s
+ * node_modules), so each command is a real process that starts in 0.11 s instead of 0.25 s
  * through tsx. test/integration/cli.test.ts also runs the real entry points (bin.mjs, npm).
  */
 export async function buildCli(): Promise<{ file: string; remove: () => Promise<void> }> {
