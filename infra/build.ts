@@ -23,7 +23,8 @@ interface Bundle {
 }
 
 async function bundle(name: string, entry: string): Promise<Bundle> {
-  const outfile = join(outDir, entry, 'index.mjs');
+  // .cjs: the repository is "type": "module"; in Lambda the asset's index.js is CommonJS.
+  const outfile = join(outDir, entry, 'index.cjs');
   const result = await build({
     ...esbuildOptions,
     external: [...esbuildOptions.external],
