@@ -5,7 +5,11 @@ import {
   SecretsManagerClient,
   UpdateSecretVersionStageCommand,
 } from '@aws-sdk/client-secrets-manager';
-import { type RotationEvent, rotationStep, type SecretsPort } from '../config/admin-key-rotation.js';
+import {
+  type RotationEvent,
+  rotationStep,
+  type SecretsPort,
+} from '../config/admin-key-rotation.js';
 import { config } from '../config/settings.js';
 import { log } from '../log.js';
 
@@ -14,12 +18,19 @@ const client = new SecretsManagerClient({ region: config.AWS_REGION, maxAttempts
 const secrets: SecretsPort = {
   async describe(secretId) {
     const out = await client.send(new DescribeSecretCommand({ SecretId: secretId }));
-    return { rotationEnabled: out.RotationEnabled === true, versions: out.VersionIdsToStages ?? {} };
+    return {
+      rotationEnabled: out.RotationEnabled === true,
+      versions: out.VersionIdsToStages ?? {},
+    };
   },
   async value(secretId, { versionId, stage }) {
     try {
       const out = await client.send(
-        new GetSecretValueCommand({ SecretId: secretId, VersionId: versionId, VersionStage: stage }),
+        new GetSecretValueCommand({
+          SecretId: secretId,
+          VersionId: versionId,
+          VersionStage: stage,
+        }),
       );
       return out.SecretString;
     } catch (error) {

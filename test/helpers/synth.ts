@@ -6,7 +6,8 @@ import { createStacks, type Stacks } from '../../infra/app.js';
 
 export type Resource = {
   Type: string;
-  Properties: Record<string, unknown> & Record<string, any>;
+  // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties of every resource type
+  Properties: Record<string, any>;
   DeletionPolicy?: string;
 };
 export type Resources = Record<string, Resource>;

@@ -24,8 +24,6 @@ import {
   synth,
 } from '../helpers/synth.js';
 
-const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
-
 describe('CDK app', () => {
   let s: Synthesized;
   beforeAll(() => {
