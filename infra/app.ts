@@ -78,9 +78,7 @@ export function createStacks(
   const data = new DataStack(app, `${prefix}Data`, {
     description: 'Budget reservation service: table, admin and cursor keys, budget events bus',
     ephemeral,
-    tracing,
     ...(adminApiKeySecretName && { adminApiKeySecretName }),
-    ...(rotationDays && { adminKeyRotation: Duration.days(Number(rotationDays)) }),
   });
   const defaults: FunctionDefaults = {
     table: data.table,
@@ -129,10 +127,13 @@ export function createStacks(
 
   const jobs = new JobsStack(app, `${prefix}Jobs`, {
     ...defaults,
-    description: 'Budget reservation service: expiry sweeper, budget events consumer',
+    description:
+      'Budget reservation service: expiry sweeper, budget events consumer, admin key rotation',
     eventBus: data.eventBus,
     reserveSweeperConcurrency: context('reserveSweeperConcurrency') !== 'false',
     ...(webhookUrls && { webhookUrls }),
+    ...(data.generatedAdminApiKey && { adminApiKeySecret: data.generatedAdminApiKey }),
+    ...(rotationDays && { adminKeyRotation: Duration.days(Number(rotationDays)) }),
   });
 
   const monitored = (server: Server) => {

@@ -10,10 +10,10 @@ import { type IEventBus, Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { type ISecret, RotationSchedule, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { budgetEventsConsumer, sweeper } from '../functions/routes.js';
+import { adminKeyRotation, budgetEventsConsumer, sweeper } from '../functions/routes.js';
 import { EVENT_ITEM_TYPES } from '../functions/store/table.js';
 import { commonEnvironment, type FunctionDefaults, functionLogs, sizingOf } from './api-stack.js';
 import { ServiceFunction } from './service-function.js';
@@ -35,16 +35,22 @@ export interface JobsStackProps extends StackProps, FunctionDefaults {
    * @default - none: events go to the bus only
    */
   readonly webhookUrls?: readonly string[];
+  /** The generated admin key, rotated here. @default - none: the key is yours to rotate */
+  readonly adminApiKeySecret?: ISecret;
+  /** How often the admin key is rotated. @default Duration.days(30) */
+  readonly adminKeyRotation?: Duration;
 }
 
 /**
  * The service's background work, which no request waits for: the every-minute expiry sweeper,
- * and the budget events consumer that reads the table's stream and puts events on the bus
- * (and webhooks), with the DLQ of the batches it gives up on.
+ * the budget events consumer that reads the table's stream and puts events on the bus (and
+ * webhooks), with the DLQ of the batches it gives up on, and the admin key's rotation.
  */
 export class JobsStack extends Stack {
   readonly sweeper: ServiceFunction;
   readonly budgetEvents: ServiceFunction;
+  /** @default - none when the admin key is a secret of yours */
+  readonly adminKeyRotation?: ServiceFunction;
   /** Stream batches that never went through (their metadata: shard and sequence numbers). */
   readonly budgetEventsDlq: Queue;
 
@@ -62,6 +68,38 @@ export class JobsStack extends Stack {
         'this queue is itself a dead-letter queue: the on-failure destination of the stream mapping (docs/deploy.md § Budget events); nothing consumes it to need one',
     });
     this.budgetEvents = this.budgetEventsConsumer(props);
+    if (props.adminApiKeySecret) {
+      this.adminKeyRotation = this.rotateAdminKey(props, props.adminApiKeySecret);
+    }
+  }
+
+  /**
+   * The admin key's rotation: a small function that puts a new random value through Secrets
+   * Manager's rotation steps (functions/jobs/rotate-admin-key.ts). The functions accept the
+   * value it replaced (AWSPREVIOUS) too, so nobody is locked out by a rotation: operators have
+   * until the next one to pick up the new key (docs/deploy.md § Rotating the admin key).
+   */
+  private rotateAdminKey(props: JobsStackProps, secret: ISecret): ServiceFunction {
+    const fn = new ServiceFunction(this, 'AdminKeyRotation', {
+      ...functionLogs(props),
+      entry: adminKeyRotation.entry,
+      description: 'rotates the admin key: a new random value, the old one kept as AWSPREVIOUS',
+      ...sizingOf(adminKeyRotation),
+    });
+    new RotationSchedule(this, 'AdminKeyRotationSchedule', {
+      secret,
+      rotationLambda: fn,
+      automaticallyAfter: props.adminKeyRotation ?? Duration.days(30),
+      // The key read right after a deploy stays current until the first scheduled rotation.
+      rotateImmediatelyOnUpdate: false,
+    });
+    if (!fn.role) throw new Error('a ServiceFunction always has its own role');
+    Validations.of(fn.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        "CDK's rotation schedule grants secretsmanager:GetRandomPassword, which has no resource-level permissions (the function makes its keys with node:crypto); with tracing, X-Ray's two actions likewise",
+    });
+    return fn;
   }
 
   private expirySweeper(props: JobsStackProps): ServiceFunction {

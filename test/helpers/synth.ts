@@ -61,7 +61,7 @@ export function synth(
         : id === 'budgetEvents'
           ? stacks.jobs.budgetEvents
           : id === 'adminKeyRotation'
-            ? (stacks.data.node.findChild('AdminKeyRotation') as never)
+            ? stacks.jobs.adminKeyRotation
             : [...stacks.routes.values()].map((s) => s.functions.get(id)).find((f) => f);
     if (!construct) throw new Error(`no function ${id}`);
     const stack = (construct as { stack: Stack }).stack;

@@ -132,15 +132,15 @@ describe('CDK app', () => {
   });
 
   describe('functions', () => {
-    it('has one function per route in its server’s stack, the sweeper and consumer in the jobs stack', () => {
+    it('has one function per route in its server’s stack, the background ones in the jobs stack', () => {
       const functionsIn = (key: string) => resourceCounts(s.template(routeStack(key)));
       const count = (server: string) =>
         routeEntries().filter(([, r]) => r.server === server).length;
 
       expect(functionsIn('runtime')['AWS::Lambda::Function']).toBe(count('runtime'));
       expect(functionsIn('admin')['AWS::Lambda::Function']).toBe(count('admin'));
-      s.template(s.stacks.jobs).resourceCountIs('AWS::Lambda::Function', 2);
-      s.template(s.stacks.data).resourceCountIs('AWS::Lambda::Function', 1);
+      s.template(s.stacks.jobs).resourceCountIs('AWS::Lambda::Function', 3);
+      s.template(s.stacks.data).resourceCountIs('AWS::Lambda::Function', 0);
     });
 
     it('runs every function on Node.js 22, arm64, CommonJS, JSON logs to its own log group', () => {
@@ -497,21 +497,22 @@ describe('CDK app', () => {
     });
 
     it('is rotated every 30 days by its own function, which may change that secret only', () => {
-      const data = s.template(s.stacks.data);
-      const [secretId] = Object.keys(
-        data.findResources('AWS::SecretsManager::Secret', {
+      const [secretId = ''] = Object.keys(
+        s.template(s.stacks.data).findResources('AWS::SecretsManager::Secret', {
           Properties: { Description: Match.stringLikeRegexp('X-Admin-API-Key') },
         }),
       );
+      const jobs = s.template(s.stacks.jobs);
       const { resources, logicalId: rotation } = s.fn('adminKeyRotation');
+      const theSecret = { 'Fn::ImportValue': expect.stringContaining(secretId) };
 
-      data.hasResourceProperties('AWS::SecretsManager::RotationSchedule', {
-        SecretId: { Ref: secretId },
+      jobs.hasResourceProperties('AWS::SecretsManager::RotationSchedule', {
+        SecretId: Match.objectLike({ 'Fn::ImportValue': Match.stringLikeRegexp(secretId) }),
         RotationLambdaARN: { 'Fn::GetAtt': [rotation, 'Arn'] },
         RotationRules: { ScheduleExpression: 'rate(30 days)' },
         RotateImmediatelyOnUpdate: false,
       });
-      data.hasResourceProperties('AWS::Lambda::Permission', {
+      jobs.hasResourceProperties('AWS::Lambda::Permission', {
         FunctionName: { 'Fn::GetAtt': [rotation, 'Arn'] },
         Principal: 'secretsmanager.amazonaws.com',
       });
@@ -525,7 +526,7 @@ describe('CDK app', () => {
             'secretsmanager:PutSecretValue',
             'secretsmanager:UpdateSecretVersionStage',
           ]),
-          Resource: { Ref: secretId },
+          Resource: theSecret,
         }),
       ]);
       expect(resources[rotation]?.Properties.Environment.Variables).not.toHaveProperty(
@@ -543,7 +544,8 @@ describe('CDK app', () => {
         },
       });
       expect(JSON.stringify(admin.toJSON())).toContain(':secret:budgets/admin-key-??????');
-      named.template(named.stacks.data).resourceCountIs('AWS::SecretsManager::RotationSchedule', 0);
+      named.template(named.stacks.jobs).resourceCountIs('AWS::SecretsManager::RotationSchedule', 0);
+      expect(named.stacks.jobs.adminKeyRotation).toBeUndefined();
     });
   });
 
@@ -841,26 +843,21 @@ describe('CDK app', () => {
         "BudgetReservationsData": {
           "AWS::DynamoDB::Table": 1,
           "AWS::Events::EventBus": 1,
-          "AWS::IAM::Policy": 1,
-          "AWS::IAM::Role": 1,
-          "AWS::Lambda::Function": 1,
-          "AWS::Lambda::Permission": 1,
-          "AWS::Logs::LogGroup": 1,
           "AWS::SecretsManager::ResourcePolicy": 1,
-          "AWS::SecretsManager::RotationSchedule": 1,
           "AWS::SecretsManager::Secret": 2,
         },
         "BudgetReservationsJobs": {
           "AWS::Events::Rule": 1,
-          "AWS::IAM::Policy": 2,
-          "AWS::IAM::Role": 2,
+          "AWS::IAM::Policy": 3,
+          "AWS::IAM::Role": 3,
           "AWS::Lambda::EventInvokeConfig": 1,
           "AWS::Lambda::EventSourceMapping": 1,
-          "AWS::Lambda::Function": 2,
-          "AWS::Lambda::Permission": 1,
-          "AWS::Logs::LogGroup": 2,
+          "AWS::Lambda::Function": 3,
+          "AWS::Lambda::Permission": 2,
+          "AWS::Logs::LogGroup": 3,
           "AWS::SQS::Queue": 1,
           "AWS::SQS::QueuePolicy": 1,
+          "AWS::SecretsManager::RotationSchedule": 1,
         },
         "BudgetReservationsMonitoring": {
           "AWS::CloudWatch::Alarm": 13,
