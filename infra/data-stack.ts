@@ -127,7 +127,10 @@ export class DataStack extends Stack {
       description: 'Budget events: thresholds, exhaustion, debt, over limit, expiries, refusals',
     });
 
-    new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    new CfnOutput(this, 'TableName', {
+      value: this.table.tableName,
+      description: 'The DynamoDB table (a generated name)',
+    });
     new CfnOutput(this, 'AdminApiKeySecretId', {
       value: this.adminApiKey.secretId,
       description: 'aws secretsmanager get-secret-value --secret-id <this> reads the admin key',
