@@ -63,6 +63,13 @@ export interface FunctionDefaults {
   readonly serviceName: string;
 }
 
+/** A server's HTTP API with its `$default` stage and access logs. */
+export interface OwnedApi {
+  readonly api: HttpApi;
+  readonly stage: HttpStage;
+  readonly logs: LogGroup;
+}
+
 export interface ApiStackProps extends StackProps, FunctionDefaults {
   /** The routes whose functions and API Gateway routes this stack holds. */
   readonly routes: readonly (readonly [RouteId, Route])[];
@@ -117,8 +124,8 @@ const consoleBuildCommands = (outputDir: string) => [
  * code moves.
  */
 export class ApiStack extends Stack {
-  /** The HTTP API this stack owns, if any, with its stage and access logs. */
-  readonly api?: { readonly api: HttpApi; readonly stage: HttpStage; readonly logs: LogGroup };
+  /** The HTTP API this stack owns, if any. */
+  readonly api?: OwnedApi;
   readonly functions: ReadonlyMap<RouteId, ServiceFunction>;
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
@@ -186,7 +193,7 @@ export class ApiStack extends Stack {
     throttle: ThrottleSettings,
     logs: { logRetention: RetentionDays; logRemovalPolicy: RemovalPolicy },
     serviceName: string,
-  ) {
+  ): OwnedApi {
     const name = pascal(server);
     const api = new HttpApi(this, `${name}Api`, {
       apiName: `${this.stackName}-${server}`,

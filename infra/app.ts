@@ -8,6 +8,7 @@ import {
   type CustomDomain,
   type FunctionDefaults,
   mapCustomDomain,
+  type OwnedApi,
   pascal,
 } from './api-stack.js';
 import { DataStack } from './data-stack.js';
@@ -69,6 +70,9 @@ export function createStacks(
   const domain = customDomain(context);
   const adminApiKeySecretName = context('adminApiKeySecretName');
   const rotationDays = context('adminKeyRotationDays');
+  if (rotationDays && !/^\d+$/.test(rotationDays)) {
+    throw new Error('context adminKeyRotationDays must be a number of days (1 to 1000)');
+  }
   const alarmEmail = context('alarmEmail');
   const webhookUrls = context('webhookUrls')
     ?.split(',')
@@ -99,7 +103,7 @@ export function createStacks(
   // The admin stack first: the runtime stack routes two of its functions on the admin API (the
   // console's mounts), so it imports that API's id, never the other way round.
   const stacks = new Map<string, ApiStack>();
-  const apis: Partial<Record<Server, ApiStack['api'] & object>> = {};
+  const apis: Partial<Record<Server, OwnedApi>> = {};
   for (const { server, rps, burst } of SERVER_STACKS) {
     const stack = new ApiStack(app, `${prefix}${pascal(server)}Api`, {
       ...defaults,

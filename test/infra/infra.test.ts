@@ -534,6 +534,16 @@ describe('CDK app', () => {
       );
     });
 
+    it('is rotated as often as -c adminKeyRotationDays says', () => {
+      const every90 = synth({ adminKeyRotationDays: '90' });
+
+      every90.template(every90.stacks.jobs).hasResourceProperties(
+        'AWS::SecretsManager::RotationSchedule',
+        { RotationRules: { ScheduleExpression: 'rate(90 days)' } },
+      );
+      expect(() => synth({ adminKeyRotationDays: 'monthly' })).toThrow(/adminKeyRotationDays/);
+    });
+
     it('can name an existing secret instead, granted by name pattern and not rotated by the stack', () => {
       const named = synth({ adminApiKeySecretName: 'budgets/admin-key' });
       const admin = named.template(named.stacks.routes.get('admin') as never);
