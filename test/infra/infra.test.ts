@@ -537,10 +537,11 @@ describe('CDK app', () => {
     it('is rotated as often as -c adminKeyRotationDays says', () => {
       const every90 = synth({ adminKeyRotationDays: '90' });
 
-      every90.template(every90.stacks.jobs).hasResourceProperties(
-        'AWS::SecretsManager::RotationSchedule',
-        { RotationRules: { ScheduleExpression: 'rate(90 days)' } },
-      );
+      every90
+        .template(every90.stacks.jobs)
+        .hasResourceProperties('AWS::SecretsManager::RotationSchedule', {
+          RotationRules: { ScheduleExpression: 'rate(90 days)' },
+        });
       expect(() => synth({ adminKeyRotationDays: 'monthly' })).toThrow(/adminKeyRotationDays/);
     });
 
