@@ -49,6 +49,14 @@ export interface Route {
   readonly mounts?: readonly Mount[];
   /** Files built beside the function's bundle: `console`, the operator console. @default - none */
   readonly assets?: 'console';
+  /**
+   * The CloudFormation stack that holds the route's function and API Gateway route, named
+   * `<prefix><Stack>Api` (infra/app.ts): by default its server's, which also holds the server's
+   * HTTP API. A family of routes gets a stack of its own (its routes still on its server's
+   * API) when the server's stack nears 60 % of CloudFormation's limits (docs/deploy.md § Stacks).
+   * @default - the route's server
+   */
+  readonly stack?: string;
 }
 
 /** Another server and path at which a route's function answers (API Gateway: one more route). */
@@ -466,6 +474,17 @@ export const sweeper = {
   table: { items: 'write', indexes: ['dueForExpiry'] },
   memoryMb: 512,
   timeoutSeconds: 60,
+} as const satisfies Pick<Route, 'entry' | 'table' | 'memoryMb' | 'timeoutSeconds'>;
+
+/**
+ * Rotates the admin key (functions/jobs/rotate-admin-key.ts): Secrets Manager invokes it on the
+ * key's rotation schedule; it touches no table.
+ */
+export const adminKeyRotation = {
+  entry: 'jobs/rotate-admin-key',
+  table: {},
+  memoryMb: 256,
+  timeoutSeconds: 30,
 } as const satisfies Pick<Route, 'entry' | 'table' | 'memoryMb' | 'timeoutSeconds'>;
 
 /**

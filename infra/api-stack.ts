@@ -1,4 +1,11 @@
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import {
+  CfnOutput,
+  Duration,
+  RemovalPolicy,
+  Stack,
+  type StackProps,
+  Validations,
+} from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
   ApiMapping,
@@ -14,30 +21,17 @@ import {
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
-import { EventBus, Rule, Schedule } from 'aws-cdk-lib/aws-events';
-import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
-import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
-import { Topic } from 'aws-cdk-lib/aws-sns';
-import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
-import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import {
   acceptsAdminKey,
-  budgetEventsConsumer,
   placesOf,
   type Route,
   type RouteId,
-  routeEntries,
   type Server,
-  sweeper,
 } from '../functions/routes.js';
-import { EVENT_ITEM_TYPES } from '../functions/store/table.js';
 import { METRICS_NAMESPACE } from '../functions/telemetry/catalog.js';
 import type { SecretRef } from './data-stack.js';
-import { ServiceMonitoring } from './monitoring.js';
 import { ServiceFunction } from './service-function.js';
 
 export interface CustomDomain {
@@ -49,44 +43,70 @@ export interface CustomDomain {
   readonly adminBasePath?: string;
 }
 
-export interface ApiStackProps extends StackProps {
+/** What every function of the service shares: its table, secrets, logs and telemetry. */
+export interface FunctionDefaults {
   readonly table: ITable;
   readonly adminApiKey: SecretRef;
   readonly cursorSecret: SecretRef;
   /** Logs are deleted with the stack. @default false */
   readonly ephemeral?: boolean;
-  /** @default - the execute-api endpoints only */
-  readonly domain?: CustomDomain;
-  /** Subscribed to the alarm topic. @default - no subscription */
-  readonly alarmEmail?: string;
-  /** Default route throttling of the runtime API. @default 500 rps, burst 1000 */
-  readonly runtimeThrottle?: ThrottleSettings;
-  /** Default route throttling of the admin API. @default 20 rps, burst 50 */
-  readonly adminThrottle?: ThrottleSettings;
   /** Function and access logs. @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
-  /** EXPIRY_SWEEP_INTERVAL_MS of the sweeper. @default Duration.seconds(5) */
-  readonly sweepInterval?: Duration;
-  /**
-   * Reserve concurrency 1 for the sweeper. Lambda keeps 100 of an account's concurrency
-   * unreserved, so accounts still at the new-account quota of 10 must set this to false.
-   * @default true
-   */
-  readonly reserveSweeperConcurrency?: boolean;
-  /** X-Ray tracing of every function, DynamoDB calls included. @default true */
+  /** Lambda's active X-Ray tracing of every function. @default true */
   readonly tracing?: boolean;
   /**
    * Business metrics also per tenant (METRICS_TENANT_DIMENSION): one more custom metric per
    * tenant and metric, each billed. @default false
    */
   readonly metricsTenantDimension?: boolean;
-  /**
-   * Webhook URLs the budget events consumer also POSTs every event to, signed with a secret the
-   * stack generates (output `WebhookSecretId`). The bus gets every event regardless.
-   * @default - none: events go to the bus only
-   */
-  readonly webhookUrls?: readonly string[];
+  /** POWERTOOLS_SERVICE_NAME: the `service` of every log line and metric of the deployment. */
+  readonly serviceName: string;
 }
+
+/** A server's HTTP API with its `$default` stage and access logs. */
+export interface OwnedApi {
+  readonly api: HttpApi;
+  readonly stage: HttpStage;
+  readonly logs: LogGroup;
+}
+
+export interface ApiStackProps extends StackProps, FunctionDefaults {
+  /** The routes whose functions and API Gateway routes this stack holds. */
+  readonly routes: readonly (readonly [RouteId, Route])[];
+  /**
+   * The server whose HTTP API (with its stage and access logs) this stack creates and
+   * outputs the URL of. @default - none: its routes go on APIs other stacks own
+   */
+  readonly owns?: { readonly server: Server; readonly throttle: ThrottleSettings };
+  /** The HTTP APIs of other stacks that its routes or their mounts are on. @default {} */
+  readonly apis?: Partial<Record<Server, HttpApi>>;
+}
+
+/** A route's sizing, from the route table's defaults. */
+export const sizingOf = (r: Pick<Route, 'memoryMb' | 'timeoutSeconds'>) => ({
+  memorySize: r.memoryMb ?? 512,
+  timeout: Duration.seconds(r.timeoutSeconds ?? 10),
+});
+
+export const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
+
+/** The environment every function gets: its table, log level and telemetry settings. */
+export const commonEnvironment = (d: FunctionDefaults): Record<string, string> => ({
+  TABLE_NAME: d.table.tableName,
+  LOG_LEVEL: 'info',
+  // The deployment's name is the `service` of its logs and metrics: two deployments in one
+  // account never mix their metrics.
+  POWERTOOLS_SERVICE_NAME: d.serviceName,
+  POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+  ...(d.metricsTenantDimension && { METRICS_TENANT_DIMENSION: 'true' }),
+});
+
+/** What ServiceFunction takes from the defaults: logs and tracing. */
+export const functionLogs = (d: FunctionDefaults) => ({
+  logRetention: d.logRetention ?? RetentionDays.ONE_MONTH,
+  logRemovalPolicy: d.ephemeral ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
+  tracing: d.tracing ?? true,
+});
 
 /**
  * The console's files, built by esbuild into the function's asset beside its bundle (served
@@ -96,70 +116,43 @@ const consoleBuildCommands = (outputDir: string) => [
   `node --import tsx infra/build-console.ts --outdir "${outputDir}/console"`,
 ];
 
-/** A route's sizing, from the route table's defaults. */
-const sizingOf = (r: Pick<Route, 'memoryMb' | 'timeoutSeconds'>) => ({
-  memorySize: r.memoryMb ?? 512,
-  timeout: Duration.seconds(r.timeoutSeconds ?? 10),
-});
-
-const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
-
-/** The stateless half: one function per route, the two HTTP APIs, the sweeper, the dashboard and alarms. */
+/**
+ * Routes of the route table: one function each, wired to the HTTP API of its server (and to
+ * the APIs of its mounts); the stack that owns a server's HTTP API creates it, with its
+ * `$default` stage, throttling and JSON access logs, and outputs its URL. Construct ids come
+ * from route ids (CreateReservation, CreateReservationRoute, …), so logical ids stay put when
+ * code moves.
+ */
 export class ApiStack extends Stack {
-  readonly apis: Record<Server, { readonly api: HttpApi; readonly stage: HttpStage }>;
-  readonly functions: Record<RouteId | 'sweeper' | 'budgetEvents', ServiceFunction>;
-  /** Where budget events go: route them with ordinary EventBridge rules (README). */
-  readonly eventBus: EventBus;
-  /** Stream batches that never went through (their metadata: shard and sequence numbers). */
-  readonly budgetEventsDlq: Queue;
-  readonly monitoring: ServiceMonitoring;
+  /** The HTTP API this stack owns, if any. */
+  readonly api?: OwnedApi;
+  readonly functions: ReadonlyMap<RouteId, ServiceFunction>;
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
-    const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
-    const logRemovalPolicy = props.ephemeral ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
-    const common = {
-      logRetention,
-      logRemovalPolicy,
-      tracing: props.tracing ?? true,
-      environment: {
-        TABLE_NAME: props.table.tableName,
-        LOG_LEVEL: 'info',
-        // The stack's name is the `service` of its logs, metrics and traces: two deployments
-        // in one account never mix their metrics.
-        POWERTOOLS_SERVICE_NAME: this.stackName,
-        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-        ...(props.metricsTenantDimension && { METRICS_TENANT_DIMENSION: 'true' }),
-      },
-    };
+    const logs = functionLogs(props);
+    const apis: Partial<Record<Server, HttpApi>> = { ...props.apis };
+    if (props.owns) {
+      this.api = this.httpApi(props.owns.server, props.owns.throttle, logs, props.serviceName);
+      apis[props.owns.server] = this.api.api;
+      new CfnOutput(this, props.owns.server === 'runtime' ? 'RuntimeUrl' : 'AdminUrl', {
+        value: this.api.api.apiEndpoint,
+        description: `Base URL of the ${props.owns.server} server`,
+      });
+    }
 
-    this.apis = {
-      runtime: this.httpApi(
-        'Runtime',
-        props.runtimeThrottle ?? { rateLimit: 500, burstLimit: 1000 },
-        logRetention,
-        logRemovalPolicy,
-      ),
-      admin: this.httpApi(
-        'Admin',
-        props.adminThrottle ?? { rateLimit: 20, burstLimit: 50 },
-        logRetention,
-        logRemovalPolicy,
-      ),
-    };
-
-    const functions: Partial<Record<RouteId | 'sweeper' | 'budgetEvents', ServiceFunction>> = {};
-    for (const [routeId, route] of routeEntries()) {
+    const functions = new Map<RouteId, ServiceFunction>();
+    for (const [routeId, route] of props.routes) {
       const name = pascal(routeId);
       const adminAuth = acceptsAdminKey(route);
       const fn = new ServiceFunction(this, name, {
-        ...common,
+        ...logs,
         ...sizingOf(route),
         entry: route.entry,
         description: `${route.server} ${route.method} ${route.path}`,
         ...(route.assets === 'console' && { afterBundling: consoleBuildCommands }),
         environment: {
-          ...common.environment,
+          ...commonEnvironment(props),
           // Only the functions that check X-Admin-API-Key learn where the key is, or may read it.
           ...(adminAuth && { ADMIN_API_KEY_SECRET_ID: props.adminApiKey.secretId }),
           ...(route.paginates && { CURSOR_SECRET_ID: props.cursorSecret.secretId }),
@@ -171,53 +164,45 @@ export class ApiStack extends Stack {
       // The route's own path, then its mounts: more routes to the same function (the first
       // keeps the construct ids it always had, so its logical ids do not move).
       placesOf(route).forEach(({ server, path }, i) => {
+        const api = apis[server];
+        if (!api) throw new Error(`${routeId}: no HTTP API of the ${server} server in ${id}`);
         const suffix = i === 0 ? '' : `Mount${i}`;
-        new HttpRoute(this, `${name}Route${suffix}`, {
-          httpApi: this.apis[server].api,
+        const httpRoute = new HttpRoute(this, `${name}Route${suffix}`, {
+          httpApi: api,
           routeKey:
             path === '$default'
               ? HttpRouteKey.DEFAULT
               : HttpRouteKey.with(path, HttpMethod[route.method]),
           integration: new HttpLambdaIntegration(`${name}Integration${suffix}`, fn),
         });
+        Validations.of(httpRoute).acknowledge({
+          id: 'AwsSolutions-APIG4',
+          reason:
+            route.auth.kind === 'none'
+              ? 'a public route (health, OpenAPI document, console page, not found): it reads nothing a caller could not'
+              : 'authorized by the function before any work: tenant API keys (hashed in the table, per-key permissions, revocable) and the admin key (Secrets Manager, rotated), functions/http/auth.ts; an API Gateway authorizer would add an invocation per request and still need the table for permissions',
+        });
       });
-      functions[routeId] = fn;
+      functions.set(routeId, fn);
     }
-    functions.sweeper = this.sweeper(props, common);
-    this.eventBus = new EventBus(this, 'BudgetEvents', {
-      description: 'Budget events: thresholds, exhaustion, debt, over limit, expiries, refusals',
-    });
-    this.budgetEventsDlq = new Queue(this, 'BudgetEventsDlq', {
-      retentionPeriod: Duration.days(14),
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-    });
-    functions.budgetEvents = this.budgetEvents(props, common);
-    this.functions = functions as Record<RouteId | 'sweeper' | 'budgetEvents', ServiceFunction>;
-
-    const urls = props.domain ? this.customDomain(props.domain) : undefined;
-    new CfnOutput(this, 'RuntimeUrl', {
-      value: urls?.runtime ?? this.apis.runtime.api.apiEndpoint,
-      description: 'Base URL of the runtime server',
-    });
-    new CfnOutput(this, 'AdminUrl', {
-      value: urls?.admin ?? this.apis.admin.api.apiEndpoint,
-      description: 'Base URL of the admin server',
-    });
-    this.monitoring = this.monitor(props);
+    this.functions = functions;
   }
 
   private httpApi(
-    name: string,
+    server: Server,
     throttle: ThrottleSettings,
-    retention: RetentionDays,
-    removalPolicy: RemovalPolicy,
-  ) {
+    logs: { logRetention: RetentionDays; logRemovalPolicy: RemovalPolicy },
+    serviceName: string,
+  ): OwnedApi {
+    const name = pascal(server);
     const api = new HttpApi(this, `${name}Api`, {
-      apiName: `${this.stackName}-${name.toLowerCase()}`,
+      apiName: `${this.stackName}-${server}`,
       createDefaultStage: false,
     });
-    const accessLogs = new LogGroup(this, `${name}AccessLogs`, { retention, removalPolicy });
+    const accessLogs = new LogGroup(this, `${name}AccessLogs`, {
+      retention: logs.logRetention,
+      removalPolicy: logs.logRemovalPolicy,
+    });
     const stage = new HttpStage(this, `${name}Stage`, {
       httpApi: api,
       stageName: '$default',
@@ -227,6 +212,9 @@ export class ApiStack extends Stack {
         destination: new LogGroupLogDestination(accessLogs),
         format: AccessLogFormat.custom(
           JSON.stringify({
+            // Constants, so a metric filter can count 429s per deployment and API (monitoring.ts).
+            service: serviceName,
+            api: server,
             requestId: '$context.requestId',
             ip: '$context.identity.sourceIp',
             time: '$context.requestTime',
@@ -242,173 +230,43 @@ export class ApiStack extends Stack {
         ),
       },
     });
-    return { api, stage };
+    return { api, stage, logs: accessLogs };
   }
+}
 
-  private sweeper(
-    props: ApiStackProps,
-    common: {
-      environment: Record<string, string>;
-      logRetention: RetentionDays;
-      tracing: boolean;
-    },
-  ): ServiceFunction {
-    const interval = props.sweepInterval ?? Duration.seconds(5);
-    // One minute: the handler stops sweeping ~5 s before it, just before the next tick starts.
-    const fn = new ServiceFunction(this, 'Sweeper', {
-      ...common,
-      entry: sweeper.entry,
-      description: 'expires reservations past their grace period',
-      ...sizingOf(sweeper),
-      // At most one sweeper at a time. A second one would still be safe (every expiry is a
-      // transaction conditioned on ACTIVE-and-due), only wasteful.
-      ...(props.reserveSweeperConcurrency !== false && { reservedConcurrentExecutions: 1 }),
-      environment: {
-        ...common.environment,
-        EXPIRY_SWEEP_INTERVAL_MS: String(interval.toMilliseconds()),
-      },
-    });
-    fn.grantTable(props.table, sweeper.table);
-    // A crashed or throttled sweep is not retried: nothing is lost, since whatever it did not
-    // expire is still in the due index for the next minute's sweep.
-    fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
-    new Rule(this, 'SweeperSchedule', {
-      description: 'runs the reservation expiry sweeper every minute',
-      schedule: Schedule.rate(Duration.minutes(1)),
-      targets: [new LambdaFunction(fn, { retryAttempts: 2, maxEventAge: Duration.minutes(1) })],
-    });
-    return fn;
-  }
+/**
+ * Both APIs on one custom domain: the runtime API at its root, the admin API under
+ * `adminBasePath`. The domain lives in the admin API's stack, which deploys first (the runtime
+ * stack mounts two of its routes on the admin API); each stack maps its own API and outputs its
+ * URL on the domain.
+ */
+export function mapCustomDomain(domain: CustomDomain, runtime: ApiStack, admin: ApiStack): void {
+  if (!runtime.api || !admin.api) throw new Error('both API stacks must own their HTTP API');
+  const adminBasePath = domain.adminBasePath ?? 'admin';
+  const domainName = new DomainName(admin, 'Domain', {
+    domainName: domain.domainName,
+    certificate: Certificate.fromCertificateArn(admin, 'Certificate', domain.certificateArn),
+  });
+  new ApiMapping(runtime, 'RuntimeMapping', {
+    api: runtime.api.api,
+    stage: runtime.api.stage,
+    domainName,
+  });
+  new ApiMapping(admin, 'AdminMapping', {
+    api: admin.api.api,
+    stage: admin.api.stage,
+    domainName,
+    apiMappingKey: adminBasePath,
+  });
+  new CfnOutput(admin, 'DomainTarget', {
+    value: domainName.regionalDomainName,
+    description: `CNAME (or alias) target for ${domain.domainName}`,
+  });
+  setOutput(runtime, 'RuntimeUrl', `https://${domain.domainName}`);
+  setOutput(admin, 'AdminUrl', `https://${domain.domainName}/${adminBasePath}`);
+}
 
-  /**
-   * The table's stream → the budget events consumer → the bus (and webhooks, if configured).
-   * Only items that can mean an event invoke it (filters on the stream records), in batches;
-   * a failing batch is bisected, the consumer reports the record to retry from, and what still
-   * fails after 10 tries (or a day) is dropped to the DLQ, so one poison record never holds
-   * the stream.
-   */
-  private budgetEvents(
-    props: ApiStackProps,
-    common: {
-      environment: Record<string, string>;
-      logRetention: RetentionDays;
-      tracing: boolean;
-    },
-  ): ServiceFunction {
-    const webhookUrls = props.webhookUrls ?? [];
-    const webhookSecret =
-      webhookUrls.length > 0
-        ? new Secret(this, 'WebhookSecret', {
-            description: 'Signs the webhook deliveries of budget events (X-Cycles-Signature)',
-            generateSecretString: { passwordLength: 48, excludePunctuation: true },
-            removalPolicy: props.ephemeral ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
-          })
-        : undefined;
-    const fn = new ServiceFunction(this, 'BudgetEventsConsumer', {
-      ...common,
-      entry: budgetEventsConsumer.entry,
-      description: 'derives budget events from the table stream and puts them on the bus',
-      ...sizingOf(budgetEventsConsumer),
-      environment: {
-        ...common.environment,
-        EVENT_BUS_NAME: this.eventBus.eventBusName,
-        ...(webhookSecret && {
-          WEBHOOK_URLS: webhookUrls.join(','),
-          WEBHOOK_SECRET_ID: webhookSecret.secretArn,
-        }),
-      },
-    });
-    fn.grantTable(props.table, budgetEventsConsumer.table);
-    fn.grantStreamRead(props.table);
-    this.eventBus.grantPutEventsTo(fn);
-    if (webhookSecret) fn.grantSecretRead(webhookSecret.secretArn);
-    const streamArn = props.table.tableStreamArn;
-    if (!streamArn) throw new Error('budget events need the table stream (DataStack)');
-    const type = (...types: string[]) => ({ type: { S: FilterRule.or(...types) } });
-    fn.addEventSourceMapping('TableStream', {
-      eventSourceArn: streamArn,
-      startingPosition: StartingPosition.TRIM_HORIZON,
-      batchSize: 100,
-      maxBatchingWindow: Duration.seconds(1),
-      bisectBatchOnError: true,
-      reportBatchItemFailures: true,
-      retryAttempts: 10,
-      maxRecordAge: Duration.days(1),
-      onFailure: new SqsDlq(this.budgetEventsDlq),
-      filters: [
-        // Ledger writes (usage, debt), expiries (ACTIVE → EXPIRED), refusal records.
-        FilterCriteria.filter({
-          eventName: FilterRule.isEqual('MODIFY'),
-          dynamodb: { NewImage: type(...EVENT_ITEM_TYPES.ledgers) },
-        }),
-        FilterCriteria.filter({
-          eventName: FilterRule.isEqual('MODIFY'),
-          dynamodb: {
-            NewImage: { ...type(EVENT_ITEM_TYPES.reservation), status: { S: ['EXPIRED'] } },
-          },
-        }),
-        FilterCriteria.filter({
-          eventName: FilterRule.isEqual('INSERT'),
-          dynamodb: { NewImage: type(EVENT_ITEM_TYPES.refusal) },
-        }),
-      ],
-    });
-    new CfnOutput(this, 'EventBusName', {
-      value: this.eventBus.eventBusName,
-      description: 'The bus budget events are put on (source budget-reservations)',
-    });
-    if (webhookSecret) {
-      new CfnOutput(this, 'WebhookSecretId', {
-        value: webhookSecret.secretArn,
-        description: 'aws secretsmanager get-secret-value --secret-id <this>: the webhook key',
-      });
-    }
-    return fn;
-  }
-
-  private customDomain(domain: CustomDomain) {
-    const adminBasePath = domain.adminBasePath ?? 'admin';
-    const domainName = new DomainName(this, 'Domain', {
-      domainName: domain.domainName,
-      certificate: Certificate.fromCertificateArn(this, 'Certificate', domain.certificateArn),
-    });
-    new ApiMapping(this, 'RuntimeMapping', {
-      api: this.apis.runtime.api,
-      stage: this.apis.runtime.stage,
-      domainName,
-    });
-    new ApiMapping(this, 'AdminMapping', {
-      api: this.apis.admin.api,
-      stage: this.apis.admin.stage,
-      domainName,
-      apiMappingKey: adminBasePath,
-    });
-    new CfnOutput(this, 'DomainTarget', {
-      value: domainName.regionalDomainName,
-      description: `CNAME (or alias) target for ${domain.domainName}`,
-    });
-    return {
-      runtime: `https://${domain.domainName}`,
-      admin: `https://${domain.domainName}/${adminBasePath}`,
-    };
-  }
-
-  /** The dashboard and every alarm, all notifying the `Alarms` topic (infra/monitoring.ts). */
-  private monitor(props: ApiStackProps): ServiceMonitoring {
-    const topic = new Topic(this, 'Alarms', { displayName: `${this.stackName} alarms` });
-    if (props.alarmEmail) topic.addSubscription(new EmailSubscription(props.alarmEmail));
-    return new ServiceMonitoring(this, 'Monitoring', {
-      serviceName: this.stackName,
-      apis: { runtime: this.apis.runtime.api, admin: this.apis.admin.api },
-      routeFunctions: routeEntries().map(([id, route]) => ({
-        id,
-        server: route.server,
-        fn: this.functions[id],
-      })),
-      sweeper: this.functions.sweeper,
-      budgetEvents: { consumer: this.functions.budgetEvents, dlq: this.budgetEventsDlq },
-      table: props.table,
-      topic,
-    });
-  }
+function setOutput(stack: Stack, id: string, value: string): void {
+  const output = stack.node.findChild(id) as CfnOutput;
+  output.value = value;
 }

@@ -1,79 +1,51 @@
-import { mkdir, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import { build, type Metafile } from 'esbuild';
-import { budgetEventsConsumer, routeEntries, sweeper } from '../functions/routes.js';
+import { mkdir, rm } from 'node:fs/promises';
+import { cpus } from 'node:os';
 import { buildConsole } from './build-console.js';
+import {
+  bundle,
+  bundleTable,
+  functionEntries,
+  importTimes,
+  kb,
+  LIMIT_BYTES,
+  outDir,
+  targetBytes,
+  weightByPackage,
+} from './bundles.js';
 import { writeClientTypes } from './client-types.js';
+import { replaceSection } from './docs.js';
 import { writeOpenApiDocuments } from './openapi.js';
-import { entryFile, esbuildOptions, repoRoot } from './service-function.js';
 
 /**
- * `npm run build`: writes the OpenAPI documents (infra/openapi.ts), then bundles every function exactly as the stack does (same esbuild options) into
- * dist/<entry>/index.mjs and prints each bundle's size, with what weighs most in the largest;
- * then the operator console into console/dist.
- * Exits 1 when a bundle exceeds the budget: every byte is read and parsed at cold start.
+ * `npm run build`: writes the OpenAPI documents (infra/openapi.ts), bundles every function
+ * exactly as the stack does into dist/, and prints each bundle's size against its target
+ * (infra/bundles.ts) and its module import time (median of BUILD_IMPORT_REPS fresh processes,
+ * default 5; 0 skips it), with what weighs most in the largest; then builds the operator
+ * console into console/dist. `--docs` also writes the table into docs/deploy.md.
+ * Exits 1 when a bundle exceeds 500 kB.
  */
-const LIMIT_BYTES = 500_000;
-const outDir = join(repoRoot, 'dist');
-
-interface Bundle {
-  readonly name: string;
-  readonly entry: string;
-  readonly bytes: number;
-  readonly metafile: Metafile;
-}
-
-async function bundle(name: string, entry: string): Promise<Bundle> {
-  const outfile = join(outDir, entry, 'index.mjs');
-  const result = await build({
-    ...esbuildOptions,
-    external: [...esbuildOptions.external],
-    mainFields: [...esbuildOptions.mainFields],
-    banner: { js: esbuildOptions.banner },
-    entryPoints: [entryFile(entry)],
-    bundle: true,
-    outfile,
-    metafile: true,
-    logLevel: 'warning',
-  });
-  return { name, entry, bytes: (await stat(outfile)).size, metafile: result.metafile };
-}
-
-/** Bytes each package (or our own folder) contributes to a bundle, largest first. */
-export function weightByPackage(metafile: Metafile): [string, number][] {
-  const weights = new Map<string, number>();
-  for (const output of Object.values(metafile.outputs)) {
-    for (const [file, { bytesInOutput }] of Object.entries(output.inputs)) {
-      const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1];
-      const key = pkg ?? file.split('/').slice(0, 2).join('/');
-      weights.set(key, (weights.get(key) ?? 0) + bytesInOutput);
-    }
-  }
-  return [...weights].sort((a, b) => b[1] - a[1]);
-}
-
-const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
-
 async function main(): Promise<void> {
   // First: the GET /openapi.json functions bundle the documents (generated from the schemas).
   await writeOpenApiDocuments();
   await writeClientTypes(); // the typed client (client/generated) from those documents
   await rm(outDir, { recursive: true, force: true });
   await mkdir(outDir, { recursive: true });
-  const functions = [
-    ...routeEntries().map(([id, route]) => [id, route.entry] as const),
-    ['sweeper', sweeper.entry] as const,
-    ['budgetEvents', budgetEventsConsumer.entry] as const,
-  ];
-  const bundles = await Promise.all(functions.map(([name, entry]) => bundle(name, entry)));
+  const bundles = await Promise.all(functionEntries().map((f) => bundle(f)));
   bundles.sort((a, b) => b.bytes - a.bytes);
+  const reps = Number(process.env.BUILD_IMPORT_REPS ?? 5);
+  const times = reps > 0 ? importTimes(bundles, reps) : undefined;
 
   const width = Math.max(...bundles.map((b) => b.name.length));
-  console.log(`${'function'.padEnd(width)}  ${'minified'.padStart(9)}  entry`);
+  const header = ['minified', 'target', times ? `import ms` : ''];
+  console.log(`${'function'.padEnd(width)}  ${header.map((h) => h.padStart(9)).join('  ')}  entry`);
   for (const b of bundles) {
-    const flag = b.bytes > LIMIT_BYTES ? '  OVER BUDGET' : '';
+    const target = targetBytes(b);
+    const flag =
+      b.bytes > LIMIT_BYTES ? '  OVER 500 kB' : target && b.bytes > target ? '  over target' : '';
+    const time = times?.get(b.name);
+    const cells = [kb(b.bytes), target ? kb(target) : '', time ? time.toFixed(0) : ''];
     console.log(
-      `${b.name.padEnd(width)}  ${kb(b.bytes).padStart(9)}  functions/${b.entry}.ts${flag}`,
+      `${b.name.padEnd(width)}  ${cells.map((c) => c.padStart(9)).join('  ')}  functions/${b.entry}.ts${flag}`,
     );
   }
   const [largest] = bundles;
@@ -83,7 +55,19 @@ async function main(): Promise<void> {
       console.log(`  ${pkg.padEnd(28)} ${kb(bytes).padStart(9)}`);
     }
   }
-  console.log(`\nbundles in dist/ (AWS SDK external: the runtime provides it; docs/deploy.md)`);
+  const overTarget = bundles.filter((b) => {
+    const target = targetBytes(b);
+    return target !== undefined && b.bytes > target;
+  });
+  console.log(
+    `\n${bundles.length} bundles in dist/ (AWS SDK external: the runtime provides it; docs/deploy.md § Bundling)` +
+      `; ${overTarget.length} over their size target` +
+      (times ? `; import times: median of ${reps} processes each, on ${cpus().length} cores` : ''),
+  );
+  if (process.argv.includes('--docs')) {
+    await replaceSection('bundles', bundleTable(bundles, times));
+    console.log('docs/deploy.md: bundle table written');
+  }
   // The operator console: served from console/dist locally, built beside its function by synth.
   const site = await buildConsole();
   console.log(

@@ -214,7 +214,7 @@ export function scheduledEvent() {
     account: ACCOUNT,
     time: TIME.toISOString().replace('.000Z', 'Z'),
     region: REGION,
-    resources: [`arn:aws:events:${REGION}:${ACCOUNT}:rule/BudgetReservationsApi-SweeperSchedule`],
+    resources: [`arn:aws:events:${REGION}:${ACCOUNT}:rule/BudgetReservationsJobs-SweeperSchedule`],
     detail: {},
   };
 }

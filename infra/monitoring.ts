@@ -11,10 +11,12 @@ import {
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { BillingMode, type ITable, Operation } from 'aws-cdk-lib/aws-dynamodb';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { FilterPattern, type ILogGroup, MetricFilter } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import {
   type CustomMetric,
+  type CustomMetricSearch,
   DefaultDashboardFactory,
   LatencyType,
   MetricStatistic,
@@ -22,15 +24,22 @@ import {
   SnsAlarmActionStrategy,
 } from 'cdk-monitoring-constructs';
 import { Construct } from 'constructs';
-import type { RouteId, Server } from '../functions/routes.js';
+import type { Server } from '../functions/routes.js';
 import { METRICS_NAMESPACE, type MetricName } from '../functions/telemetry/catalog.js';
+
+/** An HTTP API as monitoring sees it: its metrics, its access logs, and the stacks of its functions. */
+export interface MonitoredApi {
+  readonly api: HttpApi;
+  /** The stage's JSON access logs (infra/api-stack.ts): 429s are counted from them. */
+  readonly accessLogs: ILogGroup;
+  /** Names of the stacks holding its route functions: function names start with them. */
+  readonly functionStacks: readonly string[];
+}
 
 export interface ServiceMonitoringProps {
   /** The `service` dimension of the functions' EMF metrics (their POWERTOOLS_SERVICE_NAME). */
   readonly serviceName: string;
-  readonly apis: Readonly<Record<Server, HttpApi>>;
-  /** Each route's function, with the server it answers on. */
-  readonly routeFunctions: readonly { id: RouteId; server: Server; fn: IFunction }[];
+  readonly apis: Readonly<Record<Server, MonitoredApi>>;
   readonly sweeper: IFunction;
   /** The budget events consumer and the DLQ of its stream mapping. @default - not watched */
   readonly budgetEvents?: { readonly consumer: IFunction; readonly dlq: IQueue };
@@ -41,7 +50,12 @@ export interface ServiceMonitoringProps {
   readonly sweeperHeartbeat?: Duration;
   /** SweeperLag fires when a due reservation waited longer than this. @default Duration.minutes(3) */
   readonly maxSweepLag?: Duration;
+  /** IteratorAge fires when the stream consumer is this far behind. @default Duration.minutes(5) */
+  readonly maxIteratorAge?: Duration;
 }
+
+/** Requests the stage's own throttling refused (429), counted from its access logs per API. */
+export const STAGE_THROTTLED_METRIC = 'StageThrottled';
 
 const PERIOD = Duration.minutes(5);
 const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
@@ -52,10 +66,12 @@ const atLeast = (threshold: number) => ({
 
 /**
  * The service's one CloudWatch dashboard and its alarms, built with cdk-monitoring-constructs:
- * alarm status first, then per API (requests, latency p50/p99, 4xx/5xx, 5xx share, Lambda
- * throttles), the service's own EMF metrics (decisions, refusals, settlements, latency per
- * route), DynamoDB (throttles, conflicts, retries) and the sweeper (lag, heartbeat, errors).
- * Every alarm is named `<stack>-<subject>-<what>-Critical` and notifies the alarm topic.
+ * alarm status first, then Lambda throttles, per API (requests, latency p50/p99, 4xx/5xx, the
+ * 5xx, 4xx and 429 shares, throttles and errors by function), the service's own EMF metrics
+ * (decisions, refusals, settlements, latency per route), DynamoDB (throttles, conflicts,
+ * retries, time), the sweeper (lag, heartbeat, errors) and budget events (iterator age, DLQ).
+ * Every alarm is named `<prefix>-<subject>-<what>-Critical`, notifies the alarm topic and shows
+ * in the alarm widget.
  */
 export class ServiceMonitoring extends Construct {
   readonly facade: MonitoringFacade;
@@ -83,6 +99,7 @@ export class ServiceMonitoring extends Construct {
     this.facade
       .addLargeHeader(`Budget reservations (${prefix})`)
       .addWidget(new AlarmStatusWidget({ title: 'Alarms', alarms, width: 24, height: 6 }));
+    this.lambdaThrottles();
     for (const server of ['runtime', 'admin'] as const) this.api(server, props);
     this.serviceMetrics(props);
     this.dynamo(props);
@@ -114,7 +131,7 @@ export class ServiceMonitoring extends Construct {
     dimension: string,
     statistic: MetricStatistic,
     serviceName: string,
-  ) {
+  ): CustomMetricSearch {
     return {
       searchQuery: `MetricName="${name}"`,
       // An undefined value puts the dimension in the search schema without fixing its value.
@@ -124,8 +141,45 @@ export class ServiceMonitoring extends Construct {
     };
   }
 
+  /**
+   * One alarm for every function: Lambda's Throttles across the account's functions in the
+   * region. Ours share the account's unreserved concurrency, so a throttle anywhere there means
+   * ours can be refused too; the API rows below show which functions it hit.
+   */
+  private lambdaThrottles(): void {
+    this.facade.monitorCustom({
+      humanReadableName: 'Lambda throttles (all functions of the account and region)',
+      alarmFriendlyName: 'Lambda',
+      metricGroups: [
+        {
+          title: 'Throttled invocations',
+          metrics: [
+            {
+              metric: new Metric({
+                namespace: 'AWS/Lambda',
+                metricName: 'Throttles',
+                statistic: 'Sum',
+                period: PERIOD,
+                label: 'throttled invocations',
+              }),
+              alarmFriendlyName: 'Throttles',
+              addAlarm: {
+                Critical: {
+                  ...atLeast(1),
+                  treatMissingDataOverride: TreatMissingData.NOT_BREACHING,
+                  alarmDescriptionOverride:
+                    "Lambda throttled invocations: the account's concurrency is exhausted (API requests answer 503)",
+                },
+              },
+            },
+          ],
+        },
+      ],
+    });
+  }
+
   private api(server: Server, props: ServiceMonitoringProps): void {
-    const api = props.apis[server];
+    const { api, accessLogs, functionStacks } = props.apis[server];
     const name = `${pascal(server)}Api`;
     this.facade.monitorApiGatewayV2HttpApi({
       api,
@@ -135,50 +189,93 @@ export class ServiceMonitoring extends Construct {
       latencyTypesToRender: [LatencyType.P50, LatencyType.P99],
     });
     const requests = api.metricCount({ period: PERIOD, statistic: 'Sum' });
-    const errorShare = new MathExpression({
-      expression: 'IF(requests > 0, 100 * errors / requests, 0)',
-      usingMetrics: {
-        errors: api.metricServerError({ period: PERIOD, statistic: 'Sum' }),
-        requests,
-      },
-      period: PERIOD,
-      label: '5xx % of requests',
+    // The stage's own rate limit answers 429 without invoking anything: only its access logs
+    // tell a 429 from the other 4xx.
+    new MetricFilter(this, `${name}StageThrottled`, {
+      logGroup: accessLogs,
+      filterPattern: FilterPattern.stringValue('$.status', '=', '429'),
+      metricNamespace: METRICS_NAMESPACE,
+      metricName: STAGE_THROTTLED_METRIC,
+      metricValue: '1',
+      dimensions: { service: '$.service', Api: '$.api' },
     });
-    const functions = props.routeFunctions.filter((r) => r.server === server);
-    // A throttled function answers 503 through API Gateway: the account's concurrency is spent.
-    // Stage throttling (the API's own rate limit) answers 429 and shows in 4xx above.
-    const throttles: CustomMetric[] = functions.map(({ id, fn }) => ({
-      metric: fn.metricThrottles({ period: PERIOD, statistic: 'Sum', label: id }),
-      alarmFriendlyName: `${pascal(id)}Throttles`,
+    const throttled = new Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName: STAGE_THROTTLED_METRIC,
+      dimensionsMap: { service: props.serviceName, Api: server },
+      statistic: 'Sum',
+      period: PERIOD,
+    });
+    const share = (
+      label: string,
+      part: IMetric,
+      threshold: number,
+      minRequests: number,
+      description: string,
+      periods = 1,
+    ): CustomMetric => ({
+      // Ids must differ between the expressions of one graph: s5xx, s4xx, s429.
+      metric: new MathExpression({
+        expression: `IF(requests >= ${minRequests}, 100 * s${label.slice(0, 3)} / requests, 0)`,
+        usingMetrics: { [`s${label.slice(0, 3)}`]: part, requests },
+        period: PERIOD,
+        label,
+      }),
+      alarmFriendlyName: label.replace(/ .*/, '').replace('%', 'Rate'),
       addAlarm: {
         Critical: {
-          ...atLeast(1),
+          ...atLeast(threshold),
           treatMissingDataOverride: TreatMissingData.NOT_BREACHING,
-          alarmDescriptionOverride: `${id} was throttled`,
+          evaluationPeriods: periods,
+          datapointsToAlarm: periods,
+          alarmDescriptionOverride: description,
         },
       },
-    }));
+    });
+    // Per function, found by their names (they start with their stack's name): no alarm each.
+    const byFunction = (metricName: string) =>
+      functionStacks.map(
+        (stack): CustomMetricSearch => ({
+          namespace: 'AWS/Lambda',
+          searchQuery: `MetricName="${metricName}" "${stack}"`,
+          dimensionsMap: { FunctionName: undefined as unknown as string },
+          statistic: MetricStatistic.SUM,
+          label: `\${PROP('Dim.FunctionName')}`,
+        }),
+      );
     this.facade.monitorCustom({
-      humanReadableName: `${pascal(server)} API: 5xx share and Lambda throttles`,
+      humanReadableName: `${pascal(server)} API: error shares, functions`,
       alarmFriendlyName: name,
       metricGroups: [
         {
-          title: '5xx % of requests',
+          title: '5xx, 4xx and 429 % of requests',
           metrics: [
-            {
-              metric: errorShare,
-              alarmFriendlyName: '5xxRate',
-              addAlarm: {
-                Critical: {
-                  ...atLeast(1),
-                  treatMissingDataOverride: TreatMissingData.NOT_BREACHING,
-                  alarmDescriptionOverride: `more than 1% of ${server} API requests answered 5xx over 5 minutes`,
-                },
-              },
-            },
+            share(
+              '5xx% of requests',
+              api.metricServerError({ period: PERIOD, statistic: 'Sum' }),
+              1,
+              1,
+              `1% or more of ${server} API requests answered 5xx over 5 minutes`,
+            ),
+            share(
+              '4xx% of requests',
+              api.metricClientError({ period: PERIOD, statistic: 'Sum' }),
+              25,
+              100,
+              `a quarter or more of ${server} API requests were refused (4xx) for 15 minutes: a broken client, a revoked key in use, a runaway agent against its budget`,
+              3,
+            ),
+            share(
+              '429% of requests',
+              throttled,
+              1,
+              1,
+              `1% or more of ${server} API requests were over the stage's rate limit (429) over 5 minutes`,
+            ),
           ],
         },
-        { title: 'Lambda throttles by route', metrics: throttles },
+        { title: 'Lambda throttles by function', metrics: byFunction('Throttles') },
+        { title: 'Lambda errors by function', metrics: byFunction('Errors') },
       ],
     });
   }
@@ -275,6 +372,9 @@ export class ServiceMonitoring extends Construct {
             this.emf('BusyAnswers', 'Sum', { Reason: 'THROTTLED' }, s).with({
               label: '503: throttling outlasted retries',
             }),
+            this.emf('BusyAnswers', 'Sum', { Reason: 'TIMEOUT' }, s).with({
+              label: '503: the table did not answer in time',
+            }),
           ],
         },
         {
@@ -282,6 +382,13 @@ export class ServiceMonitoring extends Construct {
           metrics: [
             this.emf('DynamoDBCalls', 'Average', {}, s).with({ label: 'calls (avg)' }),
             this.emf('DynamoDBRetries', 'Sum', {}, s).with({ label: 'SDK retries' }),
+          ],
+        },
+        {
+          title: 'Time waiting on DynamoDB per request (ms)',
+          metrics: [
+            this.emf('DynamoDBTime', 'p50', {}, s).with({ label: 'p50' }),
+            this.emf('DynamoDBTime', 'p99', {}, s).with({ label: 'p99' }),
           ],
         },
       ],
@@ -348,9 +455,11 @@ export class ServiceMonitoring extends Construct {
     });
   }
   /** Budget events: how far behind the stream the consumer is, and batches it gave up on. */
-  private budgetEvents({ budgetEvents, serviceName: s }: ServiceMonitoringProps): void {
+  private budgetEvents(props: ServiceMonitoringProps): void {
+    const { budgetEvents, serviceName: s } = props;
     if (!budgetEvents) return;
     const { consumer, dlq } = budgetEvents;
+    const maxAge = props.maxIteratorAge ?? Duration.minutes(5);
     this.facade.monitorCustom({
       humanReadableName: 'Budget events: stream consumer',
       alarmFriendlyName: 'BudgetEvents',
@@ -384,11 +493,25 @@ export class ServiceMonitoring extends Construct {
           metrics: [this.emf('WebhookDeliveriesDropped', 'Sum', {}, s)],
         },
         {
-          title: 'Iterator age (ms, max) and errors',
+          title: 'Iterator age (ms, max)',
           metrics: [
-            consumer.metric('IteratorAge', { period: PERIOD, statistic: 'Maximum' }),
-            consumer.metricErrors({ period: PERIOD, statistic: 'Sum' }),
+            {
+              metric: consumer.metric('IteratorAge', { period: PERIOD, statistic: 'Maximum' }),
+              alarmFriendlyName: 'IteratorAge',
+              addAlarm: {
+                Critical: {
+                  ...atLeast(maxAge.toMilliseconds()),
+                  // An idle stream invokes nothing: no data is no lag.
+                  treatMissingDataOverride: TreatMissingData.NOT_BREACHING,
+                  alarmDescriptionOverride: `the budget events consumer is more than ${maxAge.toHumanString()} behind the table's stream: events reach the bus and webhooks late`,
+                },
+              },
+            },
           ],
+        },
+        {
+          title: 'Consumer errors',
+          metrics: [consumer.metricErrors({ period: PERIOD, statistic: 'Sum' })],
         },
       ],
     });

@@ -6,7 +6,6 @@ import {
 import { config } from '../config/settings.js';
 import { EVENT_SOURCE } from '../domain/budget-events.js';
 import { log } from '../log.js';
-import { captureClient } from '../telemetry/tracing.js';
 import type { BudgetEventMessage } from './schemas.js';
 
 let client: EventBridgeClient | undefined;
@@ -33,7 +32,7 @@ export async function putOnBus(
   busName: string,
   messages: readonly BudgetEventMessage[],
 ): Promise<Set<number>> {
-  client ??= captureClient(new EventBridgeClient({ region: config.AWS_REGION, maxAttempts: 3 }));
+  client ??= new EventBridgeClient({ region: config.AWS_REGION, maxAttempts: 3 });
   let pending = messages.map((_, i) => i);
   for (let round = 0; round <= ENTRY_RETRIES && pending.length > 0; round++) {
     if (round > 0) await new Promise((r) => setTimeout(r, 100 * 2 ** round * Math.random()));

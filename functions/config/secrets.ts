@@ -1,30 +1,41 @@
 import { randomBytes } from 'node:crypto';
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { log } from '../log.js';
-import { captureClient } from '../telemetry/tracing.js';
 import { config } from './settings.js';
 
-let client: SecretsManagerClient | undefined;
+let client: Promise<SecretsManagerClient> | undefined;
+
+/**
+ * The Secrets Manager client, loaded on the first secret read: most functions (a reserve, a
+ * health check) never read one, so they never load its SDK module at cold start.
+ */
+const secretsManager = (): Promise<SecretsManagerClient> =>
+  (client ??= import('@aws-sdk/client-secrets-manager').then(
+    ({ SecretsManagerClient }) =>
+      new SecretsManagerClient({ region: config.AWS_REGION, maxAttempts: 3 }),
+  ));
+
+type Stage = 'AWSCURRENT' | 'AWSPREVIOUS';
 
 /**
  * A Secrets Manager secret, read on first use (never at module load: no network I/O at cold
  * start) and reused by the container for `ttlMs`, so a rotation takes effect within that delay
- * without a redeploy. Concurrent callers share one GetSecretValue; an outage after the first
- * read serves the last good value.
+ * without a redeploy. Concurrent callers share one read; an outage after the first read serves
+ * the last good value. `refresh` reads again at once (at most every 10 s): for a key a caller
+ * presents that the cached values do not know, because it may have been rotated in a moment ago.
  */
-function cachedSecret(secretId: string, ttlMs: () => number, field: string) {
-  let cached: { readonly value: string; readonly at: number } | undefined;
-  let inFlight: Promise<string> | undefined;
-  return (): Promise<string> => {
-    if (cached && Date.now() - cached.at < ttlMs()) return Promise.resolve(cached.value);
-    inFlight ??= readSecret(secretId, field)
+function cachedSecret<T>(read: () => Promise<T>, ttlMs: () => number, what: string) {
+  let cached: { readonly value: T; readonly at: number } | undefined;
+  let inFlight: Promise<T> | undefined;
+  const load = (): Promise<T> => {
+    inFlight ??= read()
       .then((value) => {
         cached = { value, at: Date.now() };
         return value;
       })
       .catch((error: unknown) => {
         if (!cached) throw error;
-        log.warn('secret refresh failed; reusing the cached value', { error, field });
+        log.warn('secret refresh failed; reusing the cached value', { error, secret: what });
         return cached.value;
       })
       .finally(() => {
@@ -32,14 +43,27 @@ function cachedSecret(secretId: string, ttlMs: () => number, field: string) {
       });
     return inFlight;
   };
+  return {
+    get: (): Promise<T> =>
+      cached && Date.now() - cached.at < ttlMs() ? Promise.resolve(cached.value) : load(),
+    refresh: (): Promise<T> =>
+      cached && Date.now() - cached.at < 10_000 ? Promise.resolve(cached.value) : load(),
+  };
 }
 
-async function readSecret(secretId: string, field: string): Promise<string> {
-  client ??= captureClient(new SecretsManagerClient({ region: config.AWS_REGION, maxAttempts: 3 }));
-  const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretId }), {
-    abortSignal: AbortSignal.timeout(3_000),
-  });
-  return secretValue(SecretString ?? '', field);
+async function readSecret(secretId: string, field: string, stage: Stage = 'AWSCURRENT') {
+  const { GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
+  try {
+    const { SecretString } = await (await secretsManager()).send(
+      new GetSecretValueCommand({ SecretId: secretId, VersionStage: stage }),
+      { abortSignal: AbortSignal.timeout(3_000) },
+    );
+    return secretValue(SecretString ?? '', field);
+  } catch (error) {
+    // Until its first rotation a secret has no previous version.
+    if (stage === 'AWSPREVIOUS' && (error as Error).name === 'ResourceNotFoundException') return '';
+    throw error;
+  }
 }
 
 /**
@@ -57,20 +81,41 @@ function secretValue(secretString: string, field: string): string {
   }
 }
 
-const adminKeySecret = config.ADMIN_API_KEY_SECRET_ID
+const adminKeySecretId = config.ADMIN_API_KEY_SECRET_ID;
+const adminKeySecret = adminKeySecretId
   ? cachedSecret(
-      config.ADMIN_API_KEY_SECRET_ID,
+      () =>
+        Promise.all([
+          readSecret(adminKeySecretId, 'ADMIN_API_KEY', 'AWSCURRENT'),
+          readSecret(adminKeySecretId, 'ADMIN_API_KEY', 'AWSPREVIOUS'),
+        ]),
       () => config.ADMIN_API_KEY_CACHE_TTL_MS,
-      'ADMIN_API_KEY',
+      'admin key',
     )
   : undefined;
 
-/** The admin master key: ADMIN_API_KEY locally; in AWS the secret ADMIN_API_KEY_SECRET_ID names. */
-export const adminApiKey = (): Promise<string> =>
-  adminKeySecret ? adminKeySecret() : Promise.resolve(config.ADMIN_API_KEY);
+const localAdminKeys = [config.ADMIN_API_KEY, config.ADMIN_API_KEY_PREVIOUS];
+
+/**
+ * The admin keys accepted now, current first, then the previous one during a rotation window:
+ * ADMIN_API_KEY and ADMIN_API_KEY_PREVIOUS locally; in AWS the AWSCURRENT and AWSPREVIOUS
+ * versions of the secret ADMIN_API_KEY_SECRET_ID names (README § Rotating the admin key). Empty
+ * values are dropped. `fresh` reads the secret again (rate-limited): a key rotated in since
+ * the last read is accepted at once, not after the cache expires.
+ */
+export async function adminApiKeys({ fresh = false } = {}): Promise<readonly string[]> {
+  const keys = adminKeySecret
+    ? await (fresh ? adminKeySecret.refresh() : adminKeySecret.get())
+    : localAdminKeys;
+  return keys.filter((k) => k !== '');
+}
 
 const cursorKeySecret = config.CURSOR_SECRET_ID
-  ? cachedSecret(config.CURSOR_SECRET_ID, () => Number.POSITIVE_INFINITY, 'CURSOR_SECRET')
+  ? cachedSecret(
+      () => readSecret(config.CURSOR_SECRET_ID, 'CURSOR_SECRET'),
+      () => Number.POSITIVE_INFINITY,
+      'cursor key',
+    )
   : undefined;
 
 // Neither set (a process outside the stack and the local runner): cursors verify only within it.
@@ -85,11 +130,15 @@ export const cursorSecret = (): Promise<string> =>
   config.CURSOR_SECRET
     ? Promise.resolve(config.CURSOR_SECRET)
     : cursorKeySecret
-      ? cursorKeySecret()
+      ? cursorKeySecret.get()
       : Promise.resolve(processCursorSecret);
 
 const webhookKeySecret = config.WEBHOOK_SECRET_ID
-  ? cachedSecret(config.WEBHOOK_SECRET_ID, () => 300_000, 'WEBHOOK_SECRET')
+  ? cachedSecret(
+      () => readSecret(config.WEBHOOK_SECRET_ID, 'WEBHOOK_SECRET'),
+      () => 300_000,
+      'webhook key',
+    )
   : undefined;
 
 /** The key webhook deliveries are signed with: WEBHOOK_SECRET, else the secret WEBHOOK_SECRET_ID names. */
@@ -97,5 +146,5 @@ export const webhookSecret = (): Promise<string> =>
   config.WEBHOOK_SECRET
     ? Promise.resolve(config.WEBHOOK_SECRET)
     : webhookKeySecret
-      ? webhookKeySecret()
+      ? webhookKeySecret.get()
       : Promise.resolve('');

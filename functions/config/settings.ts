@@ -1,91 +1,90 @@
-import * as z from 'zod';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../telemetry/catalog.js';
+import {
+  flag,
+  int,
+  oneOf,
+  optionalText,
+  optionalUrl,
+  type Setting,
+  text,
+  urlList,
+} from './parse.js';
 
-const Port = z.coerce.number().int().min(0).max(65_535);
-const Flag = z
-  .enum(['true', 'false', '1', '0', ''])
-  .default('')
-  .transform((v) => v === 'true' || v === '1');
-
-/** Every setting the service reads, parsed once at cold start (README § Configuration). */
-const Config = z.object({
-  ADMIN_API_KEY: z.string().default(''),
-  ADMIN_API_KEY_SECRET_ID: z.string().default(''),
+/**
+ * Every setting the service reads, parsed once at cold start (README § Configuration). Plain
+ * parsers rather than zod: every function loads this module, and zod alone weighs more than the
+ * 60 kB a health check may (docs/decisions.md § Lean functions).
+ */
+const settings = {
+  ADMIN_API_KEY: text(''),
+  /** The previous admin key, still accepted during a rotation window (README § Rotation). */
+  ADMIN_API_KEY_PREVIOUS: text(''),
+  ADMIN_API_KEY_SECRET_ID: text(''),
   /** How long a container reuses the admin key read from Secrets Manager (rotation delay). */
-  ADMIN_API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(300_000),
-  TABLE_NAME: z.string().min(3).max(255).default('budget-reservations'),
-  DYNAMODB_ENDPOINT: z.url().optional(),
-  AWS_REGION: z.string().default('us-east-1'),
-  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
-  /** Powertools' own variables (it reads them too): `service` of logs, metrics and traces. */
-  POWERTOOLS_SERVICE_NAME: z.string().min(1).default(SERVICE_NAME),
-  POWERTOOLS_METRICS_NAMESPACE: z.string().min(1).default(METRICS_NAMESPACE),
+  ADMIN_API_KEY_CACHE_TTL_MS: int(300_000, 0, 3_600_000),
+  TABLE_NAME: text('budget-reservations', { min: 3, max: 255 }),
+  DYNAMODB_ENDPOINT: optionalUrl(),
+  /**
+   * One DynamoDB attempt's deadline, connection included, and the attempts per call: a stalled
+   * call answers 503 with Retry-After well inside the function's timeout (docs/deploy.md).
+   */
+  DYNAMODB_ATTEMPT_TIMEOUT_MS: int(1_000, 50, 10_000),
+  DYNAMODB_CONNECT_TIMEOUT_MS: int(500, 50, 10_000),
+  DYNAMODB_MAX_ATTEMPTS: int(3, 1, 5),
+  AWS_REGION: text('us-east-1'),
+  LOG_LEVEL: oneOf(['debug', 'info', 'warn', 'error', 'silent'], 'info'),
+  /** Powertools' own variables (it reads them too): `service` of logs and metrics. */
+  POWERTOOLS_SERVICE_NAME: text(SERVICE_NAME, { min: 1 }),
+  POWERTOOLS_METRICS_NAMESPACE: text(METRICS_NAMESPACE, { min: 1 }),
   /** No EMF documents on stdout: the test stacks set it, a deployment never does. */
-  POWERTOOLS_METRICS_DISABLED: Flag,
-  /** X-Ray tracing: set by the CDK app with active tracing; nothing is traced outside Lambda. */
-  POWERTOOLS_TRACE_ENABLED: Flag,
+  POWERTOOLS_METRICS_DISABLED: flag(false),
   /** Business metrics also per tenant: one more metric per tenant, each billed (docs/deploy.md). */
-  METRICS_TENANT_DIMENSION: Flag,
-  RUNTIME_PORT: Port.default(7878),
-  ADMIN_PORT: Port.default(7979),
-  EXPIRY_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
-  DATA_DIR: z.string().default('.data'),
-  DYNAMODB_IN_MEMORY: Flag,
+  METRICS_TENANT_DIMENSION: flag(false),
+  RUNTIME_PORT: int(7878, 0, 65_535),
+  ADMIN_PORT: int(7979, 0, 65_535),
+  EXPIRY_SWEEP_INTERVAL_MS: int(5_000, 100, 3_600_000),
+  DATA_DIR: text('.data'),
+  DYNAMODB_IN_MEMORY: flag(false),
   /** HMAC key of pagination cursors (functions/config/secrets.ts: where it comes from). */
-  CURSOR_SECRET: z.string().default(''),
-  CURSOR_SECRET_ID: z.string().default(''),
-  MAX_BODY_BYTES: z.coerce.number().int().min(1_024).max(1_048_576).default(65_536),
-  API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(5_000).default(5_000),
+  CURSOR_SECRET: text(''),
+  CURSOR_SECRET_ID: text(''),
+  MAX_BODY_BYTES: int(65_536, 1_024, 1_048_576),
+  API_KEY_CACHE_TTL_MS: int(5_000, 0, 5_000),
   // Budget events (docs/decisions.md § Budget events).
   /** The EventBridge bus the stream consumer puts events on (set by the CDK stack). */
-  EVENT_BUS_NAME: z.string().default(''),
+  EVENT_BUS_NAME: text(''),
   /** Comma-separated webhook URLs every event is POSTed to, signed with WEBHOOK_SECRET. */
-  WEBHOOK_URLS: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((u) => u.trim())
-        .filter((u) => u !== ''),
-    )
-    .pipe(z.array(z.url({ protocol: /^https?$/ }))),
-  WEBHOOK_SECRET: z.string().default(''),
-  WEBHOOK_SECRET_ID: z.string().default(''),
-  WEBHOOK_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(5),
-  WEBHOOK_RETRY_INITIAL_MS: z.coerce.number().int().min(1).max(60_000).default(1_000),
-  WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(1).max(3_600_000).default(60_000),
-  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
+  WEBHOOK_URLS: urlList(),
+  WEBHOOK_SECRET: text(''),
+  WEBHOOK_SECRET_ID: text(''),
+  WEBHOOK_MAX_RETRIES: int(5, 0, 10),
+  WEBHOOK_RETRY_INITIAL_MS: int(1_000, 1, 60_000),
+  WEBHOOK_RETRY_MAX_MS: int(60_000, 1, 3_600_000),
+  WEBHOOK_TIMEOUT_MS: int(5_000, 100, 60_000),
   /** Local runner: how often the table's stream is read. */
-  STREAM_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
+  STREAM_POLL_INTERVAL_MS: int(250, 10, 60_000),
   /** Refused reservations are recorded for reservation.denied (the local runner: with webhooks). */
-  REFUSAL_EVENTS: z
-    .enum(['true', 'false', '1', '0'])
-    .default('true')
-    .transform((v) => v === 'true' || v === '1'),
+  REFUSAL_EVENTS: flag(true),
   /** At most one refusal record per tenant, scope, unit and code per this interval (0: all). */
-  REFUSAL_EVENT_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(1_000),
+  REFUSAL_EVENT_INTERVAL_MS: int(1_000, 0, 3_600_000),
   /** The operator console's built files (default: beside the bundle in AWS, console/dist locally). */
-  CONSOLE_DIR: z.string().optional(),
-});
-export type Config = z.infer<typeof Config>;
+  CONSOLE_DIR: optionalText(),
+} satisfies Record<string, Setting<unknown>>;
+
+export type Config = { readonly [K in keyof typeof settings]: ReturnType<(typeof settings)[K]> };
 
 function load(): Config {
-  // An empty variable means "not set", as in a shell `VAR= cmd`.
-  const set = Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== ''));
-  const parsed = Config.safeParse(set);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new Error(`invalid configuration: ${issue?.path.join('.')}: ${issue?.message}`);
+  const values: Record<string, unknown> = {};
+  for (const [name, parse] of Object.entries(settings)) {
+    // An empty variable means "not set", as in a shell `VAR= cmd`.
+    const raw = process.env[name];
+    values[name] = parse(raw === '' ? undefined : raw, name);
   }
-  if (
-    parsed.data.WEBHOOK_URLS.length > 0 &&
-    !parsed.data.WEBHOOK_SECRET &&
-    !parsed.data.WEBHOOK_SECRET_ID
-  ) {
+  const config = values as Config;
+  if (config.WEBHOOK_URLS.length > 0 && !config.WEBHOOK_SECRET && !config.WEBHOOK_SECRET_ID) {
     throw new Error('invalid configuration: WEBHOOK_URLS needs WEBHOOK_SECRET to sign deliveries');
   }
-  return parsed.data;
+  return config;
 }
 
 export const config: Config = load();

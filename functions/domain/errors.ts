@@ -38,12 +38,16 @@ export class DomainError extends Error {
 export const invalidRequest = (message: string, details?: Record<string, unknown>) =>
   new DomainError('INVALID_REQUEST', message, details);
 
-/** Why a write could not get through: other writes held its items, or DynamoDB throttled it. */
-export type BusyReason = 'CONTENTION' | 'THROTTLED';
+/**
+ * Why a request could not get through: other writes held its items, DynamoDB throttled it, or
+ * the table did not answer in time (then a write's outcome is unknown: the same idempotency key
+ * replays it if it landed).
+ */
+export type BusyReason = 'CONTENTION' | 'THROTTLED' | 'TIMEOUT';
 
 /**
- * Nothing was written, and the same request may well succeed a moment later: contention on a
- * hot item or throttling outlasted the operation's retry budget. Answered 503 with SPEC's
+ * The same request may well succeed a moment later: contention on a hot item or throttling
+ * outlasted the operation's retry budget (nothing was written), or the table timed out. Answered 503 with SPEC's
  * retryable `INTERNAL_ERROR` body, `details.reason` and `Retry-After` (docs/decisions.md,
  * "Contention"), never as an unexpected 500.
  */

@@ -1,4 +1,4 @@
-import { adminApiKey } from '../config/secrets.js';
+import { adminApiKeys } from '../config/secrets.js';
 import { config } from '../config/settings.js';
 import type { ApiKey } from '../domain/api-keys.js';
 import { hashKeySecret, isExpired, secretsEqual } from '../domain/api-keys.js';
@@ -58,11 +58,21 @@ async function authenticateTenant(
   return caller;
 }
 
+/**
+ * The current admin key, or the previous one during a rotation window (both audited as admin).
+ * A key neither cached value knows is checked once more against a fresh read of the secret: it
+ * may have been rotated in since this container last read it.
+ */
 async function authenticateAdmin(given: string | undefined): Promise<RouteCaller> {
-  const expected = await adminApiKey();
-  if (!expected) throw unauthorized('admin operations are disabled: ADMIN_API_KEY is not set');
+  const accepted = await adminApiKeys();
+  if (accepted.length === 0) {
+    throw unauthorized('admin operations are disabled: ADMIN_API_KEY is not set');
+  }
   if (!given) throw unauthorized('X-Admin-API-Key header is required');
-  if (!secretsEqual(given, expected)) throw unauthorized('X-Admin-API-Key is not valid');
+  const matches = (keys: readonly string[]) => keys.some((key) => secretsEqual(given, key));
+  if (!matches(accepted) && !matches(await adminApiKeys({ fresh: true }))) {
+    throw unauthorized('X-Admin-API-Key is not valid');
+  }
   return { kind: 'admin' };
 }
 

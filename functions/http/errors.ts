@@ -50,16 +50,20 @@ export function errorResponse(
   };
 }
 
+const BUSY_MESSAGES = {
+  CONTENTION: 'the budget is busy with concurrent writes; nothing was written, retry shortly',
+  THROTTLED: 'the table is throttling writes; nothing was written, retry shortly',
+  // A write may have landed before the table went quiet: the same idempotency key replays it.
+  TIMEOUT:
+    'the table did not answer in time; retry shortly with the same idempotency key (a write that landed is replayed, never applied twice)',
+} as const satisfies Record<RetryLaterError['reason'], string>;
+
 /**
  * 503 with SPEC's retryable INTERNAL_ERROR body: SPEC lets clients retry INTERNAL_ERROR with
  * backoff, and 503 + Retry-After tells HTTP clients and gateways the same, while a 500 stays
  * what it means: a fault of ours (docs/decisions.md, "Contention").
  */
 function retryLaterResponse(error: RetryLaterError, requestId: string) {
-  const message =
-    error.reason === 'CONTENTION'
-      ? 'the budget is busy with concurrent writes; nothing was written, retry shortly'
-      : 'the table is throttling writes; nothing was written, retry shortly';
   return {
     statusCode: 503,
     headers: {
@@ -69,7 +73,7 @@ function retryLaterResponse(error: RetryLaterError, requestId: string) {
     },
     body: exactJson({
       error: 'INTERNAL_ERROR',
-      message,
+      message: BUSY_MESSAGES[error.reason],
       request_id: requestId,
       details: { reason: error.reason, retry_after_ms: error.retryAfterMs },
     }),

@@ -14,12 +14,12 @@ import { log } from '../log.js';
 import { type RouteId, routes } from '../routes.js';
 import {
   currentInvocation,
+  dynamoFields,
   type Invocation,
   recordMetric,
   runInvocation,
 } from '../telemetry/invocation.js';
 import { publishMetrics } from '../telemetry/metrics.js';
-import { tracing } from '../telemetry/tracing.js';
 import { authenticate, type RouteCaller, type TenantCaller } from './auth.js';
 import { errorResponse } from './errors.js';
 import { Reply } from './reply.js';
@@ -66,14 +66,10 @@ export function httpHandler<R extends RouteId, S extends Schemas>(
   run: (input: RouteInput<R, S>) => Promise<unknown>,
 ) {
   const route = routes[routeId];
-  const chain = middy<Event, Result, Error, Context>();
-  if (tracing) chain.use(tracing.middleware());
-  const handle = chain.handler(async (event) => {
+  const handle = middy<Event, Result, Error, Context>().handler(async (event) => {
     const invocation = currentInvocation();
     const now = serverNow();
     const headers = event.headers ?? {};
-    // Before authenticating: a 401 or 403 trace names its route too.
-    tracing?.tracer.putAnnotation('route', routeId);
     const caller = await authenticate(headers, route.auth, now);
     if (invocation) identify(invocation, caller);
     const input = {
@@ -111,13 +107,12 @@ export function httpHandler<R extends RouteId, S extends Schemas>(
     });
 }
 
-/** Who called, for the log line (key id, never the secret), the metrics and the trace. */
+/** Who called, for the log line (key id, never the secret) and the metrics. */
 function identify(invocation: Invocation, caller: RouteCaller): void {
   if (caller.kind === 'admin') invocation.keyId = 'admin';
   if (caller.kind !== 'tenant') return;
   invocation.tenant = caller.tenant;
   invocation.keyId = caller.keyId;
-  tracing?.tracer.putAnnotation('tenant', caller.tenant);
 }
 
 interface Outcome {
@@ -154,9 +149,7 @@ function finish(response: Result, outcome: Outcome): Result {
     ...(tenant && { tenant }),
     ...(invocation.keyId && { key_id: invocation.keyId }),
     latency_ms: latencyMs,
-    dynamodb_calls: invocation.dynamoCalls,
-    dynamodb_retries: invocation.dynamoRetries,
-    conflict_retries: invocation.conflictRetries,
+    ...dynamoFields(invocation),
     ...(outcome.cold && { cold_start: true }),
   };
   recordMetric('Latency', latencyMs, { Route: routeId });

@@ -4,7 +4,7 @@ import { serverNow } from '../clock.js';
 import { config } from '../config/settings.js';
 import { log } from '../log.js';
 import { nextDeadlineBefore } from '../store/reservation-queries.js';
-import { recordMetric, runInvocation } from '../telemetry/invocation.js';
+import { dynamoFields, recordMetric, runInvocation } from '../telemetry/invocation.js';
 import { publishMetrics } from '../telemetry/metrics.js';
 import { sweepExpiredReservations } from '../use-cases/expiry.js';
 
@@ -52,9 +52,7 @@ export function sweepOnce(stopAt?: number) {
         expired: result.expired,
         examined: result.examined,
         lag_ms: result.lagMs,
-        dynamodb_calls: invocation.dynamoCalls,
-        dynamodb_retries: invocation.dynamoRetries,
-        conflict_retries: invocation.conflictRetries,
+        ...dynamoFields(invocation),
       });
     publishMetrics(invocation);
     return result;

@@ -1,14 +1,18 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { config } from '../config/settings.js';
-import { RetryLaterError } from '../domain/errors.js';
+import { type BusyReason, RetryLaterError } from '../domain/errors.js';
 import { noteDynamoCall } from '../telemetry/invocation.js';
-import { captureClient } from '../telemetry/tracing.js';
 
 /**
  * The one DynamoDB client of the process, created at cold start without any network I/O.
  * Keep-alive sockets: the SDK's default agent keeps connections open; we raise its socket cap
  * so concurrent requests of the local server do not queue behind 50 sockets.
+ *
+ * Every attempt has a deadline (connection included) and the attempts are few, so a stalled
+ * table costs a request at most DYNAMODB_MAX_ATTEMPTS × DYNAMODB_ATTEMPT_TIMEOUT_MS plus the
+ * SDK's backoff (3 × 1 s + at most 0.3 s by default), well inside the shortest function timeout
+ * (5 s), and the caller gets SPEC's retryable 503 instead of API Gateway's own 500.
  */
 const local = config.DYNAMODB_ENDPOINT !== undefined;
 
@@ -18,8 +22,12 @@ export const dynamoClient = new DynamoDBClient({
     endpoint: config.DYNAMODB_ENDPOINT,
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   }),
-  maxAttempts: 4,
+  maxAttempts: config.DYNAMODB_MAX_ATTEMPTS,
   requestHandler: {
+    connectionTimeout: config.DYNAMODB_CONNECT_TIMEOUT_MS,
+    requestTimeout: config.DYNAMODB_ATTEMPT_TIMEOUT_MS,
+    // Without it the SDK only logs a warning when requestTimeout passes, and waits on.
+    throwOnRequestTimeout: true,
     httpAgent: { keepAlive: true, maxSockets: 256 },
     httpsAgent: { keepAlive: true, maxSockets: 256 },
   },
@@ -31,23 +39,36 @@ dynamoClient.middlewareStack.remove('loggerMiddleware');
 
 /**
  * Throttling and plain-write conflicts that outlast the SDK's own retries (it retries
- * throttles, not conflicts) mean "nothing was done, try again shortly": RetryLaterError, answered
- * 503 with Retry-After, never a 500. Outermost (initialize step), so it sees the final error.
+ * throttles, not conflicts) mean "nothing was done, try again shortly"; a call that timed out
+ * on every attempt means "the table did not answer: try again", its outcome unknown (a write
+ * may have landed, and the same idempotency key then replays it). Both are RetryLaterError,
+ * answered 503 with Retry-After, never a 500. Outermost (initialize step), so it sees the final
+ * error.
  */
-const BUSY: Record<string, 'THROTTLED' | 'CONTENTION'> = {
+const BUSY: Record<string, BusyReason> = {
   ProvisionedThroughputExceededException: 'THROTTLED',
   ThrottlingException: 'THROTTLED',
   RequestLimitExceeded: 'THROTTLED',
   TransactionConflictException: 'CONTENTION',
   TransactionInProgressException: 'CONTENTION',
+  // The SDK's own deadline (requestTimeout, connectionTimeout), and a socket the table dropped.
+  TimeoutError: 'TIMEOUT',
+  RequestTimeout: 'TIMEOUT',
+  ECONNRESET: 'TIMEOUT',
+  EPIPE: 'TIMEOUT',
+};
+const busyReason = (error: unknown): BusyReason | undefined => {
+  if (!(error instanceof Error)) return undefined;
+  return BUSY[error.name] ?? BUSY[(error as { code?: string }).code ?? ''];
 };
 dynamoClient.middlewareStack.add(
   (next) => async (args) => {
     try {
       return await next(args);
     } catch (error) {
-      const reason = error instanceof Error ? BUSY[error.name] : undefined;
-      if (reason) throw new RetryLaterError(reason, 500, { cause: error });
+      const reason = busyReason(error);
+      if (reason)
+        throw new RetryLaterError(reason, reason === 'TIMEOUT' ? 1_000 : 500, { cause: error });
       throw error;
     }
   },
@@ -55,18 +76,22 @@ dynamoClient.middlewareStack.add(
 );
 
 /**
- * Counts each command, and the attempts the SDK's retry strategy made for it, on the current
- * request (telemetry/invocation.ts): its log line and metrics report them. Inside
+ * Counts and times each command, with the attempts the SDK's retry strategy made for it, on the
+ * current request (telemetry/invocation.ts): its log line and metrics report them, in place of
+ * the X-Ray subsegments the tracer used to write (docs/decisions.md § Tracing). Inside
  * busyAsRetryLater, so it reads the SDK's own error.
  */
 dynamoClient.middlewareStack.add(
-  (next) => async (args) => {
+  (next, context) => async (args) => {
+    const startedAt = performance.now();
+    const note = (result: unknown) =>
+      noteDynamoCall(attemptsOf(result), context.commandName, performance.now() - startedAt);
     try {
       const output = await next(args);
-      noteDynamoCall(attemptsOf(output.output));
+      note(output.output);
       return output;
     } catch (error) {
-      noteDynamoCall(attemptsOf(error));
+      note(error);
       throw error;
     }
   },
@@ -75,9 +100,6 @@ dynamoClient.middlewareStack.add(
 
 const attemptsOf = (value: unknown): number =>
   (value as { $metadata?: { attempts?: number } } | undefined)?.$metadata?.attempts ?? 1;
-
-// X-Ray subsegments for every call when tracing is on (the document client shares this stack).
-captureClient(dynamoClient);
 
 export const documentClient = DynamoDBDocumentClient.from(dynamoClient, {
   marshallOptions: { removeUndefinedValues: true },

@@ -50,7 +50,7 @@ export type IndexName = (typeof tableDefinition.indexes)[number]['name'];
 
 /**
  * The item types budget events come from (store/stream.ts decodes them): the filters of the
- * consumer's event source mapping (infra/api-stack.ts), so Lambda is not invoked for the others.
+ * consumer's event source mapping (infra/jobs-stack.ts), so Lambda is not invoked for the others.
  */
 export const EVENT_ITEM_TYPES = {
   ledgers: ['ledger', 'ledger-shard', 'ledger-period'],

@@ -23,13 +23,15 @@ export const METRICS = {
   Latency: { unit: 'Milliseconds', dimensions: ['Route'] },
   /** DynamoDB commands sent by one request (or sweep pass); every transaction attempt counts. */
   DynamoDBCalls: { unit: 'Count', dimensions: [] },
-  /** Attempts the SDK retried (throttling, 5xx) inside those commands. */
+  /** Attempts the SDK retried (throttling, 5xx, timeouts) inside those commands. */
   DynamoDBRetries: { unit: 'Count', dimensions: [] },
+  /** Time one request (or sweep pass) waited on DynamoDB, retries included: the client's view. */
+  DynamoDBTime: { unit: 'Milliseconds', dimensions: [] },
   /** Transactions sent again after a TransactionConflict cancellation (store/transact.ts). */
   ConflictRetries: { unit: 'Count', dimensions: [] },
   /** Requests answered with an error code (4xx), by code. */
   Refusals: { unit: 'Count', dimensions: ['Reason'], perTenant: true },
-  /** 503 answers: contention or throttling outlasted the retry budget. */
+  /** 503 answers: contention or throttling outlasted the retry budget, or the table timed out. */
   BusyAnswers: { unit: 'Count', dimensions: ['Reason'] },
   /** Live reservations decided: ALLOW, ALLOW_WITH_CAPS or DENY (replays are not counted). */
   Reservations: { unit: 'Count', dimensions: ['Decision'], perTenant: true },

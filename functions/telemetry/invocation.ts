@@ -23,6 +23,9 @@ export interface Invocation {
   keyId?: string;
   dynamoCalls: number;
   dynamoRetries: number;
+  /** Milliseconds spent waiting on DynamoDB, and each call as `<operation> <ms>` (the first 20). */
+  dynamoMs: number;
+  readonly dynamoOps: string[];
   conflictRetries: number;
   readonly points: MetricPoint[];
 }
@@ -36,6 +39,8 @@ export function runInvocation<T>(requestId: string, fn: (invocation: Invocation)
     startedAt: performance.now(),
     dynamoCalls: 0,
     dynamoRetries: 0,
+    dynamoMs: 0,
+    dynamoOps: [],
     conflictRetries: 0,
     points: [],
   };
@@ -44,13 +49,35 @@ export function runInvocation<T>(requestId: string, fn: (invocation: Invocation)
 
 export const currentInvocation = (): Invocation | undefined => storage.getStore();
 
-/** One DynamoDB command, sent `attempts` times by the SDK (the store client's middleware). */
-export function noteDynamoCall(attempts: number): void {
+/**
+ * One DynamoDB command, sent `attempts` times by the SDK and answered (or given up on) after
+ * `ms`, all retries included (the store client's middleware).
+ */
+export function noteDynamoCall(attempts: number, command = 'Command', ms = 0): void {
   const invocation = storage.getStore();
   if (!invocation) return;
   invocation.dynamoCalls++;
   invocation.dynamoRetries += Math.max(0, attempts - 1);
+  invocation.dynamoMs += ms;
+  if (invocation.dynamoOps.length < 20) {
+    invocation.dynamoOps.push(`${command.replace(/Command$/, '')} ${round(ms)}`);
+  }
 }
+
+const round = (ms: number) => Math.round(ms * 10) / 10;
+
+/**
+ * What an invocation's log line says of its DynamoDB calls: how many, retried how often, the
+ * time spent waiting on them and each call's operation and milliseconds: a slow request shows
+ * which call was slow (docs/decisions.md § Tracing).
+ */
+export const dynamoFields = (invocation: Invocation) => ({
+  dynamodb_calls: invocation.dynamoCalls,
+  dynamodb_retries: invocation.dynamoRetries,
+  dynamodb_ms: round(invocation.dynamoMs),
+  ...(invocation.dynamoOps.length > 0 && { dynamodb_ops: invocation.dynamoOps }),
+  conflict_retries: invocation.conflictRetries,
+});
 
 export function noteConflictRetry(): void {
   const invocation = storage.getStore();

@@ -1,21 +1,19 @@
-import { Metrics } from '@aws-lambda-powertools/metrics';
 import { config } from '../config/settings.js';
-import { logger } from '../log.js';
 import { METRICS } from './catalog.js';
 import type { Invocation, MetricPoint } from './invocation.js';
 
-const metrics = new Metrics({
-  namespace: config.POWERTOOLS_METRICS_NAMESPACE,
-  serviceName: config.POWERTOOLS_SERVICE_NAME,
-  logger,
-});
-
 /**
- * Writes an invocation's metrics to stdout as EMF documents, which CloudWatch Logs turns into
- * metrics: the request's own (DynamoDB calls, retries) and whatever it recorded. One document
- * per dimension set (Powertools writes one directive per document), each carrying the request
- * id as metadata, so a metric spike leads to its log lines. The shared Metrics instance is used
- * synchronously from first addMetric to publish, so concurrent local requests never mix.
+ * Writes an invocation's metrics to stdout as CloudWatch embedded metric format (EMF) documents,
+ * which CloudWatch Logs turns into metrics: the request's own (DynamoDB calls, retries, time)
+ * and whatever it recorded. One document per dimension set, each carrying the request id as
+ * metadata, so a metric spike leads to its log lines.
+ *
+ * The documents are written here rather than by Powertools Metrics: grouping by dimension set is
+ * ours anyway, the format is a few fixed keys (docs.aws.amazon.com/AmazonCloudWatch/latest/
+ * monitoring/CloudWatch_Embedded_Metric_Format_Specification.html), and the library weighed
+ * 11 kB in every bundle, the health check's included (docs/decisions.md § Lean functions).
+ * Written straight to stdout, like Powertools does, so Lambda's JSON log format does not wrap
+ * them: CloudWatch reads EMF only from a line that is the document itself.
  */
 export function publishMetrics(invocation: Invocation): void {
   if (config.POWERTOOLS_METRICS_DISABLED) return;
@@ -24,19 +22,45 @@ export function publishMetrics(invocation: Invocation): void {
     points.push(
       { name: 'DynamoDBCalls', value: invocation.dynamoCalls, dimensions: {} },
       { name: 'DynamoDBRetries', value: invocation.dynamoRetries, dimensions: {} },
+      { name: 'DynamoDBTime', value: Math.round(invocation.dynamoMs * 10) / 10, dimensions: {} },
       { name: 'ConflictRetries', value: invocation.conflictRetries, dimensions: {} },
     );
   }
-  for (const group of groupByDimensions(points)) {
-    const [first] = group;
-    if (!first) continue;
-    metrics.addDimensions(first.dimensions);
-    if (first.tenant !== undefined)
-      metrics.addDimensions({ ...first.dimensions, Tenant: first.tenant });
-    metrics.addMetadata('request_id', invocation.requestId);
-    for (const p of group) metrics.addMetric(p.name, METRICS[p.name].unit, p.value);
-    metrics.publishStoredMetrics();
+  const lines = groupByDimensions(points).map((group) => emfDocument(group, invocation.requestId));
+  if (lines.length > 0) process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** One EMF document: every point of `group` shares its dimensions (and tenant, if any). */
+function emfDocument(group: readonly MetricPoint[], requestId: string): string {
+  const [first] = group;
+  const dimensions = { service: config.POWERTOOLS_SERVICE_NAME, ...first?.dimensions };
+  const names = Object.keys(dimensions);
+  const dimensionSets = first?.tenant === undefined ? [names] : [names, [...names, 'Tenant']];
+  const values: Record<string, number | number[]> = {};
+  for (const { name, value } of group) {
+    const seen = values[name];
+    // The same metric twice in one document: EMF takes an array of values.
+    values[name] = seen === undefined ? value : [seen, value].flat();
   }
+  return JSON.stringify({
+    _aws: {
+      Timestamp: Date.now(),
+      CloudWatchMetrics: [
+        {
+          Namespace: config.POWERTOOLS_METRICS_NAMESPACE,
+          Dimensions: dimensionSets,
+          Metrics: Object.keys(values).map((name) => ({
+            Name: name,
+            Unit: METRICS[name as MetricPoint['name']].unit,
+          })),
+        },
+      ],
+    },
+    ...dimensions,
+    ...(first?.tenant !== undefined && { Tenant: first.tenant }),
+    ...values,
+    request_id: requestId,
+  });
 }
 
 /** Points sharing dimensions (and tenant, where a Tenant dimension applies) share a document. */

@@ -1,145 +1,236 @@
-import { readFileSync } from 'node:fs';
-import { App, type CfnElement, type Stack } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Validations } from 'aws-cdk-lib';
+import { Match } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { acceptsAdminKey, placesOf, type RouteId, routeEntries } from '../../functions/routes.js';
+import {
+  acceptsAdminKey,
+  placesOf,
+  type Route,
+  type RouteId,
+  routeEntries,
+} from '../../functions/routes.js';
 import { tableDefinition } from '../../functions/store/table.js';
 import { METRICS, METRICS_NAMESPACE } from '../../functions/telemetry/catalog.js';
-import { createStacks } from '../../infra/app.js';
 import { READ_ACTIONS } from '../../infra/service-function.js';
-
-type Resources = Record<string, { Type: string; Properties: Record<string, unknown> }>;
-type Statement = { Action: string | string[]; Resource: unknown; Effect: string };
-
-const cdkJson = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')) as {
-  context: Record<string, unknown>;
-};
-
-/**
- * Both stacks, in-process, with cdk.json's feature flags as `cdk synth` applies them. Without
- * esbuild bundling and CloudFormation validation (`npm run synth` does both) it takes seconds.
- */
-function synth(context: Record<string, unknown> = {}) {
-  const app = new App({
-    context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [], ...context },
-    builtinCloudFormationValidation: false,
-  });
-  const { data, api } = createStacks(app);
-  return {
-    dataStack: data,
-    apiStack: api,
-    data: Template.fromStack(data),
-    api: Template.fromStack(api),
-  };
-}
-
-const logicalId = (stack: Stack, element: { node: { defaultChild?: unknown } }) =>
-  stack.getLogicalId(element.node.defaultChild as CfnElement);
-
-const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
-
-const actionsOf = (statement: Statement) =>
-  Array.isArray(statement.Action) ? statement.Action : [statement.Action];
-
-/** Every statement of the policies attached to the role of function `fnId`. */
-function statementsOf(resources: Resources, fnId: string): Statement[] {
-  const role = (resources[fnId]?.Properties.Role as { 'Fn::GetAtt': [string] } | undefined)?.[
-    'Fn::GetAtt'
-  ][0];
-  return Object.values(resources)
-    .filter((r) => r.Type === 'AWS::IAM::Policy')
-    .filter((r) => ((r.Properties.Roles ?? []) as { Ref: string }[]).some((x) => x.Ref === role))
-    .flatMap((r) => (r.Properties.PolicyDocument as { Statement: Statement[] }).Statement ?? []);
-}
+import {
+  actionsOf,
+  logicalId,
+  type Resources,
+  resourceCounts,
+  STACK_LIMITS,
+  type Statement,
+  type Synthesized,
+  sectionsOf,
+  statementsOf,
+  synth,
+} from '../helpers/synth.js';
 
 describe('CDK app', () => {
-  let synthesized: ReturnType<typeof synth>;
-  let resources: Resources;
-  const fnIds = {} as Record<RouteId | 'sweeper' | 'budgetEvents', string>;
+  let s: Synthesized;
   beforeAll(() => {
-    synthesized = synth();
-    resources = synthesized.api.toJSON().Resources as Resources;
-    for (const [id, fn] of Object.entries(synthesized.apiStack.functions)) {
-      fnIds[id as RouteId] = logicalId(synthesized.apiStack, fn);
-    }
+    s = synth();
+  });
+  const routeStack = (key: string) => {
+    const stack = s.stacks.routes.get(key);
+    if (!stack) throw new Error(`no ${key} stack`);
+    return stack;
+  };
+
+  describe('stacks', () => {
+    it('splits the app by what changes together, deployed in this order', () => {
+      expect(s.all.map((stack) => stack.stackName)).toEqual([
+        'BudgetReservationsData',
+        'BudgetReservationsAdminApi',
+        'BudgetReservationsRuntimeApi',
+        'BudgetReservationsJobs',
+        'BudgetReservationsMonitoring',
+      ]);
+      const dependsOn = (name: string) =>
+        s.all
+          .find((stack) => stack.stackName === name)
+          ?.dependencies.map((d) => d.stackName)
+          .sort();
+      expect(dependsOn('BudgetReservationsData')).toEqual([]);
+      expect(dependsOn('BudgetReservationsAdminApi')).toEqual(['BudgetReservationsData']);
+      expect(dependsOn('BudgetReservationsRuntimeApi')).toEqual([
+        'BudgetReservationsAdminApi',
+        'BudgetReservationsData',
+      ]);
+      expect(dependsOn('BudgetReservationsJobs')).toEqual(['BudgetReservationsData']);
+      expect(dependsOn('BudgetReservationsMonitoring')).toEqual([
+        'BudgetReservationsAdminApi',
+        'BudgetReservationsData',
+        'BudgetReservationsJobs',
+        'BudgetReservationsRuntimeApi',
+      ]);
+    });
+
+    it('keeps every stack at or under 60 % of CloudFormation’s per-stack limits', () => {
+      for (const stack of s.all) {
+        const sections = sectionsOf(s.template(stack));
+        for (const [section, limit] of Object.entries(STACK_LIMITS)) {
+          expect(
+            sections[section as keyof typeof STACK_LIMITS],
+            `${stack.stackName} ${section}`,
+          ).toBeLessThanOrEqual(0.6 * limit);
+        }
+      }
+    });
+
+    it('has room for the next 40 routes: 25 admin routes in a stack of their family, 15 runtime', () => {
+      const copy = (from: RouteId, n: number, extra: Partial<Route>) =>
+        Array.from({ length: n }, (_, i): [RouteId, Route] => [
+          `${from}Next${i}` as RouteId,
+          { ...routeEntries().find(([id]) => id === from)?.[1], ...extra } as Route,
+        ]).map(([id, r], i) => [id, { ...r, path: `${r.path}/next-${i}` }] as [RouteId, Route]);
+      const grown = synth({}, [
+        ...routeEntries(),
+        ...copy('createReservation', 15, {}),
+        ...copy('createBudget', 25, { stack: 'adminEvents' }),
+      ]);
+
+      expect(grown.stacks.routes.get('adminEvents')?.stackName).toBe(
+        'BudgetReservationsAdminEventsApi',
+      );
+      for (const stack of grown.all) {
+        const { Resources } = sectionsOf(grown.template(stack));
+        expect(Resources, stack.stackName).toBeLessThanOrEqual(0.6 * STACK_LIMITS.Resources);
+      }
+    });
+
+    it('keeps the table’s logical id and every export the single-stack version imported', () => {
+      // What a deployment from before the split imports from the data stack: deploying the
+      // new stacks beside it must not remove any (docs/deploy.md § Moving from one API stack).
+      const exported = Object.values(
+        (s.template(s.stacks.data).toJSON().Outputs ?? {}) as Record<
+          string,
+          { Export?: { Name: string } }
+        >,
+      ).map((o) => o.Export?.Name);
+
+      expect(logicalId(s.stacks.data, s.stacks.data.table)).toBe('TableCD117FA1');
+      expect(exported).toEqual(
+        expect.arrayContaining([
+          'BudgetReservationsData:ExportsOutputFnGetAttTableCD117FA1ArnE2C8C204',
+          'BudgetReservationsData:ExportsOutputRefTableCD117FA1D18A8047',
+          'BudgetReservationsData:ExportsOutputRefAdminApiKey4943A9E84F114B68',
+          'BudgetReservationsData:ExportsOutputRefCursorSecretABAE1358CA2C79A5',
+          'BudgetReservationsData:ExportsOutputFnGetAttTableCD117FA1StreamArnB270E65B',
+        ]),
+      );
+    });
+
+    it('deploys without the dashboard, alarms and their topic with -c monitoring=false', () => {
+      const bare = synth({ monitoring: 'false' });
+
+      expect(bare.stacks.monitoring).toBeUndefined();
+      for (const stack of bare.all) {
+        const types = Object.keys(resourceCounts(bare.template(stack)));
+        expect(types).not.toContain('AWS::CloudWatch::Alarm');
+        expect(types).not.toContain('AWS::CloudWatch::Dashboard');
+      }
+    });
   });
 
   describe('functions', () => {
-    it('has one function per route plus the sweeper and the budget events consumer, each its own', () => {
-      const count = routeEntries().length + 2;
+    it('has one function per route in its server’s stack, the background ones in the jobs stack', () => {
+      const functionsIn = (key: string) => resourceCounts(s.template(routeStack(key)));
+      const count = (server: string) =>
+        routeEntries().filter(([, r]) => r.server === server).length;
 
-      synthesized.api.resourceCountIs('AWS::Lambda::Function', count);
-      expect(new Set(Object.values(fnIds)).size).toBe(count);
+      expect(functionsIn('runtime')['AWS::Lambda::Function']).toBe(count('runtime'));
+      expect(functionsIn('admin')['AWS::Lambda::Function']).toBe(count('admin'));
+      s.template(s.stacks.jobs).resourceCountIs('AWS::Lambda::Function', 3);
+      s.template(s.stacks.data).resourceCountIs('AWS::Lambda::Function', 0);
     });
 
-    it('runs every function on Node.js 22, arm64, JSON logs, its own log group with retention', () => {
-      const functions = synthesized.api.findResources('AWS::Lambda::Function');
-
-      for (const fn of Object.values(functions)) {
-        expect(fn.Properties).toMatchObject({
-          Runtime: 'nodejs22.x',
-          Architectures: ['arm64'],
-          Handler: 'index.handler',
-          LoggingConfig: { LogFormat: 'JSON', LogGroup: { Ref: expect.any(String) } },
-          Environment: { Variables: { NODE_OPTIONS: '--enable-source-maps' } },
-          MemorySize: expect.any(Number),
-          Timeout: expect.any(Number),
-        });
-        const logGroup = resources[fn.Properties.LoggingConfig.LogGroup.Ref];
-        expect(logGroup?.Properties?.RetentionInDays).toBe(30);
+    it('runs every function on Node.js 22, arm64, CommonJS, JSON logs to its own log group', () => {
+      for (const stack of s.all) {
+        const resources = s.template(stack).toJSON().Resources as Resources;
+        for (const fn of Object.values(resources).filter(
+          (r) => r.Type === 'AWS::Lambda::Function',
+        )) {
+          expect(fn.Properties).toMatchObject({
+            Runtime: 'nodejs22.x',
+            Architectures: ['arm64'],
+            Handler: 'index.handler',
+            LoggingConfig: { LogFormat: 'JSON', LogGroup: { Ref: expect.any(String) } },
+            Environment: { Variables: { NODE_OPTIONS: '--enable-source-maps' } },
+            MemorySize: expect.any(Number),
+            Timeout: expect.any(Number),
+          });
+          const logGroup = resources[fn.Properties.LoggingConfig.LogGroup.Ref];
+          expect(logGroup?.Properties?.RetentionInDays).toBe(30);
+        }
       }
     });
 
     it('wires every route, and each of its mounts, to its own function on the API of its server', () => {
-      const api = synthesized.apiStack;
+      const apiRef = (server: 'runtime' | 'admin', from: string) => {
+        const owner = routeStack(server);
+        const id = logicalId(owner, owner.api?.api as never);
+        return from === owner.stackName
+          ? { Ref: id }
+          : { 'Fn::ImportValue': expect.stringContaining(id) };
+      };
       let places = 0;
 
       for (const [id, route] of routeEntries()) {
+        const { stack, resources, logicalId: fnId } = s.fn(id);
         for (const { server, path } of placesOf(route)) {
-          const apiId = logicalId(api, api.apis[server].api);
           const routeKey = path === '$default' ? '$default' : `${route.method} ${path}`;
-          const wired = Object.values(
-            synthesized.api.findResources('AWS::ApiGatewayV2::Route', {
-              Properties: { RouteKey: routeKey, ApiId: { Ref: apiId } },
-            }),
+          const wired = Object.values(resources).filter(
+            (r) =>
+              r.Type === 'AWS::ApiGatewayV2::Route' &&
+              r.Properties.RouteKey === routeKey &&
+              expect
+                .objectContaining(apiRef(server, stack.stackName))
+                .asymmetricMatch(r.Properties.ApiId),
           );
           expect(wired, `${id} at ${server} ${routeKey}`).toHaveLength(1);
           const integrationId = (wired[0]?.Properties.Target['Fn::Join'][1][1].Ref ?? '') as string;
           const integration = resources[integrationId]?.Properties;
-          expect(integration?.IntegrationUri, id).toEqual({ 'Fn::GetAtt': [fnIds[id], 'Arn'] });
+          expect(integration?.IntegrationUri, id).toEqual({ 'Fn::GetAtt': [fnId, 'Arn'] });
           expect(integration?.PayloadFormatVersion, id).toBe('2.0');
           places++;
         }
       }
-      synthesized.api.resourceCountIs('AWS::ApiGatewayV2::Route', places);
+      const routes = (key: string) =>
+        resourceCounts(s.template(routeStack(key)))['AWS::ApiGatewayV2::Route'] ?? 0;
+      expect(routes('runtime') + routes('admin')).toBe(places);
     });
 
     it('mounts the console and the two runtime routes it calls on the admin API', () => {
-      const adminApi = logicalId(synthesized.apiStack, synthesized.apiStack.apis.admin.api);
-      const adminRoutes = Object.values(
-        synthesized.api.findResources('AWS::ApiGatewayV2::Route', {
-          Properties: { ApiId: { Ref: adminApi } },
-        }),
+      const adminApi = { 'Fn::ImportValue': expect.stringContaining('AdminApi') };
+      const mounted = Object.values(
+        s.template(routeStack('runtime')).findResources('AWS::ApiGatewayV2::Route'),
+      )
+        .filter((r) =>
+          adminApi['Fn::ImportValue'].asymmetricMatch(r.Properties.ApiId['Fn::ImportValue']),
+        )
+        .map((r) => r.Properties.RouteKey as string);
+      const consoleRoutes = Object.values(
+        s.template(routeStack('admin')).findResources('AWS::ApiGatewayV2::Route'),
       ).map((r) => r.Properties.RouteKey as string);
 
-      expect(adminRoutes).toEqual(
-        expect.arrayContaining([
-          'GET /console',
-          'GET /console/{proxy+}',
-          'GET /v1/reservations',
-          'POST /v1/reservations/{reservation_id}/release',
-        ]),
+      expect(mounted.sort()).toEqual([
+        'GET /v1/reservations',
+        'POST /v1/reservations/{reservation_id}/release',
+      ]);
+      expect(consoleRoutes).toEqual(
+        expect.arrayContaining(['GET /console', 'GET /console/{proxy+}']),
       );
-      // The console's function reads nothing: no table, no secret (only its traces are written).
-      const actions = statementsOf(resources, fnIds.console).flatMap(actionsOf);
-      expect(actions.filter((a) => !a.startsWith('xray:'))).toEqual([]);
+      // The console's function reads nothing: no table, no secret (it only writes its logs).
+      const { resources, logicalId: fnId } = s.fn('console');
+      const actions = statementsOf(resources, fnId).flatMap(actionsOf);
+      expect(actions.filter((a) => !a.startsWith('xray:') && !a.startsWith('logs:'))).toEqual([]);
     });
   });
 
   describe('least privilege', () => {
     it('gives no function a write action unless its route writes', () => {
       for (const [id, route] of routeEntries()) {
-        const actions = statementsOf(resources, fnIds[id]).flatMap(actionsOf);
+        const { resources, logicalId: fnId } = s.fn(id);
+        const actions = statementsOf(resources, fnId).flatMap(actionsOf);
         const writes = actions.filter(
           (a) =>
             a.startsWith('dynamodb:') && ![...READ_ACTIONS, 'dynamodb:DescribeTable'].includes(a),
@@ -154,47 +245,72 @@ describe('CDK app', () => {
     });
 
     it('lets each function query exactly the indexes its route table entry names', () => {
-      const indexResources = (fnId: string) =>
-        JSON.stringify(statementsOf(resources, fnId).map((s) => s.Resource)).match(
-          /\/index\/\w+/g,
-        ) ?? [];
+      const indexResources = (id: RouteId | 'sweeper') => {
+        const { resources, logicalId: fnId } = s.fn(id);
+        return (
+          JSON.stringify(statementsOf(resources, fnId).map((st) => st.Resource)).match(
+            /\/index\/\w+/g,
+          ) ?? []
+        );
+      };
 
       for (const [id, route] of routeEntries()) {
-        expect(indexResources(fnIds[id]).sort(), id).toEqual(
+        expect(indexResources(id).sort(), id).toEqual(
           (route.table.indexes ?? []).map((name) => `/index/${name}`).sort(),
         );
       }
-      expect(indexResources(fnIds.listReservations)).toHaveLength(7);
-      expect(indexResources(fnIds.createReservation)).toEqual(['/index/dueForExpiry']);
-      expect(indexResources(fnIds.sweeper)).toEqual(['/index/dueForExpiry']);
+      expect(indexResources('listReservations')).toHaveLength(7);
+      expect(indexResources('createReservation')).toEqual(['/index/dueForExpiry']);
+      expect(indexResources('sweeper')).toEqual(['/index/dueForExpiry']);
     });
 
-    it('has no wildcard action and no wildcard resource in any policy, but for X-Ray', () => {
-      const statements = [synthesized.data, synthesized.api]
-        .flatMap((template) => Object.values(template.findResources('AWS::IAM::Policy')))
+    it('lets a function write its own log group only, with no managed policy', () => {
+      for (const [id] of routeEntries()) {
+        const { resources, logicalId: fnId } = s.fn(id);
+        const logs = statementsOf(resources, fnId).filter((st) =>
+          actionsOf(st).some((a) => a.startsWith('logs:')),
+        );
+        const logGroup = resources[fnId]?.Properties.LoggingConfig.LogGroup.Ref;
+
+        expect(logs, id).toEqual([
+          expect.objectContaining({
+            Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+            Resource: { 'Fn::GetAtt': [logGroup, 'Arn'] },
+          }),
+        ]);
+        const role = resources[fnId]?.Properties.Role['Fn::GetAtt'][0];
+        expect(resources[role]?.Properties.ManagedPolicyArns, id).toBeUndefined();
+      }
+    });
+
+    it('has no wildcard action, and a wildcard resource only where an action has no other', () => {
+      const statements = s.all
+        .flatMap((stack) => Object.values(s.template(stack).findResources('AWS::IAM::Policy')))
         .flatMap((policy) => policy.Properties.PolicyDocument.Statement as Statement[]);
-      // X-Ray's two write actions have no resource-level permissions: '*' is the only resource.
-      const xray = (s: Statement) => actionsOf(s).every((a) => a.startsWith('xray:'));
+      // X-Ray's two write actions and Secrets Manager's GetRandomPassword (granted by CDK's
+      // rotation schedule) have no resource-level permissions: '*' is their only resource.
+      const unscoped = [
+        'xray:PutTelemetryRecords',
+        'xray:PutTraceSegments',
+        'secretsmanager:GetRandomPassword',
+      ];
 
       expect(statements.length).toBeGreaterThan(0);
       for (const statement of statements) {
         expect(actionsOf(statement).filter((a) => a.includes('*'))).toEqual([]);
-        if (xray(statement)) {
-          expect(actionsOf(statement).sort()).toEqual([
-            'xray:PutTelemetryRecords',
-            'xray:PutTraceSegments',
-          ]);
-          expect(statement.Resource).toBe('*');
-        } else expect(JSON.stringify(statement.Resource)).not.toContain('*');
+        if (statement.Resource === '*') {
+          expect(unscoped).toEqual(expect.arrayContaining(actionsOf(statement)));
+        } else expect(JSON.stringify(statement.Resource)).not.toContain('*"');
       }
     });
 
     it('lets only the routes that accept the admin key, or sign cursors, read a secret', () => {
       for (const [id, route] of routeEntries()) {
+        const { resources, logicalId: fnId } = s.fn(id);
         // Statements with the same action may be merged: count the secrets they name.
-        const reads = statementsOf(resources, fnIds[id])
-          .filter((s) => actionsOf(s).includes('secretsmanager:GetSecretValue'))
-          .flatMap((s) => [s.Resource].flat());
+        const reads = statementsOf(resources, fnId)
+          .filter((st) => actionsOf(st).includes('secretsmanager:GetSecretValue'))
+          .flatMap((st) => [st.Resource].flat());
 
         const expected = Number(acceptsAdminKey(route)) + Number(route.paginates === true);
         expect(reads.length, id).toBe(expected);
@@ -204,10 +320,10 @@ describe('CDK app', () => {
 
   describe('table', () => {
     it('has on-demand billing, PITR, deletion protection, retain, TTL and exactly the store indexes', () => {
-      const tables = synthesized.data.findResources('AWS::DynamoDB::Table');
+      const tables = s.template(s.stacks.data).findResources('AWS::DynamoDB::Table');
       const [table] = Object.values(tables);
 
-      expect(Object.keys(tables)).toHaveLength(1);
+      expect(Object.keys(tables)).toEqual(['TableCD117FA1']);
       expect(table?.DeletionPolicy).toBe('Retain');
       expect(table?.Properties).toMatchObject({
         BillingMode: 'PAY_PER_REQUEST',
@@ -224,64 +340,64 @@ describe('CDK app', () => {
     });
 
     it('switches to destroy and no deletion protection with -c ephemeral=true', () => {
-      const { data, dataStack } = synth({ ephemeral: 'true' });
+      const ephemeral = synth({ ephemeral: 'true' });
 
-      data.hasResource('AWS::DynamoDB::Table', {
+      ephemeral.template(ephemeral.stacks.data).hasResource('AWS::DynamoDB::Table', {
         DeletionPolicy: 'Delete',
         Properties: Match.objectLike({ DeletionProtectionEnabled: false }),
       });
-      expect(dataStack.terminationProtection).toBe(false);
+      expect(ephemeral.stacks.data.terminationProtection).toBe(false);
     });
 
     it('protects the data stack from termination by default', () => {
-      expect(synthesized.dataStack.terminationProtection).toBe(true);
+      expect(s.stacks.data.terminationProtection).toBe(true);
     });
   });
 
   describe('sweeper', () => {
     it('is scheduled every minute, one at a time, not retried', () => {
-      synthesized.api.hasResourceProperties('AWS::Events::Rule', {
+      const { resources, logicalId: sweeperId } = s.fn('sweeper');
+      const jobs = s.template(s.stacks.jobs);
+
+      jobs.hasResourceProperties('AWS::Events::Rule', {
         ScheduleExpression: 'rate(1 minute)',
         State: 'ENABLED',
-        Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [fnIds.sweeper, 'Arn'] } })],
+        Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [sweeperId, 'Arn'] } })],
       });
-      expect(resources[fnIds.sweeper]?.Properties).toMatchObject({
+      expect(resources[sweeperId]?.Properties).toMatchObject({
         ReservedConcurrentExecutions: 1,
         Timeout: 60,
         Environment: { Variables: { EXPIRY_SWEEP_INTERVAL_MS: '5000' } },
       });
-      synthesized.api.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
-        FunctionName: { Ref: fnIds.sweeper },
+      jobs.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+        FunctionName: { Ref: sweeperId },
         MaximumRetryAttempts: 0,
       });
     });
 
     it('can run unreserved where the account quota leaves no concurrency to reserve', () => {
-      const { api, apiStack } = synth({ reserveSweeperConcurrency: 'false' });
-      const sweeperId = logicalId(apiStack, apiStack.functions.sweeper);
+      const unreserved = synth({ reserveSweeperConcurrency: 'false' });
+      const { resources, logicalId: sweeperId } = unreserved.fn('sweeper');
 
-      expect(
-        api.toJSON().Resources[sweeperId].Properties.ReservedConcurrentExecutions,
-      ).toBeUndefined();
+      expect(resources[sweeperId]?.Properties.ReservedConcurrentExecutions).toBeUndefined();
     });
   });
 
   describe('budget events', () => {
     it('enables the table stream with old and new images', () => {
-      synthesized.data.hasResourceProperties('AWS::DynamoDB::Table', {
+      s.template(s.stacks.data).hasResourceProperties('AWS::DynamoDB::Table', {
         StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
       });
     });
 
     it('feeds the stream to the consumer in batches, bisected, partial failures, a DLQ', () => {
-      const [queueId] = Object.keys(synthesized.api.findResources('AWS::SQS::Queue'));
-      const mappings = Object.values(
-        synthesized.api.findResources('AWS::Lambda::EventSourceMapping'),
-      );
+      const jobs = s.template(s.stacks.jobs);
+      const [queueId] = Object.keys(jobs.findResources('AWS::SQS::Queue'));
+      const mappings = Object.values(jobs.findResources('AWS::Lambda::EventSourceMapping'));
 
       expect(mappings).toHaveLength(1);
       expect(mappings[0]?.Properties).toMatchObject({
-        FunctionName: { Ref: fnIds.budgetEvents },
+        FunctionName: { Ref: s.fn('budgetEvents').logicalId },
         EventSourceArn: { 'Fn::ImportValue': expect.stringMatching(/StreamArn/) },
         StartingPosition: 'TRIM_HORIZON',
         BatchSize: 100,
@@ -293,8 +409,7 @@ describe('CDK app', () => {
       const filters = (mappings[0]?.Properties.FilterCriteria.Filters ?? []) as {
         Pattern: string;
       }[];
-      const patterns = filters.map((f) => JSON.parse(f.Pattern));
-      expect(patterns).toEqual([
+      expect(filters.map((f) => JSON.parse(f.Pattern))).toEqual([
         {
           eventName: ['MODIFY'],
           dynamodb: { NewImage: { type: { S: ['ledger', 'ledger-shard', 'ledger-period'] } } },
@@ -307,12 +422,13 @@ describe('CDK app', () => {
       ]);
     });
 
-    it('lets the consumer read the stream and the table, put on its bus, and write nothing else', () => {
-      const [busId] = Object.keys(synthesized.api.findResources('AWS::Events::EventBus'));
-      const statements = statementsOf(resources, fnIds.budgetEvents);
+    it('lets the consumer read the stream and the table, put on the data stack’s bus, and nothing else', () => {
+      const { resources, logicalId: fnId } = s.fn('budgetEvents');
+      const busId = logicalId(s.stacks.data, s.stacks.data.eventBus);
+      const statements = statementsOf(resources, fnId);
       const actions = statements.flatMap(actionsOf);
       const resourcesOf = (action: string) =>
-        statements.filter((s) => actionsOf(s).includes(action)).map((s) => s.Resource);
+        statements.filter((st) => actionsOf(st).includes(action)).map((st) => st.Resource);
 
       expect(actions.filter((a) => a.startsWith('dynamodb:')).sort()).toEqual(
         [
@@ -326,22 +442,26 @@ describe('CDK app', () => {
       expect(resourcesOf('dynamodb:GetRecords')).toEqual([
         { 'Fn::ImportValue': expect.stringMatching(/StreamArn/) },
       ]);
-      expect(resourcesOf('events:PutEvents')).toEqual([{ 'Fn::GetAtt': [busId, 'Arn'] }]);
+      expect(resourcesOf('events:PutEvents')).toEqual([
+        { 'Fn::ImportValue': expect.stringContaining(busId) },
+      ]);
       expect(actions.filter((a) => a.startsWith('sqs:'))).toContain('sqs:SendMessage');
-      expect(resources[fnIds.budgetEvents]?.Properties).toMatchObject({
+      expect(resources[fnId]?.Properties).toMatchObject({
         Timeout: 120,
-        Environment: { Variables: { EVENT_BUS_NAME: { Ref: busId } } },
+        Environment: {
+          Variables: { EVENT_BUS_NAME: { 'Fn::ImportValue': expect.stringContaining(busId) } },
+        },
       });
-      synthesized.api.hasOutput('EventBusName', {});
+      s.template(s.stacks.data).hasOutput('EventBusName', {});
     });
 
     it('signs webhooks set by context with a generated secret only the consumer reads', () => {
-      const { api, apiStack } = synth({ webhookUrls: 'https://hooks.example.com/a' });
-      const consumer = logicalId(apiStack, apiStack.functions.budgetEvents);
-      const all = api.toJSON().Resources as Resources;
-      const [secretId] = Object.keys(api.findResources('AWS::SecretsManager::Secret'));
+      const hooked = synth({ webhookUrls: 'https://hooks.example.com/a' });
+      const jobs = hooked.template(hooked.stacks.jobs);
+      const { resources, logicalId: consumer } = hooked.fn('budgetEvents');
+      const [secretId] = Object.keys(jobs.findResources('AWS::SecretsManager::Secret'));
 
-      expect(all[consumer]?.Properties).toMatchObject({
+      expect(resources[consumer]?.Properties).toMatchObject({
         Environment: {
           Variables: {
             WEBHOOK_URLS: 'https://hooks.example.com/a',
@@ -349,61 +469,106 @@ describe('CDK app', () => {
           },
         },
       });
-      const readers = Object.keys(all).filter((id) =>
-        statementsOf(all, id).some(
-          (s) => JSON.stringify(s.Resource) === JSON.stringify({ Ref: secretId }),
+      const readers = Object.keys(resources).filter((id) =>
+        statementsOf(resources, id).some(
+          (st) => JSON.stringify(st.Resource) === JSON.stringify({ Ref: secretId }),
         ),
       );
       expect(readers).toEqual([consumer]);
-      api.hasOutput('WebhookSecretId', {});
-    });
-
-    it('alarms when stream batches are dropped to the DLQ', () => {
-      const [queueId] = Object.keys(synthesized.api.findResources('AWS::SQS::Queue'));
-
-      synthesized.api.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        AlarmName: 'BudgetReservationsApi-BudgetEvents-Dropped-Critical',
-        MetricName: 'ApproximateNumberOfMessagesVisible',
-        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId, 'QueueName'] } }],
-        Threshold: 1,
-      });
+      jobs.hasOutput('WebhookSecretId', {});
     });
   });
 
   describe('admin key', () => {
     it('is a generated secret, referenced by id, never a plaintext value', () => {
-      const text = JSON.stringify([synthesized.data.toJSON(), synthesized.api.toJSON()]);
+      const text = JSON.stringify(s.all.map((stack) => s.template(stack).toJSON()));
 
-      synthesized.data.hasResourceProperties('AWS::SecretsManager::Secret', {
+      s.template(s.stacks.data).hasResourceProperties('AWS::SecretsManager::Secret', {
         GenerateSecretString: Match.objectLike({ PasswordLength: 48 }),
       });
       expect(text).not.toContain('"SecretString"');
       expect(text).not.toMatch(/"ADMIN_API_KEY"\s*:/);
       expect(text).not.toContain('change-me');
-      for (const fn of Object.values(synthesized.api.findResources('AWS::Lambda::Function'))) {
-        expect(Object.keys(fn.Properties.Environment.Variables)).not.toContain('ADMIN_API_KEY');
+      for (const stack of s.all) {
+        for (const fn of Object.values(s.template(stack).findResources('AWS::Lambda::Function'))) {
+          expect(Object.keys(fn.Properties.Environment.Variables)).not.toContain('ADMIN_API_KEY');
+        }
       }
     });
 
-    it('can name an existing secret instead, granted by name pattern', () => {
-      const { api } = synth({ adminApiKeySecretName: 'budgets/admin-key' });
+    it('is rotated every 30 days by its own function, which may change that secret only', () => {
+      const [secretId = ''] = Object.keys(
+        s.template(s.stacks.data).findResources('AWS::SecretsManager::Secret', {
+          Properties: { Description: Match.stringLikeRegexp('X-Admin-API-Key') },
+        }),
+      );
+      const jobs = s.template(s.stacks.jobs);
+      const { resources, logicalId: rotation } = s.fn('adminKeyRotation');
+      const theSecret = { 'Fn::ImportValue': expect.stringContaining(secretId) };
 
-      api.hasResourceProperties('AWS::Lambda::Function', {
+      jobs.hasResourceProperties('AWS::SecretsManager::RotationSchedule', {
+        SecretId: Match.objectLike({ 'Fn::ImportValue': Match.stringLikeRegexp(secretId) }),
+        RotationLambdaARN: { 'Fn::GetAtt': [rotation, 'Arn'] },
+        RotationRules: { ScheduleExpression: 'rate(30 days)' },
+        RotateImmediatelyOnUpdate: false,
+      });
+      jobs.hasResourceProperties('AWS::Lambda::Permission', {
+        FunctionName: { 'Fn::GetAtt': [rotation, 'Arn'] },
+        Principal: 'secretsmanager.amazonaws.com',
+      });
+      const changes = statementsOf(resources, rotation).filter((st) =>
+        actionsOf(st).includes('secretsmanager:PutSecretValue'),
+      );
+      expect(changes).toEqual([
+        expect.objectContaining({
+          Action: expect.arrayContaining([
+            'secretsmanager:GetSecretValue',
+            'secretsmanager:PutSecretValue',
+            'secretsmanager:UpdateSecretVersionStage',
+          ]),
+          Resource: theSecret,
+        }),
+      ]);
+      expect(resources[rotation]?.Properties.Environment.Variables).not.toHaveProperty(
+        'TABLE_NAME',
+      );
+    });
+
+    it('is rotated as often as -c adminKeyRotationDays says', () => {
+      const every90 = synth({ adminKeyRotationDays: '90' });
+
+      every90
+        .template(every90.stacks.jobs)
+        .hasResourceProperties('AWS::SecretsManager::RotationSchedule', {
+          RotationRules: { ScheduleExpression: 'rate(90 days)' },
+        });
+      expect(() => synth({ adminKeyRotationDays: 'monthly' })).toThrow(/adminKeyRotationDays/);
+    });
+
+    it('can name an existing secret instead, granted by name pattern and not rotated by the stack', () => {
+      const named = synth({ adminApiKeySecretName: 'budgets/admin-key' });
+      const admin = named.template(named.stacks.routes.get('admin') as never);
+
+      admin.hasResourceProperties('AWS::Lambda::Function', {
         Environment: {
           Variables: Match.objectLike({ ADMIN_API_KEY_SECRET_ID: 'budgets/admin-key' }),
         },
       });
-      expect(JSON.stringify(api.toJSON())).toContain(':secret:budgets/admin-key-??????');
+      expect(JSON.stringify(admin.toJSON())).toContain(':secret:budgets/admin-key-??????');
+      named.template(named.stacks.jobs).resourceCountIs('AWS::SecretsManager::RotationSchedule', 0);
+      expect(named.stacks.jobs.adminKeyRotation).toBeUndefined();
     });
   });
 
   describe('HTTP APIs', () => {
     it('gives each API its own $default stage with throttling and access logs', () => {
-      const stages = Object.values(synthesized.api.findResources('AWS::ApiGatewayV2::Stage'));
+      for (const key of ['runtime', 'admin']) {
+        const stages = Object.values(
+          s.template(routeStack(key)).findResources('AWS::ApiGatewayV2::Stage'),
+        );
 
-      expect(stages).toHaveLength(2);
-      for (const stage of stages) {
-        expect(stage.Properties).toMatchObject({
+        expect(stages, key).toHaveLength(1);
+        expect(stages[0]?.Properties).toMatchObject({
           StageName: '$default',
           AutoDeploy: true,
           DefaultRouteSettings: {
@@ -412,37 +577,42 @@ describe('CDK app', () => {
           },
           AccessLogSettings: {
             DestinationArn: expect.anything(),
-            Format: expect.stringContaining('$context.status'),
+            Format: expect.stringContaining(`"api":"${key}"`),
           },
         });
       }
     });
 
-    it('outputs both base URLs', () => {
-      synthesized.api.hasOutput('RuntimeUrl', {});
-      synthesized.api.hasOutput('AdminUrl', {});
+    it('outputs both base URLs, each from its API’s stack', () => {
+      s.template(routeStack('runtime')).hasOutput('RuntimeUrl', {});
+      s.template(routeStack('admin')).hasOutput('AdminUrl', {});
     });
 
     it('maps both APIs on a custom domain set by context, admin under /admin', () => {
-      const { api } = synth({
+      const mapped = synth({
         domainName: 'budgets.example.com',
         certificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/abc',
       });
+      const admin = mapped.template(mapped.stacks.routes.get('admin') as never);
+      const runtime = mapped.template(mapped.stacks.routes.get('runtime') as never);
 
-      api.resourceCountIs('AWS::ApiGatewayV2::DomainName', 1);
-      api.resourceCountIs('AWS::ApiGatewayV2::ApiMapping', 2);
-      api.hasResourceProperties('AWS::ApiGatewayV2::ApiMapping', { ApiMappingKey: 'admin' });
-      api.hasOutput('AdminUrl', { Value: 'https://budgets.example.com/admin' });
+      admin.resourceCountIs('AWS::ApiGatewayV2::DomainName', 1);
+      admin.hasResourceProperties('AWS::ApiGatewayV2::ApiMapping', { ApiMappingKey: 'admin' });
+      runtime.resourceCountIs('AWS::ApiGatewayV2::ApiMapping', 1);
+      admin.hasOutput('AdminUrl', { Value: 'https://budgets.example.com/admin' });
+      runtime.hasOutput('RuntimeUrl', { Value: 'https://budgets.example.com' });
+      admin.hasOutput('DomainTarget', {});
     });
   });
 
   describe('observability', () => {
+    const monitoring = () => s.template(s.stacks.monitoring as never);
     const alarms = () =>
-      Object.values(synthesized.api.findResources('AWS::CloudWatch::Alarm')).map(
+      Object.values(monitoring().findResources('AWS::CloudWatch::Alarm')).map(
         (a) => a.Properties as Record<string, unknown>,
       );
     const alarmNamed = (suffix: string) =>
-      alarms().find((a) => a.AlarmName === `BudgetReservationsApi-${suffix}-Critical`);
+      alarms().find((a) => a.AlarmName === `BudgetReservations-${suffix}-Critical`);
     /** The one metric an alarm watches, whether inline or as its only metric query. */
     const watched = (alarm: Record<string, unknown> | undefined) => {
       const query = (alarm?.Metrics as { MetricStat?: Record<string, unknown> }[] | undefined)?.[0]
@@ -456,81 +626,114 @@ describe('CDK app', () => {
       };
     };
 
-    it('traces every function with X-Ray, the Powertools tracer told so, unless -c tracing=false', () => {
-      const { api } = synth({ tracing: 'false', metricsTenantDimension: 'true' });
-      const on = Object.values(synthesized.api.findResources('AWS::Lambda::Function'));
-      const off = Object.values(api.findResources('AWS::Lambda::Function'));
+    it('traces every function with Lambda’s active tracing and no X-Ray SDK, unless -c tracing=false', () => {
+      const off = synth({ tracing: 'false', metricsTenantDimension: 'true' });
+      const functions = (x: Synthesized) =>
+        x.all.flatMap((stack) =>
+          Object.values(x.template(stack).findResources('AWS::Lambda::Function')),
+        );
 
-      for (const fn of on) {
+      for (const fn of functions(s)) {
         expect(fn.Properties.TracingConfig).toEqual({ Mode: 'Active' });
-        expect(fn.Properties.Environment.Variables.POWERTOOLS_TRACE_ENABLED).toBe('true');
+        expect(fn.Properties.Environment.Variables).not.toHaveProperty('POWERTOOLS_TRACE_ENABLED');
       }
-      for (const fn of off) {
+      for (const fn of functions(off)) {
         expect(fn.Properties.TracingConfig).toBeUndefined();
-        expect(fn.Properties.Environment.Variables).toMatchObject({
-          POWERTOOLS_TRACE_ENABLED: 'false',
-          METRICS_TENANT_DIMENSION: 'true',
-        });
       }
-      expect(JSON.stringify(api.toJSON())).not.toContain('xray:');
+      for (const fn of functions(off).filter((f) => f.Properties.Environment.Variables.TABLE_NAME))
+        expect(fn.Properties.Environment.Variables.METRICS_TENANT_DIMENSION).toBe('true');
+      expect(JSON.stringify(off.all.map((x) => off.template(x).toJSON()))).not.toContain('xray:');
     });
 
-    it('names the metrics namespace and the stack as service, with no tenant dimension by default', () => {
-      for (const fn of Object.values(synthesized.api.findResources('AWS::Lambda::Function'))) {
-        expect(fn.Properties.Environment.Variables).toMatchObject({
-          POWERTOOLS_SERVICE_NAME: 'BudgetReservationsApi',
+    it('names the metrics namespace and the deployment as service, with no tenant dimension by default', () => {
+      for (const [id] of routeEntries()) {
+        const { resources, logicalId: fnId } = s.fn(id);
+        const variables = resources[fnId]?.Properties.Environment.Variables;
+        expect(variables).toMatchObject({
+          POWERTOOLS_SERVICE_NAME: 'BudgetReservations',
           POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         });
-        expect(fn.Properties.Environment.Variables).not.toHaveProperty('METRICS_TENANT_DIMENSION');
+        expect(variables).not.toHaveProperty('METRICS_TENANT_DIMENSION');
       }
     });
 
-    it('has one dashboard: both APIs, every EMF metric of the catalog, DynamoDB and the sweeper', () => {
-      const dashboards = Object.values(synthesized.api.findResources('AWS::CloudWatch::Dashboard'));
+    it('has one dashboard: both APIs, every EMF metric of the catalog, DynamoDB, the sweeper, every alarm', () => {
+      const dashboards = Object.values(monitoring().findResources('AWS::CloudWatch::Dashboard'));
       const body = JSON.stringify(dashboards[0]?.Properties.DashboardBody);
 
       expect(dashboards).toHaveLength(1);
-      expect(dashboards[0]?.Properties.DashboardName).toBe('BudgetReservationsApi');
+      expect(dashboards[0]?.Properties.DashboardName).toBe('BudgetReservations');
       for (const name of Object.keys(METRICS)) expect(body, name).toContain(name);
       expect(body).toContain(METRICS_NAMESPACE);
       for (const apiMetric of ['\\"Count\\"', '\\"4xx\\"', '\\"5xx\\"', 'p50', 'p99'])
         expect(body, apiMetric).toContain(apiMetric);
-      for (const [id] of routeEntries()) expect(body, id).toContain(`\\"label\\":\\"${id}\\"`);
+      // Throttles and errors of each API's functions, found by their stack's name.
+      for (const stack of ['BudgetReservationsRuntimeApi', 'BudgetReservationsAdminApi'])
+        expect(body).toContain(`MetricName=\\\\\\"Throttles\\\\\\" \\\\\\"${stack}\\\\\\"`);
       expect(body).toContain('TransactionConflict');
-      expect(body).toContain('\\"type\\":\\"alarm\\"');
+      // The alarm widget lists every alarm.
+      for (const alarm of Object.keys(monitoring().findResources('AWS::CloudWatch::Alarm')))
+        expect(body, alarm).toContain(alarm);
     });
 
-    it('keeps the alarms it had: 5xx share of both APIs, throttles of every route, table throttles, sweeper errors', () => {
-      for (const server of ['RuntimeApi', 'AdminApi']) {
-        expect(alarmNamed(`${server}-5xxRate`), server).toMatchObject({
-          ComparisonOperator: 'GreaterThanOrEqualToThreshold',
-          Threshold: 1,
-          Metrics: expect.arrayContaining([
-            expect.objectContaining({ Expression: 'IF(requests > 0, 100 * errors / requests, 0)' }),
-          ]),
-        });
+    it('alarms on Lambda throttles once for every function, not once per function', () => {
+      expect(watched(alarmNamed('Lambda-Throttles'))).toEqual({
+        namespace: 'AWS/Lambda',
+        name: 'Throttles',
+        dimensions: undefined,
+        stat: 'Sum',
+      });
+      expect(alarms().filter((a) => String(a.AlarmName).includes('Throttles'))).toHaveLength(2);
+    });
+
+    it('alarms per API on the 5xx, 4xx and 429 shares of requests', () => {
+      for (const api of ['RuntimeApi', 'AdminApi']) {
+        for (const [what, threshold, periods] of [
+          ['5xx', 1, 1],
+          ['4xx', 25, 3],
+          ['429', 1, 1],
+        ] as const) {
+          const alarm = alarmNamed(`${api}-${what}Rate`);
+          expect(alarm, `${api} ${what}`).toMatchObject({
+            ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+            Threshold: threshold,
+            EvaluationPeriods: periods,
+            DatapointsToAlarm: periods,
+            Metrics: expect.arrayContaining([
+              expect.objectContaining({
+                Expression: expect.stringMatching(
+                  /^IF\(requests >= \d+, 100 \* s\w+ \/ requests, 0\)$/,
+                ),
+              }),
+            ]),
+          });
+        }
       }
-      for (const [id, route] of routeEntries()) {
-        const api = route.server === 'runtime' ? 'RuntimeApi' : 'AdminApi';
-        expect(watched(alarmNamed(`${api}-${pascal(id)}Throttles`)), id).toEqual({
-          namespace: 'AWS/Lambda',
-          name: 'Throttles',
-          dimensions: [{ Name: 'FunctionName', Value: { Ref: fnIds[id] } }],
-          stat: 'Sum',
-        });
-      }
+      // 429s are counted from each stage's access logs.
+      const filters = Object.values(monitoring().findResources('AWS::Logs::MetricFilter'));
+      expect(filters.map((f) => f.Properties.FilterPattern)).toEqual([
+        '{ $.status = "429" }',
+        '{ $.status = "429" }',
+      ]);
+    });
+
+    it('alarms when the budget events consumer falls behind the stream (IteratorAge)', () => {
+      expect(watched(alarmNamed('BudgetEvents-IteratorAge'))).toMatchObject({
+        namespace: 'AWS/Lambda',
+        name: 'IteratorAge',
+        stat: 'Maximum',
+      });
+      expect(alarmNamed('BudgetEvents-IteratorAge')).toMatchObject({ Threshold: 300_000 });
+    });
+
+    it('keeps the table, sweeper and DLQ alarms', () => {
       expect(alarmNamed('Table-Throttles')).toBeDefined();
       expect(alarmNamed('Sweeper-Fault-Count')).toMatchObject({
         ComparisonOperator: 'GreaterThanThreshold',
         Threshold: 0,
       });
-    });
-
-    it('alarms when the sweeper stops (heartbeat) or falls behind (lag)', () => {
       const heartbeat = alarmNamed('Sweeper-Heartbeat');
-      const lag = alarmNamed('Sweeper-Lag');
-      const service = [{ Name: 'service', Value: 'BudgetReservationsApi' }];
-
+      const service = [{ Name: 'service', Value: 'BudgetReservations' }];
       expect(watched(heartbeat)).toEqual({
         namespace: METRICS_NAMESPACE,
         name: 'Sweeps',
@@ -543,60 +746,147 @@ describe('CDK app', () => {
         Threshold: 1,
         TreatMissingData: 'breaching',
       });
-      expect(watched(lag)).toEqual({
+      expect(watched(alarmNamed('Sweeper-Lag'))).toEqual({
         namespace: METRICS_NAMESPACE,
         name: 'SweepLag',
         dimensions: service,
         stat: 'Maximum',
       });
-      expect(lag).toMatchObject({
-        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
-        Threshold: 180_000,
+      expect(alarmNamed('BudgetEvents-Dropped')).toMatchObject({
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Threshold: 1,
       });
     });
 
-    it('sends every alarm to the alarm topic', () => {
-      const [topic] = Object.keys(synthesized.api.findResources('AWS::SNS::Topic'));
+    it('sends every alarm to the alarm topic, which takes only TLS publishers', () => {
+      const topics = monitoring().findResources('AWS::SNS::Topic');
+      const [topic] = Object.keys(topics);
 
-      expect(alarms().length).toBe(routeEntries().length + 7);
+      expect(
+        alarms()
+          .map((a) => String(a.AlarmName).replace(/^BudgetReservations-|-Critical$/g, ''))
+          .sort(),
+      ).toEqual([
+        'AdminApi-429Rate',
+        'AdminApi-4xxRate',
+        'AdminApi-5xxRate',
+        'BudgetEvents-Dropped',
+        'BudgetEvents-IteratorAge',
+        'Lambda-Throttles',
+        'RuntimeApi-429Rate',
+        'RuntimeApi-4xxRate',
+        'RuntimeApi-5xxRate',
+        'Sweeper-Fault-Count',
+        'Sweeper-Heartbeat',
+        'Sweeper-Lag',
+        'Table-Throttles',
+      ]);
       for (const alarm of alarms()) expect(alarm.AlarmActions).toEqual([{ Ref: topic }]);
+      monitoring().hasResourceProperties('AWS::SNS::TopicPolicy', {
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({
+              Effect: 'Deny',
+              Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+            }),
+          ]),
+        },
+      });
     });
   });
 
-  it('keeps the same resource types and counts (update deliberately when the stack changes)', () => {
-    const counts = (template: Template) => {
-      const result: Record<string, number> = {};
-      for (const r of Object.values(template.toJSON().Resources as Resources)) {
-        result[r.Type] = (result[r.Type] ?? 0) + 1;
+  describe('cdk-nag (AwsSolutions)', () => {
+    it('finds nothing unacknowledged, whatever the context', () => {
+      // synth() throws on any finding without an acknowledgement; these are the variants.
+      for (const context of [
+        {},
+        { tracing: 'false' },
+        { webhookUrls: 'https://hooks.example.com/a' },
+        { adminApiKeySecretName: 'budgets/admin-key' },
+        { monitoring: 'false', alarmEmail: 'ops@example.com' },
+        { ephemeral: 'true', reserveSweeperConcurrency: 'false' },
+      ]) {
+        expect(() => synth(context), JSON.stringify(context)).not.toThrow();
       }
-      return Object.fromEntries(Object.entries(result).sort(([a], [b]) => a.localeCompare(b)));
-    };
+    });
 
-    expect({ data: counts(synthesized.data), api: counts(synthesized.api) }).toMatchInlineSnapshot(`
+    it('acknowledges each rule it does not fix with a written reason', () => {
+      const reasons = new Map<string, string>();
+      for (const stack of s.all) {
+        for (const child of stack.node.findAll()) {
+          for (const m of child.node.metadata) {
+            if (m.type !== Validations.ACKNOWLEDGED_RULES_METADATA_KEY) continue;
+            for (const [id, reason] of Object.entries(m.data as Record<string, string>))
+              reasons.set(id.replace(/^\w+::/, ''), reason);
+          }
+        }
+      }
+
+      expect([...reasons.keys()].sort()).toEqual([
+        'AwsSolutions-APIG4',
+        'AwsSolutions-IAM5[Resource::*]',
+        'AwsSolutions-L1',
+        'AwsSolutions-SMG4',
+        'AwsSolutions-SQS3',
+      ]);
+      for (const [id, reason] of reasons) expect(reason.length, id).toBeGreaterThan(40);
+    });
+  });
+
+  it('keeps the same resource types and counts per stack (update deliberately when a stack changes)', () => {
+    expect(
+      Object.fromEntries(
+        s.all.map((stack) => [stack.stackName, resourceCounts(s.template(stack))]),
+      ),
+    ).toMatchInlineSnapshot(`
       {
-        "api": {
-          "AWS::ApiGatewayV2::Api": 2,
-          "AWS::ApiGatewayV2::Integration": 41,
-          "AWS::ApiGatewayV2::Route": 41,
-          "AWS::ApiGatewayV2::Stage": 2,
-          "AWS::CloudWatch::Alarm": 45,
-          "AWS::CloudWatch::Dashboard": 1,
+        "BudgetReservationsAdminApi": {
+          "AWS::ApiGatewayV2::Api": 1,
+          "AWS::ApiGatewayV2::Integration": 26,
+          "AWS::ApiGatewayV2::Route": 26,
+          "AWS::ApiGatewayV2::Stage": 1,
+          "AWS::IAM::Policy": 25,
+          "AWS::IAM::Role": 25,
+          "AWS::Lambda::Function": 25,
+          "AWS::Lambda::Permission": 26,
+          "AWS::Logs::LogGroup": 26,
+        },
+        "BudgetReservationsData": {
+          "AWS::DynamoDB::Table": 1,
           "AWS::Events::EventBus": 1,
+          "AWS::SecretsManager::ResourcePolicy": 1,
+          "AWS::SecretsManager::Secret": 2,
+        },
+        "BudgetReservationsJobs": {
           "AWS::Events::Rule": 1,
-          "AWS::IAM::Policy": 40,
-          "AWS::IAM::Role": 40,
+          "AWS::IAM::Policy": 3,
+          "AWS::IAM::Role": 3,
           "AWS::Lambda::EventInvokeConfig": 1,
           "AWS::Lambda::EventSourceMapping": 1,
-          "AWS::Lambda::Function": 40,
-          "AWS::Lambda::Permission": 42,
-          "AWS::Logs::LogGroup": 42,
-          "AWS::SNS::Topic": 1,
+          "AWS::Lambda::Function": 3,
+          "AWS::Lambda::Permission": 2,
+          "AWS::Logs::LogGroup": 3,
           "AWS::SQS::Queue": 1,
           "AWS::SQS::QueuePolicy": 1,
+          "AWS::SecretsManager::RotationSchedule": 1,
         },
-        "data": {
-          "AWS::DynamoDB::Table": 1,
-          "AWS::SecretsManager::Secret": 2,
+        "BudgetReservationsMonitoring": {
+          "AWS::CloudWatch::Alarm": 13,
+          "AWS::CloudWatch::Dashboard": 1,
+          "AWS::Logs::MetricFilter": 2,
+          "AWS::SNS::Topic": 1,
+          "AWS::SNS::TopicPolicy": 1,
+        },
+        "BudgetReservationsRuntimeApi": {
+          "AWS::ApiGatewayV2::Api": 1,
+          "AWS::ApiGatewayV2::Integration": 15,
+          "AWS::ApiGatewayV2::Route": 15,
+          "AWS::ApiGatewayV2::Stage": 1,
+          "AWS::IAM::Policy": 13,
+          "AWS::IAM::Role": 13,
+          "AWS::Lambda::Function": 13,
+          "AWS::Lambda::Permission": 15,
+          "AWS::Logs::LogGroup": 14,
         },
       }
     `);

@@ -78,7 +78,7 @@ const emf = (
 const requestIdOf = (res: { headers: Headers }) => res.headers.get('x-request-id') ?? '';
 
 describe('request logs', () => {
-  it('writes one line per request: id, route, method, status, tenant, key id, latency, DynamoDB calls; never the secret', async () => {
+  it('writes one line per request: id, route, method, status, tenant, key id, latency, DynamoDB calls and their timings; never the secret', async () => {
     const t = await givenTenantWith(stack, { '': 1_000 });
     const balances = `${stack.runtimeUrl}/v1/balances?tenant=${t.tenant}`;
     await request('GET', balances, { headers: t.headers }); // the route's cold start
@@ -104,10 +104,18 @@ describe('request logs', () => {
         latency_ms: expect.any(Number),
         dynamodb_calls: expect.any(Number),
         dynamodb_retries: 0,
+        dynamodb_ms: expect.any(Number),
+        dynamodb_ops: expect.any(Array),
         conflict_retries: 0,
       },
     ]);
-    expect(logLinesOf(lines, requestId)[0]?.dynamodb_calls).toBeGreaterThan(0);
+    const [line = {}] = logLinesOf(lines, requestId);
+    expect(line.dynamodb_calls).toBeGreaterThan(0);
+    // Each call by operation and milliseconds: what the X-Ray subsegments used to show.
+    const ops = line.dynamodb_ops as string[];
+    expect(ops).toHaveLength(line.dynamodb_calls as number);
+    for (const op of ops) expect(op).toMatch(/^[A-Za-z]+ \d+(\.\d)?$/);
+    expect(line.dynamodb_ms).toBeGreaterThan(0);
     expect(JSON.stringify(lines)).not.toContain(t.key);
   });
 
@@ -184,8 +192,18 @@ describe('EMF metrics', () => {
     expect(docs.DynamoDBCalls).toEqual(
       emf(
         [['service']],
-        { DynamoDBCalls: 'Count', DynamoDBRetries: 'Count', ConflictRetries: 'Count' },
-        { DynamoDBCalls: expect.any(Number), DynamoDBRetries: 0, ConflictRetries: 0 },
+        {
+          DynamoDBCalls: 'Count',
+          DynamoDBRetries: 'Count',
+          DynamoDBTime: 'Milliseconds',
+          ConflictRetries: 'Count',
+        },
+        {
+          DynamoDBCalls: expect.any(Number),
+          DynamoDBRetries: 0,
+          DynamoDBTime: expect.any(Number),
+          ConflictRetries: 0,
+        },
       ),
     );
   });
@@ -247,12 +265,14 @@ describe('EMF metrics', () => {
           Commits: 'Count',
           DynamoDBCalls: 'Count',
           DynamoDBRetries: 'Count',
+          DynamoDBTime: 'Milliseconds',
           ConflictRetries: 'Count',
         },
         {
           Commits: 1,
           DynamoDBCalls: expect.any(Number),
           DynamoDBRetries: 0,
+          DynamoDBTime: expect.any(Number),
           ConflictRetries: 0,
         },
       ),
@@ -340,6 +360,7 @@ describe('EMF metrics of the sweeper', () => {
           SweepLag: 'Milliseconds',
           DynamoDBCalls: 'Count',
           DynamoDBRetries: 'Count',
+          DynamoDBTime: 'Milliseconds',
           ConflictRetries: 'Count',
         },
         {
@@ -348,6 +369,7 @@ describe('EMF metrics of the sweeper', () => {
           SweepLag: expect.any(Number),
           DynamoDBCalls: expect.any(Number),
           DynamoDBRetries: 0,
+          DynamoDBTime: expect.any(Number),
           ConflictRetries: 0,
         },
       ),

@@ -87,6 +87,36 @@ describe('EMF dimensions', () => {
     expect(byMetric.Latency).not.toHaveProperty('Tenant');
   });
 
+  it('writes a metric recorded twice with the same dimensions as one document with both values', async () => {
+    const t = await telemetryWith({ POWERTOOLS_METRICS_DISABLED: 'false' });
+
+    const docs = await stdoutDuring(() =>
+      t.runInvocation('req-6', (invocation) => {
+        t.recordMetric('Expiries', 1, {});
+        t.recordMetric('Expiries', 2, {});
+        t.publishMetrics(invocation);
+      }),
+    );
+
+    expect(docs).toEqual([
+      {
+        _aws: {
+          Timestamp: expect.any(Number),
+          CloudWatchMetrics: [
+            {
+              Namespace: 'BudgetReservations',
+              Dimensions: [['service']],
+              Metrics: [{ Name: 'Expiries', Unit: 'Count' }],
+            },
+          ],
+        },
+        service: 'budget-reservations',
+        Expiries: [1, 2],
+        request_id: 'req-6',
+      },
+    ]);
+  });
+
   it('writes nothing with POWERTOOLS_METRICS_DISABLED, as the test stacks run', async () => {
     const t = await telemetryWith({ POWERTOOLS_METRICS_DISABLED: 'true' });
 
@@ -124,24 +154,35 @@ describe('invocation scope', () => {
   });
 });
 
-describe('X-Ray tracing', () => {
-  it('is not loaded unless POWERTOOLS_TRACE_ENABLED is set', async () => {
-    vi.resetModules();
+describe('DynamoDB call timings', () => {
+  it('reports each call by operation and milliseconds, and their total, for the log line', async () => {
+    const t = await telemetryWith({});
 
-    const { tracing } = await import('../../functions/telemetry/tracing.js');
+    const fields = t.runInvocation('req-4', (invocation) => {
+      t.noteDynamoCall(1, 'GetItemCommand', 3.14);
+      t.noteDynamoCall(2, 'TransactWriteItemsCommand', 20.06);
+      return t.dynamoFields(invocation);
+    });
 
-    expect(tracing).toBeUndefined();
+    expect(fields).toEqual({
+      dynamodb_calls: 2,
+      dynamodb_retries: 1,
+      dynamodb_ms: 23.2,
+      dynamodb_ops: ['GetItem 3.1', 'TransactWriteItems 20.1'],
+      conflict_retries: 0,
+    });
   });
 
-  it('in Lambda with POWERTOOLS_TRACE_ENABLED, records DynamoDB calls as subsegments', async () => {
-    vi.stubEnv('POWERTOOLS_TRACE_ENABLED', 'true');
-    vi.stubEnv('AWS_EXECUTION_ENV', 'AWS_Lambda_nodejs22.x');
-    vi.resetModules();
+  it('keeps the first 20 calls of a long invocation (a sweep pass), and counts them all', async () => {
+    const t = await telemetryWith({});
 
-    const { tracing } = await import('../../functions/telemetry/tracing.js');
-    const { dynamoClient } = await import('../../functions/store/client.js');
+    const fields = t.runInvocation('req-5', (invocation) => {
+      for (let i = 0; i < 25; i++) t.noteDynamoCall(1, 'QueryCommand', 1);
+      return t.dynamoFields(invocation);
+    });
 
-    expect(tracing?.tracer.isTracingEnabled()).toBe(true);
-    expect(dynamoClient.middlewareStack.identify().join('\n')).toMatch(/XRay/i);
+    expect(fields.dynamodb_calls).toBe(25);
+    expect(fields.dynamodb_ops).toHaveLength(20);
+    expect(fields.dynamodb_ms).toBe(25);
   });
 });

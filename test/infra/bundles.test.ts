@@ -1,0 +1,42 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type Bundle, bundle, functionEntries, weightByPackage } from '../../infra/bundles.js';
+
+/** The packages (and our own folders) a function's bundle carries. */
+const contents = (b: Bundle) => weightByPackage(b.metafile).map(([pkg]) => pkg);
+
+describe('function bundles (as the stacks build them)', () => {
+  let bundles: Bundle[];
+  beforeAll(async () => {
+    bundles = await Promise.all(functionEntries().map((f) => bundle(f, false)));
+  });
+
+  it('carry no X-Ray SDK: tracing is Lambda’s own (docs/decisions.md § Cloud room)', () => {
+    for (const b of bundles) {
+      expect(contents(b), b.name).not.toContain('aws-xray-sdk-core');
+      expect(contents(b), b.name).not.toContain('semver');
+      expect(contents(b), b.name).not.toContain('@aws-lambda-powertools/tracer');
+      expect(contents(b), b.name).not.toContain('@aws-lambda-powertools/metrics');
+    }
+  });
+
+  it('leave the AWS SDK to the runtime', () => {
+    for (const b of bundles) {
+      expect(
+        contents(b).filter((pkg) => pkg.startsWith('@aws-sdk/') || pkg.startsWith('@smithy/')),
+        b.name,
+      ).toEqual([]);
+    }
+  });
+
+  it('bring zod only with request schemas: health checks and not-found answers carry none', () => {
+    const plain = bundles.filter((b) => /\/(health|not-found)$/.test(b.entry));
+
+    expect(plain.map((b) => b.name).sort()).toEqual([
+      'adminHealth',
+      'adminNotFound',
+      'runtimeHealth',
+      'runtimeNotFound',
+    ]);
+    for (const b of plain) expect(contents(b), b.name).not.toContain('zod');
+  });
+});
