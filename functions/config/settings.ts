@@ -26,6 +26,8 @@ const Config = z.object({
   POWERTOOLS_TRACE_ENABLED: Flag,
   /** Business metrics also per tenant: one more metric per tenant, each billed (docs/deploy.md). */
   METRICS_TENANT_DIMENSION: Flag,
+  /** Local servers: the address they bind (loopback unless asked; README § Configuration). */
+  HOST: z.string().min(1).default('127.0.0.1'),
   RUNTIME_PORT: Port.default(7878),
   ADMIN_PORT: Port.default(7979),
   EXPIRY_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
