@@ -351,7 +351,12 @@ export const fundBudget = defineCommand<{ unit: Unit; idempotencyKey?: string; r
   arguments: [
     SCOPE,
     { name: 'operation', description: FUND_OPERATIONS.join(', ') },
-    { name: 'amount', description: 'a whole number of the unit' },
+    {
+      name: 'amount',
+      description:
+        'a whole number of the unit (RESET_SPENT: the spent to start from, 0 when left out)',
+      optional: true,
+    },
   ],
   options: [
     UNIT_OPTION,
@@ -360,7 +365,7 @@ export const fundBudget = defineCommand<{ unit: Unit; idempotencyKey?: string; r
   ],
   examples: [
     `${CLI_NAME} budgets fund tenant:acme/workspace:prod CREDIT 50000000 --idempotency-key fund-1`,
-    `${CLI_NAME} budgets fund tenant:acme RESET_SPENT 0 --idempotency-key period-2026-12`,
+    `${CLI_NAME} budgets fund tenant:acme RESET_SPENT --idempotency-key period-2026-12`,
   ],
   operations: ['admin:fundBudget'],
   async run(ctx, [scope, operation, amountText_], o) {
@@ -369,12 +374,15 @@ export const fundBudget = defineCommand<{ unit: Unit; idempotencyKey?: string; r
         `operation must be one of ${FUND_OPERATIONS.join(', ')}, not ${operation}`,
       );
     }
+    if (amountText_ === undefined && operation !== 'RESET_SPENT') {
+      throw new CliError(`amount: required for ${operation} (only RESET_SPENT may leave it out)`);
+    }
     const idempotencyKey = o.idempotencyKey ?? newIdempotencyKey('cli-fund');
     const funded = await fund(ctx, {
       scope: scope as string,
       unit: o.unit,
       operation: operation as FundOperation,
-      amount: amountOf(amountText_ as string),
+      amount: amountText_ === undefined ? 0 : amountOf(amountText_),
       idempotencyKey,
       reason: o.reason,
     });

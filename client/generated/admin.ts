@@ -775,6 +775,7 @@ export interface components {
             overdraft_limit: components["schemas"]["Amount"];
             is_over_limit: boolean;
         };
+        /** @description The periods of a rolling budget that have ended, newest first, each with its final balance. The current period is the budget itself (GET /v1/admin/budgets/lookup), so a budget still in its first period, or one that does not roll over, answers `periods: []`. */
         ClosedPeriodListResponse: {
             periods: components["schemas"]["ClosedPeriod"][];
             has_more: boolean;
@@ -845,7 +846,8 @@ export interface components {
         FundBudgetBody: {
             /** @enum {string} */
             operation: "CREDIT" | "DEBIT" | "RESET" | "RESET_SPENT" | "REPAY_DEBT";
-            amount: {
+            /** @description Required, except for RESET_SPENT, where it is the spent to start from and defaults to 0 (a new period: spent back to 0, allocation kept) */
+            amount?: {
                 /** @enum {string} */
                 unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
                 amount: number;

@@ -6,6 +6,7 @@
  * No cookies, no cache, no referrer.
  */
 import { type AdminApi, ApiError, adminApi, newIdempotencyKey } from '../../client/index.js';
+import { fetchOrNetworkError } from './errors.js';
 
 export { ApiError, collect, items, oneOf, unwrap } from '../../client/index.js';
 export { apiBase } from './urls.js';
@@ -20,7 +21,13 @@ export function createClient(
   const api = adminApi({
     baseUrl: base,
     auth: { adminKey },
-    init: { credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer' },
+    init: {
+      credentials: 'omit',
+      cache: 'no-store',
+      referrerPolicy: 'no-referrer',
+      // A request without an answer is told apart from a bug in the console (errors.ts).
+      fetch: fetchOrNetworkError,
+    },
   });
   api.use({
     async onResponse({ response }) {

@@ -1,26 +1,33 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useId, useRef } from 'preact/hooks';
 import type { Budget } from '../../client/index.js';
-import { ApiError } from './api.js';
 import { useConsole } from './context.js';
+import { describeError } from './errors.js';
 import { formatWire } from './format.js';
 import { barSegments, budgetHealth, type HealthState } from './health.js';
 import type { Paged } from './hooks.js';
 
-/** An error as the operator needs it: the service's code and message, and its request id. */
+/**
+ * An error as the operator needs it (errors.ts): what kind of failure and what to do, the field
+ * at fault, the service's code and message, and its request id.
+ */
 export function ErrorMessage({ error }: { readonly error?: Error | undefined }) {
   if (!error) return null;
+  const d = describeError(error);
   return (
-    <div class="error" role="alert">
-      {error instanceof ApiError ? (
+    <div class={`error error-${d.kind}`} role="alert" data-kind={d.kind}>
+      <strong>{d.title}</strong>{' '}
+      {d.field && (
         <>
-          <strong>{error.code}</strong> {error.message}
-          {error.requestId && <span class="muted"> (request {error.requestId})</span>}
+          <span class="mono">{d.field}</span>:{' '}
         </>
-      ) : (
-        <>
-          <strong>Could not reach the service.</strong> {error.message}
-        </>
+      )}
+      {d.message}
+      {(d.code || d.requestId) && (
+        <span class="muted">
+          {' '}
+          ({[d.code, d.requestId && `request ${d.requestId}`].filter(Boolean).join(', ')})
+        </span>
       )}
     </div>
   );

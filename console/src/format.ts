@@ -1,4 +1,5 @@
 import type { Amount, Unit } from '../../client/index.js';
+import { InputError } from './errors.js';
 
 /** USD_MICROCENTS per dollar: 100 cents of 10^6 microcents each. */
 const MICROCENTS_PER_USD = 100_000_000;
@@ -93,4 +94,22 @@ export function utcInputToIso(text: string): string | undefined {
   if (!text) return undefined;
   const date = new Date(`${text}Z`);
   return Number.isNaN(date.getTime()) ? undefined : date.toISOString();
+}
+
+/**
+ * The scope of a budget made for `tenant` from what the operator typed after `tenant:<id>`:
+ * empty is the tenant's own budget, anything else a scope under it. The prefix is not theirs to
+ * type, so a budget made for the tenant on screen is always that tenant's.
+ */
+export function scopeUnder(tenant: string, typed: string): string {
+  const below = typed.trim();
+  const root = `tenant:${tenant}`;
+  if (below === '' || below === '/') return root;
+  if (/^\/?tenant:/i.test(below)) {
+    throw new InputError(
+      `the scope is pinned to ${root}: type only what follows it, e.g. /workspace:prod`,
+      'Scope',
+    );
+  }
+  return `${root}${below.startsWith('/') ? '' : '/'}${below}`;
 }

@@ -15,6 +15,13 @@ import {
  * parsers rather than zod: every function loads this module, and zod alone weighs more than the
  * 60 kB a health check may (docs/decisions.md § Lean functions).
  */
+/**
+ * Outside Lambda the table is DynamoDB Local, which runs one transaction at a time: on a busy
+ * laptop or CI machine a call queues for seconds behind others, which real DynamoDB never does,
+ * so the local default deadline is the largest (a stalled store is tested with its own).
+ */
+const IN_LAMBDA = process.env.AWS_LAMBDA_FUNCTION_NAME !== undefined;
+
 const settings = {
   ADMIN_API_KEY: text(''),
   /** The previous admin key, still accepted during a rotation window (README § Rotation). */
@@ -28,7 +35,7 @@ const settings = {
    * One DynamoDB attempt's deadline, connection included, and the attempts per call: a stalled
    * call answers 503 with Retry-After well inside the function's timeout (docs/deploy.md).
    */
-  DYNAMODB_ATTEMPT_TIMEOUT_MS: int(1_000, 50, 10_000),
+  DYNAMODB_ATTEMPT_TIMEOUT_MS: int(IN_LAMBDA ? 1_000 : 10_000, 50, 10_000),
   DYNAMODB_CONNECT_TIMEOUT_MS: int(500, 50, 10_000),
   DYNAMODB_MAX_ATTEMPTS: int(3, 1, 5),
   AWS_REGION: text('us-east-1'),
@@ -40,6 +47,8 @@ const settings = {
   POWERTOOLS_METRICS_DISABLED: flag(false),
   /** Business metrics also per tenant: one more metric per tenant, each billed (docs/deploy.md). */
   METRICS_TENANT_DIMENSION: flag(false),
+  /** Local servers: the address they bind (loopback unless asked; README § Configuration). */
+  HOST: text('127.0.0.1', { min: 1 }),
   RUNTIME_PORT: int(7878, 0, 65_535),
   ADMIN_PORT: int(7979, 0, 65_535),
   EXPIRY_SWEEP_INTERVAL_MS: int(5_000, 100, 3_600_000),

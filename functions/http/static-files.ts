@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { DomainError } from '../domain/errors.js';
 import { log } from '../log.js';
-import type { RouteId } from '../routes.js';
+import { type RouteId, routes } from '../routes.js';
 import { errorResponse } from './errors.js';
 
 /**
@@ -82,8 +82,18 @@ type Event = APIGatewayProxyEventV2;
 type Result = APIGatewayProxyStructuredResultV2;
 
 /**
+ * The page as answered one level down, at `<route>/` or `<route>/index.html`: its references
+ * are relative to `<route>` (`console/assets/…`, so that they hold under any base path), which
+ * from there would name `<route>/console/assets/…`.
+ */
+function nestedPage(page: StaticFile, folder: string): StaticFile {
+  return { ...page, body: page.body.replaceAll(`="${folder}/`, '="') };
+}
+
+/**
  * A handler answering `GET <route>` with index.html and `GET <route>/{proxy+}` with the file
- * named by `proxy`. `folders` are tried in order; an absent one (undefined) is skipped.
+ * named by `proxy` (index.html too). `folders` are tried in order; an absent one (undefined) is
+ * skipped.
  */
 export function staticFilesHandler(
   routeId: RouteId,
@@ -105,9 +115,14 @@ export function staticFilesHandler(
   return async (event: Event): Promise<Result> => {
     const startedAt = performance.now();
     const requestId = event.requestContext?.requestId || randomUUID();
-    const name = event.pathParameters?.proxy ?? 'index.html';
+    const proxy = event.pathParameters?.proxy;
+    const name = proxy ?? 'index.html';
     const files = load();
-    const file = files?.get(name);
+    const found = files?.get(name);
+    const folder = routes[routeId].path.split('/').at(-1) ?? '';
+    // At <route>/ (should API Gateway route it here) or <route>/index.html: one level down.
+    const nested = proxy !== undefined || (event.rawPath ?? '').endsWith('/');
+    const file = found && name === 'index.html' && nested ? nestedPage(found, folder) : found;
     const result: Result = file
       ? {
           statusCode: 200,

@@ -8,6 +8,11 @@ import { type LocalStack, startLocalStack } from './stack.js';
 // The pinned SDK supports Node 20; its notice about future releases is noise for a local run.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
+// Metrics are CloudWatch's business: locally they would be three JSON documents per request and
+// one per idle sweep, burying the one log line per request. POWERTOOLS_METRICS_DISABLED=false
+// prints them (the EMF documents Lambda writes).
+if (!process.env.POWERTOOLS_METRICS_DISABLED) process.env.POWERTOOLS_METRICS_DISABLED = 'true';
+
 const inMemory = process.argv.includes('--in-memory');
 
 let stack: LocalStack | undefined;

@@ -44,14 +44,13 @@ export interface LocalStackOptions {
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   let dynamo: LocalDynamo | undefined;
   let dataDir: string | undefined;
+  const inMemory = options.inMemory || ['1', 'true'].includes(process.env.DYNAMODB_IN_MEMORY ?? '');
   // Refused reservations are recorded only for a consumer of budget events (webhooks here).
   if (!process.env.WEBHOOK_URLS && !process.env.EVENT_BUS_NAME) {
     process.env.REFUSAL_EVENTS ??= 'false';
   }
   if (!process.env.DYNAMODB_ENDPOINT) {
     delete process.env.DYNAMODB_ENDPOINT;
-    const inMemory =
-      options.inMemory || ['1', 'true'].includes(process.env.DYNAMODB_IN_MEMORY ?? '');
     dataDir = inMemory ? undefined : (process.env.DATA_DIR ?? '.data');
     dynamo = await startDynamoDbLocal({ dataDir });
     process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
@@ -84,23 +83,31 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       installContentionEmulator(dynamoClient, { settings: options.contention });
     }
     const { createLocalServer } = await import('./server.js');
-    const client = localClient(process.env.DYNAMODB_ENDPOINT ?? '', config.AWS_REGION);
+    const endpoint = process.env.DYNAMODB_ENDPOINT ?? '';
+    const client = localClient(endpoint, config.AWS_REGION);
     const webhooks = config.WEBHOOK_URLS.length;
-    const table = await ensureTable(client, config.TABLE_NAME, webhooks > 0);
+    const table = await ensureTable(client, config.TABLE_NAME, webhooks > 0).catch(
+      (error: unknown) => {
+        throw dynamo ? error : unreachable(endpoint, error);
+      },
+    );
     const streamArn = webhooks > 0 ? await ensureStream(client, config.TABLE_NAME) : undefined;
     client.destroy();
 
     const runtime = createLocalServer('runtime');
     const admin = createLocalServer('admin');
     servers.push(runtime, admin);
+    const host = config.HOST;
     const runtimePort = await listenOrExplain(
       runtime,
       options.runtimePort ?? config.RUNTIME_PORT,
+      host,
       'RUNTIME_PORT',
     );
     const adminPort = await listenOrExplain(
       admin,
       options.adminPort ?? config.ADMIN_PORT,
+      host,
       'ADMIN_PORT',
     );
 
@@ -140,22 +147,37 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }
 
     const stack = {
-      runtimeUrl: `http://127.0.0.1:${runtimePort}`,
-      adminUrl: `http://127.0.0.1:${adminPort}`,
+      runtimeUrl: `http://${urlHost(host)}:${runtimePort}`,
+      adminUrl: `http://${urlHost(host)}:${adminPort}`,
       dynamoEndpoint: process.env.DYNAMODB_ENDPOINT ?? '',
       stop,
     };
     if (options.announce) {
       const where = dynamo
-        ? options.inMemory
+        ? inMemory
           ? 'embedded DynamoDB Local, in memory'
-          : `embedded DynamoDB Local, data in ${process.env.DATA_DIR ?? '.data'}/`
-        : `DynamoDB at ${stack.dynamoEndpoint}`;
+          : `embedded DynamoDB Local, data in ${dataDir}/`
+        : `DynamoDB at ${stack.dynamoEndpoint} (DYNAMODB_ENDPOINT)`;
       console.log(`budget reservation service — table ${config.TABLE_NAME} (${table}) on ${where}`);
+      if (!dynamo && inMemory) {
+        console.log(
+          '  in-memory ignored: DYNAMODB_ENDPOINT is set, so that DynamoDB keeps the data',
+        );
+      }
+      if (!isLoopback(host)) {
+        console.log(
+          `  warning: HOST=${host} serves both servers beyond this machine; the admin key and the tenants' keys are all that guard them (use TLS in front)`,
+        );
+      }
       console.log(`  runtime server: ${stack.runtimeUrl}   (GET /actuator/health)`);
       console.log(`  admin server:   ${stack.adminUrl}   (GET /actuator/health)`);
       console.log(`  console:        ${stack.adminUrl}/console   (sign in with ADMIN_API_KEY)`);
       console.log(`  expiry sweeper: every ${config.EXPIRY_SWEEP_INTERVAL_MS} ms`);
+      console.log(
+        config.POWERTOOLS_METRICS_DISABLED
+          ? '  logs: one JSON line per request; metrics off (POWERTOOLS_METRICS_DISABLED=false prints them as CloudWatch EMF)'
+          : '  logs: one JSON line per request, and its metrics as CloudWatch EMF documents',
+      );
       console.log(
         webhooks > 0
           ? `  budget events: POSTed to ${webhooks} webhook URL(s), signed (X-Cycles-Signature)`
@@ -196,17 +218,53 @@ function keptSecret(dataDir: string): string {
 async function listenOrExplain(
   server: HttpServer,
   port: number,
+  host: string,
   variable: string,
 ): Promise<number> {
   const { listen } = await import('./server.js');
   try {
-    return await listen(server, port);
+    return await listen(server, port, host);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') {
       throw new StartupError(
         `port ${port} is already in use; stop the other process or set ${variable}`,
       );
     }
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+      throw new StartupError(
+        `HOST=${host} is no address of this machine (${code}); use 127.0.0.1, 0.0.0.0 or one of its own addresses`,
+      );
+    }
     throw error;
   }
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+const isLoopback = (host: string) => LOOPBACK.test(host);
+
+/** How a client reaches the servers: the wildcard addresses through loopback, IPv6 in brackets. */
+function urlHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** A DYNAMODB_ENDPOINT that does not answer, in one line that says what to do. */
+function unreachable(endpoint: string, error: unknown): unknown {
+  const e = error as NodeJS.ErrnoException & { errors?: NodeJS.ErrnoException[] };
+  const code = e.code ?? e.errors?.[0]?.code;
+  const why: Record<string, string> = {
+    ECONNREFUSED: 'nothing listens there (connection refused)',
+    ENOTFOUND: 'no such host',
+    EAI_AGAIN: 'its host name could not be resolved',
+    ETIMEDOUT: 'it did not answer in time',
+    ECONNRESET: 'it closed the connection',
+    EHOSTUNREACH: 'its host cannot be reached',
+  };
+  const reason = code && why[code];
+  if (!reason) return error;
+  return new StartupError(
+    `cannot reach DynamoDB at ${endpoint} (DYNAMODB_ENDPOINT): ${reason}. Start it there, correct the URL, or unset DYNAMODB_ENDPOINT to run the embedded DynamoDB Local.`,
+  );
 }

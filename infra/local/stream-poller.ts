@@ -47,10 +47,20 @@ interface ShardState {
   done: boolean;
 }
 
-/** An SDK stream record as the Lambda event carries it (ApproximateCreationDateTime in seconds). */
-export function lambdaRecord(r: StreamRecord, streamArn: string): DynamoDBRecord {
+/**
+ * An SDK stream record as the Lambda event carries it (ApproximateCreationDateTime in seconds).
+ * DynamoDB Local rounds a record's creation time down to the minute (AWS keeps the second), so
+ * a threshold crossed at 10:00:41 would say 10:00:00. The poller reads a record within its poll
+ * interval of the write, so its clock at `readAt` is the better time: kept inside the minute the
+ * record names, so a record read late (catching up after a restart) is never moved past it.
+ */
+export function lambdaRecord(r: StreamRecord, streamArn: string, readAt: number): DynamoDBRecord {
   const d = r.dynamodb;
-  const created = d?.ApproximateCreationDateTime;
+  const stamped = d?.ApproximateCreationDateTime?.getTime();
+  const created =
+    stamped !== undefined && stamped % 60_000 === 0
+      ? Math.min(Math.max(readAt, stamped), stamped + 59_999)
+      : stamped;
   return {
     eventID: r.eventID,
     eventName: r.eventName,
@@ -59,7 +69,7 @@ export function lambdaRecord(r: StreamRecord, streamArn: string): DynamoDBRecord
     awsRegion: r.awsRegion,
     eventSourceARN: streamArn,
     dynamodb: {
-      ...(created && { ApproximateCreationDateTime: created.getTime() / 1000 }),
+      ...(created !== undefined && { ApproximateCreationDateTime: created / 1000 }),
       Keys: d?.Keys,
       NewImage: d?.NewImage,
       OldImage: d?.OldImage,
@@ -142,7 +152,10 @@ export function startStreamPoller(o: StreamPollerOptions): StreamPoller {
       if (!shard.iterator) shard.done = true;
       return;
     }
-    const response = await o.handle({ Records: records.map((r) => lambdaRecord(r, o.streamArn)) });
+    const readAt = Date.now();
+    const response = await o.handle({
+      Records: records.map((r) => lambdaRecord(r, o.streamArn, readAt)),
+    });
     const failed = response.batchItemFailures[0]?.itemIdentifier;
     if (failed === undefined) {
       advance(shard, records.at(-1)?.dynamodb?.SequenceNumber, out.NextShardIterator);

@@ -181,7 +181,9 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     await heading('Budgets').waitFor();
     await page.getByLabel('Tenant', { exact: true }).selectOption('acme');
     await page.getByText('New budget for acme').click();
-    expect(await page.getByLabel('Scope', { exact: true }).inputValue()).toBe('tenant:acme');
+    // The scope starts at the tenant on screen; only what follows it is typed (empty: its own).
+    expect(await page.locator('#new-budget-scope-prefix').textContent()).toBe('tenant:acme');
+    expect(await page.getByLabel('Scope', { exact: true }).inputValue()).toBe('');
     await page.getByLabel('Allocated (USD)').fill('1.00');
     await page.getByRole('button', { name: 'Create budget' }).click();
     await expect.poll(() => live().textContent()).toContain('Budget tenant:acme');
@@ -274,6 +276,100 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     await past.getByText('No period has closed yet.').waitFor();
     await past.getByRole('button', { name: 'Close' }).click();
     await past.waitFor({ state: 'detached' });
+  });
+
+  it('keeps a new budget to the tenant on screen and shows each error by its kind', async () => {
+    await nav('Budgets').click();
+    await page.getByLabel('Tenant', { exact: true }).selectOption('acme');
+    const form = page.locator('details').filter({ hasText: 'New budget for acme' });
+    if ((await form.getAttribute('open')) === null) await form.locator('summary').click();
+    const scope = form.getByLabel('Scope', { exact: true });
+    const create = form.getByRole('button', { name: 'Create budget' });
+    const alert = form.getByRole('alert');
+    const posted: string[] = [];
+    const onRequest = (r: { method(): string; url(): string }) => {
+      if (r.method() === 'POST' && r.url().endsWith('/v1/admin/budgets')) posted.push(r.url());
+    };
+    page.on('request', onRequest);
+    /** Submits the form and waits for the error it shows: its kind and its text. */
+    const submitted = async () => {
+      await create.click();
+      await alert.waitFor();
+      return {
+        kind: await alert.getAttribute('data-kind'),
+        text: (await alert.textContent()) ?? '',
+      };
+    };
+    try {
+      // Typed: another tenant's scope is refused before anything is sent, naming the field.
+      await scope.fill('tenant:globex/workspace:prod');
+      await form.getByLabel('Allocated (USD)').fill('1.00');
+      const pinned = await submitted();
+      expect(pinned.kind).toBe('input');
+      expect(pinned.text).toContain('Check the form.');
+      expect(pinned.text).toContain('Scope');
+      expect(pinned.text).toContain('pinned to tenant:acme');
+      expect(posted).toEqual([]);
+
+      // Validation by the service, with its field.
+      await scope.fill('/team:platform');
+      const invalid = await submitted();
+      expect(invalid.kind).toBe('validation');
+      expect(invalid.text).toContain('The service refused the input.');
+      expect(invalid.text).toContain('scope');
+      expect(invalid.text).toContain('INVALID_REQUEST');
+
+      // A conflict: the tenant's own USD budget exists already.
+      await scope.fill('');
+      const conflict = await submitted();
+      expect(conflict.kind).toBe('conflict');
+      expect(conflict.text).toContain('DUPLICATE_RESOURCE');
+
+      // The network: no answer at all is not a typing error, nor the service's refusal.
+      await page.route('**/v1/admin/budgets', (route) => route.abort('connectionrefused'));
+      try {
+        await scope.fill('/workspace:offline');
+        const offline = await submitted();
+        expect(offline.kind).toBe('network');
+        expect(offline.text).toContain('Could not reach the service');
+      } finally {
+        await page.unroute('**/v1/admin/budgets');
+      }
+      expect((await admin('GET', '/v1/admin/budgets?tenant_id=globex')).body).toMatchObject({
+        ledgers: [],
+      });
+
+      // Not found: a link to a tenant that does not exist.
+      await page.goto(consoleUrl('#/budgets?tenant=ghost'));
+      const ghost = page.locator('details').filter({ hasText: 'New budget for ghost' });
+      await ghost.locator('summary').click();
+      await ghost.getByLabel('Allocated (USD)').fill('1.00');
+      await ghost.getByRole('button', { name: 'Create budget' }).click();
+      const missing = ghost.getByRole('alert');
+      await missing.waitFor();
+      expect(await missing.getAttribute('data-kind')).toBe('notFound');
+      expect(await missing.textContent()).toContain('tenant ghost does not exist');
+    } finally {
+      page.off('request', onRequest);
+    }
+  });
+
+  it('shows a refused admin key by its kind: signed out, saying why', async () => {
+    if (!browser) throw new Error('no browser');
+    const other = await browser.newContext({ viewport: DESKTOP });
+    try {
+      const p = await other.newPage();
+      // A session whose key the service no longer takes (rotated, say).
+      await p.addInitScript(() => {
+        sessionStorage.setItem('budget-console.admin-key', 'a-key-since-rotated');
+        sessionStorage.setItem('budget-console.last-activity', String(Date.now()));
+      });
+      await p.goto(consoleUrl());
+      await p.getByText('Signed out: the service refused the admin key').waitFor();
+      expect(await p.getByLabel('Admin API key').count()).toBe(1);
+    } finally {
+      await other.close();
+    }
   });
 
   it('lists ACTIVE reservations with age and deadline and force-releases one with a reason', async () => {
@@ -428,9 +524,24 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     const feed = page.locator('ol.feed');
     expect(await feed.textContent()).toContain('Reservation expired unsettled: $0.02 held');
     expect(await feed.textContent()).toContain('releaseReservation by admin');
-    expect(
-      await page.getByText('The service does not record refused reservations yet').count(),
-    ).toBe(1);
+    // Refusals are budget events, sent where the operator routes them: said once, no stale banner.
+    expect(await page.getByText('does not record refused reservations').count()).toBe(0);
+    expect(await page.getByText(/Refused reservations, thresholds crossed/).count()).toBe(1);
+  });
+
+  it('opens at /console/ and /console/index.html as at /console', async () => {
+    for (const address of ['/console/', '/console/index.html']) {
+      const response = await page.goto(`${stack.adminUrl}${address}#/tenants`);
+      expect(response?.status(), address).toBe(200);
+      await heading('Tenants').waitFor();
+      await page.getByRole('row').filter({ hasText: 'acme' }).first().waitFor();
+    }
+    // /console/ is sent to the console's own address; index.html stays where it is.
+    expect(new URL(page.url()).pathname).toBe('/console/index.html');
+    await page.goto(`${stack.adminUrl}/console/#/tenants`);
+    expect(new URL(page.url()).pathname).toBe('/console');
+    await page.goto(consoleUrl());
+    await heading('Overview').waitFor();
   });
 
   it('works by keyboard: skip link, navigation, a dialog opened, escaped, focus restored', async () => {

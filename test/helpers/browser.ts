@@ -16,23 +16,41 @@ export const CHROMIUM_FLAGS = [
   '--disable-component-update',
 ];
 
+const INSTALL =
+  "install Debian's package (apt-get install -y chromium; .ci/run does it when it is absent) or set CHROMIUM_PATH to a Chromium binary";
+
 export function chromiumPath(): string {
   const given = process.env.CHROMIUM_PATH;
   if (given) {
-    if (!existsSync(given)) throw new Error(`CHROMIUM_PATH=${given} does not exist`);
+    if (!existsSync(given)) {
+      throw new Error(
+        `CHROMIUM_PATH=${given} does not exist, so the console browser tests cannot run: ${INSTALL}.`,
+      );
+    }
     return given;
   }
   try {
     return execFileSync('which', ['chromium'], { encoding: 'utf8' }).trim();
   } catch {
     throw new Error(
-      "Chromium is not installed, so the console browser tests cannot run: install Debian's package (apt-get install -y chromium; .ci/run does it when it is absent) or set CHROMIUM_PATH to a Chromium binary.",
+      `Chromium is not installed, so the console browser tests cannot run: ${INSTALL}.`,
     );
   }
 }
 
-export const launchChromium = (): Promise<Browser> =>
-  chromium.launch({ executablePath: chromiumPath(), args: CHROMIUM_FLAGS, timeout: 60_000 });
+/** Chromium, or one error saying which binary failed to start and why (not a timeout per test). */
+export async function launchChromium(): Promise<Browser> {
+  const executablePath = chromiumPath();
+  try {
+    return await chromium.launch({ executablePath, args: CHROMIUM_FLAGS, timeout: 60_000 });
+  } catch (error) {
+    const first = String((error as Error).message).split('\n')[0];
+    throw new Error(
+      `Chromium at ${executablePath} did not start, so the console browser tests cannot run (${first}): ${INSTALL}.`,
+      { cause: error },
+    );
+  }
+}
 
 /**
  * Violations of the console's Content-Security-Policy in any document the page loads, reported

@@ -136,6 +136,7 @@ describe('budget events on webhooks', () => {
   it('reports 50 %, 80 % and 100 % of a budget once each, signed, under 20 concurrent clients', async () => {
     const t = await givenTenantWith(stack, { '': 100_000, 'workspace:w': 1_000 });
     const w = scopeOf(t, 'workspace:w');
+    const before = Date.now();
 
     const holds = await Promise.all(
       Array.from({ length: 20 }, () => api.reserve(t, { estimate: usd(50) })),
@@ -155,6 +156,11 @@ describe('budget events on webhooks', () => {
     expect(crossings.map(percentOf).sort()).toEqual([100, 50, 80]);
     expect(distinctIds(crossings).size).toBe(3);
     expect(crossings.every((d) => d.signed && d.attempt === 1)).toBe(true);
+    // Timed to the write (within the poll interval), not rounded to DynamoDB Local's minute.
+    for (const c of crossings) {
+      expect(Date.parse(c.event.timestamp)).toBeGreaterThanOrEqual(before);
+      expect(Date.parse(c.event.timestamp)).toBeLessThanOrEqual(Date.now());
+    }
     expect(crossings[0]?.event).toMatchObject({
       tenant_id: t.tenant,
       category: 'budget',

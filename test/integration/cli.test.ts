@@ -352,6 +352,7 @@ describe('budget-reservations, as a process', () => {
     const duplicate = await br(['tenants', 'create', tenant, '--name', 'again']);
     const frozen = await br(['budgets', 'freeze', scope]);
     const refused = await br(['budgets', 'fund', scope, 'DEBIT', '1000000000000000', '--json']);
+    const noAmount = await br(['budgets', 'fund', scope, 'CREDIT']);
     const wrongKey = await br(['tenants', 'list'], { env: { ADMIN_API_KEY: 'not-the-key' } });
     const noKey = await br(['tenants', 'list'], { env: { ADMIN_API_KEY: undefined } });
     const down = await br([
@@ -364,6 +365,10 @@ describe('budget-reservations, as a process', () => {
     ]);
     await br(['budgets', 'unfreeze', scope]);
 
+    expect(noAmount.code).toBe(2);
+    expect(noAmount.stderr).toContain(
+      'amount: required for CREDIT (only RESET_SPENT may leave it out)',
+    );
     expect(usage.code).toBe(2);
     const body = JSON.parse(usage.stderr) as Json;
     expect(body).toMatchObject({ error: 'INVALID_REQUEST', status: 400 });

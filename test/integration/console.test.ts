@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConsole } from '../../infra/build-console.js';
 import { consoleTestDir } from '../helpers/console.js';
@@ -29,6 +30,18 @@ afterAll(async () => {
   const { rm } = await import('node:fs/promises');
   await rm(consoleDir, { recursive: true, force: true });
 });
+
+/** The event API Gateway would send the console's route for `path` (no proxy parameter). */
+const consoleEvent = (path: string) =>
+  ({
+    version: '2.0',
+    routeKey: 'GET /console',
+    rawPath: path,
+    rawQueryString: '',
+    headers: {},
+    isBase64Encoded: false,
+    requestContext: { http: { method: 'GET', path }, requestId: randomUUID() },
+  }) as unknown as APIGatewayProxyEventV2;
 
 const get = (url: string, headers: Record<string, string> = {}) =>
   fetch(url, { headers, redirect: 'manual' });
@@ -76,6 +89,41 @@ describe('the console’s files on the admin server', () => {
       const missing = await request('GET', `${stack.adminUrl}/console/${path}`);
       expectError(missing, 404, 'NOT_FOUND', 'admin');
     }
+  });
+
+  it('answers /console/ and /console/index.html with the console too, its files one level down', async () => {
+    const page = await (await get(`${stack.adminUrl}/console`)).text();
+    const script = /src="console\/(assets\/[^"]+\.js)"/.exec(page)?.[1] ?? '';
+
+    // No route can end in '/', so /console/ falls through to the not-found route: it sends the
+    // browser to the console, relative so that a custom domain's base path is kept.
+    const slash = await get(`${stack.adminUrl}/console/`);
+    expect(slash.status).toBe(308);
+    expect(slash.headers.get('location')).toBe('../console');
+    expect(new URL('../console', `${stack.adminUrl}/admin/console/`).pathname).toBe(
+      '/admin/console',
+    );
+    const followed = await fetch(`${stack.adminUrl}/console/`);
+    expect(followed.url).toBe(`${stack.adminUrl}/console`);
+    expect(await followed.text()).toBe(page);
+
+    // /console/index.html: the same page, its references relative to /console/.
+    const index = await get(`${stack.adminUrl}/console/index.html`);
+    const html = await index.text();
+    expect(index.status).toBe(200);
+    expect(index.headers.get('content-security-policy')).toBe(
+      (await import('../../functions/http/static-files.js')).CONSOLE_CSP,
+    );
+    expect(html).toContain(`src="${script}"`);
+    expect(html).not.toContain('console/assets/');
+    const resolved = new URL(script, `${stack.adminUrl}/console/index.html`).href;
+    expect((await get(resolved)).status).toBe(200);
+
+    // Should API Gateway hand /console/ to the console's route, the page fits there as well.
+    const { handler } = await import('../../functions/admin/console.js');
+    const routed = await handler(consoleEvent('/console/'));
+    expect(routed.statusCode).toBe(200);
+    expect(routed.body).toContain(`src="${script}"`);
   });
 
   it('is not served by the runtime server', async () => {

@@ -715,10 +715,30 @@ describe('budgets', () => {
       allocated: usd(500),
     });
     expectError(await fundBy(t, root, 'RESET_SPENT', 1), 400, 'INVALID_REQUEST', 'admin');
+
+    // RESET_SPENT needs no amount (0: a new period); every other operation does.
+    await api.commit(
+      t,
+      (await api.reserve(t, { subject: { tenant: t.tenant }, estimate: usd(50) })).body
+        .reservation_id,
+      { actual: usd(50) },
+    );
+    const fundWithout = (operation: string) =>
+      request('POST', `${stack.adminUrl}/v1/admin/budgets/fund?${q(root)}`, {
+        headers: t.headers,
+        body: { operation, idempotency_key: randomUUID() },
+      });
+    const bare = await fundWithout('RESET_SPENT');
+    expect(bare.status, JSON.stringify(bare.body)).toBe(200);
+    expect(bare.body.balance).toMatchObject({ spent: usd(0), allocated: usd(500) });
+    for (const operation of ['CREDIT', 'DEBIT', 'RESET', 'REPAY_DEBT']) {
+      const refused = expectError(await fundWithout(operation), 400, 'INVALID_REQUEST', 'admin');
+      expect(refused.message).toContain('amount');
+    }
     const ops = (await auditLogs({ tenant_id: t.tenant, operation: 'fundBudget' })).logs;
     expect(
       ops.map((l) => (l.metadata as { detail: { operation: string } }).detail.operation),
-    ).toEqual(['RESET_SPENT', 'DEBIT']);
+    ).toEqual(['RESET_SPENT', 'RESET_SPENT', 'DEBIT']);
   });
 });
 

@@ -1,8 +1,8 @@
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../infra/local/dynamodb.js';
 import { request } from '../helpers/http.js';
 import { type SpawnedRunner, spawnRunner, untilHealthy } from '../helpers/runner.js';
@@ -138,5 +138,52 @@ describe('npm start', { timeout: 150_000 }, () => {
         .split('\n')
         .filter((l) => l.startsWith('error:')),
     ).toEqual([expect.stringContaining('Java 17+ is required')]);
+  });
+
+  it('exits with one clear line when DYNAMODB_ENDPOINT does not answer', async () => {
+    const runner = launch([], { DYNAMODB_ENDPOINT: `http://127.0.0.1:${await freePort()}` });
+    const code = await runner.exited;
+
+    expect(code).toBe(1);
+    const errors = runner
+      .stderr()
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('error:'));
+    expect(errors).toEqual([
+      expect.stringMatching(
+        /^error: cannot reach DynamoDB at http:\/\/127\.0\.0\.1:\d+ \(DYNAMODB_ENDPOINT\): nothing listens there \(connection refused\)\. .*unset DYNAMODB_ENDPOINT/,
+      ),
+    ]);
+  });
+
+  it('binds the address HOST names, warns when it is not loopback, and says what it runs on', async () => {
+    const [runtimePort, adminPort] = [await freePort(), await freePort()];
+    const runner = launch(['--in-memory'], {
+      // The suite's DynamoDB Local: no second JVM for this test.
+      DYNAMODB_ENDPOINT: inject('dynamoEndpoint'),
+      TABLE_NAME: 'host-table',
+      HOST: '0.0.0.0',
+      RUNTIME_PORT: String(runtimePort),
+      ADMIN_PORT: String(adminPort),
+    });
+    await untilHealthy(runner, { runtime: runtimePort, admin: adminPort });
+    const banner = runner.output();
+    expect(banner).toContain(`DynamoDB at ${inject('dynamoEndpoint')} (DYNAMODB_ENDPOINT)`);
+    expect(banner).toContain('in-memory ignored: DYNAMODB_ENDPOINT is set');
+    expect(banner).toContain('warning: HOST=0.0.0.0 serves both servers beyond this machine');
+    expect(banner).toContain(`admin server:   http://127.0.0.1:${adminPort}`);
+    // Metrics are off locally: the only lines after the banner are the requests' own.
+    expect(banner).toContain('metrics off (POWERTOOLS_METRICS_DISABLED=false');
+    expect(banner).not.toContain('"_aws"');
+    // Reachable on the machine's other addresses too (where it has one).
+    const external = Object.values(networkInterfaces())
+      .flat()
+      .find((i) => i?.family === 'IPv4' && !i.internal)?.address;
+    if (external) {
+      const health = await request('GET', `http://${external}:${adminPort}/actuator/health`);
+      expect(health.status).toBe(200);
+    }
+    expect(await stop(runner.child)).toBe(0);
   });
 });

@@ -1,12 +1,14 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type { AuditEntry, Budget } from '../../client/index.js';
+import { ApiError, type AuditEntry, type Budget } from '../../client/index.js';
 import * as vocabulary from '../../client/vocabulary.js';
 import { AUDIT_CSV_HEADER, auditCsv, csvField, toCsv } from '../../console/src/csv.js';
+import { describeError, InputError, NetworkError } from '../../console/src/errors.js';
 import {
   formatAmount,
   formatDuration,
   formatTime,
   parseAmount,
+  scopeUnder,
   utcInputToIso,
 } from '../../console/src/format.js';
 import { barSegments, budgetHealth } from '../../console/src/health.js';
@@ -258,5 +260,66 @@ describe('where the API is', () => {
     expect(apiBase('/console')).toBe('');
     expect(apiBase('/console/')).toBe('');
     expect(apiBase('/admin/console')).toBe('/admin');
+  });
+});
+
+describe('an error as the console shows it', () => {
+  const api = (status: number, code: string, details?: Record<string, unknown>) =>
+    new ApiError({
+      status,
+      code: code as ApiError['code'],
+      message: 'm',
+      requestId: 'r-1',
+      details,
+    });
+
+  it('is told by its kind, with the field of a validation error and the service’s words', () => {
+    expect(describeError(new InputError('enter a whole number, 0 or more.', 'Anchor day'))).toEqual(
+      {
+        kind: 'input',
+        title: 'Check the form.',
+        message: 'enter a whole number, 0 or more.',
+        field: 'Anchor day',
+      },
+    );
+    expect(describeError(api(400, 'INVALID_REQUEST', { field: 'scope' }))).toMatchObject({
+      kind: 'validation',
+      field: 'scope',
+      code: 'INVALID_REQUEST',
+      requestId: 'r-1',
+    });
+    expect(
+      describeError(api(400, 'INVALID_REQUEST', { issues: [{ field: 'amount', message: 'x' }] }))
+        .field,
+    ).toBe('amount');
+    expect(describeError(api(401, 'UNAUTHORIZED')).kind).toBe('auth');
+    expect(describeError(api(403, 'FORBIDDEN')).kind).toBe('forbidden');
+    expect(describeError(api(404, 'NOT_FOUND')).kind).toBe('notFound');
+    expect(describeError(api(409, 'DUPLICATE_RESOURCE')).kind).toBe('conflict');
+    expect(describeError(api(410, 'RESERVATION_EXPIRED')).kind).toBe('conflict');
+    expect(describeError(api(500, 'INTERNAL_ERROR')).kind).toBe('server');
+    expect(
+      describeError(
+        new ApiError({ status: 503, code: 'INTERNAL_ERROR', message: 'm', retryAfter: 2 }),
+      ),
+    ).toMatchObject({ kind: 'busy', title: 'The service is busy: try again in 2 s.' });
+    expect(describeError(new NetworkError(new TypeError('Failed to fetch')))).toMatchObject({
+      kind: 'network',
+      message: 'Failed to fetch',
+    });
+    // A bug of the console is no network failure.
+    expect(describeError(new TypeError('x is undefined')).kind).toBe('console');
+  });
+});
+
+describe('a new budget’s scope', () => {
+  it('is pinned to the tenant on screen: only what follows tenant:<id> is typed', () => {
+    expect(scopeUnder('acme', '')).toBe('tenant:acme');
+    expect(scopeUnder('acme', ' / ')).toBe('tenant:acme');
+    expect(scopeUnder('acme', '/workspace:prod')).toBe('tenant:acme/workspace:prod');
+    expect(scopeUnder('acme', 'workspace:prod/agent:a')).toBe('tenant:acme/workspace:prod/agent:a');
+    for (const other of ['tenant:globex', '/tenant:globex/workspace:x', 'TENANT:acme']) {
+      expect(() => scopeUnder('acme', other)).toThrow(InputError);
+    }
   });
 });

@@ -36,9 +36,31 @@ const ledger = (reserved: number, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-const decoded = (r: StreamRecord) => decodeStreamRecord(lambdaRecord(r, 'arn:stream'));
+/** Read by the poller 250 ms after the write (DynamoDB Local's record says 10:00:00). */
+const READ_AT = Date.parse('2026-11-23T10:00:00.250Z');
+const decoded = (r: StreamRecord, readAt = READ_AT) =>
+  decodeStreamRecord(lambdaRecord(r, 'arn:stream', readAt));
 
 describe('decodeStreamRecord (through the local poller’s Lambda shape)', () => {
+  it('times a record by the poller’s clock within the minute DynamoDB Local rounds it to', () => {
+    const at = (record: StreamRecord, readAt: number) => decoded(record, readAt).at;
+    const minute = sdkRecord('MODIFY', ledger(10), ledger(30));
+    const exact: StreamRecord = {
+      ...minute,
+      dynamodb: { ...minute.dynamodb, ApproximateCreationDateTime: new Date(READ_AT - 40) },
+    };
+
+    expect(at(minute, Date.parse('2026-11-23T10:00:41.500Z'))).toBe(
+      Date.parse('2026-11-23T10:00:41.500Z'),
+    );
+    // Read late (catching up): never past the minute the record names.
+    expect(at(minute, Date.parse('2026-11-23T10:05:00.000Z'))).toBe(
+      Date.parse('2026-11-23T10:00:59.999Z'),
+    );
+    // A store that keeps the time (not on a minute): its own.
+    expect(at(exact, Date.parse('2026-11-23T10:05:00.000Z'))).toBe(READ_AT - 40);
+  });
+
   it('decodes a ledger write with its thresholds, period and the record time', () => {
     const period = {
       period_kind: 'DAILY',
@@ -53,7 +75,7 @@ describe('decodeStreamRecord (through the local poller’s Lambda shape)', () =>
     expect(change).toMatchObject({
       kind: 'ledger',
       recordId: 'e-1',
-      at: Date.parse('2026-11-23T10:00:00.000Z'),
+      at: READ_AT,
       tenant: 'acme',
       shards: 1,
       before: { ledger: { reserved: 10 } },

@@ -18,6 +18,7 @@ import {
   TenantSelect,
 } from '../components.js';
 import { useConsole } from '../context.js';
+import { InputError } from '../errors.js';
 import { formatTime } from '../format.js';
 import { useAction, usePaged } from '../hooks.js';
 import { navigate, type Params } from '../router.js';
@@ -163,8 +164,9 @@ function CreateKey({
   const [description, setDescription] = useState('');
   const [permissions, setPermissions] = useState<readonly Permission[]>(PERMISSIONS);
   const create = useAction(async () => {
-    if (!forTenant) throw new Error('Choose the tenant the key belongs to.');
-    if (permissions.length === 0) throw new Error('Grant at least one permission.');
+    if (!forTenant) throw new InputError('choose the tenant the key belongs to.', 'Tenant');
+    if (permissions.length === 0)
+      throw new InputError('grant at least one permission.', 'Permissions');
     const k = await unwrap(
       client.POST('/v1/admin/api-keys', {
         body: {

@@ -29,12 +29,14 @@ import {
 } from '../components.js';
 import { FUND_OPERATION_HELP } from '../constants.js';
 import { useConsole } from '../context.js';
+import { InputError } from '../errors.js';
 import {
   amountInputLabel,
   formatAmount,
   formatTime,
   formatWire,
   parseAmount,
+  scopeUnder,
   UNIT_LABELS,
 } from '../format.js';
 import { budgetHealth } from '../health.js';
@@ -338,7 +340,7 @@ function AmountField({
 /** The amount typed, or an error thrown for the form to show. */
 function amountOf(text: string, unit: Unit, what: string): number {
   const parsed = parseAmount(text, unit);
-  if ('error' in parsed) throw new Error(`${what}: ${parsed.error}`);
+  if ('error' in parsed) throw new InputError(parsed.error, what);
   return parsed.amount;
 }
 
@@ -350,7 +352,8 @@ function CreateBudget({
   readonly onCreated: (b: CreatedBudget) => void;
 }) {
   const { client } = useConsole();
-  const [scope, setScope] = useState(`tenant:${tenant}`);
+  // Only what follows tenant:<tenant> is typed: a budget made here is always the tenant's.
+  const [below, setBelow] = useState('');
   const [unit, setUnit] = useState<Unit>('USD_MICROCENTS');
   const [allocated, setAllocated] = useState('');
   const [overdraft, setOverdraft] = useState('');
@@ -358,7 +361,7 @@ function CreateBudget({
   const [anchor, setAnchor] = useState('');
   const create = useAction(async () => {
     const body = {
-      scope: scope.trim(),
+      scope: scopeUnder(tenant, below),
       unit,
       allocated: { unit, amount: amountOf(allocated, unit, 'Allocated') },
       ...(overdraft.trim() && {
@@ -384,16 +387,21 @@ function CreateBudget({
       >
         <div class="field">
           <label for="new-budget-scope">Scope</label>
-          <input
-            id="new-budget-scope"
-            class="mono"
-            required
-            value={scope}
-            aria-describedby="new-budget-scope-help"
-            onInput={(e) => setScope(e.currentTarget.value)}
-          />
+          <div class="prefixed">
+            <span class="mono prefix" id="new-budget-scope-prefix">
+              tenant:{tenant}
+            </span>
+            <input
+              id="new-budget-scope"
+              class="mono"
+              value={below}
+              placeholder="/workspace:prod"
+              aria-describedby="new-budget-scope-prefix new-budget-scope-help"
+              onInput={(e) => setBelow(e.currentTarget.value)}
+            />
+          </div>
           <small id="new-budget-scope-help">
-            tenant:{tenant}, or deeper: tenant:{tenant}/workspace:prod/agent:summarizer
+            Empty for the tenant's own budget, or a scope under it: /workspace:prod/agent:summarizer
           </small>
         </div>
         <div class="field">
@@ -553,7 +561,7 @@ const list = (text: string): string[] | undefined => {
 
 const integer = (text: string, what: string): number | undefined => {
   if (text.trim() === '') return undefined;
-  if (!/^\d+$/.test(text.trim())) throw new Error(`${what}: enter a whole number, 0 or more.`);
+  if (!/^\d+$/.test(text.trim())) throw new InputError('enter a whole number, 0 or more.', what);
   return Number(text.trim());
 };
 
@@ -590,8 +598,8 @@ function EditDialog({ budget: b, onClose, onDone }: DialogProps) {
     if (threshold.trim() !== '') {
       const percent = Number(threshold.trim());
       if (!(percent > 0 && percent <= 100))
-        throw new Error('Threshold: a percentage above 0, at most 100.');
-      if (!hasCaps) throw new Error('Threshold: set at least one cap for it to apply to.');
+        throw new InputError('a percentage above 0, at most 100.', 'Threshold');
+      if (!hasCaps) throw new InputError('set at least one cap for it to apply to.', 'Threshold');
       bps = Math.round(percent * 100);
     }
     const body = {
@@ -604,7 +612,7 @@ function EditDialog({ budget: b, onClose, onDone }: DialogProps) {
           ? { caps: null }
           : {}),
     };
-    if (Object.keys(body).length === 0) throw new Error('Nothing to change.');
+    if (Object.keys(body).length === 0) throw new InputError('Nothing to change.');
     await unwrap(client.PATCH('/v1/admin/budgets', { params: { query: budgetQuery(b) }, body }));
     onDone(`Limits and caps of ${b.scope} saved.`);
   });

@@ -5,6 +5,7 @@ import type { Client } from '../api.js';
 import { unwrap } from '../api.js';
 import { ErrorMessage, HealthBadge, Loading, TableRegion, UtilizationBar } from '../components.js';
 import { useConsole } from '../context.js';
+import { describeError } from '../errors.js';
 import { formatTime, formatWire } from '../format.js';
 import { type BudgetHealth, budgetHealth, NEAR_SHARE } from '../health.js';
 import { useLoad } from '../hooks.js';
@@ -35,9 +36,10 @@ async function mapLimited<T, R>(items: readonly T[], task: (item: T) => Promise<
 // ---- the activity feed ----------------------------------------------------------------------
 
 /**
- * One thing that happened, from any source. The feed merges every source newest first; budget
- * events (issue 15: thresholds crossed, budgets exhausted, debt, refusals, expiries) will be
- * one more source here, read from the API that publishes them, with no other change.
+ * One thing that happened, from any source. The feed merges every source newest first. Budget
+ * events (thresholds crossed, budgets exhausted, debt, refused reservations) are pushed to the
+ * operator's webhooks or EventBridge bus, and no API lists them: should one come, it is one
+ * more source here.
  */
 export interface FeedItem {
   readonly at: number;
@@ -47,14 +49,12 @@ export interface FeedItem {
   readonly detail: string;
   readonly href: string;
 }
-type FeedKind = 'expiry' | 'change' | 'refusal';
+type FeedKind = 'expiry' | 'change';
 
 interface FeedSource {
   readonly kind: FeedKind;
   readonly label: string;
-  /** Undefined: the service does not offer it yet, and `unavailable` says why. */
-  readonly load?: (client: Client, tenants: readonly Tenant[]) => Promise<FeedItem[]>;
-  readonly unavailable?: string;
+  readonly load: (client: Client, tenants: readonly Tenant[]) => Promise<FeedItem[]>;
 }
 
 const FEED_SOURCES: readonly FeedSource[] = [
@@ -103,12 +103,6 @@ const FEED_SOURCES: readonly FeedSource[] = [
       );
     },
   },
-  {
-    kind: 'refusal',
-    label: 'Refusals',
-    unavailable:
-      'The service does not record refused reservations yet. They will appear here with the budget events of issue 15 (reservation refused, threshold crossed, budget exhausted).',
-  },
 ];
 
 // ---- the snapshot ---------------------------------------------------------------------------
@@ -144,15 +138,13 @@ async function loadSnapshot(client: Client, tenants: readonly Tenant[]): Promise
     ),
     Promise.all(
       FEED_SOURCES.map((s) =>
-        s.load
-          ? s.load(client, looked).then(
-              (items) => ({ items, error: undefined }),
-              (e: unknown) => ({
-                items: [],
-                error: `${s.label}: ${e instanceof Error ? e.message : String(e)}`,
-              }),
-            )
-          : { items: [], error: undefined },
+        s.load(client, looked).then(
+          (items) => ({ items, error: undefined }),
+          (e: unknown) => {
+            const d = describeError(e instanceof Error ? e : new Error(String(e)));
+            return { items: [], error: `${s.label}: ${d.title} ${d.message}` };
+          },
+        ),
       ),
     ),
   ]);
@@ -321,7 +313,6 @@ function Attention({ flagged }: { readonly flagged: readonly Flagged[] }) {
 const KIND_WORDS: Readonly<Record<FeedKind, string>> = {
   expiry: 'Expiry',
   change: 'Change',
-  refusal: 'Refusal',
 };
 
 function Feed({
@@ -335,7 +326,12 @@ function Feed({
   const shown = items.filter((i) => kind === '' || i.kind === kind);
   return (
     <section aria-labelledby="activity">
-      <h2 id="activity">Recent refusals, expiries and changes</h2>
+      <h2 id="activity">Recent expiries and changes</h2>
+      <p class="muted">
+        Refused reservations, thresholds crossed and exhausted budgets are budget events: the
+        service sends them to its webhooks or EventBridge bus as they happen (README, “Budget
+        events”).
+      </p>
       <div class="filters">
         <div class="field">
           <label for="feed-kind">Show</label>
@@ -353,11 +349,6 @@ function Feed({
           </select>
         </div>
       </div>
-      {FEED_SOURCES.filter((s) => s.unavailable && (kind === '' || kind === s.kind)).map((s) => (
-        <p key={s.kind} class="notice">
-          <strong>{s.label}:</strong> {s.unavailable}
-        </p>
-      ))}
       {errors.map((e) => (
         <p key={e} class="error" role="alert">
           {e}

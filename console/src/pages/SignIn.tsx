@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, createClient, unwrap } from '../api.js';
 import { ErrorMessage } from '../components.js';
+import { InputError } from '../errors.js';
 
 /**
  * The admin key, checked against GET /v1/auth/introspect before the console opens. The field
@@ -27,16 +28,17 @@ export function SignIn({
     try {
       const client = createClient(base, key.trim(), () => undefined);
       const me = await unwrap(client.GET('/v1/auth/introspect'));
-      if (me.auth_type !== 'admin') throw new Error('that is not the admin key');
+      if (me.auth_type !== 'admin') {
+        throw new InputError('that is a tenant API key, not the admin key.', 'Admin API key');
+      }
       onSignedIn(key.trim());
     } catch (caught) {
       setError(
         caught instanceof ApiError && caught.status === 401
-          ? new ApiError({
-              status: 401,
-              code: caught.code,
-              message: 'That key was refused. Use the ADMIN_API_KEY of this service.',
-            })
+          ? new InputError(
+              'That key was refused. Use the ADMIN_API_KEY of this service.',
+              'Admin API key',
+            )
           : caught instanceof Error
             ? caught
             : new Error(String(caught)),

@@ -169,16 +169,25 @@ export const FundPath = z
   })
   .pipe(FundPathParams);
 
-export const FundBudgetBody = z.object({
-  operation: z.enum(FUND_OPERATIONS),
-  amount: Amount,
-  idempotency_key: IdempotencyKey,
-  reason: z.string().max(1024).optional(),
-});
+export const FundBudgetBody = z
+  .object({
+    operation: z.enum(FUND_OPERATIONS),
+    amount: Amount.optional().describe(
+      'Required, except for RESET_SPENT, where it is the spent to start from and defaults to 0 (a new period: spent back to 0, allocation kept)',
+    ),
+    idempotency_key: IdempotencyKey,
+    reason: z.string().max(1024).optional(),
+  })
+  .refine((b) => b.amount !== undefined || b.operation === 'RESET_SPENT', {
+    path: ['amount'],
+    message: 'amount is required, except for RESET_SPENT',
+  });
 /** The fund request: the budget from the path, the operation from the body. */
 export const fundRequest = (params: z.infer<typeof FundPath>, b: FundBudgetBody): FundRequest => ({
   ...params,
   ...camel(b),
+  // RESET_SPENT without an amount: a new period, spent back to 0.
+  amount: b.amount ?? { unit: params.unit, amount: 0 },
 });
 export type FundBudgetBody = z.infer<typeof FundBudgetBody>;
 

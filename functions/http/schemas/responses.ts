@@ -321,7 +321,9 @@ export const ClosedPeriod = z.strictObject({
   period_end: Timestamp,
   ...balanceFields,
 });
-export const ClosedPeriodListResponse = page('periods', ClosedPeriod);
+export const ClosedPeriodListResponse = page('periods', ClosedPeriod).describe(
+  'The periods of a rolling budget that have ended, newest first, each with its final balance. The current period is the budget itself (GET /v1/admin/budgets/lookup), so a budget still in its first period, or one that does not roll over, answers `periods: []`.',
+);
 
 export const FundResponse = z.strictObject({
   operation: z.enum(FUND_OPERATIONS),
