@@ -1,4 +1,5 @@
 import type { ApiKey } from './api-keys.js';
+import { budgetKey } from './budget.js';
 import type { Ledger } from './ledger.js';
 import type { Tenant } from './tenant.js';
 
@@ -77,7 +78,7 @@ export function resourceIdOf(e: AuditEntry): string {
     case 'budget.freeze':
     case 'budget.unfreeze':
     case 'budget.close':
-      return `${e.scope}#${e.unit}`;
+      return budgetKey(e);
     case 'tenant.create':
     case 'tenant.update':
       return e.after.tenantId;

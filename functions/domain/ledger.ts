@@ -1,4 +1,5 @@
 import type { Amount, Unit } from './amounts.js';
+import { budgetKey } from './budget.js';
 import { DomainError } from './errors.js';
 import type { ChangePeriod } from './period.js';
 
@@ -243,7 +244,7 @@ export const releaseChange = (scope: string, unit: Unit, amount: number): Ledger
 export function mergeChanges(changes: readonly LedgerChange[]): LedgerChange[] {
   const byLedger = new Map<string, LedgerChange>();
   for (const c of changes) {
-    const key = `${c.scope}\u0000${c.unit}\u0000${c.shard ?? 0}\u0000${c.period?.start ?? ''}\u0000${c.period?.closed ?? ''}`;
+    const key = `${budgetKey(c)}\u0000${c.shard ?? 0}\u0000${c.period?.start ?? ''}\u0000${c.period?.closed ?? ''}`;
     const seen = byLedger.get(key);
     if (!seen) {
       byLedger.set(key, { ...c, delta: { ...c.delta } });

@@ -1,6 +1,7 @@
 import type { Amount } from '../domain/amounts.js';
 import { type ApiKey, keyStatus } from '../domain/api-keys.js';
 import type { AuditRecord } from '../domain/audit.js';
+import { budgetKey } from '../domain/budget.js';
 import type { Caps } from '../domain/caps.js';
 import { derivedId } from '../domain/fingerprint.js';
 import { isOverLimit, type Ledger } from '../domain/ledger.js';
@@ -298,9 +299,9 @@ export const budgetView = (b: Budget) => ({
 
 /** The reference's BudgetLedger; `caps` (ours) only when the budget has caps. */
 export const budgetLedgerView = (b: BudgetRecord) => {
-  const { scope, unit } = b.ledger;
+  const { unit } = b.ledger;
   return {
-    ledger_id: derivedId('ldg', b.tenant, `${scope}#${unit}`),
+    ledger_id: derivedId('ldg', b.tenant, budgetKey(b.ledger)),
     tenant_id: b.tenant,
     ...balanceView(b.ledger),
     unit,

@@ -1,3 +1,4 @@
+import type { Unit } from '../domain/amounts.js';
 import type { ApiKey } from '../domain/api-keys.js';
 import {
   AUDIT_OPERATIONS,
@@ -6,6 +7,7 @@ import {
   actorName,
   resourceIdOf,
 } from '../domain/audit.js';
+import { budgetKey } from '../domain/budget.js';
 import type { Ledger } from '../domain/ledger.js';
 import type { Tenant } from '../domain/tenant.js';
 import { auditPartition, auditRange, directory, keys } from './keys.js';
@@ -140,7 +142,9 @@ export function auditRecordOf(item: Item): AuditRecord {
     requestId: String(item.request_id),
     operation: String(item.operation ?? known?.operation ?? action),
     resourceType: String(item.resource_type ?? known?.resourceType ?? 'budget'),
-    resourceId: String(item.resource_id ?? `${String(item.scope)}#${String(item.unit)}`),
+    resourceId: String(
+      item.resource_id ?? budgetKey({ scope: String(item.scope), unit: item.unit as Unit }),
+    ),
     before: item.before as AuditRecord['before'],
     after: item.after as AuditRecord['after'],
     detail: item.detail as AuditRecord['detail'],

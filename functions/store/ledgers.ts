@@ -1,6 +1,7 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Unit } from '../domain/amounts.js';
 import type { AuditEntry } from '../domain/audit.js';
+import { budgetKey } from '../domain/budget.js';
 import type { BudgetCaps } from '../domain/caps.js';
 import { invalidCursor } from '../domain/cursor.js';
 import { emptyShards, respread } from '../domain/escrow.js';
@@ -366,7 +367,7 @@ export async function getLedgerSet(
       const period = periods.get(ledger.scope);
       // A rolling budget past its period reads as its next operation will find it.
       const current = period ? rolledOver(ledger, period, now).ledger : ledger;
-      result.set(`${ledger.scope}#${ledger.unit}`, current);
+      result.set(budgetKey(ledger), current);
     }
   }
   return result;

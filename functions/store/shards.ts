@@ -2,6 +2,7 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactGetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Unit } from '../domain/amounts.js';
 import type { AuditEntry } from '../domain/audit.js';
+import { budgetKey } from '../domain/budget.js';
 import type { BudgetCaps } from '../domain/caps.js';
 import { RetryLaterError } from '../domain/errors.js';
 import {
@@ -53,7 +54,7 @@ export const shardKey = (scope: string, unit: Unit, k: number): Key =>
  * `completeShards` then reads.
  */
 const shardCounts = new Map<string, number>();
-const countKey = (scope: string, unit: Unit) => `${scope}\u0000${unit}`;
+const countKey = (scope: string, unit: Unit) => budgetKey({ scope, unit });
 
 /** The keys to read for these budgets: each ledger item, and the shards already known of. */
 export function budgetKeys(entries: readonly { scope: string; unit: Unit }[]): Key[] {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { config } from '../config/settings.js';
 import type { Unit } from '../domain/amounts.js';
+import { budgetKey } from '../domain/budget.js';
 import {
   type BudgetEvent,
   type BudgetState,
@@ -37,7 +38,7 @@ export interface DerivedBatch {
 export async function budgetEventsOf(changes: readonly TableChange[]): Promise<DerivedBatch> {
   const merged = new Map<string, Promise<BudgetRecord | undefined>>();
   const read = (scope: string, unit: Unit) => {
-    const key = `${scope}\u0000${unit}`;
+    const key = budgetKey({ scope, unit });
     let found = merged.get(key);
     if (!found) {
       found = getBudgetRecords([{ scope, unit }], true).then(([b]) => b);

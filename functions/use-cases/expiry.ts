@@ -1,3 +1,4 @@
+import { budgetKey } from '../domain/budget.js';
 import { inPeriods, type Ledger, mergeChanges, type ScopeRefusal } from '../domain/ledger.js';
 import {
   expiryChanges,
@@ -105,7 +106,7 @@ function batches(due: readonly Reservation[]): Reservation[][] {
   let batch: Reservation[] = [];
   let ledgers = new Set<string>();
   for (const r of due) {
-    const mine = r.affectedScopes.map((s) => `${s}#${r.reserved.unit}`);
+    const mine = r.affectedScopes.map((scope) => budgetKey({ scope, unit: r.reserved.unit }));
     const union = new Set([...ledgers, ...mine]);
     if (batch.length > 0 && batch.length + 1 + union.size > MAX_TRANSACTION_ITEMS) {
       result.push(batch);
@@ -139,7 +140,7 @@ async function expireBatch(batch: readonly Reservation[], now: number): Promise<
         if (!periods) return changes;
         const current = new Map(
           r.affectedScopes.flatMap((scope) => {
-            const p = periods.get(`${scope}#${r.reserved.unit}`);
+            const p = periods.get(budgetKey({ scope, unit: r.reserved.unit }));
             return p ? [[scope, p] as const] : [];
           }),
         );

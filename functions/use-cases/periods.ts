@@ -1,4 +1,5 @@
 import type { Unit } from '../domain/amounts.js';
+import { budgetKey } from '../domain/budget.js';
 import type { Ledger } from '../domain/ledger.js';
 import { isDue, type LedgerPeriod, rolledOver } from '../domain/period.js';
 import { heldPeriods, type Reservation } from '../domain/reservation.js';
@@ -68,7 +69,7 @@ export async function currentPeriodsOf(
     for (let attempt = 0; attempt < 3; attempt++) {
       const read = await getLedgers([...scopes], unit);
       if (attempt < 2 && (await rollOverDue(read, now))) continue;
-      for (const [scope, p] of read.periods) periods.set(`${scope}#${unit}`, p);
+      for (const [scope, p] of read.periods) periods.set(budgetKey({ scope, unit }), p);
       break;
     }
   }

@@ -1,4 +1,5 @@
 import { cursorSecret } from '../config/secrets.js';
+import { budgetKey } from '../domain/budget.js';
 import { type Caller, type Credential, requireOwnTenant } from '../domain/caller.js';
 import { decodeCursor, encodeCursor } from '../domain/cursor.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
@@ -155,7 +156,7 @@ export async function listBalances(
   const ledgers = await getLedgerSet(page.entries, now);
   const last = page.entries[page.entries.length - 1];
   return {
-    items: page.entries.flatMap((e) => ledgers.get(`${e.scope}#${e.unit}`) ?? []),
+    items: page.entries.flatMap((e) => ledgers.get(budgetKey(e)) ?? []),
     ...(page.hasMore && last && { nextCursor: encodeCursor(secret, binding, last.position) }),
   };
 }
