@@ -1,3 +1,4 @@
+import { balanceOf } from '../domain/budget.js';
 import {
   type BudgetEvent,
   type BudgetState,
@@ -17,7 +18,7 @@ const actionOf = (a: Action) => ({
 
 /** The reference's EventDataBudgetThreshold of a budget as the event saw it. */
 function usage(b: BudgetState) {
-  const l = b.ledger;
+  const l = balanceOf(b);
   const utilization = utilizationOf(l);
   return {
     scope: l.scope,
@@ -47,7 +48,7 @@ export function budgetEventMessage(e: BudgetEvent): BudgetEventMessage {
         ...base,
         event_type: e.type,
         category: 'budget',
-        scope: e.budget.ledger.scope,
+        scope: e.budget.ref.scope,
         data: { ...usage(e.budget), threshold: e.threshold / 100, threshold_percent: e.threshold },
       };
     case 'budget.exhausted':
@@ -55,11 +56,11 @@ export function budgetEventMessage(e: BudgetEvent): BudgetEventMessage {
         ...base,
         event_type: e.type,
         category: 'budget',
-        scope: e.budget.ledger.scope,
+        scope: e.budget.ref.scope,
         data: { ...usage(e.budget), threshold: 1 },
       };
     case 'budget.debt_incurred': {
-      const l = e.budget.ledger;
+      const l = balanceOf(e.budget);
       return {
         ...base,
         event_type: e.type,
@@ -75,7 +76,7 @@ export function budgetEventMessage(e: BudgetEvent): BudgetEventMessage {
       };
     }
     case 'budget.over_limit_entered': {
-      const l = e.budget.ledger;
+      const l = balanceOf(e.budget);
       return {
         ...base,
         event_type: e.type,

@@ -1,6 +1,5 @@
 import type { ApiKey } from './api-keys.js';
-import { budgetKey } from './budget.js';
-import type { Ledger } from './ledger.js';
+import { type Budget, budgetKey } from './budget.js';
 import type { Tenant } from './tenant.js';
 
 /** Who changed something: the operator's admin key, or a tenant API key by its id. */
@@ -30,10 +29,8 @@ export type AuditEntry = AuditBase &
           | 'budget.freeze'
           | 'budget.unfreeze'
           | 'budget.close';
-        readonly scope: string;
-        readonly unit: Ledger['unit'];
-        readonly before?: Ledger | undefined;
-        readonly after: Ledger;
+        readonly before?: Budget | undefined;
+        readonly after: Budget;
       }
     | {
         readonly action: 'tenant.create' | 'tenant.update';
@@ -78,7 +75,7 @@ export function resourceIdOf(e: AuditEntry): string {
     case 'budget.freeze':
     case 'budget.unfreeze':
     case 'budget.close':
-      return budgetKey(e);
+      return budgetKey(e.after.ref);
     case 'tenant.create':
     case 'tenant.update':
       return e.after.tenantId;
@@ -114,20 +111,18 @@ export interface AuditContext {
   readonly atMs: number;
 }
 
-type BudgetAction = Extract<AuditEntry, { readonly scope: string }>['action'];
+type BudgetAction = Extract<AuditEntry, { readonly after: Budget }>['action'];
 
-/** The record of a change to one budget: its ledger before (absent: created) and after. */
+/** The record of a change to one budget: the budget before (absent: created) and after. */
 export const budgetAudit = (
   by: AuditContext,
   action: BudgetAction,
-  before: Ledger | undefined,
-  after: Ledger,
+  before: Budget | undefined,
+  after: Budget,
   detail?: Readonly<Record<string, unknown>>,
 ): AuditEntry => ({
   ...by,
   action,
-  scope: after.scope,
-  unit: after.unit,
   ...(before && { before }),
   after,
   ...(detail && { detail }),

@@ -1,26 +1,25 @@
 import type { Amount } from '../domain/amounts.js';
 import { type ApiKey, keyStatus } from '../domain/api-keys.js';
 import type { AuditRecord } from '../domain/audit.js';
-import { budgetKey } from '../domain/budget.js';
+import {
+  type Budget,
+  type BudgetRecord,
+  balanceOf,
+  budgetKey,
+  isOverLimit,
+  type Ledger,
+} from '../domain/budget.js';
 import type { Caps } from '../domain/caps.js';
 import { derivedId } from '../domain/fingerprint.js';
-import { isOverLimit, type Ledger } from '../domain/ledger.js';
-import type { LedgerPeriod } from '../domain/period.js';
-import type { Reservation } from '../domain/reservation.js';
+import { affectedScopes, type Reservation } from '../domain/reservation.js';
 import type { Tenant } from '../domain/tenant.js';
 import type { Introspection, KeyValidation } from '../use-cases/api-keys.js';
-import type { Budget, BudgetRecord, Funded } from '../use-cases/budgets.js';
+import type { Funded } from '../use-cases/budgets.js';
 import type { Decision } from '../use-cases/decide.js';
 import type { EventApplied } from '../use-cases/events.js';
 import type { Page } from '../use-cases/reads.js';
-import type {
-  Committed,
-  DryRun,
-  Extended,
-  Lease,
-  Released,
-  Reserved,
-} from '../use-cases/reservations.js';
+import type { DryRun, Lease, Reserved } from '../use-cases/reservations.js';
+import type { Committed, Extended, Released } from '../use-cases/settlements.js';
 import { Reply } from './reply.js';
 
 // Domain results → wire JSON. Exactly SPEC's fields: optional ones are omitted, never null.
@@ -74,7 +73,7 @@ export function reservationView(r: Reservation, { withMetadata }: { withMetadata
     expires_at_ms: r.expiresAtMs,
     ...(r.finalizedAtMs !== undefined && { finalized_at_ms: r.finalizedAtMs }),
     scope_path: r.scopePath,
-    affected_scopes: r.affectedScopes,
+    affected_scopes: affectedScopes(r),
     ...(withMetadata && r.metadata !== undefined && { metadata: r.metadata }),
   };
 }
@@ -280,7 +279,7 @@ export function introspectionView(i: Introspection) {
 }
 
 /** A rolling budget's period: the reference's `period_start` / `period_end`, and its rule. */
-const periodView = (p: LedgerPeriod | undefined) =>
+const periodView = ({ period: p }: Budget) =>
   p && {
     period: p.spec.kind,
     ...(p.spec.anchorDay !== undefined && { period_anchor_day: p.spec.anchorDay }),
@@ -288,44 +287,42 @@ const periodView = (p: LedgerPeriod | undefined) =>
     period_end: new Date(p.end).toISOString(),
   };
 
-export const budgetView = (b: Budget) => ({
-  tenant_id: b.tenant,
-  ...balanceView(b.ledger),
-  unit: b.ledger.unit,
-  ...periodView(b.period),
-  ...(b.thresholds && { thresholds: [...b.thresholds] }),
-  created_at: b.createdAt,
+/** A budget just created. */
+export const budgetView = ({ tenant, budget, createdAt }: BudgetRecord) => ({
+  tenant_id: tenant,
+  ...balanceView(balanceOf(budget)),
+  unit: budget.ref.unit,
+  ...periodView(budget),
+  ...(budget.thresholds && { thresholds: [...budget.thresholds] }),
+  created_at: createdAt,
 });
 
 /** The reference's BudgetLedger; `caps` (ours) only when the budget has caps. */
-export const budgetLedgerView = (b: BudgetRecord) => {
-  const { unit } = b.ledger;
-  return {
-    ledger_id: derivedId('ldg', b.tenant, budgetKey(b.ledger)),
-    tenant_id: b.tenant,
-    ...balanceView(b.ledger),
-    unit,
-    status: b.ledger.status ?? 'ACTIVE',
-    ...periodView(b.period),
-    ...(b.caps && {
-      caps: capsView(b.caps.caps),
-      ...(b.caps.belowRemainingBps !== undefined && {
-        caps_when_remaining_below_bps: b.caps.belowRemainingBps,
-      }),
+export const budgetLedgerView = ({ tenant, budget: b, createdAt, updatedAt }: BudgetRecord) => ({
+  ledger_id: derivedId('ldg', tenant, budgetKey(b.ref)),
+  tenant_id: tenant,
+  ...balanceView(balanceOf(b)),
+  unit: b.ref.unit,
+  status: b.status,
+  ...periodView(b),
+  ...(b.caps && {
+    caps: capsView(b.caps.caps),
+    ...(b.caps.belowRemainingBps !== undefined && {
+      caps_when_remaining_below_bps: b.caps.belowRemainingBps,
     }),
-    // Ours, only when not the default [50, 80, 100] (docs/decisions.md § Budget events).
-    ...(b.thresholds && { thresholds: [...b.thresholds] }),
-    created_at: b.createdAt,
-    ...(b.updatedAt !== undefined && { updated_at: b.updatedAt }),
-  };
-};
+  }),
+  // Ours, only when not the default [50, 80, 100] (docs/decisions.md § Budget events).
+  ...(b.thresholds && { thresholds: [...b.thresholds] }),
+  created_at: createdAt,
+  ...(updatedAt !== undefined && { updated_at: updatedAt }),
+});
 
 /** A rolling budget's closed periods, newest first: what was allocated, spent and held in each. */
-export const closedPeriodPageView = (p: Page<{ ledger: Ledger; period: LedgerPeriod }>) => ({
-  periods: p.items.map(({ ledger, period }) => ({
-    period_start: new Date(period.start).toISOString(),
-    period_end: new Date(period.end).toISOString(),
-    ...balanceView(ledger),
+export const closedPeriodPageView = (p: Page<Budget>) => ({
+  periods: p.items.map((b) => ({
+    period_start: new Date(b.period?.start ?? 0).toISOString(),
+    period_end: new Date(b.period?.end ?? 0).toISOString(),
+    ...balanceView(balanceOf(b)),
   })),
   ...pageTail(p),
 });

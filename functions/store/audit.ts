@@ -7,21 +7,21 @@ import {
   actorName,
   resourceIdOf,
 } from '../domain/audit.js';
-import { budgetKey } from '../domain/budget.js';
-import type { Ledger } from '../domain/ledger.js';
+import { type Budget, budgetKey } from '../domain/budget.js';
 import type { Tenant } from '../domain/tenant.js';
 import { auditPartition, auditRange, directory, keys } from './keys.js';
 import { queryPage } from './pages.js';
 import { type Item, putIfAbsent, type TransactItem } from './transact.js';
 
-const ledgerAttributes = (l: Ledger) => ({
-  allocated: l.allocated,
-  spent: l.spent,
-  reserved: l.reserved,
-  debt: l.debt,
-  overdraft_limit: l.overdraftLimit,
-  remaining: l.remaining,
-  ...(l.status !== undefined && { status: l.status }),
+/** A budget's counters and limit, and its status when not ACTIVE. */
+const budgetAttributes = (b: Budget) => ({
+  allocated: b.counters.allocated,
+  spent: b.counters.spent,
+  reserved: b.counters.reserved,
+  debt: b.counters.debt,
+  overdraft_limit: b.overdraftLimit,
+  remaining: b.counters.remaining,
+  ...(b.status !== 'ACTIVE' && { status: b.status }),
 });
 
 const tenantAttributes = (t: Tenant) => ({ name: t.name, status: t.status });
@@ -44,8 +44,8 @@ function recordedStates(e: AuditEntry): { before?: Item; after?: Item } {
     case 'budget.unfreeze':
     case 'budget.close':
       return {
-        ...(e.before && { before: ledgerAttributes(e.before) }),
-        after: ledgerAttributes(e.after),
+        ...(e.before && { before: budgetAttributes(e.before) }),
+        after: budgetAttributes(e.after),
       };
     case 'tenant.create':
     case 'tenant.update':

@@ -1,4 +1,5 @@
 import type { Amount } from '../domain/amounts.js';
+import { type Budgets, NO_BUDGETS } from '../domain/budget.js';
 import { exactJson } from '../domain/json.js';
 import type { LedgerChange, OveragePolicy } from '../domain/ledger.js';
 import type { Action } from '../domain/reservation.js';
@@ -6,7 +7,7 @@ import type { Subject } from '../domain/scopes.js';
 import { outcomeAttributesOf, type StoredOutcome } from './idempotency.js';
 import { keys } from './keys.js';
 import { ledgerUpdate } from './ledgers.js';
-import { type Layouts, NO_LAYOUTS, placeChanges, seedOf } from './shards.js';
+import { placeChanges, seedOf } from './shards.js';
 import { type Item, putIfAbsent, type TransactItem } from './transact.js';
 import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
@@ -24,15 +25,15 @@ export interface NewEvent {
   readonly clientTimeMs?: number | undefined;
   readonly charges: readonly LedgerChange[];
   readonly outcome: StoredOutcome;
-  /** The sharded budgets among the scopes, as read (store/shards.ts). */
-  readonly layouts?: Layouts | undefined;
+  /** The budgets of the scopes, as read: a sharded one's changes are placed on its shards. */
+  readonly budgets?: Budgets | undefined;
 }
 
 /** The debit on every scope and the event record (its own idempotency record): scopes + 1 items. */
 export function eventTransaction(e: NewEvent, attempt = 0): GuardedTransaction {
   const placed = placeChanges(
     e.charges,
-    e.layouts ?? NO_LAYOUTS,
+    e.budgets ?? NO_BUDGETS,
     seedOf(e.eventId, attempt),
     ledgerUpdate,
   );

@@ -1,12 +1,13 @@
 import type { Unit } from '../domain/amounts.js';
 import type { ApiKey } from '../domain/api-keys.js';
+import { type Budget, type BudgetStatus, type Counters, SINGLE } from '../domain/budget.js';
 import { normalThresholds, type Refusal } from '../domain/budget-events.js';
 import type { BudgetCaps, Caps } from '../domain/caps.js';
 import { parseExactJson } from '../domain/json.js';
-import type { Ledger, RefusalCode } from '../domain/ledger.js';
 import type { LedgerPeriod, PeriodKind } from '../domain/period.js';
 import { effectivePermissions, type Permission } from '../domain/permissions.js';
-import type { Reservation, ReservationStatus } from '../domain/reservation.js';
+import type { RefusalCode } from '../domain/refusals.js';
+import type { Hold, Reservation, ReservationStatus } from '../domain/reservation.js';
 import { keys } from './keys.js';
 import type { Item } from './transact.js';
 
@@ -16,17 +17,33 @@ export const isLedgerItem = (item: Item | undefined): item is Item => item?.type
 export const isReservationItem = (item: Item | undefined): item is Item =>
   item?.type === 'reservation';
 
-export function ledgerOf(item: Item): Ledger {
+/** The counters of a ledger, shard or closed-period item. */
+export const countersOf = (item: Item): Counters => ({
+  allocated: Number(item.allocated),
+  spent: Number(item.spent),
+  reserved: Number(item.reserved),
+  debt: Number(item.debt),
+  remaining: Number(item.remaining),
+});
+
+/** A status on the item; absent: ACTIVE. */
+const statusOf = (item: Item): BudgetStatus =>
+  item.status === 'FROZEN' || item.status === 'CLOSED' ? item.status : 'ACTIVE';
+
+/**
+ * The budget one ledger item (or a closed period's) holds: the whole budget when unsharded.
+ * `layout`, for a sharded budget: its shards, whose sums are its counters.
+ */
+export function budgetOfItem(item: Item, layout: Budget['layout'] = SINGLE): Budget {
   return {
-    scope: String(item.scope),
-    unit: item.unit as Unit,
-    allocated: Number(item.allocated),
-    spent: Number(item.spent),
-    reserved: Number(item.reserved),
-    debt: Number(item.debt),
+    ref: { scope: String(item.scope), unit: item.unit as Unit },
+    counters: countersOf(item),
+    status: statusOf(item),
     overdraftLimit: Number(item.overdraft_limit),
-    remaining: Number(item.remaining),
-    ...((item.status === 'FROZEN' || item.status === 'CLOSED') && { status: item.status }),
+    caps: budgetCapsOf(item),
+    period: ledgerPeriodOf(item),
+    thresholds: thresholdsOf(item),
+    layout,
   };
 }
 
@@ -49,6 +66,8 @@ export function budgetCapsOf(item: Item): BudgetCaps | undefined {
 
 export function reservationOf(item: Item): Reservation {
   const unit = item.unit as Unit;
+  const createdAtMs = Number(item.created_at_ms);
+  const expiresAtMs = Number(item.expires_at_ms);
   return {
     reservationId: reservationIdOf(item),
     tenant: String(item.tenant),
@@ -58,17 +77,29 @@ export function reservationOf(item: Item): Reservation {
     action: item.action as Reservation['action'],
     reserved: { unit, amount: Number(item.estimate) },
     committed: item.committed === undefined ? undefined : { unit, amount: Number(item.committed) },
-    createdAtMs: Number(item.created_at_ms),
-    expiresAtMs: Number(item.expires_at_ms),
+    createdAtMs,
+    expiresAtMs,
     gracePeriodMs: Number(item.grace_period_ms),
     finalizedAtMs: item.finalized_at_ms === undefined ? undefined : Number(item.finalized_at_ms),
     scopePath: scopePathOf(item),
-    affectedScopes: item.scopes as string[],
+    holds: holdsOf(item),
     overagePolicy: item.overage_policy as Reservation['overagePolicy'],
     metadata: metadataOf(item),
-    holdShards: Array.isArray(item.hold_shards) ? item.hold_shards.map(Number) : undefined,
-    heldIn: Array.isArray(item.held_in) ? item.held_in.map(Number) : undefined,
+    ttlMs: item.ttl_ms === undefined ? expiresAtMs - createdAtMs : Number(item.ttl_ms),
   };
+}
+
+/**
+ * The holds, one per scope in `scopes` order: `hold_shards` (absent when every hold is on shard
+ * 0) and `held_in` (absent when no budget rolls over; 0 for a scope whose budget does not).
+ */
+function holdsOf(item: Item): Hold[] {
+  const shards = Array.isArray(item.hold_shards) ? item.hold_shards.map(Number) : [];
+  const starts = Array.isArray(item.held_in) ? item.held_in.map(Number) : [];
+  return (item.scopes as string[]).map((scope, i) => {
+    const periodStart = starts[i] ?? 0;
+    return { scope, shard: shards[i] ?? 0, ...(periodStart !== 0 && { periodStart }) };
+  });
 }
 
 /** JSON text, exact; a map in items written before 0.2 (which could not hold every value). */

@@ -1,12 +1,19 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Unit } from '../domain/amounts.js';
 import type { AuditEntry } from '../domain/audit.js';
-import { budgetKey } from '../domain/budget.js';
+import {
+  type Budget,
+  type BudgetRecord,
+  type BudgetStatus,
+  type Budgets,
+  budgetKey,
+  NO_BUDGETS,
+  shardCount,
+} from '../domain/budget.js';
 import type { BudgetCaps } from '../domain/caps.js';
 import { invalidCursor } from '../domain/cursor.js';
-import { emptyShards, respread } from '../domain/escrow.js';
-import type { BudgetStatus, Ledger, LedgerChange, LedgerField } from '../domain/ledger.js';
-import { closedPeriodLedger, type LedgerPeriod, rolledOver } from '../domain/period.js';
+import type { LedgerChange, LedgerField } from '../domain/ledger.js';
+import { closedPeriodCounters } from '../domain/period.js';
 import type { Segment, SegmentKind } from '../domain/scopes.js';
 import { segmentText } from '../domain/scopes.js';
 import { auditPut } from './audit.js';
@@ -14,26 +21,14 @@ import { documentClient, tableName } from './client.js';
 import { type IdempotencyScope, idempotencyPut, type StoredOutcome } from './idempotency.js';
 import {
   budgetCapsAttributes,
-  budgetCapsOf,
-  ledgerOf,
+  budgetOfItem,
   ledgerPeriodAttributes,
   ledgerPeriodOf,
   thresholdsAttribute,
-  thresholdsOf,
 } from './items.js';
 import { isLedgerIndexPosition, keys, ledgerIndexPartition } from './keys.js';
 import { queryPage } from './pages.js';
-import {
-  budgetKeys,
-  budgetsFrom,
-  budgetsOf,
-  completeShards,
-  type Layouts,
-  NO_LAYOUTS,
-  newShardItems,
-  placeChanges,
-  shardCountIs,
-} from './shards.js';
+import { budgetKeys, budgetsOf, newShardItems, placeChanges, shardCountIs } from './shards.js';
 import { type ShardedBudgets, tenantWithDimensions } from './tenants.js';
 import {
   getItems,
@@ -121,40 +116,21 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
 export const ledgerKeys = (scopes: readonly string[], unit: Unit) =>
   budgetKeys(scopes.map((scope) => ({ scope, unit })));
 
-/** Ledgers by scope (sharded budgets merged), the layouts of the sharded ones, their caps. */
-export interface LedgerRead {
-  readonly ledgers: ReadonlyMap<string, Ledger>;
-  readonly layouts: Layouts;
-  /** The caps of those budgets that carry any (domain/caps.ts), by scope. */
-  readonly caps: ReadonlyMap<string, BudgetCaps>;
-  /** The current periods of those budgets that roll over (domain/period.ts), by scope. */
-  readonly periods: ReadonlyMap<string, LedgerPeriod>;
-  /** Whether the ledgers are one instant's (see SnapshotRequest.atomic). */
-  readonly atomic: boolean;
-}
-
-/** The ledgers of the given scopes in one unit, by scope; absent scopes have no ledger. */
-export async function getLedgers(
+/** The budgets of the given scopes in one unit, by budgetKey; absent scopes have none. */
+export const getBudgets = async (
   scopes: readonly string[],
   unit: Unit,
   atomic = false,
-): Promise<LedgerRead> {
-  return budgetsOf(await getItems(ledgerKeys(scopes, unit)), atomic);
-}
+): Promise<{ readonly budgets: Budgets; readonly atomic: boolean }> =>
+  budgetsOf(await getItems(ledgerKeys(scopes, unit)), atomic);
 
 export interface NewLedger {
   readonly tenant: string;
   readonly segments: readonly Segment[];
-  readonly ledger: Ledger;
+  /** Sharded: its layout holds the shards it starts with (shard 0 is the ledger item). */
+  readonly budget: Budget;
   readonly createdAt: string;
   readonly audit: AuditEntry;
-  /** Escrow shards to split the budget into (1: unsharded). */
-  readonly shards?: number | undefined;
-  readonly caps?: BudgetCaps | undefined;
-  /** A rolling budget's first period (domain/period.ts). */
-  readonly period?: LedgerPeriod | undefined;
-  /** Budget event thresholds in percent (domain/budget-events.ts); absent: the default. */
-  readonly thresholds?: readonly number[] | undefined;
   /** A sharded budget: the tenant's sharded budgets as read, which it joins. */
   readonly shardedBudgets?: ShardedBudgets | undefined;
 }
@@ -164,39 +140,39 @@ export interface NewLedger {
  * admin key may name any tenant), with its audit record: segments + 3 items, all or nothing.
  */
 export function newLedgerTransaction(n: NewLedger): TransactItem[] {
-  const { ledger } = n;
+  const { budget } = n;
+  const { scope, unit } = budget.ref;
   const texts = n.segments.map(segmentText);
   const level: SegmentKind = n.segments[n.segments.length - 1]?.kind ?? 'tenant';
-  const count = n.shards ?? 1;
+  const shards = budget.layout.kind === 'sharded' ? budget.layout.shards : undefined;
   // Sharded: shard 0 is the ledger item, with the count, the gate and its part of the budget.
-  const shards = count > 1 ? respread(emptyShards(count), ledger) : undefined;
-  const first = shards?.[0] ?? ledger;
+  const first = shards?.[0] ?? budget.counters;
   return [
     putIfAbsent({
-      ...keys.ledger(ledger.scope, ledger.unit),
+      ...keys.ledger(scope, unit),
       type: 'ledger',
       tenant: n.tenant,
-      scope: ledger.scope,
-      unit: ledger.unit,
+      scope,
+      unit,
       allocated: first.allocated,
       spent: first.spent,
       reserved: first.reserved,
       debt: first.debt,
-      overdraft_limit: ledger.overdraftLimit,
+      overdraft_limit: budget.overdraftLimit,
       remaining: first.remaining,
       created_at: n.createdAt,
-      ...(shards && { shards: count, gated: shards[0]?.gated ?? false }),
+      ...(shards && { shards: shards.length, gated: shards[0]?.gated ?? false }),
       // On the item every reservation reads anyway: caps cost no read of their own.
-      ...(n.caps && budgetCapsAttributes(n.caps)),
-      ...(n.period && ledgerPeriodAttributes(n.period)),
-      ...(n.thresholds && { thresholds: thresholdsAttribute(n.thresholds) }),
+      ...(budget.caps && budgetCapsAttributes(budget.caps)),
+      ...(budget.period && ledgerPeriodAttributes(budget.period)),
+      ...(budget.thresholds && { thresholds: thresholdsAttribute(budget.thresholds) }),
     }),
     ...texts.map((segment) =>
       putIfAbsent({
-        ...keys.ledgerIndex(n.tenant, segment, ledger.scope, ledger.unit),
+        ...keys.ledgerIndex(n.tenant, segment, scope, unit),
         type: 'ledger-index',
-        scope: ledger.scope,
-        unit: ledger.unit,
+        scope,
+        unit,
         level,
         segments: new Set(texts),
       }),
@@ -205,11 +181,11 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
       n.tenant,
       n.segments.filter((x) => x.kind === 'dimensions').map((x) => x.value.split('=')[0] ?? ''),
       shards && n.shardedBudgets
-        ? { read: n.shardedBudgets, scope: ledger.scope, unit: ledger.unit, shards: count }
+        ? { read: n.shardedBudgets, scope, unit, shards: shards.length }
         : undefined,
     ),
     auditPut(n.audit),
-    ...(shards ? newShardItems(ledger, shards).map(putIfAbsent) : []),
+    ...(shards ? newShardItems(budget.ref, shards).map(putIfAbsent) : []),
   ];
 }
 
@@ -311,9 +287,9 @@ export function fundingTransaction(
   change: LedgerChange,
   idempotency: { scope: IdempotencyScope; outcome: StoredOutcome },
   audit: AuditEntry,
-  layouts: Layouts = NO_LAYOUTS,
+  budgets: Budgets = NO_BUDGETS,
 ): GuardedTransaction {
-  const placed = placeChanges([change], layouts, 0, ledgerUpdate);
+  const placed = placeChanges([change], budgets, 0, ledgerUpdate);
   return {
     items: [
       ...placed.items,
@@ -328,9 +304,9 @@ export function applyFunding(
   change: LedgerChange,
   idempotency: { scope: IdempotencyScope; outcome: StoredOutcome },
   audit: AuditEntry,
-  layouts: Layouts = NO_LAYOUTS,
+  budgets: Budgets = NO_BUDGETS,
 ): Promise<WriteOutcome> {
-  return transactWrite(fundingTransaction(change, idempotency, audit, layouts), 'settle');
+  return transactWrite(fundingTransaction(change, idempotency, audit, budgets), 'settle');
 }
 
 /** The units in which `scope` has a ledger (used only to explain a refusal). */
@@ -351,76 +327,27 @@ export async function unitsOfScope(tenant: string, scope: string): Promise<Unit[
   return (page.Items ?? []).filter((i) => i.scope === scope).map((i) => i.unit as Unit);
 }
 
-/** Ledgers of any scopes and units by `scope#unit`, in one strongly consistent BatchGetItem. */
-export async function getLedgerSet(
-  entries: readonly { scope: string; unit: Unit }[],
-  now: number,
-): Promise<Map<string, Ledger>> {
-  const items = await getItems(budgetKeys(entries));
-  await completeShards(items);
-  const result = new Map<string, Ledger>();
-  // By unit: one scope may have ledgers in several units.
-  for (const unit of new Set(entries.map((e) => e.unit))) {
-    const ofUnit = new Map([...items].filter(([, item]) => item.unit === unit));
-    const { ledgers, periods } = budgetsFrom(ofUnit);
-    for (const ledger of ledgers.values()) {
-      const period = periods.get(ledger.scope);
-      // A rolling budget past its period reads as its next operation will find it.
-      const current = period ? rolledOver(ledger, period, now).ledger : ledger;
-      result.set(budgetKey(ledger), current);
-    }
-  }
-  return result;
-}
-
-/** A budget as the operator sees it: the ledger (shards merged), its dates and its caps. */
-export interface BudgetRecord {
-  readonly tenant: string;
-  readonly ledger: Ledger;
-  readonly createdAt: string;
-  readonly updatedAt?: string | undefined;
-  readonly caps?: BudgetCaps | undefined;
-  /** Escrow shards (1: unsharded): a status change writes every one. */
-  readonly shards: number;
-  /** Shard 0's gate (domain/escrow.ts): a growth gives its new shards the same. */
-  readonly gated: boolean;
-  /** A rolling budget's period, as stored (its ledger may be due to roll over). */
-  readonly period?: LedgerPeriod | undefined;
-  /** Budget event thresholds in percent; absent: the default (domain/budget-events.ts). */
-  readonly thresholds?: readonly number[] | undefined;
-}
-
 /**
- * The budgets of these (scope, unit) pairs that exist, in the order given. `atomic`: the shards
- * of a sharded budget read at one instant (TransactGetItems), never half of a transaction.
+ * The budgets of these (scope, unit) pairs that exist, with their records, in the order given.
+ * `atomic`: the shards of a sharded budget read at one instant (TransactGetItems), never half of
+ * a transaction.
  */
 export async function getBudgetRecords(
   entries: readonly { scope: string; unit: Unit }[],
   atomic = false,
 ): Promise<BudgetRecord[]> {
   const items = await getItems(budgetKeys(entries));
-  // budgetsOf completes the shards and, atomic, reads them again at one instant into `items`.
-  if (atomic) await budgetsOf(items, true);
-  else await completeShards(items);
-  return entries.flatMap(({ scope, unit }) => {
-    const main = items.get(keys.ledger(scope, unit).pk);
-    if (main?.type !== 'ledger') return [];
-    const ofBudget = new Map(
-      [...items].filter(([, item]) => item.scope === scope && item.unit === unit),
-    );
-    const ledger = budgetsFrom(ofBudget).ledgers.get(scope);
-    if (!ledger) return [];
+  const { budgets } = await budgetsOf(items, atomic);
+  return entries.flatMap((ref) => {
+    const main = items.get(keys.ledger(ref.scope, ref.unit).pk);
+    const budget = budgets.get(budgetKey(ref));
+    if (main?.type !== 'ledger' || !budget) return [];
     return [
       {
         tenant: String(main.tenant),
-        ledger,
+        budget,
         createdAt: String(main.created_at),
         updatedAt: main.updated_at === undefined ? undefined : String(main.updated_at),
-        caps: budgetCapsOf(main),
-        shards: Number(main.shards ?? 1),
-        gated: main.gated === true,
-        period: ledgerPeriodOf(main),
-        thresholds: thresholdsOf(main),
       },
     ];
   });
@@ -430,7 +357,7 @@ export async function getBudgetRecords(
 export interface BudgetSettings {
   readonly overdraftLimit: number;
   /** Undefined: the budget has no caps. */
-  readonly caps: BudgetCaps | undefined;
+  readonly caps?: BudgetCaps | undefined;
   /** Undefined: the default thresholds (nothing stored). */
   readonly thresholds?: readonly number[] | undefined;
 }
@@ -440,12 +367,12 @@ export interface BudgetSettings {
  * still what was read, with the audit record; 'stale' otherwise.
  */
 export async function updateBudgetSettings(
-  before: BudgetRecord,
+  before: Budget,
   after: BudgetSettings,
   at: string,
   audit: AuditEntry,
 ): Promise<'updated' | 'stale'> {
-  const { scope, unit } = before.ledger;
+  const { scope, unit } = before.ref;
   const capsAttributes = after.caps ? budgetCapsAttributes(after.caps) : {};
   const sets = ['#limit = :limit', '#updated = :at'];
   const removes: string[] = [];
@@ -478,7 +405,7 @@ export async function updateBudgetSettings(
         ExpressionAttributeValues: {
           ':limit': after.overdraftLimit,
           ':at': at,
-          ':was': before.ledger.overdraftLimit,
+          ':was': before.overdraftLimit,
           ':closed': 'CLOSED',
           ...(after.caps && { ':caps': capsAttributes.caps }),
           ...(capsAttributes.caps_bps !== undefined && { ':bps': capsAttributes.caps_bps }),
@@ -498,14 +425,14 @@ export async function updateBudgetSettings(
  * with the audit record; 'stale' when another change came first.
  */
 export async function setBudgetStatus(
-  before: BudgetRecord,
+  before: Budget,
   to: BudgetStatus,
   at: string,
   audit: AuditEntry | undefined,
 ): Promise<'updated' | 'stale'> {
-  const { scope, unit } = before.ledger;
-  const from = before.ledger.status ?? 'ACTIVE';
-  const itemKeys = Array.from({ length: before.shards }, (_, k) =>
+  const { scope, unit } = before.ref;
+  const from = before.status;
+  const itemKeys = Array.from({ length: shardCount(before) }, (_, k) =>
     k === 0 ? keys.ledger(scope, unit) : keys.ledgerShard(scope, unit, k),
   );
   const outcome = await transact([
@@ -523,7 +450,7 @@ export async function setBudgetStatus(
           : '#status = :from',
       ];
       // Every shard as counted when read: a budget given more shards since reads again.
-      if (k === 0) conditions.push(shardCountIs(names, values, before.shards));
+      if (k === 0) conditions.push(shardCountIs(names, values, shardCount(before)));
       return {
         Update: {
           TableName: tableName(),
@@ -549,14 +476,17 @@ export async function setBudgetStatus(
  */
 export async function rollOverLedger(
   tenant: string,
-  before: { readonly ledger: Ledger; readonly period: LedgerPeriod },
-  after: { readonly ledger: Ledger; readonly period: LedgerPeriod },
+  before: Budget,
+  after: Budget,
 ): Promise<'rolled' | 'stale'> {
-  const { scope, unit } = before.ledger;
-  const closed = closedPeriodLedger(before.ledger);
+  const { scope, unit } = before.ref;
+  const { period } = before;
+  if (!period || !after.period) throw new Error(`${scope} does not roll over`);
+  const was = before.counters;
+  const closed = closedPeriodCounters(was);
   const outcome = await transact([
     putIfAbsent({
-      ...keys.ledgerPeriod(scope, unit, before.period.start),
+      ...keys.ledgerPeriod(scope, unit, period.start),
       type: 'ledger-period',
       tenant,
       scope,
@@ -565,10 +495,10 @@ export async function rollOverLedger(
       spent: closed.spent,
       reserved: closed.reserved,
       debt: closed.debt,
-      overdraft_limit: closed.overdraftLimit,
+      overdraft_limit: before.overdraftLimit,
       remaining: closed.remaining,
-      carried_debt: before.ledger.debt,
-      ...ledgerPeriodAttributes(before.period),
+      carried_debt: was.debt,
+      ...ledgerPeriodAttributes(period),
     }),
     {
       Update: {
@@ -588,17 +518,17 @@ export async function rollOverLedger(
           '#pend': 'period_end',
         },
         ExpressionAttributeValues: {
-          ':allocated': after.ledger.allocated,
-          ':spent': after.ledger.spent,
-          ':reserved': after.ledger.reserved,
-          ':remaining': after.ledger.remaining,
+          ':allocated': after.counters.allocated,
+          ':spent': after.counters.spent,
+          ':reserved': after.counters.reserved,
+          ':remaining': after.counters.remaining,
           ':next': after.period.start,
           ':nextEnd': after.period.end,
-          ':start': before.period.start,
-          ':was_allocated': before.ledger.allocated,
-          ':was_spent': before.ledger.spent,
-          ':was_reserved': before.ledger.reserved,
-          ':was_debt': before.ledger.debt,
+          ':start': period.start,
+          ':was_allocated': was.allocated,
+          ':was_spent': was.spent,
+          ':was_reserved': was.reserved,
+          ':was_debt': was.debt,
         },
       },
     },
@@ -606,21 +536,18 @@ export async function rollOverLedger(
   return outcome.kind === 'committed' ? 'rolled' : 'stale';
 }
 
-/** The ledgers of closed periods, by scope: where holds taken in them settle. */
-export async function getClosedPeriodLedgers(
+/** The budgets of closed periods (`period.closed`), by budgetKey: where holds taken in them settle. */
+export async function getClosedPeriodBudgets(
   wanted: readonly { readonly scope: string; readonly unit: Unit; readonly start: number }[],
-): Promise<{ ledgers: Map<string, Ledger>; periods: Map<string, LedgerPeriod> }> {
+): Promise<Map<string, Budget>> {
   const items = await getItems(wanted.map((w) => keys.ledgerPeriod(w.scope, w.unit, w.start)));
-  const ledgers = new Map<string, Ledger>();
-  const periods = new Map<string, LedgerPeriod>();
+  const budgets = new Map<string, Budget>();
   for (const item of items.values()) {
-    const period = ledgerPeriodOf(item);
-    if (!period) continue;
-    const ledger = ledgerOf(item);
-    ledgers.set(ledger.scope, ledger);
-    periods.set(ledger.scope, period);
+    if (!ledgerPeriodOf(item)) continue;
+    const budget = budgetOfItem(item);
+    budgets.set(budgetKey(budget.ref), budget);
   }
-  return { ledgers, periods };
+  return budgets;
 }
 
 /** A rolling budget's closed periods, newest first, with their ledgers. */
@@ -642,10 +569,7 @@ export async function queryClosedPeriods(q: {
     limit: q.limit,
   });
   return {
-    periods: page.items.flatMap((item) => {
-      const period = ledgerPeriodOf(item);
-      return period ? [{ ledger: ledgerOf(item), period }] : [];
-    }),
+    periods: page.items.flatMap((item) => (ledgerPeriodOf(item) ? [budgetOfItem(item)] : [])),
     nextPosition: page.nextPosition,
   };
 }

@@ -1,8 +1,9 @@
 import type { Amount } from '../domain/amounts.js';
 import type { AuditEntry } from '../domain/audit.js';
+import { type Budgets, NO_BUDGETS } from '../domain/budget.js';
 import { exactJson } from '../domain/json.js';
 import type { LedgerChange } from '../domain/ledger.js';
-import { type Reservation, settleDeadline } from '../domain/reservation.js';
+import { affectedScopes, type Reservation, settleDeadline } from '../domain/reservation.js';
 import { canonicalValue, LEVELS } from '../domain/scopes.js';
 import { auditPut } from './audit.js';
 import { tableName } from './client.js';
@@ -15,7 +16,7 @@ import {
 } from './idempotency.js';
 import { dueShard, dueSortKey, keys, listPartitions, listSortKey, listSpreadOf } from './keys.js';
 import { ledgerUpdate } from './ledgers.js';
-import { type Layouts, NO_LAYOUTS, placeChanges, seedOf } from './shards.js';
+import { placeChanges, seedOf } from './shards.js';
 import { type Item, putIfAbsent, type TransactItem, transact } from './transact.js';
 import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
@@ -23,8 +24,8 @@ export interface NewReservation {
   readonly reservation: Reservation;
   readonly holds: readonly LedgerChange[];
   readonly outcome: StoredOutcome;
-  /** The sharded budgets among the scopes, as read (store/shards.ts). */
-  readonly layouts?: Layouts | undefined;
+  /** The budgets of the scopes, as read: a sharded one's holds are placed on its shards. */
+  readonly budgets?: Budgets | undefined;
 }
 
 /** The listing index keys: one per filter GET /v1/reservations can pick an index by. */
@@ -77,12 +78,15 @@ function reserveTransactions(n: NewReservation): (attempt: number) => GuardedTra
     created_at_ms: r.createdAtMs,
     expires_at_ms: r.expiresAtMs,
     // The first expiry stays derivable after extends move expires_at_ms (the replay needs it).
-    ttl_ms: r.expiresAtMs - r.createdAtMs,
+    ttl_ms: r.ttlMs,
     grace_period_ms: r.gracePeriodMs,
     deadline_ms: settleDeadline(r),
-    scopes: r.affectedScopes,
+    scopes: affectedScopes(r),
     overage_policy: r.overagePolicy,
-    ...(r.heldIn && { held_in: r.heldIn }),
+    // The period each hold was taken in, 0 where the budget does not roll over: only if any does.
+    ...(r.holds.some((h) => h.periodStart) && {
+      held_in: r.holds.map((h) => h.periodStart ?? 0),
+    }),
     // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
     ...(r.metadata !== undefined && { metadata_json: exactJson(r.metadata) }),
     ...listAttributes(r),
@@ -93,7 +97,7 @@ function reserveTransactions(n: NewReservation): (attempt: number) => GuardedTra
   return (attempt) => {
     const placed = placeChanges(
       n.holds,
-      n.layouts ?? NO_LAYOUTS,
+      n.budgets ?? NO_BUDGETS,
       seedOf(r.reservationId, attempt),
       ledgerUpdate,
     );
@@ -126,8 +130,8 @@ export interface Settlement {
   readonly idempotency?:
     | { readonly scope: IdempotencyScope; readonly outcome: StoredOutcome }
     | undefined;
-  /** The sharded budgets among the scopes, as read (store/shards.ts). */
-  readonly layouts?: Layouts | undefined;
+  /** The budgets of the scopes, as read: a sharded one's changes are placed on its shards. */
+  readonly budgets?: Budgets | undefined;
   /** An operator's forced release is audited in the same transaction. */
   readonly audit?: AuditEntry | undefined;
 }
@@ -139,14 +143,14 @@ export interface Settlement {
 export function settleTransaction(s: Settlement): GuardedTransaction {
   const placed = placeChanges(
     s.changes,
-    s.layouts ?? NO_LAYOUTS,
+    s.budgets ?? NO_BUDGETS,
     seedOf(s.reservation.reservationId),
     ledgerUpdate,
   );
   const r = s.reservation;
   const outcome = s.idempotency
     ? settledOutcomeAttributes(
-        { scopes: r.affectedScopes, unit: r.reserved.unit, estimate: r.reserved.amount },
+        { scopes: affectedScopes(r), unit: r.reserved.unit, estimate: r.reserved.amount },
         s.committed?.amount,
         s.idempotency.scope.operation,
         s.idempotency.scope.key,
@@ -229,7 +233,7 @@ export function expiryBatchTransaction(
   return [
     ...reservations.map((r) => settleUpdate(r, 'EXPIRED', now)),
     // Unguarded returns, each pinned to the shard its holds are on: no ledger needs reading.
-    ...placeChanges(changes, NO_LAYOUTS, 0, ledgerUpdate).items,
+    ...placeChanges(changes, NO_BUDGETS, 0, ledgerUpdate).items,
   ];
 }
 

@@ -2,21 +2,21 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactGetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Unit } from '../domain/amounts.js';
 import type { AuditEntry } from '../domain/audit.js';
-import { budgetKey } from '../domain/budget.js';
-import type { BudgetCaps } from '../domain/caps.js';
-import { RetryLaterError } from '../domain/errors.js';
 import {
-  mergeShards,
-  respread,
-  routeChange,
-  type Shard,
-  type ShardMove,
-} from '../domain/escrow.js';
-import { applyDelta, type Ledger, type LedgerChange } from '../domain/ledger.js';
-import type { LedgerPeriod } from '../domain/period.js';
+  type Budget,
+  type BudgetRef,
+  type Budgets,
+  balanceOf,
+  budgetAt,
+  budgetKey,
+  shardCount,
+} from '../domain/budget.js';
+import { RetryLaterError } from '../domain/errors.js';
+import { respread, routeChange, type Shard, type ShardMove, sumShards } from '../domain/escrow.js';
+import { applyDelta, type LedgerChange } from '../domain/ledger.js';
 import { auditPut } from './audit.js';
 import { documentClient, tableName } from './client.js';
-import { budgetCapsOf, isLedgerItem, ledgerOf, ledgerPeriodOf } from './items.js';
+import { budgetOfItem, countersOf, isLedgerItem } from './items.js';
 import { hashOf, keys } from './keys.js';
 import { type ShardedBudgets, tenantWithDimensions } from './tenants.js';
 import {
@@ -34,16 +34,6 @@ import {
 // ledger item `LEDGER#<scope>#<unit>`, which also carries `shards` (the count) and the
 // overdraft limit; shard k ≥ 1 is `LEDGER#<scope>#<unit>#<k>`, a partition of its own. An
 // unsharded budget is the ledger item alone, exactly as before shards existed.
-
-/** A sharded budget as read: the merged ledger and each shard's counters. */
-export interface ShardedBudget {
-  readonly ledger: Ledger;
-  readonly shards: readonly Shard[];
-}
-
-/** Sharded budgets by scope, as one operation read them (unsharded ones are absent). */
-export type Layouts = ReadonlyMap<string, ShardedBudget>;
-export const NO_LAYOUTS: Layouts = new Map();
 
 export const shardKey = (scope: string, unit: Unit, k: number): Key =>
   k === 0 ? keys.ledger(scope, unit) : keys.ledgerShard(scope, unit, k);
@@ -66,14 +56,7 @@ export function budgetKeys(entries: readonly { scope: string; unit: Unit }[]): K
 
 const shardCountOf = (item: Item): number => Number(item.shards ?? 1);
 
-const shardOf = (item: Item): Shard => ({
-  allocated: Number(item.allocated),
-  spent: Number(item.spent),
-  reserved: Number(item.reserved),
-  debt: Number(item.debt),
-  remaining: Number(item.remaining),
-  gated: item.gated === true,
-});
+const shardOf = (item: Item): Shard => ({ ...countersOf(item), gated: item.gated === true });
 
 /**
  * Reads the shards a first read (`items`, by pk) lacks, for budgets it shows to be sharded, and
@@ -97,78 +80,66 @@ export async function completeShards(items: Map<string, Item>): Promise<void> {
 }
 
 /**
- * Ledgers (merged), the layouts of sharded budgets and the budgets' caps among `items`, by
- * scope. Caps live on the ledger item (shard 0), which every read of a budget includes.
+ * The budgets among `items` (read by pk), by budgetKey: a sharded budget's counters are its
+ * shards' sums. Settings (caps, period, thresholds, status) live on the ledger item (shard 0),
+ * which every read of a budget includes.
  */
-export function budgetsFrom(items: ReadonlyMap<string, Item>): {
-  ledgers: Map<string, Ledger>;
-  layouts: Map<string, ShardedBudget>;
-  caps: Map<string, BudgetCaps>;
-  periods: Map<string, LedgerPeriod>;
-} {
-  const ledgers = new Map<string, Ledger>();
-  const layouts = new Map<string, ShardedBudget>();
-  const caps = new Map<string, BudgetCaps>();
-  const periods = new Map<string, LedgerPeriod>();
+export function budgetsFrom(items: ReadonlyMap<string, Item>): Map<string, Budget> {
+  const budgets = new Map<string, Budget>();
   for (const item of items.values()) {
     if (!isLedgerItem(item)) continue;
-    const base = ledgerOf(item);
-    const configured = budgetCapsOf(item);
-    if (configured) caps.set(base.scope, configured);
-    const period = ledgerPeriodOf(item);
-    if (period) periods.set(base.scope, period);
+    const single = budgetOfItem(item);
+    const { scope, unit } = single.ref;
     const n = shardCountOf(item);
     if (n <= 1) {
-      ledgers.set(base.scope, base);
+      budgets.set(budgetKey(single.ref), single);
       continue;
     }
-    const shards = Array.from({ length: n }, (_, k) =>
-      k === 0 ? item : items.get(shardKey(base.scope, base.unit, k).pk),
+    const shardItems = Array.from({ length: n }, (_, k) =>
+      k === 0 ? item : items.get(shardKey(scope, unit, k).pk),
     );
     // A shard is never deleted (a budget's count only grows): absent means it was not read.
-    if (shards.some((s) => s === undefined)) throw new Error(`shards of ${base.scope} unread`);
-    const budget = { shards: shards.map((s) => shardOf(s as Item)) };
-    const ledger = mergeShards(base, budget.shards);
-    ledgers.set(base.scope, ledger);
-    layouts.set(base.scope, { ledger, shards: budget.shards });
+    if (shardItems.some((s) => s === undefined)) throw new Error(`shards of ${scope} unread`);
+    const shards = shardItems.map((s) => shardOf(s as Item));
+    budgets.set(budgetKey(single.ref), {
+      ...single,
+      counters: sumShards(shards),
+      layout: { kind: 'sharded', shards, gated: item.gated === true },
+    });
   }
-  return { ledgers, layouts, caps, periods };
+  return budgets;
 }
 
+const shardedOf = (budgets: Budgets) =>
+  [...budgets.values()].flatMap((b) => (b.layout.kind === 'sharded' ? [b] : []));
+
 /**
- * The ledgers among items read by pk (sharded budgets merged, their missing shards read too),
- * with the layouts of the sharded ones. `atomic`: sharded budgets read again at one instant,
- * as a refusal must be; without it the answer says whether the read was one instant anyway.
+ * The budgets among items read by pk (their missing shards read too). `atomic`: sharded budgets
+ * read again at one instant, as a refusal must be; without it the answer says whether the read
+ * was one instant anyway.
  */
 export async function budgetsOf(
   items: Map<string, Item>,
   atomic: boolean,
-): Promise<{
-  ledgers: Map<string, Ledger>;
-  layouts: Layouts;
-  caps: Map<string, BudgetCaps>;
-  periods: Map<string, LedgerPeriod>;
-  atomic: boolean;
-}> {
+): Promise<{ budgets: Map<string, Budget>; atomic: boolean }> {
   await completeShards(items);
-  const first = budgetsFrom(items);
-  if (first.layouts.size === 0) return { ...first, atomic: true };
-  if (!atomic) return { ...first, atomic: false };
-  let layouts: Layouts = first.layouts;
+  let budgets = budgetsFrom(items);
+  if (shardedOf(budgets).length === 0) return { budgets, atomic: true };
+  if (!atomic) return { budgets, atomic: false };
   for (;;) {
-    await readShardsAtomically(items, layouts);
+    await readShardsAtomically(items, budgets);
     // A budget given more shards between the first read and this one: read them all again.
-    if (!grownSince(items, layouts)) return { ...budgetsFrom(items), atomic: true };
+    if (!grownSince(items, budgets)) return { budgets: budgetsFrom(items), atomic: true };
     await completeShards(items);
-    layouts = budgetsFrom(items).layouts;
+    budgets = budgetsFrom(items);
   }
 }
 
-/** Whether shard 0 of a budget, as now in `items`, counts more shards than `layouts` read. */
-function grownSince(items: ReadonlyMap<string, Item>, layouts: Layouts): boolean {
-  return [...layouts.values()].some(({ ledger, shards }) => {
-    const main = items.get(shardKey(ledger.scope, ledger.unit, 0).pk);
-    return main !== undefined && shardCountOf(main) > shards.length;
+/** Whether shard 0 of a budget, as now in `items`, counts more shards than were read. */
+function grownSince(items: ReadonlyMap<string, Item>, budgets: Budgets): boolean {
+  return shardedOf(budgets).some((b) => {
+    const main = items.get(shardKey(b.ref.scope, b.ref.unit, 0).pk);
+    return main !== undefined && shardCountOf(main) > shardCount(b);
   });
 }
 
@@ -179,9 +150,9 @@ const ATOMIC_READ_RETRIES = 4;
  * transactions; a BatchGetItem across shards is not): what a refusal must be proven on.
  * Items by pk, merged into `items`.
  */
-async function readShardsAtomically(items: Map<string, Item>, layouts: Layouts): Promise<void> {
-  const wanted = [...layouts.values()].flatMap((b) =>
-    b.shards.map((_, k) => shardKey(b.ledger.scope, b.ledger.unit, k)),
+async function readShardsAtomically(items: Map<string, Item>, budgets: Budgets): Promise<void> {
+  const wanted = shardedOf(budgets).flatMap((b) =>
+    Array.from({ length: shardCount(b) }, (_, k) => shardKey(b.ref.scope, b.ref.unit, k)),
   );
   for (let i = 0; i < wanted.length; i += 100) {
     const batch = wanted.slice(i, i + 100);
@@ -222,14 +193,15 @@ export interface PlacedChanges {
  */
 export function placeChanges(
   changes: readonly LedgerChange[],
-  layouts: Layouts,
+  budgets: Budgets,
   seed: number,
   ledgerUpdate: (change: LedgerChange) => TransactItem,
 ): PlacedChanges {
   const placed: PlacedChanges = { items: [], proofs: [], shards: [] };
   changes.forEach((change, i) => {
-    const budget = layouts.get(change.scope);
-    if (!budget) {
+    const budget = budgetAt(budgets, change.scope, change.unit);
+    const layout = budget?.layout.kind === 'sharded' ? budget.layout : undefined;
+    if (!budget || !layout) {
       // Unsharded, or a settlement pinned to its shard (the sweeper reads no ledgers).
       if (change.shard && change.guard.kind === 'exists') {
         placed.items.push(shardUpdate(change, change.shard, undefined));
@@ -241,21 +213,21 @@ export function placeChanges(
       placed.shards.push(change.shard ?? 0);
       return;
     }
-    const route = routeChange(change, budget.shards, change.shard, seed);
+    const route = routeChange(change, layout.shards, change.shard, seed);
     if (route.path === 'fast') {
       placed.items.push(shardUpdate(change, route.shard, route.covers));
       placed.proofs.push(undefined);
       placed.shards.push(route.shard);
       return;
     }
-    const pin = change.shard ?? seed % budget.shards.length;
-    const after = respread(budget.shards, applyDelta(budget.ledger, change.delta), {
+    const pin = change.shard ?? seed % layout.shards.length;
+    const after = respread(layout.shards, applyDelta(balanceOf(budget), change.delta), {
       shard: pin,
       delta: change.delta,
     });
     after.forEach((shard, k) => {
       placed.items.push(
-        shardRewrite(change, k, budget.shards[k] as Shard, shard, budget.shards.length),
+        shardRewrite(change, k, layout.shards[k] as Shard, shard, layout.shards.length),
       );
       placed.proofs.push(undefined);
     });
@@ -343,12 +315,12 @@ function shardRewrite(
 }
 
 /** The shard items of a new budget split n ways (shard 0 is its ledger item). */
-export function newShardItems(ledger: Ledger, shards: readonly Shard[]): Item[] {
+export function newShardItems(ref: BudgetRef, shards: readonly Shard[]): Item[] {
   return shards.slice(1).map((s, i) => ({
-    ...shardKey(ledger.scope, ledger.unit, i + 1),
+    ...shardKey(ref.scope, ref.unit, i + 1),
     type: 'ledger-shard',
-    scope: ledger.scope,
-    unit: ledger.unit,
+    scope: ref.scope,
+    unit: ref.unit,
     shard: i + 1,
     ...s,
   }));

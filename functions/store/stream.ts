@@ -2,16 +2,10 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { Unit } from '../domain/amounts.js';
-import type { BudgetState, Refusal } from '../domain/budget-events.js';
+import type { BudgetRef } from '../domain/budget.js';
+import { type BudgetState, type Refusal, takesBudget } from '../domain/budget-events.js';
 import type { Reservation } from '../domain/reservation.js';
-import {
-  isReservationItem,
-  ledgerOf,
-  ledgerPeriodOf,
-  refusalOf,
-  reservationOf,
-  thresholdsOf,
-} from './items.js';
+import { budgetOfItem, countersOf, isReservationItem, refusalOf, reservationOf } from './items.js';
 import type { Item } from './transact.js';
 
 /**
@@ -41,8 +35,7 @@ export type TableChange = RecordBase &
          * (its remaining went down, or its usage up), so the budget may have crossed something.
          */
         readonly kind: 'shard';
-        readonly scope: string;
-        readonly unit: Unit;
+        readonly ref: BudgetRef;
         readonly pressure: boolean;
       }
     | {
@@ -64,20 +57,16 @@ export type TableChange = RecordBase &
 const image = (raw: unknown): Item | undefined =>
   raw ? unmarshall(raw as Record<string, AttributeValue>) : undefined;
 
+/** What one image shows of a budget: its own counters (shard 0's alone, if sharded). */
 function budgetStateOf(item: Item): BudgetState {
-  const period = ledgerPeriodOf(item);
+  const { ref, counters, overdraftLimit, thresholds, period } = budgetOfItem(item);
   return {
-    ledger: ledgerOf(item),
-    thresholds: thresholdsOf(item),
+    ref,
+    counters,
+    overdraftLimit,
+    thresholds,
     ...(period && { period: { start: period.start, end: period.end } }),
   };
-}
-
-/** Whether a write took budget from a ledger or shard item (see TableChange 'shard'). */
-function tookBudget(before: Item | undefined, after: Item): boolean {
-  if (!before) return false;
-  const used = (i: Item) => Number(i.spent) + Number(i.reserved);
-  return Number(after.remaining) < Number(before.remaining) || used(after) > used(before);
 }
 
 export function decodeStreamRecord(record: DynamoDBRecord): TableChange {
@@ -104,9 +93,8 @@ export function decodeStreamRecord(record: DynamoDBRecord): TableChange {
     return {
       ...base,
       kind: 'shard',
-      scope: String(after.scope),
-      unit: after.unit as Unit,
-      pressure: tookBudget(before, after),
+      ref: { scope: String(after.scope), unit: after.unit as Unit },
+      pressure: before !== undefined && takesBudget(countersOf(before), countersOf(after)),
     };
   }
   if (after.type === 'ledger-period') {

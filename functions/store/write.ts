@@ -1,6 +1,6 @@
-import type { Ledger } from '../domain/ledger.js';
+import type { Budget } from '../domain/budget.js';
 import { type StoredOutcome, storedOutcomeOf } from './idempotency.js';
-import { isLedgerItem, ledgerOf } from './items.js';
+import { budgetOfItem, isLedgerItem } from './items.js';
 import {
   type CancellationReason,
   type TransactItem,
@@ -16,12 +16,15 @@ import {
 export type WriteOutcome =
   | { readonly kind: 'written' }
   | { readonly kind: 'duplicate'; readonly stored: StoredOutcome | undefined }
-  | { readonly kind: 'stale'; readonly refused: readonly RefusedLedger[] };
+  | { readonly kind: 'stale'; readonly refused: readonly RefusedBudget[] };
 
-/** `index` is the position in the write's ledger changes; `ledger` undefined: there is none. */
-export interface RefusedLedger {
+/**
+ * `index` is the position in the write's ledger changes; `budget` (unsharded) as the failed
+ * condition found it, undefined: there is none.
+ */
+export interface RefusedBudget {
   readonly index: number;
-  readonly ledger: Ledger | undefined;
+  readonly budget: Budget | undefined;
 }
 
 /**
@@ -71,13 +74,13 @@ export function classifyCancellation(
   if (failed(layout.recordAt)) {
     return { kind: 'duplicate', stored: storedOutcomeOf(reasons[layout.recordAt ?? -1]?.item) };
   }
-  const refused: RefusedLedger[] = [];
+  const refused: RefusedBudget[] = [];
   layout.proofs.forEach((index, at) => {
     if (index === undefined || !failed(at)) return;
     const item = reasons[at]?.item;
     // Read unsharded, found sharded (PATCH `shards` since): shard 0 alone proves nothing.
     if (isLedgerItem(item) && Number(item.shards ?? 1) > 1) return;
-    refused.push({ index, ledger: isLedgerItem(item) ? ledgerOf(item) : undefined });
+    refused.push({ index, budget: isLedgerItem(item) ? budgetOfItem(item) : undefined });
   });
   return { kind: 'stale', refused };
 }

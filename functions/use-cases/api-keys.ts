@@ -24,7 +24,7 @@ import {
   queryApiKeys,
   updateApiKey,
 } from '../store/api-keys.js';
-import type { WriteContext } from './budgets.js';
+import type { WriteContext } from './context.js';
 import { readAgain, whileStale } from './guarded-write.js';
 import { type Page, type PageRequest, paged } from './pages.js';
 

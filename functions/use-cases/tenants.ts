@@ -8,10 +8,11 @@ import {
 } from '../domain/tenant.js';
 import { getTenant, insertTenant, queryTenants, updateTenant } from '../store/tenants.js';
 import { revokeKeysOfTenant } from './api-keys.js';
-import { closeBudgetsOfTenant, type WriteContext } from './budgets.js';
+import { closeBudgetsOfTenant } from './budget-settings.js';
+import type { WriteContext } from './context.js';
 import { readAgain, whileStale } from './guarded-write.js';
 import { type Page, type PageRequest, paged } from './pages.js';
-import { releaseOpenReservations } from './reservations.js';
+import { releaseOpenReservations } from './settlements.js';
 
 export interface TenantRequest {
   readonly tenantId: string;

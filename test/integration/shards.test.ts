@@ -354,7 +354,7 @@ describe('a budget given more shards (PATCH shards)', () => {
     const [before] = await getBudgetRecords([{ scope: scopeOf(t, ''), unit: 'USD_MICROCENTS' }]);
 
     const grown = await patch(t, '', { shards: 8 });
-    const stale = before && (await setBudgetStatus(before, 'FROZEN', 'now', undefined));
+    const stale = before && (await setBudgetStatus(before.budget, 'FROZEN', 'now', undefined));
     const frozen = await request(
       'POST',
       `${stack.adminUrl}/v1/admin/budgets/freeze?${budgetQuery(t, '')}`,

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { budgetEventMessage } from '../../functions/budget-events/render.js';
 import { BudgetEventMessage, EVENT_SCHEMAS } from '../../functions/budget-events/schemas.js';
+import type { Ledger } from '../../functions/domain/budget.js';
 import {
   type BudgetEvent,
   type BudgetState,
@@ -13,7 +14,6 @@ import {
   refusalEvent,
   reservationEvents,
 } from '../../functions/domain/budget-events.js';
-import type { Ledger } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
 
 const ledger = (
@@ -32,10 +32,10 @@ const ledger = (
     remaining: allocated - spent - reserved - debt,
   };
 };
-const state = (l: Ledger, extra: Partial<BudgetState> = {}): BudgetState => ({
-  ledger: l,
-  ...extra,
-});
+const state = (
+  { scope, unit, overdraftLimit, ...counters }: Ledger,
+  extra: Partial<BudgetState> = {},
+): BudgetState => ({ ref: { scope, unit }, counters, overdraftLimit, ...extra });
 
 let record = 0;
 const write = (before: BudgetState | undefined, after: BudgetState) =>
@@ -218,8 +218,12 @@ const reservation = (status: Reservation['status']): Reservation => ({
   gracePeriodMs: 5_000,
   ...(status === 'EXPIRED' && { finalizedAtMs: 70_000 }),
   scopePath: 'tenant:acme/workspace:w',
-  affectedScopes: ['tenant:acme', 'tenant:acme/workspace:w'],
+  holds: [
+    { scope: 'tenant:acme', shard: 0 },
+    { scope: 'tenant:acme/workspace:w', shard: 0 },
+  ],
   overagePolicy: 'REJECT',
+  ttlMs: 60_000,
 });
 
 describe('reservationEvents', () => {

@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError, RetryLaterError } from '../../functions/domain/errors.js';
 import type { WriteOutcome } from '../../functions/store/write.js';
-import {
-  guardedWrite,
-  MAX_STALE_RETRIES,
-  readAgain,
-} from '../../functions/use-cases/guarded-write.js';
+import { guardedWrite, MAX_STALE_RETRIES } from '../../functions/use-cases/guarded-write.js';
 
 // The loop in isolation: reads and writes are scripted sequences, so every branch is exercised
 // without a table. The store's side of each outcome is covered by the integration tests.
@@ -91,7 +87,7 @@ describe('guardedWrite', () => {
   it("answers the refusal a stale write's evidence proves, without reading again", async () => {
     const refusal = new DomainError('BUDGET_EXCEEDED', 'no');
     const { op, calls } = scripted(
-      { reads: [{}], writes: [{ kind: 'stale', refused: [{ index: 0, ledger: undefined }] }] },
+      { reads: [{}], writes: [{ kind: 'stale', refused: [{ index: 0, budget: undefined }] }] },
       { refusalOf: () => refusal },
     );
 
@@ -99,15 +95,30 @@ describe('guardedWrite', () => {
     expect(calls.reads).toBe(1);
   });
 
-  it('reads again without writing when the decision asks to', async () => {
-    let decides = 0;
+  it('reads again without deciding or writing when the repair wrote something', async () => {
+    let repairs = 0;
     const { op, calls } = scripted(
       { reads: [{}], writes: [{ kind: 'written' }] },
-      { decide: () => (++decides === 1 ? readAgain : { result: 'second' }) },
+      { repair: async () => ++repairs === 1 },
     );
 
-    expect(await guardedWrite(op)).toBe('second');
-    expect(calls).toMatchObject({ reads: 2, writes: 1 });
+    expect(await guardedWrite(op)).toEqual({ answer: 1 });
+    expect(calls).toEqual({ reads: 2, writes: 1, decides: 1 });
+  });
+
+  it('answers a refusal the repair throws, as one the decision throws', async () => {
+    const refusal = new DomainError('RESERVATION_EXPIRED', 'expired');
+    const { op, calls } = scripted(
+      { reads: [{}], writes: [] },
+      {
+        repair: async () => {
+          throw refusal;
+        },
+      },
+    );
+
+    await expect(guardedWrite(op)).rejects.toBe(refusal);
+    expect(calls).toEqual({ reads: 1, writes: 0, decides: 0 });
   });
 
   it('replays instead of refusing when a second look finds the record (opt-in)', async () => {

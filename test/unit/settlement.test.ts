@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import type { Ledger } from '../../functions/domain/budget.js';
 import { requireOwnTenant } from '../../functions/domain/caller.js';
 import { DomainError } from '../../functions/domain/errors.js';
-import type { Ledger } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
 import { callerScopes, NO_DIMENSIONS } from '../../functions/domain/scopes.js';
 import { commitChanges, eventChanges, eventPolicy } from '../../functions/domain/settlement.js';
+import { budgetsOf } from '../helpers/budgets.js';
 
 const ledger = (scope: string, fields: Partial<Ledger> = {}): Ledger => {
   const l = { allocated: 1_000, spent: 0, reserved: 0, debt: 0, overdraftLimit: 0, ...fields };
@@ -15,7 +16,7 @@ const ledger = (scope: string, fields: Partial<Ledger> = {}): Ledger => {
     remaining: l.allocated - l.spent - l.reserved - l.debt,
   };
 };
-const byScope = (...ledgers: Ledger[]) => new Map(ledgers.map((l) => [l.scope, l]));
+const byScope = (...ledgers: Ledger[]) => budgetsOf(...ledgers);
 const changesOf = (charge: ReturnType<typeof eventChanges>) =>
   'changes' in charge ? charge.changes : [];
 const refusalOf = (charge: ReturnType<typeof eventChanges>) =>
@@ -80,8 +81,12 @@ describe('commitChanges', () => {
     expiresAtMs: 60_000,
     gracePeriodMs: 5_000,
     scopePath: 'tenant:acme/workspace:w',
-    affectedScopes: ['tenant:acme', 'tenant:acme/workspace:w'],
+    holds: [
+      { scope: 'tenant:acme', shard: 0 },
+      { scope: 'tenant:acme/workspace:w', shard: 0 },
+    ],
     overagePolicy: 'REJECT',
+    ttlMs: 60_000,
   };
   const ledgers = byScope(
     ledger('tenant:acme', { reserved: 300 }),

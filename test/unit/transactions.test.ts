@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { emptyLedger } from '../../functions/domain/budget.js';
 import { emptyShards, respread } from '../../functions/domain/escrow.js';
 import { fingerprint } from '../../functions/domain/fingerprint.js';
-import { emptyLedger, holdChange, releaseChange } from '../../functions/domain/ledger.js';
+import { holdChange, releaseChange } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
 import { newApiKeyTransaction } from '../../functions/store/api-keys.js';
 import { eventTransaction } from '../../functions/store/events.js';
@@ -24,6 +25,7 @@ import { placeChanges } from '../../functions/store/shards.js';
 import { newTenantPut } from '../../functions/store/tenants.js';
 import { classifyCancellation } from '../../functions/store/write.js';
 import { applyUpdate, itemSize, writeUnits } from '../bench/capacity.js';
+import { budgetOf, budgetsOf } from '../helpers/budgets.js';
 
 /** A budget in TOKENS with `allocated` and nothing spent or held. */
 const funded = (scope: string, allocated: number) => ({
@@ -45,8 +47,9 @@ const reservation: Reservation = {
   expiresAtMs: 61_000,
   gracePeriodMs: 5_000,
   scopePath: scopes[2] ?? '',
-  affectedScopes: scopes,
+  holds: scopes.map((scope) => ({ scope, shard: 0 })),
   overagePolicy: 'REJECT',
+  ttlMs: 60_000,
 };
 const outcome = { fingerprint: 'f', result: {} };
 
@@ -228,7 +231,7 @@ describe('stored formats', () => {
       createdAtMs: 1_795_396_563_582,
       expiresAtMs: 1_795_396_623_582,
       scopePath: paths[2] ?? '',
-      affectedScopes: paths,
+      holds: paths.map((scope) => ({ scope, shard: 0 })),
     };
     const big = (scope: string, spent: number, held: number) => ({
       ...ledger(scope, spent, held),
@@ -484,7 +487,7 @@ describe('newLedgerTransaction', () => {
         { kind: 'tenant', value: 't' },
         { kind: 'workspace', value: 'w' },
       ],
-      ledger,
+      budget: budgetOf(ledger),
       createdAt: '2026-01-01T00:00:00.000Z',
       audit: {
         tenant: 't',
@@ -492,9 +495,7 @@ describe('newLedgerTransaction', () => {
         actor: { kind: 'key', keyId: 'key_1' },
         requestId: 'req-1',
         action: 'budget.create',
-        scope: 'tenant:t/workspace:w',
-        unit: 'TOKENS',
-        after: ledger,
+        after: budgetOf(ledger),
       },
     });
 
@@ -518,7 +519,10 @@ describe('newLedgerTransaction', () => {
     const items = newLedgerTransaction({
       tenant: 't',
       segments: [{ kind: 'tenant', value: 't' }],
-      ledger,
+      budget: budgetOf(ledger, {
+        caps: { caps: { maxTokens: 256, toolDenylist: ['shell'] }, belowRemainingBps: 2_000 },
+        layout: { kind: 'sharded', shards: respread(emptyShards(3), ledger), gated: false },
+      }),
       createdAt: '2026-01-01T00:00:00.000Z',
       audit: {
         tenant: 't',
@@ -526,12 +530,8 @@ describe('newLedgerTransaction', () => {
         actor: { kind: 'admin' },
         requestId: 'req-1',
         action: 'budget.create',
-        scope: 'tenant:t',
-        unit: 'TOKENS',
-        after: ledger,
+        after: budgetOf(ledger),
       },
-      shards: 3,
-      caps: { caps: { maxTokens: 256, toolDenylist: ['shell'] }, belowRemainingBps: 2_000 },
     });
     const puts = items.flatMap((i) => (i.Put ? [i.Put.Item] : []));
 
@@ -609,8 +609,14 @@ describe('classifyCancellation', () => {
     expect(outcome).toEqual({
       kind: 'stale',
       refused: [
-        { index: 0, ledger: expect.objectContaining({ scope: 'tenant:t', remaining: 2 }) },
-        { index: 1, ledger: undefined },
+        {
+          index: 0,
+          budget: expect.objectContaining({
+            ref: { scope: 'tenant:t', unit: 'TOKENS' },
+            counters: expect.objectContaining({ remaining: 2 }),
+          }),
+        },
+        { index: 1, budget: undefined },
       ],
     });
   });
@@ -657,7 +663,7 @@ describe('writes to every shard of a budget', () => {
     // 350 covers no shard of 100: the exact path rewrites all four.
     const placed = placeChanges(
       [holdChange(scope, 'TOKENS', 350)],
-      new Map([[scope, { ledger, shards }]]),
+      budgetsOf(budgetOf(ledger, { layout: { kind: 'sharded', shards, gated: false } })),
       0,
       ledgerUpdate,
     );

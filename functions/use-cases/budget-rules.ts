@@ -1,0 +1,48 @@
+import type { Unit } from '../domain/amounts.js';
+import { DomainError, invalidRequest } from '../domain/errors.js';
+import { heaviestPathExtra, MAX_PATH_EXTRA_SHARDS } from '../domain/escrow.js';
+import type { ShardedBudgets } from '../store/tenants.js';
+
+// What the budget operations of the control plane refuse with, in one place.
+
+export const noTenant = (tenant: string) =>
+  new DomainError('NOT_FOUND', `tenant ${tenant} does not exist`, { tenant_id: tenant });
+
+export const noBudget = (scope: string, unit: Unit) =>
+  new DomainError('NOT_FOUND', `no budget for ${scope} in ${unit}`, { scope, unit });
+
+export const budgetClosed = (scope: string, unit: Unit) =>
+  new DomainError('BUDGET_CLOSED', `the budget of ${scope} in ${unit} is closed`, { scope, unit });
+
+export const noShardsForRolling = () =>
+  invalidRequest('a rolling budget (period) cannot be split into shards', { field: 'shards' });
+
+/** Scopes of sharded budgets a tenant item may list (docs/decisions.md § Escrow shards). */
+const MAX_SHARDED_MAP_CHARS = 100_000;
+
+/**
+ * A sharded budget must leave every path it joins within one transaction's items: an exact
+ * write rewrites every shard of every budget on its subject's path (domain/escrow.ts).
+ */
+export function requireRoomForShards(
+  read: ShardedBudgets,
+  scope: string,
+  unit: Unit,
+  shards: number,
+): void {
+  // The map lives on the tenant item (400 KB at most, read every TENANT_STATE_TTL_MS): bounded.
+  if (JSON.stringify(read.byUnit).length + scope.length > MAX_SHARDED_MAP_CHARS) {
+    throw invalidRequest(
+      `shards: the tenant's sharded budgets would name more than ${MAX_SHARDED_MAP_CHARS} characters of scopes`,
+      { field: 'shards' },
+    );
+  }
+  const sharded = new Map(Object.entries(read.byUnit[unit] ?? {}));
+  const extra = heaviestPathExtra(sharded, scope, shards);
+  if (extra > MAX_PATH_EXTRA_SHARDS) {
+    throw invalidRequest(
+      `shards: the sharded budgets on one path through ${scope} would add ${extra} shards; at most ${MAX_PATH_EXTRA_SHARDS} fit one transaction (docs/scaling.md)`,
+      { field: 'shards' },
+    );
+  }
+}
