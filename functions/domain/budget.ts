@@ -16,6 +16,9 @@ export interface BudgetRef {
  */
 export const budgetKey = (ref: BudgetRef): string => `${ref.scope}#${ref.unit}`;
 
+/** What the keys of a scope's budgets (in every unit) start with. */
+export const budgetKeyPrefix = (scope: string): string => `${scope}#`;
+
 /**
  * ACTIVE, FROZEN (the operator's pause: no new holds or events, open reservations still settle;
  * reversible) or CLOSED (the tenant closed: permanent).

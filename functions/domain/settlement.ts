@@ -3,7 +3,14 @@ import { type Budgets, balanceOf, budgetAt, emptyLedger } from './budget.js';
 import { DomainError } from './errors.js';
 import { chargeAll, type LedgerChange, type OveragePolicy } from './ledger.js';
 import { budgetRefusal, firstRefusal, refusalError, type ScopeRefusal } from './refusals.js';
-import { affectedScopes, heldAmount, onHolds, type Reservation } from './reservation.js';
+import {
+  type Action,
+  affectedScopes,
+  heldAmount,
+  onHolds,
+  type Reservation,
+} from './reservation.js';
+import type { Subject } from './scopes.js';
 
 /**
  * SPEC § commit math (docs/ledger-math.md): the changes a commit of `actual` makes, each on its
@@ -28,6 +35,21 @@ export function commitChanges(r: Reservation, actual: Amount, budgets: Budgets):
   const charge = chargeAll(scoped, held.amount, actual.amount, r.overagePolicy);
   if ('refusal' in charge) throw refusalError(charge.refusal);
   return onHolds(r, charge.changes, budgets);
+}
+
+/** A usage event (POST /v1/events): spend that needed no reservation, charged to every scope. */
+export interface UsageEvent {
+  readonly eventId: string;
+  readonly tenant: string;
+  readonly createdAtMs: number;
+  readonly subject: Subject;
+  readonly action: Action;
+  readonly actual: Amount;
+  readonly scopes: readonly string[];
+  readonly overagePolicy: OveragePolicy;
+  readonly metrics?: Record<string, unknown> | undefined;
+  readonly metadata?: Record<string, unknown> | undefined;
+  readonly clientTimeMs?: number | undefined;
 }
 
 /**

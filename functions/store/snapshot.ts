@@ -1,18 +1,14 @@
 import type { Unit } from '../domain/amounts.js';
 import type { Budgets } from '../domain/budget.js';
 import type { Reservation } from '../domain/reservation.js';
-import {
-  type IdempotencyScope,
-  idempotencyKey,
-  type StoredOutcome,
-  settledOutcomeOf,
-  storedOutcomeOf,
-} from './idempotency.js';
-import { isReservationItem, reservationOf } from './items.js';
+import { budgetsOf, ledgerKeys } from './budgets/read.js';
+import { type IdempotencyScope, idempotencyKey } from './entities/idempotency.js';
+import type { StoredOutcome } from './entities/outcome.js';
+import { isReservationItem, reservationOf } from './entities/reservation.js';
+import type { Key } from './expressions.js';
 import { keys } from './keys.js';
-import { ledgerKeys } from './ledgers.js';
-import { budgetsOf } from './shards.js';
-import { getItems, type Key } from './transact.js';
+import { recordedOutcomeOf, settledOutcome } from './records.js';
+import { getItems } from './transact.js';
 
 export interface SnapshotRequest {
   readonly reservationId?: string | undefined;
@@ -59,9 +55,9 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   return {
     // Commit and release outcomes live on the reservation; records of 0.2 and before apart.
     replay:
-      storedOutcomeOf(recordItem) ??
+      recordedOutcomeOf(recordItem) ??
       (r.idempotency &&
-        settledOutcomeOf(reservationItem, r.idempotency.operation, r.idempotency.key)),
+        settledOutcome(reservationItem, r.idempotency.operation, r.idempotency.key)),
     reservation: isReservationItem(reservationItem) ? reservationOf(reservationItem) : undefined,
     budgets,
     atomic,

@@ -5,8 +5,10 @@ import type { Unit } from '../domain/amounts.js';
 import type { BudgetRef } from '../domain/budget.js';
 import { type BudgetState, type Refusal, takesBudget } from '../domain/budget-events.js';
 import type { Reservation } from '../domain/reservation.js';
-import { budgetOfItem, countersOf, isReservationItem, refusalOf, reservationOf } from './items.js';
-import type { Item } from './transact.js';
+import { budgetOfItem, countersOf, shardCountOf } from './entities/ledger.js';
+import { refusalOf } from './entities/refusal.js';
+import { isReservationItem, reservationOf } from './entities/reservation.js';
+import type { Item } from './expressions.js';
 
 /**
  * One record of the table's stream (NEW_AND_OLD_IMAGES), decoded into domain values: the only
@@ -84,7 +86,7 @@ export function decodeStreamRecord(record: DynamoDBRecord): TableChange {
       ...base,
       kind: 'ledger',
       tenant: String(after.tenant),
-      shards: Number(after.shards ?? 1),
+      shards: shardCountOf(after),
       before: before && budgetStateOf(before),
       after: budgetStateOf(after),
     };

@@ -1,12 +1,9 @@
 import type { Budget } from '../domain/budget.js';
-import { type StoredOutcome, storedOutcomeOf } from './idempotency.js';
-import { budgetOfItem, isLedgerItem } from './items.js';
-import {
-  type CancellationReason,
-  type TransactItem,
-  transact,
-  type WritePriority,
-} from './transact.js';
+import { budgetOfItem, isLedgerItem, shardCountOf } from './entities/ledger.js';
+import type { StoredOutcome } from './entities/outcome.js';
+import type { TransactItem } from './expressions.js';
+import { recordedOutcomeOf } from './records.js';
+import { type CancellationReason, transact, type WritePriority } from './transact.js';
 
 /**
  * What every guarded write comes back with: written; a duplicate (the idempotency record
@@ -72,14 +69,14 @@ export function classifyCancellation(
   const failed = (i: number | undefined) =>
     i !== undefined && reasons[i]?.code === 'ConditionalCheckFailed';
   if (failed(layout.recordAt)) {
-    return { kind: 'duplicate', stored: storedOutcomeOf(reasons[layout.recordAt ?? -1]?.item) };
+    return { kind: 'duplicate', stored: recordedOutcomeOf(reasons[layout.recordAt ?? -1]?.item) };
   }
   const refused: RefusedBudget[] = [];
   layout.proofs.forEach((index, at) => {
     if (index === undefined || !failed(at)) return;
     const item = reasons[at]?.item;
     // Read unsharded, found sharded (PATCH `shards` since): shard 0 alone proves nothing.
-    if (isLedgerItem(item) && Number(item.shards ?? 1) > 1) return;
+    if (isLedgerItem(item) && shardCountOf(item) > 1) return;
     refused.push({ index, budget: isLedgerItem(item) ? budgetOfItem(item) : undefined });
   });
   return { kind: 'stale', refused };

@@ -21,7 +21,7 @@ import { callerScopes, NO_DIMENSIONS, type Subject } from '../domain/scopes.js';
 import { eventChanges } from '../domain/settlement.js';
 import { requireOpenForNewWork } from '../domain/tenant.js';
 import { log } from '../log.js';
-import { unitsOfScope } from '../store/ledgers.js';
+import { unitsOfScope } from '../store/budgets/ledger-index.js';
 import { insertRefusal } from '../store/refusals.js';
 import type { SnapshotRequest } from '../store/snapshot.js';
 import { tenantState } from '../store/tenants.js';

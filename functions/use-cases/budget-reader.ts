@@ -11,13 +11,9 @@ import type { Caller } from '../domain/caller.js';
 import { isDue, rolledOver } from '../domain/period.js';
 import { affectedScopes, type Reservation, settleDeadline } from '../domain/reservation.js';
 import { tenantOfPath } from '../domain/scopes.js';
-import type { IdempotencyScope } from '../store/idempotency.js';
-import {
-  getBudgetRecords,
-  getBudgets,
-  getClosedPeriodBudgets,
-  rollOverLedger,
-} from '../store/ledgers.js';
+import { getClosedPeriodBudgets, rollOverLedger } from '../store/budgets/periods.js';
+import { getBudgetRecords, getBudgets } from '../store/budgets/read.js';
+import type { IdempotencyScope } from '../store/entities/idempotency.js';
 import { readSnapshot, type Snapshot, type SnapshotRequest } from '../store/snapshot.js';
 
 // The one reader of budgets (docs/architecture.md). Budgets come from the store as stored,

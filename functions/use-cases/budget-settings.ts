@@ -18,8 +18,9 @@ import {
   type Shard,
   type ShardMove,
 } from '../domain/escrow.js';
-import { queryLedgerIndex, setBudgetStatus, updateBudgetSettings } from '../store/ledgers.js';
-import { growShards, moveFromShard } from '../store/shards.js';
+import { growShards, moveFromShard } from '../store/budgets/growth.js';
+import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
+import { setBudgetStatus, updateBudgetSettings } from '../store/budgets/writes.js';
 import { getShardedBudgets } from '../store/tenants.js';
 import { readBudgets, readRecords } from './budget-reader.js';
 import {

@@ -20,12 +20,9 @@ import { emptyShards, respread } from '../domain/escrow.js';
 import { fingerprint } from '../domain/fingerprint.js';
 import { applyDelta, type FundOperation, fundChange, inPeriodsOf } from '../domain/ledger.js';
 import { type PeriodSpec, periodAt } from '../domain/period.js';
-import {
-  applyFunding,
-  insertLedger,
-  queryClosedPeriods,
-  queryLedgerIndex,
-} from '../store/ledgers.js';
+import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
+import { queryClosedPeriods } from '../store/budgets/periods.js';
+import { applyFunding, insertLedger } from '../store/budgets/writes.js';
 import { getShardedBudgets } from '../store/tenants.js';
 import { readBudgets, readRecords, rollOverDue, viewBudgets } from './budget-reader.js';
 import {
@@ -37,6 +34,7 @@ import {
 } from './budget-rules.js';
 import { type WriteContext, writableScope } from './context.js';
 import { guardedWrite, readAgain, whileStale } from './guarded-write.js';
+import { outcomeToStore } from './outcomes.js';
 import { type Page, type PageRequest, paged } from './pages.js';
 
 export interface BudgetRequest {
@@ -188,7 +186,7 @@ export function fundBudget(
     write: ({ result, change, audit, budgets }) =>
       applyFunding(
         change,
-        { scope: idempotency, outcome: { fingerprint: print, result } },
+        { scope: idempotency, outcome: outcomeToStore(print, result) },
         audit,
         budgets,
       ),

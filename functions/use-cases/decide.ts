@@ -8,6 +8,7 @@ import type { Subject } from '../domain/scopes.js';
 import { putIdempotencyRecord } from '../store/idempotency.js';
 import { admit } from './admission.js';
 import { guardedWrite } from './guarded-write.js';
+import { outcomeToStore } from './outcomes.js';
 
 export interface DecideRequest {
   readonly idempotencyKey: string;
@@ -54,7 +55,7 @@ export async function decide(
       };
       return { refusal, result };
     },
-    write: ({ result }) => putIdempotencyRecord(idempotency, { fingerprint: print, result }, now),
+    write: ({ result }) => putIdempotencyRecord(idempotency, outcomeToStore(print, result), now),
     onWritten: ({ refusal }) => {
       denied = refusal;
     },

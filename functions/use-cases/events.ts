@@ -7,9 +7,11 @@ import { inPeriodsOf, ledgersAfter, type OveragePolicy } from '../domain/ledger.
 import { budgetRefusal, refusalError } from '../domain/refusals.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
+import type { UsageEvent } from '../domain/settlement.js';
 import { insertEvent } from '../store/events.js';
 import { admit } from './admission.js';
 import { guardedWrite } from './guarded-write.js';
+import { outcomeToStore, type ResultCodec } from './outcomes.js';
 
 export interface EventRequest {
   readonly idempotencyKey: string;
@@ -26,6 +28,15 @@ export interface EventApplied {
   readonly balances: readonly Ledger[];
 }
 
+/** An event's result, stored beside it: its balances; the event holds its id. */
+export const appliedCodec: ResultCodec<EventApplied> = {
+  compact: ({ balances }) => ({ balances }),
+  expand: ({ balances }, { event }) => {
+    if (!event) throw new Error('an event outcome off its event');
+    return { eventId: event.eventId, balances };
+  },
+};
+
 /** POST /v1/events: a direct debit of `actual` on every derived scope, one transaction of scopes + 1 items. */
 export async function createEvent(
   caller: Caller,
@@ -40,6 +51,7 @@ export async function createEvent(
   return guardedWrite({
     name: 'event',
     fingerprint: print,
+    codec: appliedCodec,
     read: (atomic) => admission.read({ eventId }, atomic),
     repair: admission.repair,
     decide: (snapshot) => {
@@ -48,10 +60,9 @@ export async function createEvent(
       const result: EventApplied = { eventId, balances: ledgersAfter(budgets, changes) };
       return { result, changes: inPeriodsOf(changes, budgets), budgets };
     },
-    write: ({ result, changes, budgets }) =>
-      insertEvent({
+    write: ({ result, changes, budgets }) => {
+      const event: UsageEvent = {
         eventId,
-        budgets,
         tenant: caller.tenant,
         createdAtMs: now,
         subject: request.subject,
@@ -62,9 +73,10 @@ export async function createEvent(
         metrics: request.metrics,
         metadata: request.metadata,
         clientTimeMs: request.clientTimeMs,
-        charges: changes,
-        outcome: { fingerprint: print, result },
-      }),
+      };
+      const outcome = outcomeToStore(print, result, appliedCodec, { event });
+      return insertEvent({ event, charges: changes, budgets, outcome });
+    },
     // Under overdraft a moved ledger does not prove a refusal: only the last attempt reports one.
     refusalOf: (refused, _plan, lastAttempt) => {
       if (!lastAttempt) return undefined;

@@ -1,6 +1,7 @@
 import { DomainError, RetryLaterError } from '../domain/errors.js';
-import { type StoredOutcome, UNRENDERABLE } from '../store/idempotency.js';
+import type { StoredOutcome } from '../store/entities/outcome.js';
 import type { RefusedBudget, WriteOutcome } from '../store/write.js';
+import { type ResultCodec, replayOf } from './outcomes.js';
 
 /** Returned by a step when what was read can no longer be trusted: read again. */
 export const readAgain = Symbol('readAgain');
@@ -34,6 +35,8 @@ export interface GuardedWrite<S extends Snapshot, P extends Plan<unknown>> {
   readonly name: string;
   /** Of the request payload: the same key with another payload is a mismatch. */
   readonly fingerprint: string;
+  /** How the operation's result was stored compactly, for a replay to rebuild it. */
+  readonly codec?: ResultCodec<P['result']> | undefined;
   /** `atomic`: read sharded budgets at one instant (a refusal's proof). */
   read(atomic?: boolean): Promise<S>;
   /**
@@ -75,7 +78,7 @@ export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
     const snapshot = await op.read();
     if (snapshot.replay) {
       op.onReplay?.(snapshot);
-      return replayOf<P['result']>(snapshot.replay, op.fingerprint);
+      return replayOf(snapshot.replay, op.fingerprint, op.codec);
     }
     const plan = await decideOrReplay(op, snapshot);
     if ('replayed' in plan) return plan.replayed;
@@ -87,7 +90,7 @@ export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
       }
       if (outcome.kind === 'duplicate') {
         op.onReplay?.(undefined);
-        return replayOf<P['result']>(outcome.stored, op.fingerprint);
+        return replayOf(outcome.stored, op.fingerprint, op.codec);
       }
       const refusal = op.refusalOf?.(outcome.refused, plan.decided, lastAttempt);
       if (refusal) throw refusal;
@@ -120,7 +123,7 @@ async function decideOrReplay<S extends Snapshot, P extends Plan<unknown>>(
       const again = await op.read(true);
       if (again.replay) {
         op.onReplay?.(again);
-        return { replayed: replayOf<P['result']>(again.replay, op.fingerprint) };
+        return { replayed: replayOf(again.replay, op.fingerprint, op.codec) };
       }
       return { decided: await repairAndDecide(op, again) };
     }
@@ -128,24 +131,10 @@ async function decideOrReplay<S extends Snapshot, P extends Plan<unknown>>(
     const again = await op.read();
     if (again.replay) {
       op.onReplay?.(again);
-      return { replayed: replayOf<P['result']>(again.replay, op.fingerprint) };
+      return { replayed: replayOf(again.replay, op.fingerprint, op.codec) };
     }
     throw refusal;
   }
-}
-
-/** SPEC § Idempotency rules 2-3: the original result, or 409 when the payload differs. */
-export function replayOf<R>(stored: StoredOutcome | undefined, fingerprint: string): R {
-  if (!stored) throw new Error('idempotency record without a stored outcome');
-  if (stored.fingerprint !== fingerprint) {
-    throw new DomainError(
-      'IDEMPOTENCY_MISMATCH',
-      'idempotency_key was already used with a different payload',
-    );
-  }
-  if (stored.result === UNRENDERABLE) throw new Error('replay of a record written by 0.1.0');
-  // Stored by this same operation from a value of type R.
-  return stored.result as R;
 }
 
 /**

@@ -12,7 +12,7 @@ import {
   type ReservationStatus,
 } from '../domain/reservation.js';
 import { canonicalValue, LEVELS, type Level, segmentText } from '../domain/scopes.js';
-import { queryLedgerIndex } from '../store/ledgers.js';
+import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
 import { queryReservations, readReservation } from '../store/reservation-queries.js';
 import { viewBudgetsByKey } from './budget-reader.js';
 import type { Page } from './pages.js';

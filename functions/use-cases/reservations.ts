@@ -11,12 +11,13 @@ import {
   presentLedgers,
 } from '../domain/ledger.js';
 import { isRefusal, type RefusalCode, refusalError } from '../domain/refusals.js';
-import type { Action, Reservation } from '../domain/reservation.js';
+import { type Action, affectedScopes, type Reservation } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
 import { insertReservation } from '../store/reservation-writes.js';
 import { recordMetric } from '../telemetry/invocation.js';
 import { type Admission, admit } from './admission.js';
 import { decideOnRead, guardedWrite } from './guarded-write.js';
+import { outcomeToStore, type ResultCodec } from './outcomes.js';
 
 export interface ReservationRequest {
   readonly idempotencyKey: string;
@@ -73,6 +74,7 @@ export async function createReservation(
   const reserved = await guardedWrite({
     name: 'reservation',
     fingerprint: print,
+    codec: reservedCodec,
     read: (atomic) => admission.read({ reservationId }, atomic),
     repair: admission.repair,
     decide: (snapshot) => {
@@ -96,7 +98,12 @@ export async function createReservation(
       return { result, reservation, holds, budgets };
     },
     write: ({ result, reservation, holds, budgets }) =>
-      insertReservation({ reservation, holds, budgets, outcome: { fingerprint: print, result } }),
+      insertReservation({
+        reservation,
+        holds,
+        budgets,
+        outcome: outcomeToStore(print, result, reservedCodec, { reservation }),
+      }),
     // The budgets changed since the read: the condition that failed names the scope.
     refusalOf: admission.refusalOnWrite,
     onReplay: (snapshot) => lease.onReplay(snapshot),
@@ -109,6 +116,27 @@ export async function createReservation(
   });
   return { ...reserved, ...lease.of(reserved.expiresAtMs) };
 }
+
+/**
+ * A reserve's result, stored beside its reservation: the balances and caps; the reservation
+ * holds the rest (its scopes, estimate, id and first expiry).
+ */
+export const reservedCodec: ResultCodec<Reserved> = {
+  compact: ({ balances, caps }) => ({ balances, ...(caps && { caps }) }),
+  expand: ({ balances, caps }, { reservation: r }) => {
+    if (!r) throw new Error('a reserve outcome off its reservation');
+    return {
+      kind: 'reserved',
+      affectedScopes: affectedScopes(r),
+      scopePath: r.scopePath,
+      reserved: r.reserved,
+      reservationId: r.reservationId,
+      expiresAtMs: r.createdAtMs + r.ttlMs,
+      balances,
+      ...(caps !== undefined && { caps: caps as Caps }),
+    };
+  },
+};
 
 /** SPEC rule 3: evaluated like a live reservation; nothing persisted, no id or expiry. */
 async function dryRun(admission: Admission, request: ReservationRequest): Promise<DryRun> {

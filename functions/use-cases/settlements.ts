@@ -13,15 +13,17 @@ import {
   transition,
 } from '../domain/reservation.js';
 import { commitChanges } from '../domain/settlement.js';
-import type { IdempotencyScope, StoredOutcome } from '../store/idempotency.js';
+import type { IdempotencyScope } from '../store/entities/idempotency.js';
+import type { OutcomeToStore } from '../store/entities/outcome.js';
 import { queryReservations, readReservation } from '../store/reservation-queries.js';
 import { moveReservationExpiry, settleReservation } from '../store/reservation-writes.js';
 import type { WriteOutcome } from '../store/write.js';
 import { recordMetric } from '../telemetry/invocation.js';
-import { readForSettling, rollOverDue } from './budget-reader.js';
+import { readForSettling, rollOverDue, type Snapshot } from './budget-reader.js';
 import type { WriteContext } from './context.js';
 import { expireReservation } from './expiry.js';
 import { guardedWrite, type Plan } from './guarded-write.js';
+import { outcomeToStore, type ResultCodec } from './outcomes.js';
 import { type Lease, leaseAt } from './reservations.js';
 
 export interface CommitRequest {
@@ -37,6 +39,30 @@ export interface Committed {
   readonly balances: readonly Ledger[];
 }
 
+/** A settlement's result, stored on its reservation: the balances; the reservation, the rest. */
+const settledCodec = <R>(expand: (r: Reservation) => Omit<R, 'balances'>): ResultCodec<R> => ({
+  compact: (result) => ({ balances: (result as { balances: readonly Ledger[] }).balances }),
+  expand: ({ balances }, { reservation }) => {
+    if (!reservation) throw new Error('a settlement outcome off its reservation');
+    return { ...expand(reservation), balances } as R;
+  },
+});
+
+export const committedCodec = settledCodec<Committed>((r) => {
+  const { unit, amount: estimate } = r.reserved;
+  const charged = r.committed?.amount ?? 0;
+  return {
+    status: 'COMMITTED',
+    charged: { unit, amount: charged },
+    released: { unit, amount: Math.max(0, estimate - charged) },
+  };
+});
+
+export const releasedCodec = settledCodec<Released>((r) => ({
+  status: 'RELEASED',
+  released: r.reserved,
+}));
+
 /** POST /v1/reservations/{id}/commit: SPEC § commit math, docs/ledger-math.md. */
 export function commitReservation(
   caller: Caller,
@@ -45,6 +71,8 @@ export function commitReservation(
   now: number,
 ): Promise<Committed> {
   return changeReservation(caller, reservationId, 'commit', request, now, {
+    codec: committedCodec,
+    settled: (r) => ({ ...r, status: 'COMMITTED', committed: request.actual }),
     decide: (r, budgets) => {
       const changes = commitChanges(r, request.actual, budgets);
       const { unit, amount: held } = heldAmount(r);
@@ -98,6 +126,8 @@ export function releaseReservation(
   forcedBy?: { readonly requestId: string },
 ): Promise<Released> {
   return changeReservation(caller, reservationId, 'release', request, now, {
+    codec: releasedCodec,
+    settled: (r) => ({ ...r, status: 'RELEASED' }),
     decide: (r, budgets) => {
       const changes = releaseChanges(r, budgets);
       const result: Released = {
@@ -231,6 +261,10 @@ export async function extendReservation(
 
 /** What commit, release and extend each state: the decision on an ACTIVE reservation, and its write. */
 interface ReservationChange<P extends Plan<unknown>> {
+  /** How the result is stored compactly on the reservation (commit, release). */
+  readonly codec?: ResultCodec<P['result']>;
+  /** The reservation as the write leaves it: the record its compact result is rebuilt from. */
+  settled?(r: Reservation): Reservation;
   /** Told when the answer is a replay (GuardedWrite.onReplay). */
   onReplay?(snapshot: { readonly reservation?: Reservation | undefined } | undefined): void;
   /** Told once the change was written (GuardedWrite.onWritten). */
@@ -240,7 +274,7 @@ interface ReservationChange<P extends Plan<unknown>> {
   write(
     r: Reservation,
     plan: P,
-    idempotency: { readonly scope: IdempotencyScope; readonly outcome: StoredOutcome },
+    idempotency: { readonly scope: IdempotencyScope; readonly outcome: OutcomeToStore },
     budgets: Budgets,
   ): Promise<WriteOutcome>;
 }
@@ -262,9 +296,11 @@ function changeReservation<P extends Plan<unknown>>(
   const print = fingerprint({ reservationId, ...request });
   const transitionOf = (r: Reservation | undefined) =>
     settleable(caller, reservationId, r, trigger, now);
-  return guardedWrite({
+  type Settling = P & { readonly reservation: Reservation; readonly budgets: Budgets };
+  return guardedWrite<Snapshot, Settling>({
     name: trigger,
     fingerprint: print,
+    codec: change.codec,
     recheckReplayBeforeRefusing: true,
     read: (atomic) => readForSettling(caller, reservationId, idempotency, now, atomic),
     // Only our own expiry proves that it expired: if something settled or extended it first,
@@ -280,13 +316,11 @@ function changeReservation<P extends Plan<unknown>>(
       if (t.kind === 'expire') throw expiredError(t.reservation);
       return { ...change.decide(t.reservation, budgets), reservation: t.reservation, budgets };
     },
-    write: (plan) =>
-      change.write(
-        plan.reservation,
-        plan,
-        { scope: idempotency, outcome: { fingerprint: print, result: plan.result } },
-        plan.budgets,
-      ),
+    write: (plan) => {
+      const record = change.settled && { reservation: change.settled(plan.reservation) };
+      const outcome = outcomeToStore(print, plan.result, change.codec, record);
+      return change.write(plan.reservation, plan, { scope: idempotency, outcome }, plan.budgets);
+    },
     onReplay: (snapshot) => change.onReplay?.(snapshot),
     onWritten: (plan) => change.onWritten?.(plan.reservation),
   });

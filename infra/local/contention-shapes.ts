@@ -16,11 +16,11 @@ import { holdChange, ledgersAfter } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
 import { deriveScopes, type Subject } from '../../functions/domain/scopes.js';
 import { commitChanges } from '../../functions/domain/settlement.js';
+import type { TransactItem } from '../../functions/store/expressions.js';
 import { reserveTransaction, settleTransaction } from '../../functions/store/reservation-writes.js';
 import {
   CONFLICT_RETRY_BUDGET,
   conflictBackoffMs,
-  type TransactItem,
   type WritePriority,
 } from '../../functions/store/transact.js';
 import type { Reserved } from '../../functions/use-cases/reservations.js';

@@ -17,9 +17,10 @@ import {
 import { affectedScopes, type Reservation } from '../../functions/domain/reservation.js';
 import { deriveScopes, type Subject } from '../../functions/domain/scopes.js';
 import { dynamoClient } from '../../functions/store/client.js';
+import type { TransactItem } from '../../functions/store/expressions.js';
 import { reserveTransaction, settleTransaction } from '../../functions/store/reservation-writes.js';
 import { readSnapshot } from '../../functions/store/snapshot.js';
-import { type TransactItem, transact, transactStats } from '../../functions/store/transact.js';
+import { transact, transactStats } from '../../functions/store/transact.js';
 import { ALLOCATED, TTL_MS, UNIT } from './provision.js';
 import { installTally, type Tally, type TallyControl } from './tally.js';
 

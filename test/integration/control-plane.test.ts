@@ -33,7 +33,7 @@ const runtime = (
 
 /** The store as the handlers use it (imported once the stack has set the environment). */
 const store = async () => ({
-  ...(await import('../../functions/store/ledgers.js')),
+  ...(await import('../../functions/store/budgets/read.js')),
   ...(await import('../../functions/store/tenants.js')),
 });
 
@@ -696,6 +696,29 @@ describe('budgets', () => {
       });
       expect([400]).toContain(res.status);
     }
+  });
+
+  it('sets caps with a soft landing and thresholds in one PATCH, removing nothing', async () => {
+    const t = await givenTenant(stack);
+    const root = `tenant:${t.tenant}`;
+    await givenBudget(stack, t, '', 1_000);
+
+    const patched = await request('PATCH', `${stack.adminUrl}/v1/admin/budgets?${q(root)}`, {
+      headers: t.headers,
+      body: {
+        caps: { max_tokens: 500 },
+        caps_when_remaining_below_bps: 2_500,
+        thresholds: [10, 90],
+      },
+    });
+
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body).toMatchObject({
+      caps: { max_tokens: 500 },
+      caps_when_remaining_below_bps: 2_500,
+      thresholds: [10, 90],
+    });
+    expect((await budgetAt(root)).body).toMatchObject({ thresholds: [10, 90] });
   });
 
   it('funds by query: DEBIT never below spent and held, RESET_SPENT starts a period by hand', async () => {

@@ -29,7 +29,7 @@ import {
 import { scopeRefusal } from '../../functions/domain/refusals.js';
 import { type Reservation, releaseChanges } from '../../functions/domain/reservation.js';
 import { eventPolicy } from '../../functions/domain/settlement.js';
-import { reservationOf } from '../../functions/store/items.js';
+import { reservationOf } from '../../functions/store/entities/reservation.js';
 
 /** The budget a set of shards makes up: its scope, unit and limit, and the shards' sums. */
 const mergedOf = (base: Pick<Ledger, 'scope' | 'unit' | 'overdraftLimit'>, shards: Shard[]) => ({

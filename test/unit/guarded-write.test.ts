@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError, RetryLaterError } from '../../functions/domain/errors.js';
+import type { StoredOutcome } from '../../functions/store/entities/outcome.js';
 import type { WriteOutcome } from '../../functions/store/write.js';
 import { guardedWrite, MAX_STALE_RETRIES } from '../../functions/use-cases/guarded-write.js';
 
@@ -7,9 +8,15 @@ import { guardedWrite, MAX_STALE_RETRIES } from '../../functions/use-cases/guard
 // without a table. The store's side of each outcome is covered by the integration tests.
 
 interface Script {
-  reads: { replay?: { fingerprint: string; result: unknown } }[];
+  reads: { replay?: StoredOutcome }[];
   writes: WriteOutcome[];
 }
+
+/** An outcome stored whole, as an idempotency record keeps it. */
+const stored = (fingerprint: string, value: unknown): StoredOutcome => ({
+  fingerprint,
+  result: { form: 'whole', value },
+});
 
 function scripted(script: Script, overrides: Record<string, unknown> = {}) {
   const calls = { reads: 0, writes: 0, decides: 0 };
@@ -47,7 +54,7 @@ describe('guardedWrite', () => {
 
   it('replays a stored outcome without deciding or writing', async () => {
     const { op, calls } = scripted({
-      reads: [{ replay: { fingerprint: 'f', result: { answer: 'first' } } }],
+      reads: [{ replay: stored('f', { answer: 'first' }) }],
       writes: [],
     });
 
@@ -58,7 +65,7 @@ describe('guardedWrite', () => {
   it('refuses the same key with another payload with 409 IDEMPOTENCY_MISMATCH', async () => {
     const { op } = scripted({
       reads: [{}],
-      writes: [{ kind: 'duplicate', stored: { fingerprint: 'other', result: {} } }],
+      writes: [{ kind: 'duplicate', stored: stored('other', {}) }],
     });
 
     await expect(guardedWrite(op)).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
@@ -127,7 +134,7 @@ describe('guardedWrite', () => {
         throw new DomainError('RESERVATION_FINALIZED', 'already COMMITTED');
       },
     };
-    const reads = [{}, { replay: { fingerprint: 'f', result: 'won' } }];
+    const reads = [{}, { replay: stored('f', 'won') }];
     const withRecheck = scripted(
       { reads, writes: [] },
       {
