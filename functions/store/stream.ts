@@ -71,11 +71,15 @@ function budgetStateOf(item: Item): BudgetState {
   };
 }
 
-export function decodeStreamRecord(record: DynamoDBRecord): TableChange {
+/** One record of the table's stream, as Lambda's event source mapping delivers it. */
+export type StreamRecord = DynamoDBRecord;
+
+/** `clock`: the time of a record that carries none. */
+export function decodeStreamRecord(record: StreamRecord, clock = Date.now): TableChange {
   const seconds = record.dynamodb?.ApproximateCreationDateTime;
   const base: RecordBase = {
     recordId: record.eventID ?? record.dynamodb?.SequenceNumber ?? '',
-    at: seconds === undefined ? Date.now() : Math.round(seconds * 1000),
+    at: seconds === undefined ? clock() : Math.round(seconds * 1000),
   };
   if (record.eventName === 'REMOVE') return { ...base, kind: 'other' };
   const before = image(record.dynamodb?.OldImage);

@@ -7,7 +7,7 @@ import {
   type Reservation,
   settleDeadline,
 } from '../domain/reservation.js';
-import { queryDueReservations } from '../store/reservation-queries.js';
+import { nextDeadlineBefore, queryDueReservations } from '../store/reservation-queries.js';
 import { expireReservations } from '../store/reservation-writes.js';
 import { recordMetric } from '../telemetry/invocation.js';
 import { currentBudgetsOf } from './budget-reader.js';
@@ -50,6 +50,36 @@ export async function sweepExpiredReservations(
     if (progressed === 0) break;
   }
   return { expired, examined, lagMs };
+}
+
+/** What a long sweep is handed: one pass (with its telemetry), the clock, its pace. */
+export interface SweepPorts {
+  /** One pass over the due index, stopping at `stopAt` (real time). */
+  readonly pass: (stopAt: number) => Promise<SweepResult>;
+  /** Server time. */
+  readonly clock: () => number;
+  readonly intervalMs: number;
+}
+
+/**
+ * Sweeps, then looks for the next deadline due before `endAt` (real time): none → it ends at
+ * once, so an idle deployment costs one short invocation a minute; otherwise it sweeps again
+ * every `intervalMs` (or at that deadline, if sooner), so a due hold comes back within the
+ * interval, not the minute. Answers how many it expired.
+ */
+export async function sweepUntil(endAt: number, ports: SweepPorts): Promise<number> {
+  let expired = 0;
+  for (;;) {
+    expired += (await ports.pass(endAt)).expired;
+    const left = endAt - Date.now();
+    const next = await nextDeadlineBefore(ports.clock() + left);
+    if (next === undefined) break;
+    // Already due yet not expired by this pass: index entries catching up, or new arrivals.
+    const wait = Math.min(ports.intervalMs, Math.max(250, next - ports.clock()));
+    if (wait >= endAt - Date.now()) break;
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+  return expired;
 }
 
 /**

@@ -1,7 +1,5 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { budgetEventMessage } from '../../functions/budget-events/render.js';
-import { BudgetEventMessage, EVENT_SCHEMAS } from '../../functions/budget-events/schemas.js';
 import type { Ledger } from '../../functions/domain/budget.js';
 import {
   type BudgetEvent,
@@ -15,6 +13,8 @@ import {
   reservationEvents,
 } from '../../functions/domain/budget-events.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
+import { budgetEventMessage } from '../../functions/outbound/messages.js';
+import { BudgetEventMessage, EVENT_SCHEMAS } from '../../functions/outbound/schemas.js';
 
 const ledger = (
   allocated: number,

@@ -34,7 +34,7 @@ function usage(b: BudgetState) {
   };
 }
 
-/** A domain event as the wire carries it (functions/budget-events/schemas.ts). */
+/** A domain event as the wire carries it (functions/outbound/schemas.ts). */
 export function budgetEventMessage(e: BudgetEvent): BudgetEventMessage {
   const base = {
     event_id: e.id,
