@@ -64,6 +64,7 @@ export const AUDIT_OPERATIONS = {
 } as const satisfies Record<AuditAction, { operation: string; resourceType: string }>;
 
 export type AuditOperation = (typeof AUDIT_OPERATIONS)[AuditAction]['operation'];
+export type AuditResourceType = (typeof AUDIT_OPERATIONS)[AuditAction]['resourceType'];
 export const AUDIT_OPERATION_NAMES = Object.values(AUDIT_OPERATIONS).map((o) => o.operation);
 
 /** The id of what an entry changed: a tenant id, a key id, `<scope>#<unit>`, a reservation id. */
@@ -96,7 +97,7 @@ export interface AuditRecord {
   readonly actor: string;
   readonly requestId: string;
   readonly operation: string;
-  readonly resourceType: string;
+  readonly resourceType: AuditResourceType;
   readonly resourceId: string;
   readonly before?: Readonly<Record<string, unknown>> | undefined;
   readonly after?: Readonly<Record<string, unknown>> | undefined;

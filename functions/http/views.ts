@@ -10,10 +10,15 @@ import {
   type Ledger,
 } from '../domain/budget.js';
 import type { Caps } from '../domain/caps.js';
+import type { DomainError } from '../domain/errors.js';
 import { derivedId } from '../domain/fingerprint.js';
-import { affectedScopes, type Reservation } from '../domain/reservation.js';
+import {
+  affectedScopes,
+  type Reservation,
+  ReservationExpiredError,
+} from '../domain/reservation.js';
 import type { Tenant } from '../domain/tenant.js';
-import type { Introspection, KeyValidation } from '../use-cases/api-keys.js';
+import type { Introspection, KeyValidation, TenantIntrospection } from '../use-cases/api-keys.js';
 import type { Funded } from '../use-cases/budgets.js';
 import type { Decision } from '../use-cases/decide.js';
 import type { EventApplied } from '../use-cases/events.js';
@@ -80,6 +85,12 @@ export function reservationView(r: Reservation, { withMetadata }: { withMetadata
 
 export const reservationDetailView = (r: Reservation) => reservationView(r, { withMetadata: true });
 
+/** A reservation read answered 410 carries the reservation itself in its details. */
+export const expiredReservationDetails = (refusal: DomainError) =>
+  refusal instanceof ReservationExpiredError
+    ? { reservation: reservationDetailView(refusal.reservation) }
+    : refusal.details;
+
 /** SPEC § Caps: only the constraints set. */
 const capsView = (c: Caps) => ({
   ...(c.maxTokens !== undefined && { max_tokens: c.maxTokens }),
@@ -144,7 +155,7 @@ export const extendedView = (e: Extended & Lease) => ({
 });
 
 export const eventView = (e: EventApplied) => ({
-  status: 'APPLIED',
+  status: 'APPLIED' as const,
   event_id: e.eventId,
   balances: e.balances.map(balanceView),
 });
@@ -214,7 +225,7 @@ export const auditRecordView = (r: AuditRecord) => ({
   resource_type: r.resourceType,
   resource_id: r.resourceId,
   request_id: r.requestId,
-  status: r.operation.startsWith('create') ? 201 : 200,
+  status: r.operation.startsWith('create') ? (201 as const) : (200 as const),
   metadata: {
     actor: r.actor,
     ...(r.before !== undefined && { before: r.before }),
@@ -244,13 +255,13 @@ export const createdApiKeyView = ({ key, secret }: { key: ApiKey; secret: string
 export const keyValidationView = (v: KeyValidation) =>
   v.valid
     ? {
-        valid: true,
+        valid: true as const,
         tenant_id: v.key.tenant,
         key_id: v.key.keyId,
         permissions: v.key.permissions,
         ...(v.key.expiresAt !== undefined && { expires_at: v.key.expiresAt }),
       }
-    : { valid: false, reason: v.reason };
+    : { valid: false as const, reason: v.reason };
 
 /**
  * The reference's AuthIntrospectResponse, exactly: it has no field for the key's id or expiry,
@@ -259,15 +270,20 @@ export const keyValidationView = (v: KeyValidation) =>
 export function introspectionView(i: Introspection) {
   if (i.authType === 'admin') {
     return {
-      authenticated: true,
-      auth_type: 'admin',
-      permissions: ['*'],
+      authenticated: true as const,
+      auth_type: 'admin' as const,
+      permissions: ['*' as const],
       capabilities: i.capabilities,
     };
   }
+  return tenantIntrospectionView(i);
+}
+
+/** A tenant key's introspection (the runtime server's, where only tenant keys authenticate). */
+export function tenantIntrospectionView(i: TenantIntrospection) {
   const body = {
-    authenticated: true,
-    auth_type: 'tenant',
+    authenticated: true as const,
+    auth_type: 'tenant' as const,
     permissions: i.key.permissions,
     capabilities: i.capabilities,
     tenant_id: i.key.tenant,

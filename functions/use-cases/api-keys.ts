@@ -226,14 +226,21 @@ export async function revokeKeysOfTenant(
   }
 }
 
+export type TenantIntrospection = {
+  readonly authType: 'tenant';
+  readonly key: Caller;
+  readonly capabilities: Capabilities;
+};
 export type Introspection =
   | { readonly authType: 'admin'; readonly capabilities: Capabilities }
-  | { readonly authType: 'tenant'; readonly key: Caller; readonly capabilities: Capabilities };
+  | TenantIntrospection;
 
 /**
  * GET /v1/auth/introspect: who the credential is and what it may do. Authentication has already
  * read the key, so this reads nothing.
  */
+export function introspectAuth(credential: Credential & { kind: 'tenant' }): TenantIntrospection;
+export function introspectAuth(credential: Credential): Introspection;
 export function introspectAuth(credential: Credential): Introspection {
   if (credential.kind === 'admin') return { authType: 'admin', capabilities: adminCapabilities() };
   const { kind: _, ...key } = credential;

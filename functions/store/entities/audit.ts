@@ -102,7 +102,7 @@ export function auditRecordOf(stored: Item): AuditRecord {
     actor: String(item.actor),
     requestId: String(item.request_id),
     operation: String(item.operation),
-    resourceType: String(item.resource_type),
+    resourceType: String(item.resource_type) as AuditRecord['resourceType'],
     resourceId: String(item.resource_id),
     before: item.before as AuditRecord['before'],
     after: item.after as AuditRecord['after'],
