@@ -69,24 +69,10 @@ export const AUDIT_OPERATION_NAMES = Object.values(AUDIT_OPERATIONS).map((o) => 
 
 /** The id of what an entry changed: a tenant id, a key id, `<scope>#<unit>`, a reservation id. */
 export function resourceIdOf(e: AuditEntry): string {
-  switch (e.action) {
-    case 'budget.create':
-    case 'budget.fund':
-    case 'budget.update':
-    case 'budget.freeze':
-    case 'budget.unfreeze':
-    case 'budget.close':
-      return budgetKey(e.after.ref);
-    case 'tenant.create':
-    case 'tenant.update':
-      return e.after.tenantId;
-    case 'api_key.create':
-    case 'api_key.update':
-    case 'api_key.revoke':
-      return e.after.keyId;
-    case 'reservation.release':
-      return e.reservationId;
-  }
+  if (e.action === 'reservation.release') return e.reservationId;
+  const { after } = e;
+  if ('ref' in after) return budgetKey(after.ref);
+  return 'keyId' in after ? after.keyId : after.tenantId;
 }
 
 /** An audit record as read back: the wire view renders it. */

@@ -7,12 +7,12 @@ import {
   isApiKeyItem,
   keyAttributes,
 } from './entities/api-key.js';
-import { auditItem } from './entities/audit.js';
 import { tenantExists } from './entities/tenant.js';
 import { and, attr, type Item, or, putIfAbsent, type TransactItem, update } from './expressions.js';
 import { directory, keys } from './keys.js';
 import { queryPage } from './pages.js';
 import { getItems, transact } from './transact.js';
+import { auditPut, writeAudited } from './write.js';
 
 /**
  * The key under the SHA-256 of its secret, a pointer from its id (for the operator's get, change
@@ -27,7 +27,7 @@ export function newApiKeyTransaction(
     tenantExists(key.tenant),
     putIfAbsent(apiKeyItem(secretHash, key)),
     putIfAbsent(apiKeyPointerItem(secretHash, key.keyId)),
-    ...(audit ? [putIfAbsent(auditItem(audit))] : []),
+    ...(audit ? [auditPut(audit)] : []),
   ];
 }
 
@@ -91,20 +91,22 @@ export async function updateApiKey(
   after: ApiKey,
   audit: AuditEntry,
 ): Promise<'updated' | 'stale'> {
-  const outcome = await transact([
-    update(
-      keys.apiKey(secretHash),
-      { set: keyAttributes(after) },
-      {
-        condition: and(
-          or(attr('status').notExists(), attr('status').ne('REVOKED')),
-          before.updatedAt === undefined
-            ? attr('updated_at').notExists()
-            : attr('updated_at').eq(before.updatedAt),
-        ),
-      },
-    ),
-    putIfAbsent(auditItem(audit)),
-  ]);
-  return outcome.kind === 'committed' ? 'updated' : 'stale';
+  const written = await writeAudited(
+    [
+      update(
+        keys.apiKey(secretHash),
+        { set: keyAttributes(after) },
+        {
+          condition: and(
+            or(attr('status').notExists(), attr('status').ne('REVOKED')),
+            before.updatedAt === undefined
+              ? attr('updated_at').notExists()
+              : attr('updated_at').eq(before.updatedAt),
+          ),
+        },
+      ),
+    ],
+    audit,
+  );
+  return written === 'written' ? 'updated' : 'stale';
 }

@@ -4,7 +4,6 @@ import { type Budgets, NO_BUDGETS } from '../domain/budget.js';
 import type { LedgerChange } from '../domain/ledger.js';
 import type { Reservation } from '../domain/reservation.js';
 import { placeChanges, seedOf } from './budgets/placement.js';
-import { auditItem } from './entities/audit.js';
 import { type IdempotencyScope, idempotencyItem } from './entities/idempotency.js';
 import type { OutcomeToStore } from './entities/outcome.js';
 import {
@@ -15,7 +14,7 @@ import {
 } from './entities/reservation.js';
 import { putIfAbsent, type TransactItem } from './expressions.js';
 import { transact } from './transact.js';
-import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
+import { auditPut, type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 export interface NewReservation {
   readonly reservation: Reservation;
@@ -88,7 +87,7 @@ export function settleTransaction(s: Settlement): GuardedTransaction {
       outcome: s.idempotency && { key: s.idempotency.scope.key, stored: s.idempotency.outcome },
     }),
     ...placed.items,
-    ...(s.audit ? [putIfAbsent(auditItem(s.audit))] : []),
+    ...(s.audit ? [auditPut(s.audit)] : []),
   ];
   // No record item: a concurrent duplicate fails the reservation's condition, and the read
   // that follows finds its outcome on the reservation (store/snapshot.ts).

@@ -1,6 +1,5 @@
 import type { AuditEntry } from '../domain/audit.js';
 import type { Tenant, TenantStatus } from '../domain/tenant.js';
-import { auditItem } from './entities/audit.js';
 import {
   dimensionKeysOf,
   isTenantItem,
@@ -13,7 +12,8 @@ import {
 import { and, attr, type Item, putIfAbsent, type TransactItem, update } from './expressions.js';
 import { directory, keys } from './keys.js';
 import { queryPage } from './pages.js';
-import { getItems, transact } from './transact.js';
+import { getItems } from './transact.js';
+import { writeAudited } from './write.js';
 
 export type { ShardedBudgets };
 
@@ -25,8 +25,7 @@ export async function insertTenant(
   t: Tenant,
   audit: AuditEntry,
 ): Promise<'inserted' | 'duplicate'> {
-  const outcome = await transact([newTenantPut(t), putIfAbsent(auditItem(audit))]);
-  return outcome.kind === 'committed' ? 'inserted' : 'duplicate';
+  return (await writeAudited([newTenantPut(t)], audit)) === 'written' ? 'inserted' : 'duplicate';
 }
 
 /** The tenant item, strongly consistent; undefined when there is none. */
@@ -71,24 +70,26 @@ export async function updateTenant(
   after: Tenant,
   audit: AuditEntry,
 ): Promise<'updated' | 'stale'> {
-  const outcome = await transact([
-    update(
-      keys.tenant(after.tenantId),
-      {
-        set: {
-          status: after.status,
-          name: after.name,
-          updated_at: after.updatedAt ?? after.createdAt,
-          // The directory attributes too: a tenant made before the listing existed joins it.
-          dir_pk: directory.tenants.pk,
-          dir_sk: directory.tenants.sk(after.tenantId),
+  const written = await writeAudited(
+    [
+      update(
+        keys.tenant(after.tenantId),
+        {
+          set: {
+            status: after.status,
+            name: after.name,
+            updated_at: after.updatedAt ?? after.createdAt,
+            // The directory attributes too: a tenant made before the listing existed joins it.
+            dir_pk: directory.tenants.pk,
+            dir_sk: directory.tenants.sk(after.tenantId),
+          },
         },
-      },
-      { condition: and(attr('status').eq(before.status), attr('name').eq(before.name)) },
-    ),
-    putIfAbsent(auditItem(audit)),
-  ]);
-  return outcome.kind === 'committed' ? 'updated' : 'stale';
+        { condition: and(attr('status').eq(before.status), attr('name').eq(before.name)) },
+      ),
+    ],
+    audit,
+  );
+  return written === 'written' ? 'updated' : 'stale';
 }
 
 /**

@@ -1,7 +1,9 @@
+import type { AuditEntry } from '../domain/audit.js';
 import type { Budget } from '../domain/budget.js';
+import { auditItem } from './entities/audit.js';
 import { budgetOfItem, isLedgerItem, shardCountOf } from './entities/ledger.js';
 import type { StoredOutcome } from './entities/outcome.js';
-import type { TransactItem } from './expressions.js';
+import { putIfAbsent, type TransactItem } from './expressions.js';
 import { recordedOutcomeOf } from './records.js';
 import { type CancellationReason, transact, type WritePriority } from './transact.js';
 
@@ -80,4 +82,19 @@ export function classifyCancellation(
     refused.push({ index, budget: isLedgerItem(item) ? budgetOfItem(item) : undefined });
   });
   return { kind: 'stale', refused };
+}
+
+/** The audit record of a change, put in the change's own transaction. */
+export const auditPut = (e: AuditEntry): TransactItem => putIfAbsent(auditItem(e));
+
+/**
+ * A change of the control plane and its audit record in one transaction: 'stale' when one of its
+ * conditions failed (another change came first), and nothing was written.
+ */
+export async function writeAudited(
+  items: readonly TransactItem[],
+  audit: AuditEntry | undefined,
+): Promise<'written' | 'stale'> {
+  const outcome = await transact([...items, ...(audit ? [auditPut(audit)] : [])]);
+  return outcome.kind === 'committed' ? 'written' : 'stale';
 }

@@ -1,7 +1,9 @@
 import type { Unit } from '../domain/amounts.js';
+import type { BudgetRecord, BudgetRef } from '../domain/budget.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { heaviestPathExtra, MAX_PATH_EXTRA_SHARDS } from '../domain/escrow.js';
-import type { ShardedBudgets } from '../store/tenants.js';
+import { getShardedBudgets, type ShardedBudgets } from '../store/tenants.js';
+import { readRecords } from './budget-reader.js';
 
 // What the budget operations of the control plane refuse with, in one place.
 
@@ -24,7 +26,7 @@ const MAX_SHARDED_MAP_CHARS = 100_000;
  * A sharded budget must leave every path it joins within one transaction's items: an exact
  * write rewrites every shard of every budget on its subject's path (domain/escrow.ts).
  */
-export function requireRoomForShards(
+function requireRoomForShards(
   read: ShardedBudgets,
   scope: string,
   unit: Unit,
@@ -45,4 +47,28 @@ export function requireRoomForShards(
       { field: 'shards' },
     );
   }
+}
+
+/**
+ * The tenant's map of sharded budgets, read, once `scope` in `shards` shards fits every path it
+ * joins (404 for a tenant that does not exist): what a sharded budget's creation or growth joins.
+ */
+export async function shardedBudgetsWithRoom(
+  tenant: string,
+  scope: string,
+  unit: Unit,
+  shards: number,
+): Promise<ShardedBudgets> {
+  const sharded = await getShardedBudgets(tenant);
+  if (!sharded) throw noTenant(tenant);
+  requireRoomForShards(sharded, scope, unit, shards);
+  return sharded;
+}
+
+/** The budget of a scope and unit as stored, and refused when CLOSED. */
+export async function openBudget(scope: string, unit: BudgetRef['unit']): Promise<BudgetRecord> {
+  const [found] = await readRecords([{ scope, unit }]);
+  if (!found) throw noBudget(scope, unit);
+  if (found.budget.status === 'CLOSED') throw budgetClosed(scope, unit);
+  return found;
 }

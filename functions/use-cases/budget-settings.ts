@@ -21,17 +21,10 @@ import {
 import { growShards, moveFromShard } from '../store/budgets/growth.js';
 import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
 import { setBudgetStatus, updateBudgetSettings } from '../store/budgets/writes.js';
-import { getShardedBudgets } from '../store/tenants.js';
 import { readBudgets, readRecords } from './budget-reader.js';
-import {
-  budgetClosed,
-  noBudget,
-  noShardsForRolling,
-  noTenant,
-  requireRoomForShards,
-} from './budget-rules.js';
+import { noShardsForRolling, openBudget, shardedBudgetsWithRoom } from './budget-rules.js';
 import { storedThresholds } from './budgets.js';
-import { type WriteContext, writableScope } from './context.js';
+import { byOperator, type WriteContext, writableScope } from './context.js';
 import { readAgain, whileStale } from './guarded-write.js';
 
 // The operator's changes to a budget's settings and state: overdraft limit, caps, thresholds,
@@ -46,14 +39,6 @@ export interface BudgetChange {
   readonly thresholds?: readonly number[] | null | undefined;
   /** More escrow shards (never fewer): see `growBudgetShards`. */
   readonly shards?: number | undefined;
-}
-
-/** The budget of a scope and unit as stored, and refused when CLOSED. */
-async function openBudget(scope: string, unit: BudgetRef['unit']): Promise<BudgetRecord> {
-  const [found] = await readRecords([{ scope, unit }]);
-  if (!found) throw noBudget(scope, unit);
-  if (found.budget.status === 'CLOSED') throw budgetClosed(scope, unit);
-  return found;
 }
 
 /**
@@ -77,9 +62,9 @@ async function changeBudgetSettings(
   writer: BudgetWriter,
   ref: BudgetRef,
   change: BudgetChange,
-  { now, requestId }: WriteContext,
+  context: WriteContext,
 ): Promise<BudgetRecord> {
-  const { tenant, actor, scope } = writableScope(writer, ref.scope);
+  const { by, scope } = writableScope(writer, ref.scope, context);
   if (change.overdraftLimit && change.overdraftLimit.unit !== ref.unit) {
     throw new DomainError(
       'UNIT_MISMATCH',
@@ -99,7 +84,7 @@ async function changeBudgetSettings(
           : storedThresholds(change.thresholds ?? undefined),
     };
     const audit = budgetAudit(
-      { tenant, actor, requestId, atMs: now },
+      by,
       'budget.update',
       before.budget,
       after,
@@ -112,7 +97,7 @@ async function changeBudgetSettings(
           }
         : undefined,
     );
-    const at = new Date(now).toISOString();
+    const at = new Date(context.now).toISOString();
     if ((await updateBudgetSettings(before.budget, after, at, audit)) === 'stale') return readAgain;
     return { ...before, budget: after, updatedAt: at };
   });
@@ -131,9 +116,9 @@ async function growBudgetShards(
   writer: BudgetWriter,
   ref: BudgetRef,
   to: number,
-  { now, requestId }: WriteContext,
+  context: WriteContext,
 ): Promise<BudgetRecord> {
-  const { tenant, actor, scope } = writableScope(writer, ref.scope);
+  const { tenant, by, scope } = writableScope(writer, ref.scope, context);
   const grown = await whileStale(async () => {
     const before = await openBudget(scope, ref.unit);
     const { budget } = before;
@@ -146,17 +131,9 @@ async function growBudgetShards(
         { field: 'shards' },
       );
     }
-    const sharded = await getShardedBudgets(tenant);
-    if (!sharded) throw noTenant(tenant);
-    requireRoomForShards(sharded, scope, ref.unit, to);
-    const at = new Date(now).toISOString();
-    const audit = budgetAudit(
-      { tenant, actor, requestId, atMs: now },
-      'budget.update',
-      budget,
-      budget,
-      { shards: { from, to } },
-    );
+    const sharded = await shardedBudgetsWithRoom(tenant, scope, ref.unit, to);
+    const at = new Date(context.now).toISOString();
+    const audit = budgetAudit(by, 'budget.update', budget, budget, { shards: { from, to } });
     // Unsharded, the ledger item has no gate yet: the one its counters call for.
     const gated =
       budget.layout.kind === 'sharded' ? budget.layout.gated : mustGate(budget.counters);
@@ -228,17 +205,17 @@ export async function setBudgetFrozen(
   writer: BudgetWriter,
   ref: BudgetRef,
   frozen: boolean,
-  { now, requestId }: WriteContext,
+  context: WriteContext,
 ): Promise<BudgetRecord> {
-  const { tenant, actor, scope } = writableScope(writer, ref.scope);
+  const { by, scope } = writableScope(writer, ref.scope, context);
   const to: BudgetStatus = frozen ? 'FROZEN' : 'ACTIVE';
   return whileStale(async () => {
     const before = await openBudget(scope, ref.unit);
     if (before.budget.status === to) return before;
     const after: Budget = { ...before.budget, status: to };
-    const at = new Date(now).toISOString();
+    const at = new Date(context.now).toISOString();
     const audit = budgetAudit(
-      { tenant, actor, requestId, atMs: now },
+      by,
       frozen ? 'budget.freeze' : 'budget.unfreeze',
       before.budget,
       after,
@@ -249,8 +226,8 @@ export async function setBudgetFrozen(
 }
 
 /** Part of a tenant's close: every budget of the tenant CLOSED (audited), permanently. */
-export async function closeBudgetsOfTenant(tenant: string, { now, requestId }: WriteContext) {
-  const at = new Date(now).toISOString();
+export async function closeBudgetsOfTenant(tenant: string, context: WriteContext) {
+  const at = new Date(context.now).toISOString();
   for (let after: string | undefined; ; ) {
     const page = await queryLedgerIndex({
       tenant,
@@ -261,12 +238,10 @@ export async function closeBudgetsOfTenant(tenant: string, { now, requestId }: W
     });
     for (const { budget } of await readRecords(page.entries)) {
       if (budget.status === 'CLOSED') continue;
-      const audit = budgetAudit(
-        { tenant, actor: { kind: 'admin' }, requestId, atMs: now },
-        'budget.close',
-        budget,
-        { ...budget, status: 'CLOSED' },
-      );
+      const audit = budgetAudit(byOperator(tenant, context), 'budget.close', budget, {
+        ...budget,
+        status: 'CLOSED',
+      });
       // A concurrent freeze may win the race: the next close of the tenant finishes it.
       await setBudgetStatus(budget, 'CLOSED', at, audit);
     }

@@ -23,14 +23,13 @@ import { type PeriodSpec, periodAt } from '../domain/period.js';
 import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
 import { queryClosedPeriods } from '../store/budgets/periods.js';
 import { applyFunding, insertLedger } from '../store/budgets/writes.js';
-import { getShardedBudgets } from '../store/tenants.js';
 import { readBudgets, readRecords, rollOverDue, viewBudgets } from './budget-reader.js';
 import {
   budgetClosed,
   noBudget,
   noShardsForRolling,
   noTenant,
-  requireRoomForShards,
+  shardedBudgetsWithRoom,
 } from './budget-rules.js';
 import { type WriteContext, writableScope } from './context.js';
 import { guardedWrite, readAgain, whileStale } from './guarded-write.js';
@@ -60,9 +59,10 @@ export const storedThresholds = (percents: readonly number[] | undefined) =>
 export async function createBudget(
   writer: BudgetWriter,
   request: BudgetRequest,
-  { now, requestId }: WriteContext,
+  context: WriteContext,
 ): Promise<BudgetRecord> {
-  const { segments, tenant, actor, scope } = writableScope(writer, request.scope);
+  const { segments, tenant, by, scope } = writableScope(writer, request.scope, context);
+  const { now } = context;
   for (const [field, amount] of [
     ['allocated', request.allocated],
     ['overdraft_limit', request.overdraftLimit],
@@ -97,16 +97,15 @@ export async function createBudget(
   const record: BudgetRecord = { tenant, budget, createdAt: new Date(now).toISOString() };
   // The caps are budget configuration the control plane will change: audited from the start.
   const audit = budgetAudit(
-    { tenant, actor, requestId, atMs: now },
+    by,
     'budget.create',
     undefined,
     budget,
     request.caps || thresholds ? { ...request.caps, ...(thresholds && { thresholds }) } : undefined,
   );
   const inserted = await whileStale(async () => {
-    const shardedBudgets = shards > 1 ? await getShardedBudgets(tenant) : undefined;
-    if (shards > 1 && !shardedBudgets) return 'noTenant' as const;
-    if (shardedBudgets) requireRoomForShards(shardedBudgets, scope, request.unit, shards);
+    const shardedBudgets =
+      shards > 1 ? await shardedBudgetsWithRoom(tenant, scope, request.unit, shards) : undefined;
     const outcome = await insertLedger({ ...record, segments, audit, shardedBudgets });
     return outcome === 'stale' ? readAgain : outcome;
   });
@@ -139,9 +138,10 @@ export interface Funded {
 export function fundBudget(
   writer: BudgetWriter,
   request: FundRequest,
-  { now, requestId }: WriteContext,
+  context: WriteContext,
 ): Promise<Funded> {
-  const { tenant, actor, scope } = writableScope(writer, request.scope);
+  const { tenant, by, scope } = writableScope(writer, request.scope, context);
+  const { now } = context;
   if (request.amount.unit !== request.unit) {
     throw new DomainError(
       'UNIT_MISMATCH',
@@ -170,17 +170,11 @@ export function fundBudget(
       );
       if (!change) throw new Error('a funding change');
       const after = applyDelta(before, change.delta);
-      const audit = budgetAudit(
-        { tenant, actor, requestId, atMs: now },
-        'budget.fund',
-        budget,
-        withBalance(budget, after),
-        {
-          operation: request.operation,
-          amount: amount.amount,
-          ...(request.reason !== undefined && { reason: request.reason }),
-        },
-      );
+      const audit = budgetAudit(by, 'budget.fund', budget, withBalance(budget, after), {
+        operation: request.operation,
+        amount: amount.amount,
+        ...(request.reason !== undefined && { reason: request.reason }),
+      });
       return { result: { operation: request.operation, before, after }, change, audit, budgets };
     },
     write: ({ result, change, audit, budgets }) =>

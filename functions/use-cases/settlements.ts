@@ -20,7 +20,7 @@ import { moveReservationExpiry, settleReservation } from '../store/reservation-w
 import type { WriteOutcome } from '../store/write.js';
 import { recordMetric } from '../telemetry/invocation.js';
 import { readForSettling, rollOverDue, type Snapshot } from './budget-reader.js';
-import type { WriteContext } from './context.js';
+import { byOperator, type WriteContext } from './context.js';
 import { expireReservation } from './expiry.js';
 import { guardedWrite, type Plan } from './guarded-write.js';
 import { outcomeToStore, type ResultCodec } from './outcomes.js';
@@ -148,10 +148,7 @@ export function releaseReservation(
         detail: request.reason === undefined ? undefined : { reason: request.reason },
         idempotency,
         audit: forcedBy && {
-          tenant: r.tenant,
-          atMs: now,
-          actor: { kind: 'admin' },
-          requestId: forcedBy.requestId,
+          ...byOperator(r.tenant, { now, requestId: forcedBy.requestId }),
           action: 'reservation.release',
           reservationId,
           ...(request.reason !== undefined && { detail: { reason: request.reason } }),

@@ -1,12 +1,12 @@
 import type { Unit } from '../../domain/amounts.js';
 import type { AuditEntry } from '../../domain/audit.js';
 import type { ShardMove } from '../../domain/escrow.js';
-import { auditItem } from '../entities/audit.js';
 import { shardItem, shardKey } from '../entities/ledger.js';
 import type { ShardedBudgets } from '../entities/tenant.js';
 import { and, attr, or, putIfAbsent, type TransactItem, update } from '../expressions.js';
 import { tenantWithDimensions } from '../tenants.js';
 import { transact } from '../transact.js';
+import { auditPut } from '../write.js';
 import { shardCountIs } from './placement.js';
 
 // A busy budget given more escrow shards while it serves (PATCH `shards`, docs/decisions.md §
@@ -68,7 +68,7 @@ export function shardGrowthTransaction(g: ShardGrowth): TransactItem[] {
       unit: g.unit,
       shards: g.to,
     }),
-    putIfAbsent(auditItem(g.audit)),
+    auditPut(g.audit),
   ];
 }
 

@@ -8,7 +8,6 @@ import {
 } from '../../domain/budget.js';
 import type { LedgerChange } from '../../domain/ledger.js';
 import type { Segment } from '../../domain/scopes.js';
-import { auditItem } from '../entities/audit.js';
 import { type IdempotencyScope, idempotencyItem } from '../entities/idempotency.js';
 import {
   budgetCapsAttributes,
@@ -24,7 +23,13 @@ import { and, attr, or, putIfAbsent, type TransactItem, update } from '../expres
 import { keys } from '../keys.js';
 import { tenantWithDimensions } from '../tenants.js';
 import { transact } from '../transact.js';
-import { type GuardedTransaction, transactWrite, type WriteOutcome } from '../write.js';
+import {
+  auditPut,
+  type GuardedTransaction,
+  transactWrite,
+  type WriteOutcome,
+  writeAudited,
+} from '../write.js';
 import { openBudget, placeChanges, shardCountIs } from './placement.js';
 
 // A budget's writes of the control plane: its creation, a funding, its settings, its status.
@@ -59,7 +64,7 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
         ? { read: n.shardedBudgets, scope, unit, shards: shards.length }
         : undefined,
     ),
-    putIfAbsent(auditItem(n.audit)),
+    auditPut(n.audit),
     ...(shards ?? []).slice(1).map((s, i) => putIfAbsent(shardItem(budget.ref, i + 1, s))),
   ];
 }
@@ -90,7 +95,7 @@ export function fundingTransaction(
     items: [
       ...placed.items,
       putIfAbsent(idempotencyItem(idempotency.scope, idempotency.outcome, audit.atMs)),
-      putIfAbsent(auditItem(audit)),
+      auditPut(audit),
     ],
     layout: { recordAt: placed.items.length, proofs: placed.proofs },
   };
@@ -121,39 +126,41 @@ export async function updateBudgetSettings(
 ): Promise<'updated' | 'stale'> {
   const { scope, unit } = before.ref;
   const caps = after.caps && budgetCapsAttributes(after.caps);
-  const outcome = await transact([
-    update(
-      keys.ledger(scope, unit),
-      {
-        set: {
-          overdraft_limit: after.overdraftLimit,
-          updated_at: at,
-          caps: caps?.caps,
-          caps_bps: caps?.caps_bps,
-          thresholds: after.thresholds && thresholdsAttribute(after.thresholds),
+  const written = await writeAudited(
+    [
+      update(
+        keys.ledger(scope, unit),
+        {
+          set: {
+            overdraft_limit: after.overdraftLimit,
+            updated_at: at,
+            caps: caps?.caps,
+            caps_bps: caps?.caps_bps,
+            thresholds: after.thresholds && thresholdsAttribute(after.thresholds),
+          },
+          remove: [
+            ...(caps ? [] : ['caps']),
+            ...(caps?.caps_bps === undefined ? ['caps_bps'] : []),
+            ...(after.thresholds ? [] : ['thresholds']),
+          ],
         },
-        remove: [
-          ...(caps ? [] : ['caps']),
-          ...(caps?.caps_bps === undefined ? ['caps_bps'] : []),
-          ...(after.thresholds ? [] : ['thresholds']),
-        ],
-      },
-      {
-        condition: and(
-          attr('overdraft_limit').eq(before.overdraftLimit),
-          before.caps
-            ? attr('caps').eq(budgetCapsAttributes(before.caps).caps)
-            : attr('caps').notExists(),
-          before.thresholds
-            ? attr('thresholds').eq(thresholdsAttribute(before.thresholds))
-            : attr('thresholds').notExists(),
-          or(attr('status').notExists(), attr('status').ne('CLOSED')),
-        ),
-      },
-    ),
-    putIfAbsent(auditItem(audit)),
-  ]);
-  return outcome.kind === 'committed' ? 'updated' : 'stale';
+        {
+          condition: and(
+            attr('overdraft_limit').eq(before.overdraftLimit),
+            before.caps
+              ? attr('caps').eq(budgetCapsAttributes(before.caps).caps)
+              : attr('caps').notExists(),
+            before.thresholds
+              ? attr('thresholds').eq(thresholdsAttribute(before.thresholds))
+              : attr('thresholds').notExists(),
+            or(attr('status').notExists(), attr('status').ne('CLOSED')),
+          ),
+        },
+      ),
+    ],
+    audit,
+  );
+  return written === 'written' ? 'updated' : 'stale';
 }
 
 /**
@@ -168,22 +175,24 @@ export async function setBudgetStatus(
 ): Promise<'updated' | 'stale'> {
   const { scope, unit } = before.ref;
   const from = before.status;
-  const outcome = await transact([
-    ...Array.from({ length: shardCount(before) }, (_, k) =>
-      update(
-        shardKey(scope, unit, k),
-        { set: { status: to, updated_at: at } },
-        {
-          condition: and(
-            attr('pk').exists(),
-            from === 'ACTIVE' ? openBudget() : attr('status').eq(from),
-            // Every shard as counted when read: a budget given more shards since reads again.
-            k === 0 && shardCountIs(shardCount(before)),
-          ),
-        },
+  const written = await writeAudited(
+    [
+      ...Array.from({ length: shardCount(before) }, (_, k) =>
+        update(
+          shardKey(scope, unit, k),
+          { set: { status: to, updated_at: at } },
+          {
+            condition: and(
+              attr('pk').exists(),
+              from === 'ACTIVE' ? openBudget() : attr('status').eq(from),
+              // Every shard as counted when read: a budget given more shards since reads again.
+              k === 0 && shardCountIs(shardCount(before)),
+            ),
+          },
+        ),
       ),
-    ),
-    ...(audit ? [putIfAbsent(auditItem(audit))] : []),
-  ]);
-  return outcome.kind === 'committed' ? 'updated' : 'stale';
+    ],
+    audit,
+  );
+  return written === 'written' ? 'updated' : 'stale';
 }

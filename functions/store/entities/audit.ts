@@ -40,34 +40,12 @@ const keyAttributes = (k: ApiKey) => ({
   ...(k.revokedReason !== undefined && { revoked_reason: k.revokedReason }),
 });
 
+/** What a record keeps of the thing changed, before (absent: created) and after. */
 function recordedStates(e: AuditEntry): { before?: Item; after?: Item } {
-  switch (e.action) {
-    case 'budget.create':
-    case 'budget.fund':
-    case 'budget.update':
-    case 'budget.freeze':
-    case 'budget.unfreeze':
-    case 'budget.close':
-      return {
-        ...(e.before && { before: budgetAttributes(e.before) }),
-        after: budgetAttributes(e.after),
-      };
-    case 'tenant.create':
-    case 'tenant.update':
-      return {
-        ...(e.before && { before: tenantAttributes(e.before) }),
-        after: tenantAttributes(e.after),
-      };
-    case 'api_key.create':
-    case 'api_key.update':
-    case 'api_key.revoke':
-      return {
-        ...(e.before && { before: keyAttributes(e.before) }),
-        after: keyAttributes(e.after),
-      };
-    case 'reservation.release':
-      return {};
-  }
+  if (e.action === 'reservation.release') return {};
+  const state = (x: Budget | Tenant | ApiKey): Item =>
+    'ref' in x ? budgetAttributes(x) : 'keyId' in x ? keyAttributes(x) : tenantAttributes(x);
+  return { ...(e.before && { before: state(e.before) }), after: state(e.after) };
 }
 
 export function auditItem(e: AuditEntry): Item {
