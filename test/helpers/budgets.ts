@@ -6,6 +6,7 @@ import {
   type Ledger,
   SINGLE,
 } from '../../functions/domain/budget.js';
+import type { Reservation } from '../../functions/domain/reservation.js';
 
 /** A budget with this balance: unsharded and ACTIVE unless `extra` says otherwise. */
 export const budgetOf = (l: Ledger, extra: Partial<Budget> = {}): Budget => ({
@@ -20,3 +21,28 @@ export const budgetOf = (l: Ledger, extra: Partial<Budget> = {}): Budget => ({
 /** Budgets of these balances (or budgets), by budgetKey, as a read hands them over. */
 export const budgetsOf = (...list: readonly (Ledger | Budget)[]): Budgets =>
   budgetsByKey(list.map((b) => ('ref' in b ? b : budgetOf(b))));
+
+/**
+ * An ACTIVE reservation of 10 TOKENS on `scopes` (its tenant's root first, every hold on shard
+ * 0), created at 1 000 for 60 s with 5 s of grace; `overrides` say what a test needs otherwise.
+ */
+export const aReservation = (
+  scopes: readonly string[],
+  overrides: Partial<Reservation> = {},
+): Reservation => ({
+  reservationId: 'rsv_1',
+  tenant: (scopes[0] ?? 'tenant:t').slice('tenant:'.length),
+  status: 'ACTIVE',
+  idempotencyKey: 'k',
+  subject: {},
+  action: { kind: 'llm', name: 'm' },
+  reserved: { unit: 'TOKENS', amount: 10 },
+  createdAtMs: 1_000,
+  expiresAtMs: 61_000,
+  gracePeriodMs: 5_000,
+  scopePath: scopes.at(-1) ?? '',
+  holds: scopes.map((scope) => ({ scope, shard: 0 })),
+  overagePolicy: 'REJECT',
+  ttlMs: 60_000,
+  ...overrides,
+});

@@ -15,6 +15,7 @@ import {
 import type { Reservation } from '../../functions/domain/reservation.js';
 import { budgetEventMessage } from '../../functions/outbound/messages.js';
 import { BudgetEventMessage, EVENT_SCHEMAS } from '../../functions/outbound/schemas.js';
+import { aReservation } from '../helpers/budgets.js';
 
 const ledger = (
   allocated: number,
@@ -205,26 +206,14 @@ describe('reachedEvents (sharded budgets)', () => {
   });
 });
 
-const reservation = (status: Reservation['status']): Reservation => ({
-  reservationId: 'rsv_1',
-  tenant: 'acme',
-  status,
-  idempotencyKey: 'k',
-  subject: { tenant: 'acme', workspace: 'w' },
-  action: { kind: 'llm.call', name: 'chat' },
-  reserved: { unit: 'TOKENS', amount: 500 },
-  createdAtMs: 1_000,
-  expiresAtMs: 61_000,
-  gracePeriodMs: 5_000,
-  ...(status === 'EXPIRED' && { finalizedAtMs: 70_000 }),
-  scopePath: 'tenant:acme/workspace:w',
-  holds: [
-    { scope: 'tenant:acme', shard: 0 },
-    { scope: 'tenant:acme/workspace:w', shard: 0 },
-  ],
-  overagePolicy: 'REJECT',
-  ttlMs: 60_000,
-});
+const reservation = (status: Reservation['status']): Reservation =>
+  aReservation(['tenant:acme', 'tenant:acme/workspace:w'], {
+    status,
+    subject: { tenant: 'acme', workspace: 'w' },
+    action: { kind: 'llm.call', name: 'chat' },
+    reserved: { unit: 'TOKENS', amount: 500 },
+    ...(status === 'EXPIRED' && { finalizedAtMs: 70_000 }),
+  });
 
 describe('reservationEvents', () => {
   it('reports ACTIVE → EXPIRED once per reservation, and no other transition', () => {

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiKey } from '../../functions/domain/api-keys.js';
 import { SPEC_PERMISSIONS } from '../../functions/domain/permissions.js';
-import type { Reservation } from '../../functions/domain/reservation.js';
 import type { UsageEvent } from '../../functions/domain/settlement.js';
 import { apiKeyItem, apiKeyOf, apiKeyPointerItem } from '../../functions/store/entities/api-key.js';
 import { auditItem, auditRecordOf } from '../../functions/store/entities/audit.js';
@@ -18,33 +17,21 @@ import { refusalItem, refusalOf } from '../../functions/store/entities/refusal.j
 import { reservationItem, reservationOf } from '../../functions/store/entities/reservation.js';
 import { tenantItem, tenantOf } from '../../functions/store/entities/tenant.js';
 import { keys } from '../../functions/store/keys.js';
-import { budgetOf } from '../helpers/budgets.js';
+import { aReservation, budgetOf } from '../helpers/budgets.js';
 
 // One module per item family declares its items (store/entities/*): what is written from now on
 // carries the family's version `v` and decodes back to the value it encodes; items written before
 // read through the family's upgrade of unversioned items, as they did before.
 
 const scopes = ['tenant:t', 'tenant:t/workspace:w'];
-const reservation: Reservation = {
-  reservationId: 'rsv_1',
-  tenant: 't',
-  status: 'ACTIVE',
-  idempotencyKey: 'k',
+const reservation = aReservation(scopes, {
   subject: { workspace: 'w' },
-  action: { kind: 'llm', name: 'm' },
-  reserved: { unit: 'TOKENS', amount: 10 },
-  createdAtMs: 1_000,
-  expiresAtMs: 61_000,
-  gracePeriodMs: 5_000,
-  scopePath: 'tenant:t/workspace:w',
   holds: [
     { scope: 'tenant:t', shard: 0 },
     { scope: 'tenant:t/workspace:w', shard: 0, periodStart: 500 },
   ],
-  overagePolicy: 'REJECT',
   metadata: { run: 'r-1', n: 18446744073709551616n.toString() },
-  ttlMs: 60_000,
-};
+});
 const key: ApiKey = {
   keyId: 'key_1',
   keyPrefix: 'cyc_live_abcde',

@@ -27,9 +27,10 @@ import {
   releaseChange,
 } from '../../functions/domain/ledger.js';
 import { scopeRefusal } from '../../functions/domain/refusals.js';
-import { type Reservation, releaseChanges } from '../../functions/domain/reservation.js';
+import { releaseChanges } from '../../functions/domain/reservation.js';
 import { eventPolicy } from '../../functions/domain/settlement.js';
 import { reservationOf } from '../../functions/store/entities/reservation.js';
+import { aReservation } from '../helpers/budgets.js';
 
 /** The budget a set of shards makes up: its scope, unit and limit, and the shards' sums. */
 const mergedOf = (base: Pick<Ledger, 'scope' | 'unit' | 'overdraftLimit'>, shards: Shard[]) => ({
@@ -344,25 +345,12 @@ describe('routeChange', () => {
 
 describe('onHolds', () => {
   const scopes = ['tenant:t', 'tenant:t/workspace:w'];
-  const r = {
-    reservationId: 'rsv_1',
-    tenant: 't',
-    status: 'ACTIVE',
-    idempotencyKey: 'k',
-    subject: {},
-    action: { kind: 'llm', name: 'm' },
-    reserved: { unit: 'TOKENS', amount: 10 },
-    createdAtMs: 0,
-    expiresAtMs: 1,
-    gracePeriodMs: 0,
-    scopePath: 'tenant:t/workspace:w',
+  const r = aReservation(scopes, {
     holds: [
       { scope: 'tenant:t', shard: 3 },
       { scope: 'tenant:t/workspace:w', shard: 0 },
     ],
-    overagePolicy: 'REJECT',
-    ttlMs: 1,
-  } satisfies Reservation;
+  });
 
   it('pins every settlement to its hold’s shard, shard 0 included and when none is recorded', () => {
     expect(releaseChanges(r).map((c) => c.shard)).toEqual([3, 0]);

@@ -2,10 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { Ledger } from '../../functions/domain/budget.js';
 import { requireOwnTenant } from '../../functions/domain/caller.js';
 import { DomainError } from '../../functions/domain/errors.js';
-import type { Reservation } from '../../functions/domain/reservation.js';
 import { callerScopes, NO_DIMENSIONS } from '../../functions/domain/scopes.js';
 import { commitChanges, eventChanges, eventPolicy } from '../../functions/domain/settlement.js';
-import { budgetsOf } from '../helpers/budgets.js';
+import { aReservation, budgetsOf } from '../helpers/budgets.js';
 
 const ledger = (scope: string, fields: Partial<Ledger> = {}): Ledger => {
   const l = { allocated: 1_000, spent: 0, reserved: 0, debt: 0, overdraftLimit: 0, ...fields };
@@ -69,25 +68,13 @@ describe('callerScopes', () => {
 });
 
 describe('commitChanges', () => {
-  const r: Reservation = {
-    reservationId: 'rsv_1',
-    tenant: 'acme',
-    status: 'ACTIVE',
-    idempotencyKey: 'k',
+  const r = aReservation(['tenant:acme', 'tenant:acme/workspace:w'], {
     subject: { workspace: 'w' },
-    action: { kind: 'llm', name: 'm' },
     reserved: { unit: 'TOKENS', amount: 300 },
     createdAtMs: 0,
     expiresAtMs: 60_000,
-    gracePeriodMs: 5_000,
-    scopePath: 'tenant:acme/workspace:w',
-    holds: [
-      { scope: 'tenant:acme', shard: 0 },
-      { scope: 'tenant:acme/workspace:w', shard: 0 },
-    ],
-    overagePolicy: 'REJECT',
-    ttlMs: 60_000,
-  };
+  });
+
   const ledgers = byScope(
     ledger('tenant:acme', { reserved: 300 }),
     ledger('tenant:acme/workspace:w', { reserved: 300 }),

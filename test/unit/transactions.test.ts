@@ -25,7 +25,7 @@ import { outcomeToStore, replayOf } from '../../functions/use-cases/outcomes.js'
 import { type Reserved, reservedCodec } from '../../functions/use-cases/reservations.js';
 import { type Committed, committedCodec } from '../../functions/use-cases/settlements.js';
 import { applyUpdate, itemSize, writeUnits } from '../bench/capacity.js';
-import { budgetOf, budgetsOf } from '../helpers/budgets.js';
+import { aReservation, budgetOf, budgetsOf } from '../helpers/budgets.js';
 import { readable, setValues } from '../helpers/expressions.js';
 
 /** A budget in TOKENS with `allocated` and nothing spent or held. */
@@ -36,22 +36,7 @@ const funded = (scope: string, allocated: number) => ({
 });
 
 const scopes = ['tenant:t', 'tenant:t/workspace:w', 'tenant:t/workspace:w/agent:a'];
-const reservation: Reservation = {
-  reservationId: 'rsv_1',
-  tenant: 't',
-  status: 'ACTIVE',
-  idempotencyKey: 'k',
-  subject: { workspace: 'w', agent: 'a' },
-  action: { kind: 'llm', name: 'm' },
-  reserved: { unit: 'TOKENS', amount: 10 },
-  createdAtMs: 1_000,
-  expiresAtMs: 61_000,
-  gracePeriodMs: 5_000,
-  scopePath: scopes[2] ?? '',
-  holds: scopes.map((scope) => ({ scope, shard: 0 })),
-  overagePolicy: 'REJECT',
-  ttlMs: 60_000,
-};
+const reservation = aReservation(scopes, { subject: { workspace: 'w', agent: 'a' } });
 const outcome = { fingerprint: 'f', result: {} };
 
 /** A reserve's outcome as the use case hands it to the store (use-cases/reservations.ts). */
