@@ -26,7 +26,7 @@ import { insertRefusal } from '../store/refusals.js';
 import type { SnapshotRequest } from '../store/snapshot.js';
 import { tenantState } from '../store/tenants.js';
 import type { RefusedBudget } from '../store/write.js';
-import { readBudgets, rollOverDue, type Snapshot } from './budget-reader.js';
+import { budgetSource, type Snapshot } from './budget-reader.js';
 import { expiredHoldsFreer } from './expiry.js';
 
 // New work on budgets — a reservation, its dry run, a decide, a usage event — is admitted by one
@@ -66,6 +66,8 @@ export async function admit(caller: Caller, work: NewWork, now: number, requestI
   );
   const { unit, amount } = work.amount;
   const freer = expiredHoldsFreer(caller.tenant, now);
+  const sourceOf = (record: Omit<SnapshotRequest, 'budgets' | 'atomic'>) =>
+    budgetSource({ ...record, budgets: { scopes, unit } }, now);
   // Called once the operation is known not to be a replay: a replay answers what was done before.
   const requireTenantOpen = () => requireOpenForNewWork(caller.tenant, state.status);
   const refusalOf = (s: Snapshot): ScopeRefusal | undefined =>
@@ -80,7 +82,7 @@ export async function admit(caller: Caller, work: NewWork, now: number, requestI
     requireTenantOpen,
     /** The budgets of the scopes, with the record that would replay the operation. */
     read: (record: Omit<SnapshotRequest, 'budgets' | 'atomic'>, atomic = false) =>
-      readBudgets({ ...record, budgets: { scopes, unit } }, atomic),
+      sourceOf(record).read(atomic),
 
     /**
      * The repair step: the tenant takes new work; due periods rolled over; an event's scope
@@ -89,7 +91,7 @@ export async function admit(caller: Caller, work: NewWork, now: number, requestI
      */
     async repair(s: Snapshot): Promise<boolean> {
       requireTenantOpen();
-      if (await rollOverDue(s.budgets, now)) return true;
+      if (await sourceOf({}).repair(s)) return true;
       if (work.eventPolicy !== undefined) await requireUnitOfScopes(caller.tenant, scopes, unit, s);
       return freer.free(refusalOf(s), s.budgets);
     },

@@ -25,15 +25,31 @@ import { readSnapshot, type Snapshot, type SnapshotRequest } from '../store/snap
 
 export type { Snapshot };
 
-/** One strongly consistent read of the record that would replay an operation and its budgets. */
-export const readBudgets = (request: SnapshotRequest, atomic = false): Promise<Snapshot> =>
-  readSnapshot({ ...request, atomic });
+/**
+ * Where a write's loop gets its budgets (use-cases/guarded-write.ts): `read` them, with the record
+ * that would replay the operation, in one strongly consistent read (`atomic`: sharded ones at one
+ * instant, a refusal's proof); `repair` what was read, rolling every due period over (true: read
+ * again), so the loop decides on current-period budgets.
+ */
+export interface BudgetSource {
+  read(atomic?: boolean): Promise<Snapshot>;
+  repair(snapshot: Snapshot): Promise<boolean>;
+}
+
+/** The budgets of `request` (and its record), for a write at `now`. */
+export const budgetSource = (request: SnapshotRequest, now: number): BudgetSource => ({
+  read: (atomic = false) => readSnapshot({ ...request, atomic }),
+  repair: ({ budgets }) => rollOverDue(budgets, now),
+});
+
+/** One strongly consistent read of budgets that are not decided on (an escrow layout). */
+export const readBudgets = (request: SnapshotRequest): Promise<Snapshot> => readSnapshot(request);
 
 /**
  * Moves every rolling budget among those read whose period has ended into the period of `now`
  * (exactly once, whoever gets there first); true when any had ended, so the caller reads again.
  */
-export async function rollOverDue(budgets: Budgets, now: number): Promise<boolean> {
+async function rollOverDue(budgets: Budgets, now: number): Promise<boolean> {
   let due = false;
   for (const b of budgets.values()) {
     if (!b.period || b.status === 'CLOSED' || !isDue(b.period, now)) continue;
@@ -49,12 +65,22 @@ export async function rollOverDue(budgets: Budgets, now: number): Promise<boolea
  * or expired, and needs no budgets) the budgets its holds settle on — the current ones, and for
  * a hold of a period its budget has since left, that closed period's budget.
  */
-export async function readForSettling(
+export const settlingSource = (
   caller: Caller,
   reservationId: string,
   idempotency: IdempotencyScope,
   now: number,
-  atomic = false,
+): BudgetSource => ({
+  read: (atomic = false) => readForSettling(caller, reservationId, idempotency, now, atomic),
+  repair: ({ budgets }) => rollOverDue(budgets, now),
+});
+
+async function readForSettling(
+  caller: Caller,
+  reservationId: string,
+  idempotency: IdempotencyScope,
+  now: number,
+  atomic: boolean,
 ): Promise<Snapshot> {
   const first = await readSnapshot({ reservationId, idempotency });
   const r = first.reservation;

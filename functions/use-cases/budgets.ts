@@ -23,7 +23,7 @@ import { type PeriodSpec, periodAt } from '../domain/period.js';
 import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
 import { queryClosedPeriods } from '../store/budgets/periods.js';
 import { applyFunding, insertLedger } from '../store/budgets/writes.js';
-import { readBudgets, readRecords, rollOverDue, viewBudgets } from './budget-reader.js';
+import { budgetSource, readRecords, viewBudgets } from './budget-reader.js';
 import {
   budgetClosed,
   noBudget,
@@ -155,9 +155,8 @@ export function fundBudget(
   return guardedWrite({
     name: 'funding',
     fingerprint: print,
-    read: (atomic) => readBudgets({ idempotency, budgets: { scopes: [scope], unit } }, atomic),
-    // Funding a rolling budget funds its current period.
-    repair: ({ budgets }) => rollOverDue(budgets, now),
+    // Funding a rolling budget funds its current period (the source's repair).
+    ...budgetSource({ idempotency, budgets: { scopes: [scope], unit } }, now),
     decide: ({ budgets }) => {
       const budget = budgetAt(budgets, scope, unit);
       // A missing tenant has no budgets either: for the operator, this is the 404 to give.

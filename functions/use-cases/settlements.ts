@@ -19,7 +19,7 @@ import { queryReservations, readReservation } from '../store/reservation-queries
 import { moveReservationExpiry, settleReservation } from '../store/reservation-writes.js';
 import type { WriteOutcome } from '../store/write.js';
 import { recordMetric } from '../telemetry/invocation.js';
-import { readForSettling, rollOverDue, type Snapshot } from './budget-reader.js';
+import { type Snapshot, settlingSource } from './budget-reader.js';
 import { byOperator, type WriteContext } from './context.js';
 import { expireReservation } from './expiry.js';
 import { guardedWrite, type Plan } from './guarded-write.js';
@@ -291,6 +291,7 @@ function changeReservation<P extends Plan<unknown>>(
 ): Promise<P['result']> {
   const idempotency = { tenant: caller.tenant, operation: trigger, key: request.idempotencyKey };
   const print = fingerprint({ reservationId, ...request });
+  const source = settlingSource(caller, reservationId, idempotency, now);
   const transitionOf = (r: Reservation | undefined) =>
     settleable(caller, reservationId, r, trigger, now);
   type Settling = P & { readonly reservation: Reservation; readonly budgets: Budgets };
@@ -299,12 +300,12 @@ function changeReservation<P extends Plan<unknown>>(
     fingerprint: print,
     codec: change.codec,
     recheckReplayBeforeRefusing: true,
-    read: (atomic) => readForSettling(caller, reservationId, idempotency, now, atomic),
+    read: source.read,
     // Only our own expiry proves that it expired: if something settled or extended it first,
     // read again.
-    repair: async ({ reservation, budgets }) => {
-      const t = transitionOf(reservation);
-      if (t.kind === 'settle') return rollOverDue(budgets, now);
+    repair: async (snapshot) => {
+      const t = transitionOf(snapshot.reservation);
+      if (t.kind === 'settle') return source.repair(snapshot);
       if (await expireReservation(t.reservation, now)) throw expiredError(t.reservation);
       return true;
     },
