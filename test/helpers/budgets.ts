@@ -7,6 +7,7 @@ import {
   SINGLE,
 } from '../../functions/domain/budget.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
+import type { UsageEvent } from '../../functions/domain/settlement.js';
 
 /** A budget with this balance: unsharded and ACTIVE unless `extra` says otherwise. */
 export const budgetOf = (l: Ledger, extra: Partial<Budget> = {}): Budget => ({
@@ -44,5 +45,21 @@ export const aReservation = (
   holds: scopes.map((scope) => ({ scope, shard: 0 })),
   overagePolicy: 'REJECT',
   ttlMs: 60_000,
+  ...overrides,
+});
+
+/** A usage event of 5 TOKENS on `scopes` (its tenant's root first), at 1 000. */
+export const anEvent = (
+  scopes: readonly string[],
+  overrides: Partial<UsageEvent> = {},
+): UsageEvent => ({
+  eventId: 'evt_1',
+  tenant: (scopes[0] ?? 'tenant:t').slice('tenant:'.length),
+  createdAtMs: 1_000,
+  subject: { workspace: 'w' },
+  action: { kind: 'llm', name: 'm' },
+  actual: { unit: 'TOKENS', amount: 5 },
+  scopes,
+  overagePolicy: 'REJECT',
   ...overrides,
 });

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiKey } from '../../functions/domain/api-keys.js';
 import { SPEC_PERMISSIONS } from '../../functions/domain/permissions.js';
-import type { UsageEvent } from '../../functions/domain/settlement.js';
 import { apiKeyItem, apiKeyOf, apiKeyPointerItem } from '../../functions/store/entities/api-key.js';
 import { auditItem, auditRecordOf } from '../../functions/store/entities/audit.js';
 import { eventItem, eventOf } from '../../functions/store/entities/event.js';
@@ -17,7 +16,7 @@ import { refusalItem, refusalOf } from '../../functions/store/entities/refusal.j
 import { reservationItem, reservationOf } from '../../functions/store/entities/reservation.js';
 import { tenantItem, tenantOf } from '../../functions/store/entities/tenant.js';
 import { keys } from '../../functions/store/keys.js';
-import { aReservation, budgetOf } from '../helpers/budgets.js';
+import { anEvent, aReservation, budgetOf } from '../helpers/budgets.js';
 
 // One module per item family declares its items (store/entities/*): what is written from now on
 // carries the family's version `v` and decodes back to the value it encodes; items written before
@@ -41,18 +40,7 @@ const key: ApiKey = {
   createdAt: '2026-01-01T00:00:00.000Z',
   status: 'ACTIVE',
 };
-const event: UsageEvent = {
-  eventId: 'evt_1',
-  tenant: 't',
-  createdAtMs: 1_000,
-  subject: { workspace: 'w' },
-  action: { kind: 'tool', name: 'search' },
-  actual: { unit: 'TOKENS', amount: 5 },
-  scopes,
-  overagePolicy: 'REJECT',
-  metrics: { tokens: 5 },
-  metadata: { run: 'r-1' },
-};
+const event = anEvent(scopes, { metrics: { tokens: 5 }, metadata: { run: 'r-1' } });
 const outcome = { fingerprint: 'f', result: {} };
 const funded = { scope: 'tenant:t', unit: 'TOKENS' as const, allocated: 10, spent: 0 };
 const ledger = { ...funded, reserved: 0, debt: 0, overdraftLimit: 0, remaining: 10 };

@@ -25,7 +25,7 @@ import { outcomeToStore, replayOf } from '../../functions/use-cases/outcomes.js'
 import { type Reserved, reservedCodec } from '../../functions/use-cases/reservations.js';
 import { type Committed, committedCodec } from '../../functions/use-cases/settlements.js';
 import { applyUpdate, itemSize, writeUnits } from '../bench/capacity.js';
-import { aReservation, budgetOf, budgetsOf } from '../helpers/budgets.js';
+import { anEvent, aReservation, budgetOf, budgetsOf } from '../helpers/budgets.js';
 import { readable, setValues } from '../helpers/expressions.js';
 
 /** A budget in TOKENS with `allocated` and nothing spent or held. */
@@ -422,16 +422,7 @@ describe('ledgerUpdate', () => {
 describe('eventTransaction', () => {
   it('is one debit per scope plus the event record: scopes + 1 items', () => {
     const { items } = eventTransaction({
-      event: {
-        eventId: 'evt_1',
-        tenant: 't',
-        createdAtMs: 1_000,
-        subject: { workspace: 'w' },
-        action: { kind: 'llm', name: 'm' },
-        actual: { unit: 'TOKENS', amount: 5 },
-        scopes,
-        overagePolicy: 'REJECT',
-      },
+      event: anEvent(scopes),
       charges: scopes.map((s) => ({
         scope: s,
         unit: 'TOKENS' as const,
