@@ -1,11 +1,11 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { jsonSchemaFiles } from '../functions/budget-events/schemas.js';
+import { jsonSchemaFiles } from '../functions/outbound/schemas.js';
 
 /**
  * `npm run event-schemas`: the JSON Schema of every budget event, generated from the zod schemas
- * in functions/budget-events/schemas.ts, into docs/events/. Deterministic, so
+ * in functions/outbound/schemas.ts, into docs/events/. Deterministic, so
  * test/unit/budget-event-schemas.test.ts can tell when the files are stale.
  */
 export const eventSchemasDir = fileURLToPath(new URL('../docs/events/', import.meta.url));

@@ -3,12 +3,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as z from 'zod';
-import { BudgetEventMessage } from '../functions/budget-events/schemas.js';
 import { type Contract, contracts } from '../functions/http/contracts.js';
 import * as adminSchemas from '../functions/http/schemas/admin.js';
 import { Metadata } from '../functions/http/schemas/common.js';
 import * as responseSchemas from '../functions/http/schemas/responses.js';
 import * as runtimeSchemas from '../functions/http/schemas/runtime.js';
+import { BudgetEventMessage } from '../functions/outbound/schemas.js';
 import {
   type Auth,
   placesOf,
@@ -402,7 +402,7 @@ export function openApiDocument(server: Server): OpenApiDocument {
 }
 
 /**
- * The budget events the service POSTs to each `WEBHOOK_URLS` receiver (functions/budget-events/
+ * The budget events the service POSTs to each `WEBHOOK_URLS` receiver (functions/outbound/
  * webhooks.ts): OpenAPI 3.1's `webhooks`, so a receiver can be generated from the document.
  */
 function budgetEventWebhooks() {

@@ -1,7 +1,7 @@
 import { httpHandler } from '../http/handler.js';
 import { BudgetQuery } from '../http/schemas/admin.js';
 import { budgetLedgerView } from '../http/views.js';
-import { setBudgetFrozen } from '../use-cases/budgets.js';
+import { setBudgetFrozen } from '../use-cases/budget-settings.js';
 
 export const handler = httpHandler(
   'unfreezeBudget',

@@ -1,7 +1,7 @@
 import { httpHandler } from '../http/handler.js';
 import { BudgetQuery, UpdateBudgetBody } from '../http/schemas/admin.js';
 import { budgetLedgerView } from '../http/views.js';
-import { changeBudget } from '../use-cases/budgets.js';
+import { changeBudget } from '../use-cases/budget-settings.js';
 
 export const handler = httpHandler(
   'updateBudget',

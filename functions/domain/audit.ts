@@ -1,5 +1,5 @@
 import type { ApiKey } from './api-keys.js';
-import type { Ledger } from './ledger.js';
+import { type Budget, budgetKey } from './budget.js';
 import type { Tenant } from './tenant.js';
 
 /** Who changed something: the operator's admin key, or a tenant API key by its id. */
@@ -29,10 +29,8 @@ export type AuditEntry = AuditBase &
           | 'budget.freeze'
           | 'budget.unfreeze'
           | 'budget.close';
-        readonly scope: string;
-        readonly unit: Ledger['unit'];
-        readonly before?: Ledger | undefined;
-        readonly after: Ledger;
+        readonly before?: Budget | undefined;
+        readonly after: Budget;
       }
     | {
         readonly action: 'tenant.create' | 'tenant.update';
@@ -66,28 +64,15 @@ export const AUDIT_OPERATIONS = {
 } as const satisfies Record<AuditAction, { operation: string; resourceType: string }>;
 
 export type AuditOperation = (typeof AUDIT_OPERATIONS)[AuditAction]['operation'];
+export type AuditResourceType = (typeof AUDIT_OPERATIONS)[AuditAction]['resourceType'];
 export const AUDIT_OPERATION_NAMES = Object.values(AUDIT_OPERATIONS).map((o) => o.operation);
 
 /** The id of what an entry changed: a tenant id, a key id, `<scope>#<unit>`, a reservation id. */
 export function resourceIdOf(e: AuditEntry): string {
-  switch (e.action) {
-    case 'budget.create':
-    case 'budget.fund':
-    case 'budget.update':
-    case 'budget.freeze':
-    case 'budget.unfreeze':
-    case 'budget.close':
-      return `${e.scope}#${e.unit}`;
-    case 'tenant.create':
-    case 'tenant.update':
-      return e.after.tenantId;
-    case 'api_key.create':
-    case 'api_key.update':
-    case 'api_key.revoke':
-      return e.after.keyId;
-    case 'reservation.release':
-      return e.reservationId;
-  }
+  if (e.action === 'reservation.release') return e.reservationId;
+  const { after } = e;
+  if ('ref' in after) return budgetKey(after.ref);
+  return 'keyId' in after ? after.keyId : after.tenantId;
 }
 
 /** An audit record as read back: the wire view renders it. */
@@ -98,7 +83,7 @@ export interface AuditRecord {
   readonly actor: string;
   readonly requestId: string;
   readonly operation: string;
-  readonly resourceType: string;
+  readonly resourceType: AuditResourceType;
   readonly resourceId: string;
   readonly before?: Readonly<Record<string, unknown>> | undefined;
   readonly after?: Readonly<Record<string, unknown>> | undefined;
@@ -113,20 +98,18 @@ export interface AuditContext {
   readonly atMs: number;
 }
 
-type BudgetAction = Extract<AuditEntry, { readonly scope: string }>['action'];
+type BudgetAction = Extract<AuditEntry, { readonly after: Budget }>['action'];
 
-/** The record of a change to one budget: its ledger before (absent: created) and after. */
+/** The record of a change to one budget: the budget before (absent: created) and after. */
 export const budgetAudit = (
   by: AuditContext,
   action: BudgetAction,
-  before: Ledger | undefined,
-  after: Ledger,
+  before: Budget | undefined,
+  after: Budget,
   detail?: Readonly<Record<string, unknown>>,
 ): AuditEntry => ({
   ...by,
   action,
-  scope: after.scope,
-  unit: after.unit,
   ...(before && { before }),
   after,
   ...(detail && { detail }),

@@ -1,7 +1,8 @@
 import type { Unit } from './amounts.js';
+import { type Budget, type Counters, isOverLimit } from './budget.js';
 import { derivedId } from './fingerprint.js';
-import { isOverLimit, type Ledger, type RefusalCode } from './ledger.js';
 import type { Period } from './period.js';
+import type { RefusalCode } from './refusals.js';
 import type { Action, Reservation } from './reservation.js';
 import type { Subject } from './scopes.js';
 
@@ -36,14 +37,14 @@ export const normalThresholds = (percents: readonly number[]): number[] =>
 export const isDefaultThresholds = (percents: readonly number[]): boolean =>
   normalThresholds(percents).join() === DEFAULT_THRESHOLDS.join();
 
-/** A budget as one image of the table shows it (a sharded budget: its shards merged). */
-export interface BudgetState {
-  readonly ledger: Ledger;
-  /** Absent: DEFAULT_THRESHOLDS. */
-  readonly thresholds?: readonly number[] | undefined;
+/**
+ * What an event reports of a budget: a whole budget (domain/budget.ts), or as much of one as one
+ * image of the table shows (a ledger item's counters, thresholds and period).
+ */
+export type BudgetState = Pick<Budget, 'ref' | 'counters' | 'overdraftLimit' | 'thresholds'> & {
   /** A rolling budget's current period. */
   readonly period?: Period | undefined;
-}
+};
 
 /** A reservation refused with 409, as the refusing request recorded it. */
 export interface Refusal {
@@ -89,22 +90,29 @@ export type BudgetEvent =
   | (EventBase & { readonly type: 'reservation.denied'; readonly refusal: Refusal });
 
 /** What the allocation is used by: spent and held (SPEC's utilization). */
-const usedOf = (l: Ledger): bigint => BigInt(l.spent) + BigInt(l.reserved);
+const usedOf = (c: Counters): bigint => BigInt(c.spent) + BigInt(c.reserved);
 
 /**
  * Whether (spent + reserved) / allocated ≥ percent / 100, compared exactly as integers (the
  * products pass 2^53 for large amounts). A budget with nothing allocated has reached every
  * threshold once anything is used on it, and none before.
  */
-export function reached(l: Ledger, percent: number): boolean {
-  const used = usedOf(l);
-  if (l.allocated <= 0) return used > 0n;
-  return used * 100n >= BigInt(percent) * BigInt(l.allocated);
+export function reached(c: Counters, percent: number): boolean {
+  const used = usedOf(c);
+  if (c.allocated <= 0) return used > 0n;
+  return used * 100n >= BigInt(percent) * BigInt(c.allocated);
 }
 
 /** (spent + reserved) / allocated as a ratio; undefined when nothing is allocated. */
-export const utilizationOf = (l: Ledger): number | undefined =>
-  l.allocated > 0 ? (l.spent + l.reserved) / l.allocated : undefined;
+export const utilizationOf = (c: Counters): number | undefined =>
+  c.allocated > 0 ? (c.spent + c.reserved) / c.allocated : undefined;
+
+/**
+ * Whether a write took budget from a ledger or one shard of it: its remaining went down, or its
+ * usage (spent + held) up. After such a write a budget may have crossed a threshold.
+ */
+export const takesBudget = (before: Counters, after: Counters): boolean =>
+  after.remaining < before.remaining || usedOf(after) > usedOf(before);
 
 /**
  * The id of a usage crossing names what was crossed, not the write that crossed it: the budget,
@@ -114,7 +122,8 @@ export const utilizationOf = (l: Ledger): number | undefined =>
  * or a new period arms it again.
  */
 function crossingId(type: BudgetEventType, tenant: string, b: BudgetState, what = ''): string {
-  const { scope, unit, allocated } = b.ledger;
+  const { scope, unit } = b.ref;
+  const { allocated } = b.counters;
   return derivedId(
     'evt',
     type,
@@ -149,8 +158,8 @@ export interface LedgerTransition {
  */
 function usageBaseline({ before, after }: LedgerTransition): BudgetState {
   if (before && before.period?.start === after.period?.start) return before;
-  const l = after.ledger;
-  return { ...after, ledger: { ...l, spent: 0, reserved: 0, remaining: l.allocated - l.debt } };
+  const c = after.counters;
+  return { ...after, counters: { ...c, spent: 0, reserved: 0, remaining: c.allocated - c.debt } };
 }
 
 /**
@@ -162,17 +171,19 @@ export function usageEvents(t: LedgerTransition): BudgetEvent[] {
   const { after, tenant, at } = t;
   const events: BudgetEvent[] = [];
   for (const threshold of after.thresholds ?? DEFAULT_THRESHOLDS) {
-    if (reached(after.ledger, threshold) && !reached(base.ledger, threshold)) {
+    if (reached(after.counters, threshold) && !reached(base.counters, threshold)) {
       const id = crossingId('budget.threshold_crossed', tenant, after, String(threshold));
       events.push({ type: 'budget.threshold_crossed', id, tenant, at, budget: after, threshold });
     }
   }
-  if (base.ledger.remaining > 0 && after.ledger.remaining <= 0) {
+  if (base.counters.remaining > 0 && after.counters.remaining <= 0) {
     const id = crossingId('budget.exhausted', tenant, after);
     events.push({ type: 'budget.exhausted', id, tenant, at, budget: after });
   }
   return events;
 }
+
+const debtOf = (b: BudgetState) => ({ debt: b.counters.debt, overdraftLimit: b.overdraftLimit });
 
 /**
  * Debt events of one write: debt incurred (debt went up) and over-limit entered (debt above the
@@ -183,12 +194,12 @@ export function debtEvents(t: LedgerTransition): BudgetEvent[] {
   const { after, tenant, at, recordId } = t;
   const before = t.before ?? usageBaseline(t);
   const events: BudgetEvent[] = [];
-  const incurred = after.ledger.debt - before.ledger.debt;
+  const incurred = after.counters.debt - before.counters.debt;
   if (incurred > 0) {
     const type = 'budget.debt_incurred';
     events.push({ type, id: occurrenceId(type, recordId), tenant, at, budget: after, incurred });
   }
-  if (isOverLimit(after.ledger) && !isOverLimit(before.ledger)) {
+  if (isOverLimit(debtOf(after)) && !isOverLimit(debtOf(before))) {
     const type = 'budget.over_limit_entered';
     events.push({ type, id: occurrenceId(type, recordId), tenant, at, budget: after });
   }
@@ -210,11 +221,11 @@ export const ledgerEvents = (t: LedgerTransition): BudgetEvent[] => [
 export function reachedEvents(tenant: string, at: number, budget: BudgetState): BudgetEvent[] {
   const events: BudgetEvent[] = [];
   for (const threshold of budget.thresholds ?? DEFAULT_THRESHOLDS) {
-    if (!reached(budget.ledger, threshold)) continue;
+    if (!reached(budget.counters, threshold)) continue;
     const id = crossingId('budget.threshold_crossed', tenant, budget, String(threshold));
     events.push({ type: 'budget.threshold_crossed', id, tenant, at, budget, threshold });
   }
-  if (budget.ledger.remaining <= 0) {
+  if (budget.counters.remaining <= 0) {
     const id = crossingId('budget.exhausted', tenant, budget);
     events.push({ type: 'budget.exhausted', id, tenant, at, budget });
   }

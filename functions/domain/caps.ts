@@ -1,4 +1,5 @@
-import type { Ledger } from './ledger.js';
+import type { Amount } from './amounts.js';
+import { type Budgets, budgetAt } from './budget.js';
 
 /**
  * SPEC § Caps: soft constraints answered with `ALLOW_WITH_CAPS`. An absent field constrains
@@ -90,22 +91,22 @@ export function mergeCaps(a: Caps, b: Caps): Caps {
 }
 
 /**
- * The caps a hold of `amount` answers with: merged over the affected scopes whose budget
- * carries caps that apply once the hold is taken (`capsApply` on the ledger as read).
+ * The caps a hold of `estimate` answers with: merged over the affected scopes whose budget
+ * carries caps that apply once the hold is taken (`capsApply` on the budget as read).
  * Undefined: none apply, the decision is plain ALLOW.
  */
 export function capsFor(
   scopes: readonly string[],
-  amount: number,
-  ledgers: ReadonlyMap<string, Ledger>,
-  configured: ReadonlyMap<string, BudgetCaps>,
+  estimate: Amount,
+  budgets: Budgets,
 ): Caps | undefined {
   let merged: Caps | undefined;
   for (const scope of scopes) {
-    const b = configured.get(scope);
-    const l = ledgers.get(scope);
-    if (!b || !l || !capsApply(b, l.allocated, l.remaining - amount)) continue;
-    merged = mergeCaps(merged ?? {}, b.caps);
+    const b = budgetAt(budgets, scope, estimate.unit);
+    if (!b?.caps) continue;
+    const { allocated, remaining } = b.counters;
+    if (!capsApply(b.caps, allocated, remaining - estimate.amount)) continue;
+    merged = mergeCaps(merged ?? {}, b.caps.caps);
   }
   return merged;
 }

@@ -1,4 +1,5 @@
-import type { Ledger, LedgerChange, LedgerDelta, LedgerGuard } from './ledger.js';
+import type { Counters } from './budget.js';
+import type { LedgerChange, LedgerDelta, LedgerGuard } from './ledger.js';
 import { LEVELS, MAX_DIMENSIONS } from './scopes.js';
 
 /**
@@ -20,12 +21,7 @@ import { LEVELS, MAX_DIMENSIONS } from './scopes.js';
  * Debt and the overdraft limit live on shard 0 only; `gated` is set on every shard while the
  * budget has debt or a negative remaining, which turns every taking of budget to the exact path.
  */
-export interface Shard {
-  readonly allocated: number;
-  readonly spent: number;
-  readonly reserved: number;
-  readonly debt: number;
-  readonly remaining: number;
+export interface Shard extends Counters {
   readonly gated: boolean;
 }
 
@@ -67,28 +63,20 @@ export function heaviestPathExtra(
   return above + extra(shards) + Math.max(0, ...chains);
 }
 
-/** The budget a set of shards makes up. */
-export function mergeShards(
-  base: Pick<Ledger, 'scope' | 'unit' | 'overdraftLimit' | 'status'>,
-  shards: readonly Shard[],
-): Ledger {
-  const sum = (field: 'allocated' | 'spent' | 'reserved' | 'debt' | 'remaining') =>
-    shards.reduce((total, s) => total + s[field], 0);
+/** The counters of the budget a set of shards makes up: their sums. */
+export function sumShards(shards: readonly Shard[]): Counters {
+  const sum = (field: keyof Counters) => shards.reduce((total, s) => total + s[field], 0);
   return {
-    scope: base.scope,
-    unit: base.unit,
-    overdraftLimit: base.overdraftLimit,
     allocated: sum('allocated'),
     spent: sum('spent'),
     reserved: sum('reserved'),
     debt: sum('debt'),
     remaining: sum('remaining'),
-    ...(base.status !== undefined && { status: base.status }),
   };
 }
 
 /** While this holds, only the exact path may take budget (invariant E would not hold). */
-export const mustGate = (budget: Ledger): boolean => budget.debt > 0 || budget.remaining < 0;
+export const mustGate = (budget: Counters): boolean => budget.debt > 0 || budget.remaining < 0;
 
 /** The fast path's condition for taking `amount` from one shard (by invariant E, enough). */
 export const shardCovers = (s: Shard, amount: number): boolean => !s.gated && s.remaining >= amount;
@@ -172,7 +160,7 @@ export function applyToShard(s: Shard, delta: LedgerDelta): Shard {
  */
 export function respread(
   shards: readonly Shard[],
-  after: Ledger,
+  after: Counters,
   pin?: { readonly shard: number; readonly delta: LedgerDelta },
 ): Shard[] {
   const n = shards.length;

@@ -1,27 +1,18 @@
-import type { Amount, Unit } from './amounts.js';
+import type { Unit } from './amounts.js';
+import {
+  type Budgets,
+  balanceOf,
+  budgetAt,
+  budgetKey,
+  emptyLedger,
+  type Ledger,
+} from './budget.js';
 import { DomainError } from './errors.js';
 import type { ChangePeriod } from './period.js';
+import { firstRefusal, type RefusalCode, type ScopeRefusal } from './refusals.js';
 
-/**
- * ACTIVE (absent on the item), FROZEN (the operator's pause: no new holds or events, open
- * reservations still settle; reversible) or CLOSED (the tenant closed: permanent).
- */
-export const BUDGET_STATUSES = ['ACTIVE', 'FROZEN', 'CLOSED'] as const;
-export type BudgetStatus = (typeof BUDGET_STATUSES)[number];
-
-/** One budget ledger per (scope, unit). Invariant: remaining = allocated − spent − reserved − debt. */
-export interface Ledger {
-  readonly scope: string;
-  readonly unit: Unit;
-  readonly allocated: number;
-  readonly spent: number;
-  readonly reserved: number;
-  readonly debt: number;
-  readonly overdraftLimit: number;
-  readonly remaining: number;
-  /** Present only when not ACTIVE, so results of ACTIVE budgets keep their compact stored form. */
-  readonly status?: Exclude<BudgetStatus, 'ACTIVE'> | undefined;
-}
+/** Kept here too: older imports name the statuses from the ledger (the console's tests). */
+export { BUDGET_STATUSES, type BudgetStatus } from './budget.js';
 
 export type OveragePolicy = 'REJECT' | 'ALLOW_IF_AVAILABLE' | 'ALLOW_WITH_OVERDRAFT';
 
@@ -72,17 +63,15 @@ export interface LedgerChange {
   readonly period?: ChangePeriod | undefined;
 }
 
-/** The changes, each told the period of its ledger as read (rolling budgets only). */
-export const inPeriods = (
-  changes: readonly LedgerChange[],
-  periods: ReadonlyMap<string, { readonly start: number; readonly closed?: boolean | undefined }>,
-): LedgerChange[] =>
+/**
+ * The changes, each stamped with the period of the budget it lands on as read (rolling budgets
+ * only): a change to a current period is conditioned on the budget still being in it.
+ */
+export const inPeriodsOf = (changes: readonly LedgerChange[], budgets: Budgets): LedgerChange[] =>
   changes.map((c) => {
-    const p = periods.get(c.scope);
+    const p = budgetAt(budgets, c.scope, c.unit)?.period;
     return p ? { ...c, period: { start: p.start, closed: p.closed === true } } : c;
   });
-
-export const isOverLimit = (l: Ledger): boolean => l.debt > l.overdraftLimit;
 
 export function applyDelta(l: Ledger, d: LedgerDelta): Ledger {
   return {
@@ -98,129 +87,19 @@ export function applyDelta(l: Ledger, d: LedgerDelta): Ledger {
 export const holdsInvariant = (l: Ledger): boolean =>
   l.remaining === l.allocated - l.spent - l.reserved - l.debt;
 
-export function emptyLedger(scope: string, unit: Unit): Ledger {
-  return {
-    scope,
-    unit,
-    allocated: 0,
-    spent: 0,
-    reserved: 0,
-    debt: 0,
-    overdraftLimit: 0,
-    remaining: 0,
-  };
-}
-
-// ---- Admission (reserve, dry run, decide) ---------------------------------------------------
-
-export const REFUSAL_CODES = [
-  'BUDGET_CLOSED',
-  'BUDGET_FROZEN',
-  'OVERDRAFT_LIMIT_EXCEEDED',
-  'DEBT_OUTSTANDING',
-  'BUDGET_EXCEEDED',
-] as const;
-export type RefusalCode = (typeof REFUSAL_CODES)[number];
-
-/** A refusal of budget (not of the request): a reservation's DENY, a reservation.denied event. */
-export const isRefusal = (e: unknown): e is DomainError =>
-  e instanceof DomainError && (REFUSAL_CODES as readonly string[]).includes(e.code);
-
-export interface ScopeRefusal {
-  readonly code: RefusalCode;
-  readonly scope: string;
-  readonly unit: Unit;
-  readonly remaining: number;
-  readonly requested: number;
-  readonly debt: number;
-  readonly overdraftLimit: number;
-}
-
-const PRECEDENCE: readonly RefusalCode[] = [
-  'BUDGET_CLOSED',
-  'BUDGET_FROZEN',
-  'OVERDRAFT_LIMIT_EXCEEDED',
-  'DEBT_OUTSTANDING',
-  'BUDGET_EXCEEDED',
-];
-
-/** Why one scope cannot hold `amount`; a missing ledger is zero allocation (core behaviour 6). */
-export function scopeRefusal(
-  scope: string,
-  unit: Unit,
-  ledger: Ledger | undefined,
-  amount: number,
-): ScopeRefusal | undefined {
-  const l = ledger ?? emptyLedger(scope, unit);
-  const base = {
-    scope,
-    unit,
-    remaining: l.remaining,
-    requested: amount,
-    debt: l.debt,
-    overdraftLimit: l.overdraftLimit,
-  };
-  if (ledger?.status === 'CLOSED') return { code: 'BUDGET_CLOSED', ...base };
-  if (ledger?.status === 'FROZEN') return { code: 'BUDGET_FROZEN', ...base };
-  if (ledger && isOverLimit(l)) return { code: 'OVERDRAFT_LIMIT_EXCEEDED', ...base };
-  if (l.debt > 0) return { code: 'DEBT_OUTSTANDING', ...base };
-  if (!ledger || l.remaining < amount) return { code: 'BUDGET_EXCEEDED', ...base };
-  return undefined;
-}
-
-/** The refusal to report when several scopes fail: over limit, then debt, then budget. */
-export function firstRefusal(
-  refusals: readonly (ScopeRefusal | undefined)[],
-): ScopeRefusal | undefined {
-  const present = refusals.filter((r): r is ScopeRefusal => r !== undefined);
-  return present.sort((a, b) => PRECEDENCE.indexOf(a.code) - PRECEDENCE.indexOf(b.code))[0];
-}
-
-export function refusalError(r: ScopeRefusal): DomainError {
-  const messages: Record<RefusalCode, string> = {
-    BUDGET_CLOSED: `the budget of scope ${r.scope} in ${r.unit} is closed`,
-    BUDGET_FROZEN: `the budget of scope ${r.scope} in ${r.unit} is frozen`,
-    OVERDRAFT_LIMIT_EXCEEDED: `scope ${r.scope} is over its overdraft limit`,
-    DEBT_OUTSTANDING: `scope ${r.scope} has outstanding debt of ${r.debt}`,
-    BUDGET_EXCEEDED: `scope ${r.scope} has ${r.remaining} ${r.unit} remaining, ${r.requested} requested`,
-  };
-  return new DomainError(r.code, messages[r.code], {
-    scope: r.scope,
-    unit: r.unit,
-    remaining: r.remaining,
-    requested: r.requested,
-    debt: r.debt,
-    overdraft_limit: r.overdraftLimit,
-  });
-}
-
-/** Admission exactly as a live reservation decides it: the refusal to answer, if any. */
-export function admissionRefusal(
-  scopes: readonly string[],
-  estimate: Amount,
-  ledgers: ReadonlyMap<string, Ledger>,
-): ScopeRefusal | undefined {
-  return firstRefusal(
-    scopes.map((s) => scopeRefusal(s, estimate.unit, ledgers.get(s), estimate.amount)),
-  );
-}
-
-/** The ledgers of those scopes that have one, in scope order (what `balances` lists). */
-export const presentLedgers = (
-  scopes: readonly string[],
-  ledgers: ReadonlyMap<string, Ledger>,
-): Ledger[] =>
+/** The balances of those scopes that have a budget, in scope order (what `balances` lists). */
+export const presentLedgers = (scopes: readonly string[], unit: Unit, budgets: Budgets): Ledger[] =>
   scopes.flatMap((s) => {
-    const l = ledgers.get(s);
-    return l ? [l] : [];
+    const b = budgetAt(budgets, s, unit);
+    return b ? [balanceOf(b)] : [];
   });
 
-/** The ledgers as the changes leave them, from the ledgers read just before. */
-export const ledgersAfter = (
-  ledgers: ReadonlyMap<string, Ledger>,
-  changes: readonly LedgerChange[],
-): Ledger[] =>
-  changes.map((c) => applyDelta(ledgers.get(c.scope) ?? emptyLedger(c.scope, c.unit), c.delta));
+/** The balances as the changes leave them, from the budgets read just before. */
+export const ledgersAfter = (budgets: Budgets, changes: readonly LedgerChange[]): Ledger[] =>
+  changes.map((c) => {
+    const b = budgetAt(budgets, c.scope, c.unit);
+    return applyDelta(b ? balanceOf(b) : emptyLedger(c.scope, c.unit), c.delta);
+  });
 
 export const holdChange = (scope: string, unit: Unit, amount: number): LedgerChange => ({
   scope,
@@ -243,7 +122,7 @@ export const releaseChange = (scope: string, unit: Unit, amount: number): Ledger
 export function mergeChanges(changes: readonly LedgerChange[]): LedgerChange[] {
   const byLedger = new Map<string, LedgerChange>();
   for (const c of changes) {
-    const key = `${c.scope}\u0000${c.unit}\u0000${c.shard ?? 0}\u0000${c.period?.start ?? ''}\u0000${c.period?.closed ?? ''}`;
+    const key = `${budgetKey(c)}\u0000${c.shard ?? 0}\u0000${c.period?.start ?? ''}\u0000${c.period?.closed ?? ''}`;
     const seen = byLedger.get(key);
     if (!seen) {
       byLedger.set(key, { ...c, delta: { ...c.delta } });

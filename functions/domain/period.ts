@@ -1,5 +1,5 @@
+import type { Budget, Counters } from './budget.js';
 import { invalidRequest } from './errors.js';
-import type { Ledger } from './ledger.js';
 
 /**
  * Budgets that roll over by themselves (docs/decisions.md § Rolling budgets). A period is a
@@ -81,32 +81,31 @@ export function periodAt(spec: PeriodSpec, t: number): Period {
 }
 
 /**
- * The ledger in the period of `now`, as rolling over makes it: the period's allocation, nothing
+ * The budget in the period of `now`, as rolling over makes it: the period's allocation, nothing
  * spent or held (holds stay with the period they were taken in), the debt carried on (it is
- * still owed). Unchanged while its period lasts. Reads show this before any write rolls over.
+ * still owed). Unchanged while its period lasts, and for a budget that does not roll over.
+ * Reads show this before any write rolls over (use-cases/budget-reader.ts).
  */
-export function rolledOver(
-  ledger: Ledger,
-  period: LedgerPeriod,
-  now: number,
-): { readonly ledger: Ledger; readonly period: LedgerPeriod } {
-  if (!isDue(period, now)) return { ledger, period };
+export function rolledOver(budget: Budget, now: number): Budget {
+  const { period } = budget;
+  if (!period || !isDue(period, now)) return budget;
   const next = periodAt(period.spec, now);
   return {
-    ledger: {
-      ...ledger,
+    ...budget,
+    counters: {
+      ...budget.counters,
       allocated: period.amount,
       spent: 0,
       reserved: 0,
-      remaining: period.amount - ledger.debt,
+      remaining: period.amount - budget.counters.debt,
     },
     period: { ...period, start: next.start, end: next.end },
   };
 }
 
-/** A closed period's ledger: as it was at the boundary, its debt moved on to the next period. */
-export const closedPeriodLedger = (ledger: Ledger): Ledger => ({
-  ...ledger,
+/** A closed period's counters: as they were at the boundary, the debt moved on to the next period. */
+export const closedPeriodCounters = (c: Counters): Counters => ({
+  ...c,
   debt: 0,
-  remaining: ledger.allocated - ledger.spent - ledger.reserved,
+  remaining: c.allocated - c.spent - c.reserved,
 });

@@ -1,7 +1,7 @@
 import type { Amount } from './amounts.js';
+import { type Budgets, budgetAt } from './budget.js';
 import { DomainError } from './errors.js';
 import { type LedgerChange, type OveragePolicy, releaseChange } from './ledger.js';
-import type { ChangePeriod } from './period.js';
 import type { Subject } from './scopes.js';
 
 export type ReservationStatus = 'ACTIVE' | 'COMMITTED' | 'RELEASED' | 'EXPIRED';
@@ -27,21 +27,35 @@ export interface Reservation {
   readonly gracePeriodMs: number;
   readonly finalizedAtMs?: number | undefined;
   readonly scopePath: string;
-  readonly affectedScopes: readonly string[];
+  /** One per affected scope, root first: where the reservation holds budget. */
+  readonly holds: readonly Hold[];
   readonly overagePolicy: OveragePolicy;
   readonly metadata?: Readonly<Record<string, unknown>> | undefined;
-  /**
-   * Per affected scope, the escrow shard the hold was taken on (domain/escrow.ts), where its
-   * settlement lands; absent when no scope's budget is sharded (shard 0 everywhere).
-   */
-  readonly holdShards?: readonly number[] | undefined;
-  /**
-   * Per affected scope, the start of the period of its rolling budget the hold was taken in (0
-   * for a scope whose budget does not roll over); absent when none does. A hold belongs to that
-   * period: it settles there even after the budget rolled over (docs/decisions.md).
-   */
-  readonly heldIn?: readonly number[] | undefined;
+  /** The TTL it was reserved with: its first expiry was createdAtMs + ttlMs (extends move it). */
+  readonly ttlMs: number;
 }
+
+/**
+ * A reservation's hold on one scope's budget, where its settlement must land: the escrow shard
+ * it was taken on (domain/escrow.ts; 0 for an unsharded budget), and for a rolling budget the
+ * start of the period it was taken in (domain/period.ts): it settles there even after the
+ * budget rolled over (docs/decisions.md § Rolling budgets).
+ */
+export interface Hold {
+  readonly scope: string;
+  readonly shard: number;
+  readonly periodStart?: number | undefined;
+}
+
+/** The scopes a reservation affects, root first (SPEC's affected_scopes). */
+export const affectedScopes = (r: Pick<Reservation, 'holds'>): string[] =>
+  r.holds.map((h) => h.scope);
+
+/**
+ * What a reservation still holds on each of its scopes. The whole estimate until it settles:
+ * the one place a partial charge would lower it.
+ */
+export const heldAmount = (r: Pick<Reservation, 'reserved'>): Amount => r.reserved;
 
 /** Commit and release stay possible through the grace period; extend does not (SPEC § Limits). */
 export const settleDeadline = (r: Pick<Reservation, 'expiresAtMs' | 'gracePeriodMs'>): number =>
@@ -55,26 +69,47 @@ export const isEffectivelyExpired = (r: Reservation, now: number): boolean =>
   r.status === 'EXPIRED' || (r.status === 'ACTIVE' && now >= settleDeadline(r));
 
 /** Every scope gets the whole hold back: release, and expiry alike. */
-export const releaseChanges = (r: Reservation): LedgerChange[] =>
-  pinToHolds(
+export const releaseChanges = (r: Reservation, budgets?: Budgets): LedgerChange[] => {
+  const held = heldAmount(r);
+  return onHolds(
     r,
-    r.affectedScopes.map((s) => releaseChange(s, r.reserved.unit, r.reserved.amount)),
+    affectedScopes(r).map((s) => releaseChange(s, held.unit, held.amount)),
+    budgets,
   );
+};
 
 /**
- * Changes in scope order, each pinned to the shard its scope's hold was taken on: always, since
- * a settlement must land where its hold is (shard 0 when the reservation names none).
+ * Changes to a reservation's holds, each landing where its hold is: always on the hold's shard
+ * (a settlement must not move reserved between shards), and for a hold on a rolling budget in
+ * the period it was taken in, closed once the budget as read (`budgets`) has left it.
  */
-export const pinToHolds = (r: Reservation, changes: readonly LedgerChange[]): LedgerChange[] =>
-  changes.map((c, i) => ({ ...c, shard: r.holdShards?.[i] ?? 0 }));
+export const onHolds = (
+  r: Pick<Reservation, 'holds'>,
+  changes: readonly LedgerChange[],
+  budgets?: Budgets,
+): LedgerChange[] =>
+  changes.map((c) => {
+    const hold = r.holds.find((h) => h.scope === c.scope);
+    const start = hold?.periodStart;
+    const pinned = { ...c, shard: hold?.shard ?? 0 };
+    if (!start || !budgets) return pinned;
+    const current = budgetAt(budgets, c.scope, c.unit)?.period;
+    const open = current !== undefined && !current.closed && current.start === start;
+    return { ...pinned, period: { start, closed: !open } };
+  });
 
 /**
  * The sweeper's transition (SPEC: ACTIVE, TTL plus grace elapsed → EXPIRED): the ledger changes
- * that return the hold, or undefined when the reservation is not (or no longer) due.
+ * that return the hold, or undefined when the reservation is not (or no longer) due. `budgets`:
+ * the current periods of its rolling budgets, if it holds on any.
  */
-export function expiryChanges(r: Reservation, now: number): LedgerChange[] | undefined {
+export function expiryChanges(
+  r: Reservation,
+  now: number,
+  budgets?: Budgets,
+): LedgerChange[] | undefined {
   const t = transition(r, 'expire', now);
-  return t.kind === 'to' ? releaseChanges(r) : undefined;
+  return t.kind === 'to' ? releaseChanges(r, budgets) : undefined;
 }
 
 export type Transition =
@@ -133,20 +168,3 @@ export function transition(r: Reservation, trigger: Trigger, now: number): Trans
 
 const notDue = (r: Reservation) =>
   new DomainError('INVALID_REQUEST', `reservation ${r.reservationId} is not due for expiry`);
-
-/**
- * The period each of a reservation's holds settles in, given the current periods of its rolling
- * budgets: the period it was taken in, closed once the budget has moved past it.
- */
-export function heldPeriods(
-  r: Reservation,
-  current: ReadonlyMap<string, { readonly start: number }>,
-): Map<string, ChangePeriod> {
-  const held = new Map<string, ChangePeriod>();
-  r.affectedScopes.forEach((scope, i) => {
-    const start = r.heldIn?.[i] ?? 0;
-    if (start === 0) return;
-    held.set(scope, { start, closed: current.get(scope)?.start !== start });
-  });
-  return held;
-}

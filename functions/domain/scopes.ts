@@ -192,3 +192,7 @@ export function parseScope(scope: string): Segment[] {
 }
 
 export const tenantOfScope = (segments: readonly Segment[]): string => segments[0]?.value ?? '';
+
+/** The tenant of a canonical scope path: its root segment is `tenant:<id>`. */
+export const tenantOfPath = (scope: string): string =>
+  (scope.split('/')[0] ?? '').slice('tenant:'.length);

@@ -71,22 +71,22 @@ export interface Contract {
   readonly page?: boolean;
 }
 
-const health: Contract = {
+const health = {
   summary: 'UP when the table answers',
   tag: 'Service',
   response: res.Health,
   alsoAnswers: { status: 503, body: res.HealthDown, description: 'The table does not answer' },
-};
-const openApi: Contract = {
+} as const satisfies Contract;
+const openApi = {
   summary: "This server's OpenAPI document",
   tag: 'Service',
   response: res.OpenApiDocument,
-};
-const notFound: Contract = {
+} as const satisfies Contract;
+const notFound = {
   summary: 'Any method and path no operation of the server matches',
   tag: 'Service',
   refusals: [404],
-};
+} as const satisfies Contract;
 const budget = { tag: 'Budgets', query: BudgetQuery } as const;
 
 export const contracts = {

@@ -1,8 +1,6 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { DomainError, type ErrorCode, RetryLaterError } from '../domain/errors.js';
 import { exactJson } from '../domain/json.js';
-import { ReservationExpiredError } from '../domain/reservation.js';
-import { reservationDetailView } from './views.js';
 
 // SPEC § Errors. `satisfies` turns a new code without a status into a type error.
 export const STATUS = {
@@ -25,18 +23,24 @@ export const STATUS = {
   INTERNAL_ERROR: 500,
 } as const satisfies Record<ErrorCode, number>;
 
+/**
+ * How a route renders a refusal's details, where they are more than the error carries (a
+ * reservation read answers 410 with the reservation itself: http/views.ts).
+ */
+export type ErrorDetails = (refusal: DomainError) => Readonly<Record<string, unknown>> | undefined;
+
+const ownDetails: ErrorDetails = (refusal) => refusal.details;
+
 /** The one mapping of anything thrown to SPEC's error body. */
 export function errorResponse(
   error: unknown,
   requestId: string,
+  detailsOf: ErrorDetails = ownDetails,
 ): APIGatewayProxyStructuredResultV2 {
   if (error instanceof RetryLaterError) return retryLaterResponse(error, requestId);
   const refusal = error instanceof DomainError ? error : undefined;
   const code: ErrorCode = refusal?.code ?? 'INTERNAL_ERROR';
-  const details =
-    error instanceof ReservationExpiredError
-      ? { reservation: reservationDetailView(error.reservation) }
-      : refusal?.details;
+  const details = refusal && detailsOf(refusal);
   return {
     statusCode: STATUS[code],
     headers: { 'content-type': 'application/json', 'x-request-id': requestId },

@@ -21,7 +21,8 @@ import {
 } from '../telemetry/invocation.js';
 import { publishMetrics } from '../telemetry/metrics.js';
 import { authenticate, type RouteCaller, type TenantCaller } from './auth.js';
-import { errorResponse } from './errors.js';
+import type { contracts } from './contracts.js';
+import { type ErrorDetails, errorResponse } from './errors.js';
 import { Reply } from './reply.js';
 
 export type Event = APIGatewayProxyEventV2;
@@ -35,6 +36,35 @@ interface Schemas {
 type Parsed<S extends Schemas, K extends keyof Schemas> = S[K] extends z.ZodType
   ? z.output<S[K]>
   : undefined;
+type ContractOf<R extends RouteId> = (typeof contracts)[R];
+
+/** The request schemas a route's contract names (http/contracts.ts): its handler parses with these. */
+export type RouteSchemas<R extends RouteId> = {
+  readonly [K in keyof ContractOf<R> as K extends keyof Schemas ? K : never]: ContractOf<R>[K];
+};
+
+/** A wire body as a view builds it: read-only all the way down (a view never mutates). */
+type Wire<T> = T extends readonly (infer E)[]
+  ? readonly Wire<E>[]
+  : T extends object
+    ? { readonly [K in keyof T]: Wire<T[K]> }
+    : T;
+type InputOf<S> = S extends z.ZodType ? Wire<z.input<S>> : never;
+type AlsoOf<C> = C extends { readonly alsoAnswers: { readonly body: infer S } }
+  ? InputOf<S>
+  : never;
+type SuccessOf<C> = C extends { readonly response: infer S } ? InputOf<S> : never;
+
+/**
+ * What a route's `run` answers, checked by the compiler against its contract: the wire body its
+ * response schema describes, or a Reply of it (headers) or of its other answer (health's 503).
+ * A route that never succeeds (not found) answers nothing.
+ */
+export type RouteAnswer<R extends RouteId> =
+  | SuccessOf<ContractOf<R>>
+  | Reply<SuccessOf<ContractOf<R>>>
+  | Reply<AlsoOf<ContractOf<R>>>;
+
 type AuthKind<R extends RouteId> = (typeof routes)[R]['auth']['kind'];
 type CallerOf<R extends RouteId> =
   AuthKind<R> extends 'tenant'
@@ -60,10 +90,11 @@ export interface RouteInput<R extends RouteId, S extends Schemas> {
  * invocation runs in its own telemetry scope (telemetry/invocation.ts), so DynamoDB calls and
  * business metrics are counted on the request that made them.
  */
-export function httpHandler<R extends RouteId, S extends Schemas>(
+export function httpHandler<R extends RouteId>(
   routeId: R,
-  schemas: S,
-  run: (input: RouteInput<R, S>) => Promise<unknown>,
+  schemas: RouteSchemas<R>,
+  run: (input: RouteInput<R, RouteSchemas<R>>) => Promise<RouteAnswer<R>>,
+  options: { readonly errorDetails?: ErrorDetails } = {},
 ) {
   const route = routes[routeId];
   const handle = middy<Event, Result, Error, Context>().handler(async (event) => {
@@ -72,19 +103,18 @@ export function httpHandler<R extends RouteId, S extends Schemas>(
     const headers = event.headers ?? {};
     const caller = await authenticate(headers, route.auth, now);
     if (invocation) identify(invocation, caller);
+    const s: Schemas = schemas;
     const input = {
-      body: schemas.body ? parseBody(schemas.body, event, headers) : undefined,
-      query: schemas.query
-        ? parse(schemas.query, event.queryStringParameters ?? {}, 'query parameter ')
+      body: s.body ? parseBody(s.body, event, headers) : undefined,
+      query: s.query
+        ? parse(s.query, event.queryStringParameters ?? {}, 'query parameter ')
         : undefined,
-      params: schemas.params
-        ? parse(schemas.params, event.pathParameters ?? {}, 'path parameter ')
-        : undefined,
+      params: s.params ? parse(s.params, event.pathParameters ?? {}, 'path parameter ') : undefined,
       caller,
       requestId: invocation?.requestId ?? randomUUID(),
       now,
       event,
-    } as RouteInput<R, S>;
+    } as RouteInput<R, RouteSchemas<R>>;
     const answer = await run(input);
     const reply = answer instanceof Reply ? answer : new Reply(undefined, answer);
     return {
@@ -101,7 +131,7 @@ export function httpHandler<R extends RouteId, S extends Schemas>(
       try {
         return finish(await handle(event, context), { invocation, routeId, event, cold });
       } catch (error) {
-        const response = errorResponse(error, invocation.requestId);
+        const response = errorResponse(error, invocation.requestId, options.errorDetails);
         return finish(response, { invocation, routeId, event, cold, error });
       }
     });

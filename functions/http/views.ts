@@ -1,25 +1,30 @@
 import type { Amount } from '../domain/amounts.js';
 import { type ApiKey, keyStatus } from '../domain/api-keys.js';
 import type { AuditRecord } from '../domain/audit.js';
+import {
+  type Budget,
+  type BudgetRecord,
+  balanceOf,
+  budgetKey,
+  isOverLimit,
+  type Ledger,
+} from '../domain/budget.js';
 import type { Caps } from '../domain/caps.js';
+import type { DomainError } from '../domain/errors.js';
 import { derivedId } from '../domain/fingerprint.js';
-import { isOverLimit, type Ledger } from '../domain/ledger.js';
-import type { LedgerPeriod } from '../domain/period.js';
-import type { Reservation } from '../domain/reservation.js';
+import {
+  affectedScopes,
+  type Reservation,
+  ReservationExpiredError,
+} from '../domain/reservation.js';
 import type { Tenant } from '../domain/tenant.js';
-import type { Introspection, KeyValidation } from '../use-cases/api-keys.js';
-import type { Budget, BudgetRecord, Funded } from '../use-cases/budgets.js';
+import type { Introspection, KeyValidation, TenantIntrospection } from '../use-cases/api-keys.js';
+import type { Funded } from '../use-cases/budgets.js';
 import type { Decision } from '../use-cases/decide.js';
 import type { EventApplied } from '../use-cases/events.js';
 import type { Page } from '../use-cases/reads.js';
-import type {
-  Committed,
-  DryRun,
-  Extended,
-  Lease,
-  Released,
-  Reserved,
-} from '../use-cases/reservations.js';
+import type { DryRun, Lease, Reserved } from '../use-cases/reservations.js';
+import type { Committed, Extended, Released } from '../use-cases/settlements.js';
 import { Reply } from './reply.js';
 
 // Domain results → wire JSON. Exactly SPEC's fields: optional ones are omitted, never null.
@@ -73,12 +78,18 @@ export function reservationView(r: Reservation, { withMetadata }: { withMetadata
     expires_at_ms: r.expiresAtMs,
     ...(r.finalizedAtMs !== undefined && { finalized_at_ms: r.finalizedAtMs }),
     scope_path: r.scopePath,
-    affected_scopes: r.affectedScopes,
+    affected_scopes: affectedScopes(r),
     ...(withMetadata && r.metadata !== undefined && { metadata: r.metadata }),
   };
 }
 
 export const reservationDetailView = (r: Reservation) => reservationView(r, { withMetadata: true });
+
+/** A reservation read answered 410 carries the reservation itself in its details. */
+export const expiredReservationDetails = (refusal: DomainError) =>
+  refusal instanceof ReservationExpiredError
+    ? { reservation: reservationDetailView(refusal.reservation) }
+    : refusal.details;
 
 /** SPEC § Caps: only the constraints set. */
 const capsView = (c: Caps) => ({
@@ -144,7 +155,7 @@ export const extendedView = (e: Extended & Lease) => ({
 });
 
 export const eventView = (e: EventApplied) => ({
-  status: 'APPLIED',
+  status: 'APPLIED' as const,
   event_id: e.eventId,
   balances: e.balances.map(balanceView),
 });
@@ -214,7 +225,7 @@ export const auditRecordView = (r: AuditRecord) => ({
   resource_type: r.resourceType,
   resource_id: r.resourceId,
   request_id: r.requestId,
-  status: r.operation.startsWith('create') ? 201 : 200,
+  status: r.operation.startsWith('create') ? (201 as const) : (200 as const),
   metadata: {
     actor: r.actor,
     ...(r.before !== undefined && { before: r.before }),
@@ -244,13 +255,13 @@ export const createdApiKeyView = ({ key, secret }: { key: ApiKey; secret: string
 export const keyValidationView = (v: KeyValidation) =>
   v.valid
     ? {
-        valid: true,
+        valid: true as const,
         tenant_id: v.key.tenant,
         key_id: v.key.keyId,
         permissions: v.key.permissions,
         ...(v.key.expiresAt !== undefined && { expires_at: v.key.expiresAt }),
       }
-    : { valid: false, reason: v.reason };
+    : { valid: false as const, reason: v.reason };
 
 /**
  * The reference's AuthIntrospectResponse, exactly: it has no field for the key's id or expiry,
@@ -259,15 +270,20 @@ export const keyValidationView = (v: KeyValidation) =>
 export function introspectionView(i: Introspection) {
   if (i.authType === 'admin') {
     return {
-      authenticated: true,
-      auth_type: 'admin',
-      permissions: ['*'],
+      authenticated: true as const,
+      auth_type: 'admin' as const,
+      permissions: ['*' as const],
       capabilities: i.capabilities,
     };
   }
+  return tenantIntrospectionView(i);
+}
+
+/** A tenant key's introspection (the runtime server's, where only tenant keys authenticate). */
+export function tenantIntrospectionView(i: TenantIntrospection) {
   const body = {
-    authenticated: true,
-    auth_type: 'tenant',
+    authenticated: true as const,
+    auth_type: 'tenant' as const,
     permissions: i.key.permissions,
     capabilities: i.capabilities,
     tenant_id: i.key.tenant,
@@ -279,7 +295,7 @@ export function introspectionView(i: Introspection) {
 }
 
 /** A rolling budget's period: the reference's `period_start` / `period_end`, and its rule. */
-const periodView = (p: LedgerPeriod | undefined) =>
+const periodView = ({ period: p }: Budget) =>
   p && {
     period: p.spec.kind,
     ...(p.spec.anchorDay !== undefined && { period_anchor_day: p.spec.anchorDay }),
@@ -287,44 +303,42 @@ const periodView = (p: LedgerPeriod | undefined) =>
     period_end: new Date(p.end).toISOString(),
   };
 
-export const budgetView = (b: Budget) => ({
-  tenant_id: b.tenant,
-  ...balanceView(b.ledger),
-  unit: b.ledger.unit,
-  ...periodView(b.period),
-  ...(b.thresholds && { thresholds: [...b.thresholds] }),
-  created_at: b.createdAt,
+/** A budget just created. */
+export const budgetView = ({ tenant, budget, createdAt }: BudgetRecord) => ({
+  tenant_id: tenant,
+  ...balanceView(balanceOf(budget)),
+  unit: budget.ref.unit,
+  ...periodView(budget),
+  ...(budget.thresholds && { thresholds: [...budget.thresholds] }),
+  created_at: createdAt,
 });
 
 /** The reference's BudgetLedger; `caps` (ours) only when the budget has caps. */
-export const budgetLedgerView = (b: BudgetRecord) => {
-  const { scope, unit } = b.ledger;
-  return {
-    ledger_id: derivedId('ldg', b.tenant, `${scope}#${unit}`),
-    tenant_id: b.tenant,
-    ...balanceView(b.ledger),
-    unit,
-    status: b.ledger.status ?? 'ACTIVE',
-    ...periodView(b.period),
-    ...(b.caps && {
-      caps: capsView(b.caps.caps),
-      ...(b.caps.belowRemainingBps !== undefined && {
-        caps_when_remaining_below_bps: b.caps.belowRemainingBps,
-      }),
+export const budgetLedgerView = ({ tenant, budget: b, createdAt, updatedAt }: BudgetRecord) => ({
+  ledger_id: derivedId('ldg', tenant, budgetKey(b.ref)),
+  tenant_id: tenant,
+  ...balanceView(balanceOf(b)),
+  unit: b.ref.unit,
+  status: b.status,
+  ...periodView(b),
+  ...(b.caps && {
+    caps: capsView(b.caps.caps),
+    ...(b.caps.belowRemainingBps !== undefined && {
+      caps_when_remaining_below_bps: b.caps.belowRemainingBps,
     }),
-    // Ours, only when not the default [50, 80, 100] (docs/decisions.md § Budget events).
-    ...(b.thresholds && { thresholds: [...b.thresholds] }),
-    created_at: b.createdAt,
-    ...(b.updatedAt !== undefined && { updated_at: b.updatedAt }),
-  };
-};
+  }),
+  // Ours, only when not the default [50, 80, 100] (docs/decisions.md § Budget events).
+  ...(b.thresholds && { thresholds: [...b.thresholds] }),
+  created_at: createdAt,
+  ...(updatedAt !== undefined && { updated_at: updatedAt }),
+});
 
 /** A rolling budget's closed periods, newest first: what was allocated, spent and held in each. */
-export const closedPeriodPageView = (p: Page<{ ledger: Ledger; period: LedgerPeriod }>) => ({
-  periods: p.items.map(({ ledger, period }) => ({
-    period_start: new Date(period.start).toISOString(),
-    period_end: new Date(period.end).toISOString(),
-    ...balanceView(ledger),
+export const closedPeriodPageView = (p: Page<Budget>) => ({
+  periods: p.items.map((b) => ({
+    period_start: new Date(b.period?.start ?? 0).toISOString(),
+    period_end: new Date(b.period?.end ?? 0).toISOString(),
+    ...balanceView(balanceOf(b)),
   })),
   ...pageTail(p),
 });

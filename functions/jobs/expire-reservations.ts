@@ -3,37 +3,23 @@ import type { Context } from 'aws-lambda';
 import { serverNow } from '../clock.js';
 import { config } from '../config/settings.js';
 import { log } from '../log.js';
-import { nextDeadlineBefore } from '../store/reservation-queries.js';
 import { dynamoFields, recordMetric, runInvocation } from '../telemetry/invocation.js';
 import { publishMetrics } from '../telemetry/metrics.js';
-import { sweepExpiredReservations } from '../use-cases/expiry.js';
+import { sweepExpiredReservations, sweepUntil } from '../use-cases/expiry.js';
 
 /**
- * Scheduled every minute by EventBridge. Sweeps, then looks for the next deadline due before
- * this invocation must end: none → it ends at once, so an idle deployment costs one short
- * invocation a minute; otherwise it sweeps again every EXPIRY_SWEEP_INTERVAL_MS (or at that
- * deadline, if sooner), so a due hold comes back within the interval, not the minute.
+ * Scheduled every minute by EventBridge: sweeps until the next deadline is further than this
+ * invocation lasts (use-cases/expiry.ts `sweepUntil`). Without a Lambda context (a direct call)
+ * it makes exactly one full pass.
  */
 export async function handler(
   _event: unknown,
   context?: Pick<Context, 'getRemainingTimeInMillis'>,
 ) {
-  // Without a Lambda context (a direct call) it makes exactly one full pass.
   if (!context) return { expired: (await sweepOnce()).expired };
-  const interval = config.EXPIRY_SWEEP_INTERVAL_MS;
   const endAt = Date.now() + context.getRemainingTimeInMillis() - 5_000;
-  let expired = 0;
-  for (;;) {
-    expired += (await sweepOnce(endAt)).expired;
-    const left = endAt - Date.now();
-    const next = await nextDeadlineBefore(serverNow() + left);
-    if (next === undefined) break;
-    // Already due yet not expired by this pass: index entries catching up, or new arrivals.
-    const wait = Math.min(interval, Math.max(250, next - serverNow()));
-    if (wait >= endAt - Date.now()) break;
-    await new Promise((resolve) => setTimeout(resolve, wait));
-  }
-  return { expired };
+  const ports = { pass: sweepOnce, clock: serverNow, intervalMs: config.EXPIRY_SWEEP_INTERVAL_MS };
+  return { expired: await sweepUntil(endAt, ports) };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { httpHandler } from '../http/handler.js';
 import { CommitBody, ReservationIdParams } from '../http/schemas/runtime.js';
 import { committedView } from '../http/views.js';
-import { commitReservation } from '../use-cases/reservations.js';
+import { commitReservation } from '../use-cases/settlements.js';
 
 export const handler = httpHandler(
   'commitReservation',

@@ -1,7 +1,7 @@
 import { httpHandler } from '../http/handler.js';
 import { ExtendBody, ReservationIdParams } from '../http/schemas/runtime.js';
 import { extendedView } from '../http/views.js';
-import { extendReservation } from '../use-cases/reservations.js';
+import { extendReservation } from '../use-cases/settlements.js';
 
 export const handler = httpHandler(
   'extendReservation',

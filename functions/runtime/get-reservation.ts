@@ -1,6 +1,6 @@
 import { httpHandler } from '../http/handler.js';
 import { ReservationIdParams } from '../http/schemas/runtime.js';
-import { reservationDetailView } from '../http/views.js';
+import { expiredReservationDetails, reservationDetailView } from '../http/views.js';
 import { getReservation } from '../use-cases/reads.js';
 
 export const handler = httpHandler(
@@ -8,4 +8,5 @@ export const handler = httpHandler(
   { params: ReservationIdParams },
   async ({ caller, params, now }) =>
     reservationDetailView(await getReservation(caller, params.reservation_id, now)),
+  { errorDetails: expiredReservationDetails },
 );

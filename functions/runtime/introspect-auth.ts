@@ -1,7 +1,7 @@
 import { httpHandler } from '../http/handler.js';
-import { introspectionView } from '../http/views.js';
+import { tenantIntrospectionView } from '../http/views.js';
 import { introspectAuth } from '../use-cases/api-keys.js';
 
 export const handler = httpHandler('runtimeIntrospectAuth', {}, async ({ caller }) =>
-  introspectionView(introspectAuth(caller)),
+  tenantIntrospectionView(introspectAuth(caller)),
 );

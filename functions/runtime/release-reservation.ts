@@ -1,7 +1,7 @@
 import { httpHandler } from '../http/handler.js';
 import { ReleaseBody, ReservationIdParams } from '../http/schemas/runtime.js';
 import { releasedView } from '../http/views.js';
-import { forceReleaseReservation, releaseReservation } from '../use-cases/reservations.js';
+import { forceReleaseReservation, releaseReservation } from '../use-cases/settlements.js';
 
 export const handler = httpHandler(
   'releaseReservation',

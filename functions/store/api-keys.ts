@@ -1,36 +1,18 @@
 import type { ApiKey } from '../domain/api-keys.js';
 import type { AuditEntry } from '../domain/audit.js';
-import { auditPut } from './audit.js';
-import { tableName } from './client.js';
-import { apiKeyOf } from './items.js';
+import {
+  apiKeyItem,
+  apiKeyOf,
+  apiKeyPointerItem,
+  isApiKeyItem,
+  keyAttributes,
+} from './entities/api-key.js';
+import { tenantExists } from './entities/tenant.js';
+import { and, attr, type Item, or, putIfAbsent, type TransactItem, update } from './expressions.js';
 import { directory, keys } from './keys.js';
 import { queryPage } from './pages.js';
-import {
-  getItems,
-  type Item,
-  putIfAbsent,
-  type TransactItem,
-  tenantExists,
-  transact,
-} from './transact.js';
-
-const keyAttributes = (key: ApiKey) => ({
-  type: 'api-key',
-  key_id: key.keyId,
-  key_prefix: key.keyPrefix,
-  tenant: key.tenant,
-  name: key.name,
-  description: key.description,
-  permissions: key.permissions,
-  created_at: key.createdAt,
-  expires_at: key.expiresAt,
-  status: key.status,
-  updated_at: key.updatedAt,
-  revoked_at: key.revokedAt,
-  revoked_reason: key.revokedReason,
-  dir_pk: directory.apiKeys.pk,
-  dir_sk: directory.apiKeys.sk(key.tenant, key.keyId),
-});
+import { getItems, transact } from './transact.js';
+import { auditPut, writeAudited } from './write.js';
 
 /**
  * The key under the SHA-256 of its secret, a pointer from its id (for the operator's get, change
@@ -43,8 +25,8 @@ export function newApiKeyTransaction(
 ): TransactItem[] {
   return [
     tenantExists(key.tenant),
-    putIfAbsent({ ...keys.apiKey(secretHash), ...keyAttributes(key), secret_hash: secretHash }),
-    putIfAbsent({ ...keys.apiKeyId(key.keyId), type: 'api-key-id', secret_hash: secretHash }),
+    putIfAbsent(apiKeyItem(secretHash, key)),
+    putIfAbsent(apiKeyPointerItem(secretHash, key.keyId)),
     ...(audit ? [auditPut(audit)] : []),
   ];
 }
@@ -61,7 +43,7 @@ export async function insertApiKey(
 export async function getApiKeyByHash(secretHash: string): Promise<ApiKey | undefined> {
   const key = keys.apiKey(secretHash);
   const item = (await getItems([key])).get(key.pk);
-  return item?.type === 'api-key' ? apiKeyOf(item) : undefined;
+  return isApiKeyItem(item) ? apiKeyOf(item) : undefined;
 }
 
 /** A stored key by its id, with the hash it is stored under (two strongly consistent reads). */
@@ -98,12 +80,10 @@ export async function queryApiKeys(q: {
   return { keys: page.items.map(apiKeyOf), nextPosition: page.nextPosition };
 }
 
-/** Keys stored before revocation existed have no status: they are live. */
-const LIVE = '(attribute_not_exists(#status) OR #status <> :revoked)';
-
 /**
  * A change to a key as it was read, with its audit record: only while it is ACTIVE and unchanged
- * since (its `updated_at`); 'stale' otherwise.
+ * since (its `updated_at`); 'stale' otherwise. Keys stored before revocation existed have no
+ * status: they are live.
  */
 export async function updateApiKey(
   secretHash: string,
@@ -111,30 +91,22 @@ export async function updateApiKey(
   after: ApiKey,
   audit: AuditEntry,
 ): Promise<'updated' | 'stale'> {
-  const attributes = Object.entries(keyAttributes(after)).filter(([, v]) => v !== undefined);
-  const outcome = await transact([
-    {
-      Update: {
-        TableName: tableName(),
-        Key: keys.apiKey(secretHash),
-        UpdateExpression: `SET ${attributes.map((_, i) => `#a${i} = :a${i}`).join(', ')}`,
-        ConditionExpression:
-          before.updatedAt === undefined
-            ? `${LIVE} AND attribute_not_exists(#updated)`
-            : `${LIVE} AND #updated = :updated`,
-        ExpressionAttributeNames: {
-          ...Object.fromEntries(attributes.map(([name], i) => [`#a${i}`, name])),
-          '#status': 'status',
-          '#updated': 'updated_at',
+  const written = await writeAudited(
+    [
+      update(
+        keys.apiKey(secretHash),
+        { set: keyAttributes(after) },
+        {
+          condition: and(
+            or(attr('status').notExists(), attr('status').ne('REVOKED')),
+            before.updatedAt === undefined
+              ? attr('updated_at').notExists()
+              : attr('updated_at').eq(before.updatedAt),
+          ),
         },
-        ExpressionAttributeValues: {
-          ...Object.fromEntries(attributes.map(([, value], i) => [`:a${i}`, value])),
-          ':revoked': 'REVOKED',
-          ...(before.updatedAt !== undefined && { ':updated': before.updatedAt }),
-        },
-      },
-    },
-    auditPut(audit),
-  ]);
-  return outcome.kind === 'committed' ? 'updated' : 'stale';
+      ),
+    ],
+    audit,
+  );
+  return written === 'written' ? 'updated' : 'stale';
 }

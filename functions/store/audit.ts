@@ -1,90 +1,7 @@
-import type { ApiKey } from '../domain/api-keys.js';
-import {
-  AUDIT_OPERATIONS,
-  type AuditEntry,
-  type AuditRecord,
-  actorName,
-  resourceIdOf,
-} from '../domain/audit.js';
-import type { Ledger } from '../domain/ledger.js';
-import type { Tenant } from '../domain/tenant.js';
-import { auditPartition, auditRange, directory, keys } from './keys.js';
+import { auditRecordOf } from './entities/audit.js';
+import type { Item } from './expressions.js';
+import { auditPartition, auditRange, directory } from './keys.js';
 import { queryPage } from './pages.js';
-import { type Item, putIfAbsent, type TransactItem } from './transact.js';
-
-const ledgerAttributes = (l: Ledger) => ({
-  allocated: l.allocated,
-  spent: l.spent,
-  reserved: l.reserved,
-  debt: l.debt,
-  overdraft_limit: l.overdraftLimit,
-  remaining: l.remaining,
-  ...(l.status !== undefined && { status: l.status }),
-});
-
-const tenantAttributes = (t: Tenant) => ({ name: t.name, status: t.status });
-
-/** Never the secret or its hash: what an operator may see of a key. */
-const keyAttributes = (k: ApiKey) => ({
-  name: k.name,
-  ...(k.description !== undefined && { description: k.description }),
-  permissions: [...k.permissions],
-  status: k.status,
-  ...(k.revokedReason !== undefined && { revoked_reason: k.revokedReason }),
-});
-
-function recordedStates(e: AuditEntry): { before?: Item; after?: Item } {
-  switch (e.action) {
-    case 'budget.create':
-    case 'budget.fund':
-    case 'budget.update':
-    case 'budget.freeze':
-    case 'budget.unfreeze':
-    case 'budget.close':
-      return {
-        ...(e.before && { before: ledgerAttributes(e.before) }),
-        after: ledgerAttributes(e.after),
-      };
-    case 'tenant.create':
-    case 'tenant.update':
-      return {
-        ...(e.before && { before: tenantAttributes(e.before) }),
-        after: tenantAttributes(e.after),
-      };
-    case 'api_key.create':
-    case 'api_key.update':
-    case 'api_key.revoke':
-      return {
-        ...(e.before && { before: keyAttributes(e.before) }),
-        after: keyAttributes(e.after),
-      };
-    case 'reservation.release':
-      return {};
-  }
-}
-
-/** The audit record of one change, written in the change's own transaction. */
-export function auditPut(e: AuditEntry): TransactItem {
-  const resourceId = resourceIdOf(e);
-  const key = keys.audit(e.tenant, e.atMs, e.requestId, `${e.action}#${resourceId}`);
-  const { operation, resourceType } = AUDIT_OPERATIONS[e.action];
-  return putIfAbsent({
-    ...key,
-    type: 'audit',
-    tenant: e.tenant,
-    at_ms: e.atMs,
-    actor: actorName(e.actor),
-    request_id: e.requestId,
-    action: e.action,
-    operation,
-    resource_type: resourceType,
-    resource_id: resourceId,
-    ...recordedStates(e),
-    ...(e.detail && { detail: e.detail }),
-    dir_pk: directory.audit.pk,
-    dir_sk: directory.audit.sk(e.tenant, key.sk),
-  });
-}
 
 export interface AuditQuery {
   /** One tenant's trail (strongly consistent), or every tenant's (the directory index). */
@@ -126,23 +43,4 @@ export async function queryAudit(q: AuditQuery) {
     matches,
   });
   return { records: page.items.map(auditRecordOf), nextPosition: page.nextPosition };
-}
-
-/** Records written before the trail covered more than budgets carry scope and unit instead. */
-export function auditRecordOf(item: Item): AuditRecord {
-  const action = String(item.action) as keyof typeof AUDIT_OPERATIONS;
-  const known = AUDIT_OPERATIONS[action];
-  return {
-    logId: `${String(item.pk).slice('AUDIT#'.length)}:${String(item.sk)}`,
-    tenant: String(item.tenant),
-    atMs: Number(item.at_ms),
-    actor: String(item.actor),
-    requestId: String(item.request_id),
-    operation: String(item.operation ?? known?.operation ?? action),
-    resourceType: String(item.resource_type ?? known?.resourceType ?? 'budget'),
-    resourceId: String(item.resource_id ?? `${String(item.scope)}#${String(item.unit)}`),
-    before: item.before as AuditRecord['before'],
-    after: item.after as AuditRecord['after'],
-    detail: item.detail as AuditRecord['detail'],
-  };
 }

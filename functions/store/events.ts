@@ -1,62 +1,24 @@
-import type { Amount } from '../domain/amounts.js';
-import { exactJson } from '../domain/json.js';
-import type { LedgerChange, OveragePolicy } from '../domain/ledger.js';
-import type { Action } from '../domain/reservation.js';
-import type { Subject } from '../domain/scopes.js';
-import { outcomeAttributesOf, type StoredOutcome } from './idempotency.js';
-import { keys } from './keys.js';
-import { ledgerUpdate } from './ledgers.js';
-import { type Layouts, NO_LAYOUTS, placeChanges, seedOf } from './shards.js';
-import { type Item, putIfAbsent, type TransactItem } from './transact.js';
+import { type Budgets, NO_BUDGETS } from '../domain/budget.js';
+import type { LedgerChange } from '../domain/ledger.js';
+import type { UsageEvent } from '../domain/settlement.js';
+import { placeChanges, seedOf } from './budgets/placement.js';
+import { eventItem } from './entities/event.js';
+import type { OutcomeToStore } from './entities/outcome.js';
+import { putIfAbsent, type TransactItem } from './expressions.js';
 import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 export interface NewEvent {
-  readonly eventId: string;
-  readonly tenant: string;
-  readonly createdAtMs: number;
-  readonly subject: Subject;
-  readonly action: Action;
-  readonly actual: Amount;
-  readonly scopes: readonly string[];
-  readonly overagePolicy: OveragePolicy;
-  readonly metrics?: Record<string, unknown> | undefined;
-  readonly metadata?: Record<string, unknown> | undefined;
-  readonly clientTimeMs?: number | undefined;
+  readonly event: UsageEvent;
   readonly charges: readonly LedgerChange[];
-  readonly outcome: StoredOutcome;
-  /** The sharded budgets among the scopes, as read (store/shards.ts). */
-  readonly layouts?: Layouts | undefined;
+  readonly outcome: OutcomeToStore;
+  /** The budgets of the scopes, as read: a sharded one's changes are placed on its shards. */
+  readonly budgets?: Budgets | undefined;
 }
 
 /** The debit on every scope and the event record (its own idempotency record): scopes + 1 items. */
 export function eventTransaction(e: NewEvent, attempt = 0): GuardedTransaction {
-  const placed = placeChanges(
-    e.charges,
-    e.layouts ?? NO_LAYOUTS,
-    seedOf(e.eventId, attempt),
-    ledgerUpdate,
-  );
-  const record: Item = {
-    ...keys.event(e.eventId),
-    type: 'event',
-    event_id: e.eventId,
-    tenant: e.tenant,
-    created_at_ms: e.createdAtMs,
-    subject: e.subject,
-    action: e.action,
-    unit: e.actual.unit,
-    actual: e.actual.amount,
-    scopes: e.scopes,
-    overage_policy: e.overagePolicy,
-    // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
-    ...(e.metrics !== undefined && { metrics_json: exactJson(e.metrics) }),
-    ...(e.metadata !== undefined && { metadata_json: exactJson(e.metadata) }),
-    client_time_ms: e.clientTimeMs,
-  };
-  const items: TransactItem[] = [
-    ...placed.items,
-    putIfAbsent({ ...record, ...outcomeAttributesOf(record, e.outcome) }),
-  ];
+  const placed = placeChanges(e.charges, e.budgets ?? NO_BUDGETS, seedOf(e.event.eventId, attempt));
+  const items: TransactItem[] = [...placed.items, putIfAbsent(eventItem(e.event, e.outcome))];
   return { items, layout: { recordAt: placed.items.length, proofs: placed.proofs } };
 }
 

@@ -1,4 +1,5 @@
 import type { Unit } from '../domain/amounts.js';
+import { budgetKey } from '../domain/budget.js';
 import type { Level } from '../domain/scopes.js';
 
 /** Every key format of the table lives here (docs/table-design.md). */
@@ -12,10 +13,10 @@ export const keys = {
   apiKey: (secretHash: string) => ({ pk: `APIKEY#${secretHash}`, sk: SK }),
   /** Points from a key id to its key item (keys are stored under the hash of their secret). */
   apiKeyId: (keyId: string) => ({ pk: `APIKEYID#${keyId}`, sk: SK }),
-  ledger: (scope: string, unit: Unit) => ({ pk: `LEDGER#${scope}#${unit}`, sk: SK }),
+  ledger: (scope: string, unit: Unit) => ({ pk: `LEDGER#${budgetKey({ scope, unit })}`, sk: SK }),
   /** Escrow shard k ≥ 1 of a sharded budget (shard 0 is the ledger item): its own partition. */
   ledgerShard: (scope: string, unit: Unit, k: number) => ({
-    pk: `LEDGER#${scope}#${unit}#${k}`,
+    pk: `LEDGER#${budgetKey({ scope, unit })}#${k}`,
     sk: SK,
   }),
   /**
@@ -23,13 +24,13 @@ export const keys = {
    * partition, by start, so its history is one Query.
    */
   ledgerPeriod: (scope: string, unit: Unit, start: number) => ({
-    pk: `LEDGERPERIOD#${scope}#${unit}`,
+    pk: `LEDGERPERIOD#${budgetKey({ scope, unit })}`,
     sk: pad(start),
   }),
   /** One entry per segment of a ledger's path, so a balance filter is one Query. */
   ledgerIndex: (tenant: string, segment: string, scope: string, unit: Unit) => ({
     pk: ledgerIndexPartition(tenant, segment),
-    sk: `${scope}#${unit}`,
+    sk: budgetKey({ scope, unit }),
   }),
   reservation: (reservationId: string) => ({ pk: `RESERVATION#${reservationId}`, sk: SK }),
   /** The reservation id of a reservation item's pk. */

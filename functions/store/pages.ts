@@ -1,7 +1,7 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient, tableName } from './client.js';
+import { and, attr, type Item, queryExpressions } from './expressions.js';
 import type { IndexName } from './table.js';
-import type { Item } from './transact.js';
 
 /**
  * One page of one partition, walked by sort key between two bounds (inclusive), resuming after
@@ -50,15 +50,13 @@ export async function queryPage(q: PageQuery): Promise<ItemPage> {
       new QueryCommand({
         TableName: tableName(),
         IndexName: q.index,
-        // A key attribute is never the empty string: '' as lowest means no lower bound.
-        KeyConditionExpression:
-          lowest === '' ? '#p = :p AND #s <= :hi' : '#p = :p AND #s BETWEEN :lo AND :hi',
-        ExpressionAttributeNames: { '#p': q.partitionKey, '#s': q.sortKey },
-        ExpressionAttributeValues: {
-          ':p': q.partition,
-          ':hi': highest,
-          ...(lowest !== '' && { ':lo': lowest }),
-        },
+        ...queryExpressions(
+          and(
+            attr(q.partitionKey).eq(q.partition),
+            // A key attribute is never the empty string: '' as lowest means no lower bound.
+            lowest === '' ? attr(q.sortKey).lte(highest) : attr(q.sortKey).between(lowest, highest),
+          ),
+        ),
         ScanIndexForward: !q.newestFirst,
         ConsistentRead: q.index === undefined,
         Limit: q.limit + 1,

@@ -3,7 +3,8 @@ import { invalidCursor } from '../domain/cursor.js';
 import type { Reservation, ReservationStatus } from '../domain/reservation.js';
 import { canonicalValue, LEVELS, type Level } from '../domain/scopes.js';
 import { documentClient, tableName } from './client.js';
-import { isReservationItem, reservationOf } from './items.js';
+import { isReservationItem, reservationOf } from './entities/reservation.js';
+import { and, attr, queryExpressions } from './expressions.js';
 import {
   DUE_SHARDS,
   deadlineOfDueKey,
@@ -104,12 +105,12 @@ async function nextListKeys(
         new QueryCommand({
           TableName: tableName(),
           IndexName: source.index,
-          KeyConditionExpression: position ? '#p = :p AND #s < :after' : '#p = :p',
-          ExpressionAttributeNames: {
-            '#p': source.attribute,
-            ...(position && { '#s': 'list_sk' }),
-          },
-          ExpressionAttributeValues: { ':p': partition, ...(position && { ':after': position }) },
+          ...queryExpressions(
+            and(
+              attr(source.attribute).eq(partition),
+              position !== undefined && attr('list_sk').lt(position),
+            ),
+          ),
           ScanIndexForward: false,
           Limit: limit,
         }),
@@ -176,9 +177,9 @@ const queryEveryDueShard = (bound: number, limit: number) =>
         new QueryCommand({
           TableName: tableName(),
           IndexName: 'dueForExpiry',
-          KeyConditionExpression: '#p = :p AND #s < :bound',
-          ExpressionAttributeNames: { '#p': 'due_pk', '#s': 'due_sk' },
-          ExpressionAttributeValues: { ':p': duePartition(shard), ':bound': dueBound(bound) },
+          ...queryExpressions(
+            and(attr('due_pk').eq(duePartition(shard)), attr('due_sk').lt(dueBound(bound))),
+          ),
           Limit: limit,
         }),
       ),

@@ -1,51 +1,27 @@
 import type { Amount } from '../domain/amounts.js';
 import type { AuditEntry } from '../domain/audit.js';
-import { exactJson } from '../domain/json.js';
+import { type Budgets, NO_BUDGETS } from '../domain/budget.js';
 import type { LedgerChange } from '../domain/ledger.js';
-import { type Reservation, settleDeadline } from '../domain/reservation.js';
-import { canonicalValue, LEVELS } from '../domain/scopes.js';
-import { auditPut } from './audit.js';
-import { tableName } from './client.js';
+import type { Reservation } from '../domain/reservation.js';
+import { placeChanges, seedOf } from './budgets/placement.js';
+import { type IdempotencyScope, idempotencyItem } from './entities/idempotency.js';
+import type { OutcomeToStore } from './entities/outcome.js';
 import {
-  type IdempotencyScope,
-  idempotencyPut,
-  outcomeAttributesOf,
-  type StoredOutcome,
-  settledOutcomeAttributes,
-} from './idempotency.js';
-import { dueShard, dueSortKey, keys, listPartitions, listSortKey, listSpreadOf } from './keys.js';
-import { ledgerUpdate } from './ledgers.js';
-import { type Layouts, NO_LAYOUTS, placeChanges, seedOf } from './shards.js';
-import { type Item, putIfAbsent, type TransactItem, transact } from './transact.js';
-import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
+  extensionUpdate,
+  holdShardsAttribute,
+  reservationItem,
+  settlementUpdate,
+} from './entities/reservation.js';
+import { putIfAbsent, type TransactItem } from './expressions.js';
+import { transact } from './transact.js';
+import { auditPut, type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 export interface NewReservation {
   readonly reservation: Reservation;
   readonly holds: readonly LedgerChange[];
-  readonly outcome: StoredOutcome;
-  /** The sharded budgets among the scopes, as read (store/shards.ts). */
-  readonly layouts?: Layouts | undefined;
-}
-
-/** The listing index keys: one per filter GET /v1/reservations can pick an index by. */
-function listAttributes(r: Reservation): Item {
-  const spread = listSpreadOf(r.reservationId);
-  const attributes: Item = {
-    tenant_pk: listPartitions.tenant(r.tenant, spread),
-    status_pk: listPartitions.status(r.tenant, r.status, spread),
-    list_sk: listSortKey(r.createdAtMs, r.reservationId),
-  };
-  for (const level of LEVELS.slice(1)) {
-    const value = r.subject[level];
-    if (value !== undefined)
-      attributes[`${level}_pk`] = listPartitions.level(
-        r.tenant,
-        level,
-        canonicalValue(level, value),
-        spread,
-      );
-  }
-  return attributes;
+  readonly outcome: OutcomeToStore;
+  /** The budgets of the scopes, as read: a sharded one's holds are placed on its shards. */
+  readonly budgets?: Budgets | undefined;
 }
 
 /**
@@ -62,47 +38,12 @@ export function reserveTransaction(n: NewReservation, attempt = 0): GuardedTrans
  */
 function reserveTransactions(n: NewReservation): (attempt: number) => GuardedTransaction {
   const r = n.reservation;
-  const record: Item = {
-    ...keys.reservation(r.reservationId),
-    type: 'reservation',
-    // The id is in pk and the scope path is the last scope: neither is stored twice, so a
-    // typical 3-scope reservation stays under 1 KB (2 write units per transactional write).
-    tenant: r.tenant,
-    status: r.status,
-    idempotency_key: r.idempotencyKey,
-    subject: r.subject,
-    action: r.action,
-    unit: r.reserved.unit,
-    estimate: r.reserved.amount,
-    created_at_ms: r.createdAtMs,
-    expires_at_ms: r.expiresAtMs,
-    // The first expiry stays derivable after extends move expires_at_ms (the replay needs it).
-    ttl_ms: r.expiresAtMs - r.createdAtMs,
-    grace_period_ms: r.gracePeriodMs,
-    deadline_ms: settleDeadline(r),
-    scopes: r.affectedScopes,
-    overage_policy: r.overagePolicy,
-    ...(r.heldIn && { held_in: r.heldIn }),
-    // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
-    ...(r.metadata !== undefined && { metadata_json: exactJson(r.metadata) }),
-    ...listAttributes(r),
-    due_pk: dueShard(r.reservationId),
-    due_sk: dueSortKey(settleDeadline(r), r.tenant, r.reservationId),
-  };
-  const stored = { ...record, ...outcomeAttributesOf(record, n.outcome) };
+  const record = reservationItem(r, n.outcome);
   return (attempt) => {
-    const placed = placeChanges(
-      n.holds,
-      n.layouts ?? NO_LAYOUTS,
-      seedOf(r.reservationId, attempt),
-      ledgerUpdate,
-    );
+    const placed = placeChanges(n.holds, n.budgets ?? NO_BUDGETS, seedOf(r.reservationId, attempt));
     // Keyed by a hash of (tenant, idempotency key): a replay fails here instead of reserving
     // twice. It remembers the shard each hold took, for the settlement.
-    const put = putIfAbsent({
-      ...stored,
-      ...(placed.shards.some((k) => k !== 0) && { hold_shards: placed.shards }),
-    });
+    const put = putIfAbsent({ ...record, ...holdShardsAttribute(placed.shards) });
     return {
       items: [...placed.items, put],
       layout: { recordAt: placed.items.length, proofs: placed.proofs },
@@ -124,10 +65,10 @@ export interface Settlement {
   readonly detail?: Record<string, unknown> | undefined;
   /** Commit and release record their outcome; the sweeper's expiry has none to record. */
   readonly idempotency?:
-    | { readonly scope: IdempotencyScope; readonly outcome: StoredOutcome }
+    | { readonly scope: IdempotencyScope; readonly outcome: OutcomeToStore }
     | undefined;
-  /** The sharded budgets among the scopes, as read (store/shards.ts). */
-  readonly layouts?: Layouts | undefined;
+  /** The budgets of the scopes, as read: a sharded one's changes are placed on its shards. */
+  readonly budgets?: Budgets | undefined;
   /** An operator's forced release is audited in the same transaction. */
   readonly audit?: AuditEntry | undefined;
 }
@@ -137,24 +78,14 @@ export interface Settlement {
  * and before its deadline (an expiry: after it), so whichever settles first wins.
  */
 export function settleTransaction(s: Settlement): GuardedTransaction {
-  const placed = placeChanges(
-    s.changes,
-    s.layouts ?? NO_LAYOUTS,
-    seedOf(s.reservation.reservationId),
-    ledgerUpdate,
-  );
   const r = s.reservation;
-  const outcome = s.idempotency
-    ? settledOutcomeAttributes(
-        { scopes: r.affectedScopes, unit: r.reserved.unit, estimate: r.reserved.amount },
-        s.committed?.amount,
-        s.idempotency.scope.operation,
-        s.idempotency.scope.key,
-        s.idempotency.outcome,
-      )
-    : undefined;
+  const placed = placeChanges(s.changes, s.budgets ?? NO_BUDGETS, seedOf(r.reservationId));
   const items: TransactItem[] = [
-    settleUpdate(r, s.to, s.now, s.committed, s.detail, outcome),
+    settlementUpdate(r, s.to, s.now, {
+      committed: s.committed,
+      detail: s.detail,
+      outcome: s.idempotency && { key: s.idempotency.scope.key, stored: s.idempotency.outcome },
+    }),
     ...placed.items,
     ...(s.audit ? [auditPut(s.audit)] : []),
   ];
@@ -163,57 +94,9 @@ export function settleTransaction(s: Settlement): GuardedTransaction {
   return { items, layout: { proofs: [undefined, ...placed.proofs] } };
 }
 
-/**
- * The reservation's own update of a settle: conditioned on ACTIVE, the tenant and the deadline.
- * What only an ACTIVE reservation needs goes (the due-index keys, the deadline its conditions
- * compare, the shards its holds are on), so the item settled stays under 1 KB.
- */
-function settleUpdate(
-  r: Reservation,
-  to: Settlement['to'] | 'EXPIRED',
-  now: number,
-  committed?: Amount,
-  detail?: Record<string, unknown>,
-  outcome?: Item,
-): TransactItem {
-  const beforeDeadline = to !== 'EXPIRED';
-  const outcomeNames = Object.keys(outcome ?? {});
-  // An empty detail (a commit without metrics or metadata) records nothing: no "{}" to store.
-  const recorded = detail && Object.keys(detail).length > 0 ? detail : undefined;
-  return {
-    Update: {
-      TableName: tableName(),
-      Key: keys.reservation(r.reservationId),
-      UpdateExpression: `SET #status = :to, #status_pk = :status_pk, #finalized = :now${committed ? ', #committed = :committed' : ''}${recorded ? ', #detail = :detail' : ''}${outcomeNames.map((n) => `, #${n} = :${n}`).join('')} REMOVE #due_pk, #due_sk, #deadline, #hold_shards, #held_in`,
-      ConditionExpression: `#status = :active AND #tenant = :tenant AND #deadline ${beforeDeadline ? '>' : '<='} :now`,
-      ExpressionAttributeNames: {
-        '#status': 'status',
-        '#status_pk': 'status_pk',
-        '#finalized': 'finalized_at_ms',
-        '#tenant': 'tenant',
-        '#deadline': 'deadline_ms',
-        '#due_pk': 'due_pk',
-        '#due_sk': 'due_sk',
-        '#hold_shards': 'hold_shards',
-        '#held_in': 'held_in',
-        ...(committed && { '#committed': 'committed' }),
-        ...(recorded && { '#detail': `${to.toLowerCase()}_detail_json` }),
-        ...Object.fromEntries(outcomeNames.map((n) => [`#${n}`, n])),
-      },
-      ExpressionAttributeValues: {
-        ':to': to,
-        // Listings read every spread, so an item listed before spreads existed may move to one.
-        ':status_pk': listPartitions.status(r.tenant, to, listSpreadOf(r.reservationId)),
-        ':now': now,
-        ':active': 'ACTIVE',
-        ':tenant': r.tenant,
-        ...(committed && { ':committed': committed.amount }),
-        ...(recorded && { ':detail': exactJson(recorded) }),
-        ...Object.fromEntries(outcomeNames.map((n) => [`:${n}`, outcome?.[n]])),
-      },
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    },
-  };
+/** `stale` also when the reservation is no longer ACTIVE-and-settleable: read it again. */
+export function settleReservation(s: Settlement): Promise<WriteOutcome> {
+  return transactWrite(settleTransaction(s), 'settle');
 }
 
 /**
@@ -227,9 +110,9 @@ export function expiryBatchTransaction(
   now: number,
 ): TransactItem[] {
   return [
-    ...reservations.map((r) => settleUpdate(r, 'EXPIRED', now)),
+    ...reservations.map((r) => settlementUpdate(r, 'EXPIRED', now)),
     // Unguarded returns, each pinned to the shard its holds are on: no ledger needs reading.
-    ...placeChanges(changes, NO_LAYOUTS, 0, ledgerUpdate).items,
+    ...placeChanges(changes, NO_BUDGETS, 0).items,
   ];
 }
 
@@ -247,53 +130,19 @@ export async function expireReservations(
   return { kind: 'stale', ids };
 }
 
-/** `stale` also when the reservation is no longer ACTIVE-and-settleable: read it again. */
-export function settleReservation(s: Settlement): Promise<WriteOutcome> {
-  return transactWrite(settleTransaction(s), 'settle');
-}
-
 export interface Extension {
   readonly reservation: Reservation;
   readonly newExpiresAtMs: number;
   readonly now: number;
   readonly metadata?: Record<string, unknown> | undefined;
-  readonly idempotency: { readonly scope: IdempotencyScope; readonly outcome: StoredOutcome };
+  readonly idempotency: { readonly scope: IdempotencyScope; readonly outcome: OutcomeToStore };
 }
 
 /** Moves expiry (and the sweeper's due key) forward; conditioned on the expiry that was read. */
 export function extensionTransaction(e: Extension): GuardedTransaction {
-  const r = e.reservation;
-  const newDeadline = e.newExpiresAtMs + r.gracePeriodMs;
   const items: TransactItem[] = [
-    {
-      Update: {
-        TableName: tableName(),
-        Key: keys.reservation(r.reservationId),
-        UpdateExpression: `SET #expires = :expires, #deadline = :deadline, #due_sk = :due_sk${e.metadata ? ', #meta = :meta' : ''}`,
-        ConditionExpression:
-          '#status = :active AND #tenant = :tenant AND #expires = :seen AND #expires > :now',
-        ExpressionAttributeNames: {
-          '#status': 'status',
-          '#tenant': 'tenant',
-          '#expires': 'expires_at_ms',
-          '#deadline': 'deadline_ms',
-          '#due_sk': 'due_sk',
-          ...(e.metadata && { '#meta': 'extend_metadata_json' }),
-        },
-        ExpressionAttributeValues: {
-          ':active': 'ACTIVE',
-          ':tenant': r.tenant,
-          ':seen': r.expiresAtMs,
-          ':now': e.now,
-          ':expires': e.newExpiresAtMs,
-          ':deadline': newDeadline,
-          ':due_sk': dueSortKey(newDeadline, r.tenant, r.reservationId),
-          ...(e.metadata && { ':meta': exactJson(e.metadata) }),
-        },
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      },
-    },
-    idempotencyPut(e.idempotency.scope, e.idempotency.outcome, e.now),
+    extensionUpdate(e.reservation, e.newExpiresAtMs, e.now, e.metadata),
+    putIfAbsent(idempotencyItem(e.idempotency.scope, e.idempotency.outcome, e.now)),
   ];
   return { items, layout: { recordAt: 1, proofs: [] } };
 }

@@ -1,26 +1,20 @@
 import type { Unit } from '../domain/amounts.js';
-import type { BudgetCaps } from '../domain/caps.js';
-import type { Ledger } from '../domain/ledger.js';
-import type { LedgerPeriod } from '../domain/period.js';
+import type { Budgets } from '../domain/budget.js';
 import type { Reservation } from '../domain/reservation.js';
-import {
-  type IdempotencyScope,
-  idempotencyKey,
-  type StoredOutcome,
-  settledOutcomeOf,
-  storedOutcomeOf,
-} from './idempotency.js';
-import { isReservationItem, reservationOf } from './items.js';
+import { budgetsOf, ledgerKeys } from './budgets/read.js';
+import { type IdempotencyScope, idempotencyKey } from './entities/idempotency.js';
+import type { StoredOutcome } from './entities/outcome.js';
+import { isReservationItem, reservationOf } from './entities/reservation.js';
+import type { Key } from './expressions.js';
 import { keys } from './keys.js';
-import { ledgerKeys } from './ledgers.js';
-import { budgetsOf, type Layouts } from './shards.js';
-import { getItems, type Key } from './transact.js';
+import { recordedOutcomeOf, settledOutcome } from './records.js';
+import { getItems } from './transact.js';
 
 export interface SnapshotRequest {
   readonly reservationId?: string | undefined;
   readonly eventId?: string | undefined;
   readonly idempotency?: IdempotencyScope | undefined;
-  readonly ledgers?: { readonly scopes: readonly string[]; readonly unit: Unit } | undefined;
+  readonly budgets?: { readonly scopes: readonly string[]; readonly unit: Unit } | undefined;
   /**
    * Read sharded budgets at one instant (TransactGetItems), as a refusal must be: a
    * BatchGetItem sees each shard at its own moment.
@@ -32,29 +26,24 @@ export interface Snapshot {
   /** The outcome stored with the reservation, event or idempotency record asked for. */
   readonly replay?: StoredOutcome | undefined;
   readonly reservation?: Reservation | undefined;
-  readonly ledgers: ReadonlyMap<string, Ledger>;
-  /** The sharded budgets among the ledgers, for the write to place its changes on. */
-  readonly layouts: Layouts;
-  /** The caps of the budgets read that carry any, by scope (domain/caps.ts). */
-  readonly caps: ReadonlyMap<string, BudgetCaps>;
-  /** The current periods of the rolling budgets read, by scope (domain/period.ts). */
-  readonly periods: ReadonlyMap<string, LedgerPeriod>;
-  /** Whether the ledgers are one instant's (always, unless a sharded budget was batch-read). */
+  /** The budgets read, as stored (a rolling one may be due to roll over), by budgetKey. */
+  readonly budgets: Budgets;
+  /** Whether the budgets are one instant's (always, unless a sharded budget was batch-read). */
   readonly atomic: boolean;
 }
 
 /**
  * Everything an operation must know before it writes, in one strongly consistent
- * BatchGetItem: the record a replay would find, the reservation, and the ledgers.
+ * BatchGetItem: the record a replay would find, the reservation, and the budgets.
  */
 export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   const wanted: Key[] = [];
   if (r.reservationId) wanted.push(keys.reservation(r.reservationId));
   if (r.eventId) wanted.push(keys.event(r.eventId));
   if (r.idempotency) wanted.push(idempotencyKey(r.idempotency));
-  if (r.ledgers) wanted.push(...ledgerKeys(r.ledgers.scopes, r.ledgers.unit));
+  if (r.budgets) wanted.push(...ledgerKeys(r.budgets.scopes, r.budgets.unit));
   const items = await getItems(wanted);
-  const { ledgers, layouts, caps, periods, atomic } = await budgetsOf(items, r.atomic === true);
+  const { budgets, atomic } = await budgetsOf(items, r.atomic === true);
   const reservationItem = r.reservationId
     ? items.get(keys.reservation(r.reservationId).pk)
     : undefined;
@@ -66,14 +55,11 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   return {
     // Commit and release outcomes live on the reservation; records of 0.2 and before apart.
     replay:
-      storedOutcomeOf(recordItem) ??
+      recordedOutcomeOf(recordItem) ??
       (r.idempotency &&
-        settledOutcomeOf(reservationItem, r.idempotency.operation, r.idempotency.key)),
+        settledOutcome(reservationItem, r.idempotency.operation, r.idempotency.key)),
     reservation: isReservationItem(reservationItem) ? reservationOf(reservationItem) : undefined,
-    ledgers,
-    layouts,
-    caps,
-    periods,
+    budgets,
     atomic,
   };
 }

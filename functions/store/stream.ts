@@ -2,17 +2,13 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { Unit } from '../domain/amounts.js';
-import type { BudgetState, Refusal } from '../domain/budget-events.js';
+import type { BudgetRef } from '../domain/budget.js';
+import { type BudgetState, type Refusal, takesBudget } from '../domain/budget-events.js';
 import type { Reservation } from '../domain/reservation.js';
-import {
-  isReservationItem,
-  ledgerOf,
-  ledgerPeriodOf,
-  refusalOf,
-  reservationOf,
-  thresholdsOf,
-} from './items.js';
-import type { Item } from './transact.js';
+import { budgetOfItem, countersOf, shardCountOf } from './entities/ledger.js';
+import { refusalOf } from './entities/refusal.js';
+import { isReservationItem, reservationOf } from './entities/reservation.js';
+import type { Item } from './expressions.js';
 
 /**
  * One record of the table's stream (NEW_AND_OLD_IMAGES), decoded into domain values: the only
@@ -41,8 +37,7 @@ export type TableChange = RecordBase &
          * (its remaining went down, or its usage up), so the budget may have crossed something.
          */
         readonly kind: 'shard';
-        readonly scope: string;
-        readonly unit: Unit;
+        readonly ref: BudgetRef;
         readonly pressure: boolean;
       }
     | {
@@ -64,27 +59,27 @@ export type TableChange = RecordBase &
 const image = (raw: unknown): Item | undefined =>
   raw ? unmarshall(raw as Record<string, AttributeValue>) : undefined;
 
+/** What one image shows of a budget: its own counters (shard 0's alone, if sharded). */
 function budgetStateOf(item: Item): BudgetState {
-  const period = ledgerPeriodOf(item);
+  const { ref, counters, overdraftLimit, thresholds, period } = budgetOfItem(item);
   return {
-    ledger: ledgerOf(item),
-    thresholds: thresholdsOf(item),
+    ref,
+    counters,
+    overdraftLimit,
+    thresholds,
     ...(period && { period: { start: period.start, end: period.end } }),
   };
 }
 
-/** Whether a write took budget from a ledger or shard item (see TableChange 'shard'). */
-function tookBudget(before: Item | undefined, after: Item): boolean {
-  if (!before) return false;
-  const used = (i: Item) => Number(i.spent) + Number(i.reserved);
-  return Number(after.remaining) < Number(before.remaining) || used(after) > used(before);
-}
+/** One record of the table's stream, as Lambda's event source mapping delivers it. */
+export type StreamRecord = DynamoDBRecord;
 
-export function decodeStreamRecord(record: DynamoDBRecord): TableChange {
+/** `clock`: the time of a record that carries none. */
+export function decodeStreamRecord(record: StreamRecord, clock = Date.now): TableChange {
   const seconds = record.dynamodb?.ApproximateCreationDateTime;
   const base: RecordBase = {
     recordId: record.eventID ?? record.dynamodb?.SequenceNumber ?? '',
-    at: seconds === undefined ? Date.now() : Math.round(seconds * 1000),
+    at: seconds === undefined ? clock() : Math.round(seconds * 1000),
   };
   if (record.eventName === 'REMOVE') return { ...base, kind: 'other' };
   const before = image(record.dynamodb?.OldImage);
@@ -95,7 +90,7 @@ export function decodeStreamRecord(record: DynamoDBRecord): TableChange {
       ...base,
       kind: 'ledger',
       tenant: String(after.tenant),
-      shards: Number(after.shards ?? 1),
+      shards: shardCountOf(after),
       before: before && budgetStateOf(before),
       after: budgetStateOf(after),
     };
@@ -104,9 +99,8 @@ export function decodeStreamRecord(record: DynamoDBRecord): TableChange {
     return {
       ...base,
       kind: 'shard',
-      scope: String(after.scope),
-      unit: after.unit as Unit,
-      pressure: tookBudget(before, after),
+      ref: { scope: String(after.scope), unit: after.unit as Unit },
+      pressure: before !== undefined && takesBudget(countersOf(before), countersOf(after)),
     };
   }
   if (after.type === 'ledger-period') {

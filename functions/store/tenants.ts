@@ -1,57 +1,38 @@
 import type { AuditEntry } from '../domain/audit.js';
 import type { Tenant, TenantStatus } from '../domain/tenant.js';
-import { auditPut } from './audit.js';
-import { tableName } from './client.js';
+import {
+  dimensionKeysOf,
+  isTenantItem,
+  type ShardedBudgets,
+  shardedBudgetsOf,
+  tenantExists,
+  tenantItem,
+  tenantOf,
+} from './entities/tenant.js';
+import { and, attr, type Item, putIfAbsent, type TransactItem, update } from './expressions.js';
 import { directory, keys } from './keys.js';
 import { queryPage } from './pages.js';
-import {
-  getItems,
-  type Item,
-  putIfAbsent,
-  type TransactItem,
-  tenantExists,
-  transact,
-} from './transact.js';
+import { getItems } from './transact.js';
+import { writeAudited } from './write.js';
 
-const tenantAttributes = (t: Tenant) => ({
-  type: 'tenant',
-  tenant_id: t.tenantId,
-  name: t.name,
-  status: t.status,
-  created_at: t.createdAt,
-  ...(t.updatedAt !== undefined && { updated_at: t.updatedAt }),
-  dir_pk: directory.tenants.pk,
-  dir_sk: directory.tenants.sk(t.tenantId),
-});
+export type { ShardedBudgets };
 
 /** The tenant record, only if no tenant has that id. */
-export const newTenantPut = (t: Tenant): TransactItem =>
-  putIfAbsent({ ...keys.tenant(t.tenantId), ...tenantAttributes(t) });
+export const newTenantPut = (t: Tenant): TransactItem => putIfAbsent(tenantItem(t));
 
 /** The tenant and its audit record, or nothing when the id is taken. */
 export async function insertTenant(
   t: Tenant,
   audit: AuditEntry,
 ): Promise<'inserted' | 'duplicate'> {
-  const outcome = await transact([newTenantPut(t), auditPut(audit)]);
-  return outcome.kind === 'committed' ? 'inserted' : 'duplicate';
-}
-
-export function tenantOf(item: Item): Tenant {
-  return {
-    tenantId: String(item.tenant_id),
-    name: String(item.name),
-    status: String(item.status) as TenantStatus,
-    createdAt: String(item.created_at),
-    updatedAt: item.updated_at === undefined ? undefined : String(item.updated_at),
-  };
+  return (await writeAudited([newTenantPut(t)], audit)) === 'written' ? 'inserted' : 'duplicate';
 }
 
 /** The tenant item, strongly consistent; undefined when there is none. */
 async function readTenantItem(tenant: string): Promise<Item | undefined> {
   const key = keys.tenant(tenant);
   const item = (await getItems([key])).get(key.pk);
-  return item?.type === 'tenant' ? item : undefined;
+  return isTenantItem(item) ? item : undefined;
 }
 
 export async function getTenant(tenant: string): Promise<Tenant | undefined> {
@@ -89,36 +70,26 @@ export async function updateTenant(
   after: Tenant,
   audit: AuditEntry,
 ): Promise<'updated' | 'stale'> {
-  const outcome = await transact([
-    {
-      Update: {
-        TableName: tableName(),
-        Key: keys.tenant(after.tenantId),
-        // The directory attributes too: a tenant made before the listing existed joins it.
-        UpdateExpression:
-          'SET #status = :to, #name = :name, #updated = :updated, #dir_pk = :dir_pk, #dir_sk = :dir_sk',
-        ConditionExpression: '#status = :from AND #name = :was',
-        ExpressionAttributeNames: {
-          '#status': 'status',
-          '#name': 'name',
-          '#updated': 'updated_at',
-          '#dir_pk': 'dir_pk',
-          '#dir_sk': 'dir_sk',
+  const written = await writeAudited(
+    [
+      update(
+        keys.tenant(after.tenantId),
+        {
+          set: {
+            status: after.status,
+            name: after.name,
+            updated_at: after.updatedAt ?? after.createdAt,
+            // The directory attributes too: a tenant made before the listing existed joins it.
+            dir_pk: directory.tenants.pk,
+            dir_sk: directory.tenants.sk(after.tenantId),
+          },
         },
-        ExpressionAttributeValues: {
-          ':to': after.status,
-          ':name': after.name,
-          ':updated': after.updatedAt ?? after.createdAt,
-          ':from': before.status,
-          ':was': before.name,
-          ':dir_pk': directory.tenants.pk,
-          ':dir_sk': directory.tenants.sk(after.tenantId),
-        },
-      },
-    },
-    auditPut(audit),
-  ]);
-  return outcome.kind === 'committed' ? 'updated' : 'stale';
+        { condition: and(attr('status').eq(before.status), attr('name').eq(before.name)) },
+      ),
+    ],
+    audit,
+  );
+  return written === 'written' ? 'updated' : 'stale';
 }
 
 /**
@@ -142,35 +113,19 @@ export async function tenantState(tenant: string, now: number): Promise<TenantSt
   const seen = states.get(tenant);
   if (seen && now >= seen.at && now - seen.at < TENANT_STATE_TTL_MS) return seen.state;
   const item = await readTenantItem(tenant);
-  const stored = item?.dimension_keys;
   const state: TenantState = {
-    status: item && (String(item.status) as TenantStatus),
-    dimensionKeys: new Set<string>(stored instanceof Set ? [...stored].map(String) : []),
+    status: item && tenantOf(item).status,
+    dimensionKeys: dimensionKeysOf(item),
   };
   if (states.size >= STATES_MAX) states.clear();
   states.set(tenant, { state, at: now });
   return state;
 }
 
-/**
- * The sharded budgets of a tenant, by unit then scope (their shard counts), kept on the tenant
- * item so that a new sharded budget can be checked against every path it joins
- * (domain/escrow.ts heaviestPathExtra) without reading the tenant's budgets; `version` orders
- * concurrent creations.
- */
-export interface ShardedBudgets {
-  readonly byUnit: Readonly<Record<string, Readonly<Record<string, number>>>>;
-  readonly version: number;
-}
-
 /** The tenant's sharded budgets, strongly consistent; undefined when there is no tenant. */
 export async function getShardedBudgets(tenant: string): Promise<ShardedBudgets | undefined> {
   const item = await readTenantItem(tenant);
-  if (!item) return undefined;
-  return {
-    byUnit: (item.sharded_budgets ?? {}) as ShardedBudgets['byUnit'],
-    version: Number(item.sharded_version ?? 0),
-  };
+  return item && shardedBudgetsOf(item);
 }
 
 /** A sharded budget joining the tenant's map: written only if the map is still as read. */
@@ -193,39 +148,32 @@ export function tenantWithDimensions(
   join?: ShardedBudgetJoin,
 ): TransactItem {
   if (dimensionKeysOfScope.length === 0 && !join) return tenantExists(tenant);
-  const names: Record<string, string> = { '#pk': 'pk' };
-  const values: Record<string, unknown> = {};
-  const clauses: string[] = [];
-  const conditions = ['attribute_exists(#pk)'];
-  if (join) {
-    const { byUnit, version } = join.read;
-    Object.assign(names, { '#sharded': 'sharded_budgets', '#version': 'sharded_version' });
-    values[':sharded'] = {
-      ...byUnit,
-      [join.unit]: { ...byUnit[join.unit], [join.scope]: join.shards },
-    };
-    values[':next'] = version + 1;
-    clauses.push('SET #sharded = :sharded, #version = :next');
-    if (version === 0) conditions.push('attribute_not_exists(#version)');
-    else {
-      values[':version'] = version;
-      conditions.push('#version = :version');
-    }
-  }
-  if (dimensionKeysOfScope.length > 0) {
-    names['#keys'] = 'dimension_keys';
-    values[':keys'] = new Set(dimensionKeysOfScope);
-    clauses.push('ADD #keys :keys');
-  }
-  return {
-    Update: {
-      TableName: tableName(),
-      Key: keys.tenant(tenant),
-      UpdateExpression: clauses.join(' '),
-      ConditionExpression: conditions.join(' AND '),
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  const { byUnit, version } = join?.read ?? { byUnit: {}, version: 0 };
+  return update(
+    keys.tenant(tenant),
+    {
+      ...(join && {
+        set: {
+          sharded_budgets: {
+            ...byUnit,
+            [join.unit]: { ...byUnit[join.unit], [join.scope]: join.shards },
+          },
+          sharded_version: version + 1,
+        },
+      }),
+      ...(dimensionKeysOfScope.length > 0 && {
+        addToSet: { dimension_keys: new Set(dimensionKeysOfScope) },
+      }),
     },
-  };
+    {
+      condition: and(
+        attr('pk').exists(),
+        join &&
+          (version === 0
+            ? attr('sharded_version').notExists()
+            : attr('sharded_version').eq(version)),
+      ),
+      returnOld: true,
+    },
+  );
 }

@@ -1,19 +1,10 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import {
-  BatchGetCommand,
-  TransactWriteCommand,
-  type TransactWriteCommandInput,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { RetryLaterError } from '../domain/errors.js';
-import type { LedgerDelta } from '../domain/ledger.js';
 import { noteConflictRetry } from '../telemetry/invocation.js';
 import { documentClient, tableName } from './client.js';
-import { keys } from './keys.js';
-
-export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
-export type Item = Record<string, unknown>;
-export type Key = { readonly pk: string; readonly sk: string };
+import type { Item, Key, TransactItem } from './expressions.js';
 
 /** Index-aligned with the items sent: the code and, on a failed condition, the item as it was. */
 export interface CancellationReason {
@@ -24,30 +15,6 @@ export interface CancellationReason {
 export type TransactOutcome =
   | { readonly kind: 'committed' }
   | { readonly kind: 'cancelled'; readonly reasons: readonly CancellationReason[] };
-
-/**
- * A Put only where no item has that key; when one does, the existing item comes back (ALL_OLD):
- * for a record that doubles as idempotency record, that item is the outcome to replay.
- */
-export const putIfAbsentInput = (item: Item) => ({
-  TableName: tableName(),
-  Item: item,
-  ConditionExpression: 'attribute_not_exists(#pk)',
-  ExpressionAttributeNames: { '#pk': 'pk' },
-  ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
-});
-
-export const putIfAbsent = (item: Item): TransactItem => ({ Put: putIfAbsentInput(item) });
-
-/** A ConditionCheck that the tenant record exists. */
-export const tenantExists = (tenant: string): TransactItem => ({
-  ConditionCheck: {
-    TableName: tableName(),
-    Key: keys.tenant(tenant),
-    ConditionExpression: 'attribute_exists(#pk)',
-    ExpressionAttributeNames: { '#pk': 'pk' },
-  },
-});
 
 /**
  * How hard a write tries before answering 503 (RetryLaterError). DynamoDB cancels, never
@@ -142,38 +109,4 @@ export async function getItems(keyList: readonly Key[]): Promise<Map<string, Ite
     }
   }
   return found;
-}
-
-/**
- * SET a = a + :d_a … for every non-zero counter of a ledger delta (remaining always), with `#pk`
- * named for the existence condition every ledger write carries: one builder for holds, charges,
- * funding and escrow shards.
- */
-export function ledgerDeltaUpdate(delta: LedgerDelta): {
-  expression: string;
-  names: Record<string, string>;
-  values: Record<string, unknown>;
-} {
-  const names: Record<string, string> = { '#pk': 'pk' };
-  const values: Record<string, unknown> = {};
-  const parts: string[] = [];
-  for (const attribute of ['allocated', 'spent', 'reserved', 'debt', 'remaining'] as const) {
-    const d = delta[attribute];
-    if (!d && attribute !== 'remaining') continue;
-    names[`#${attribute}`] = attribute;
-    values[`:d_${attribute}`] = d ?? 0;
-    parts.push(`#${attribute} = #${attribute} + :d_${attribute}`);
-  }
-  return { expression: `SET ${parts.join(', ')}`, names, values };
-}
-
-/**
- * A new hold needs an ACTIVE budget: a freeze that lands between the read and the write fails the
- * condition, and the read that follows refuses BUDGET_FROZEN. On every item of a budget (shards
- * too), since a hold may land on any of them.
- */
-export function openBudget(names: Record<string, string>, values: Record<string, unknown>): string {
-  names['#bstatus'] = 'status';
-  values[':bactive'] = 'ACTIVE';
-  return '(attribute_not_exists(#bstatus) OR #bstatus = :bactive)';
 }

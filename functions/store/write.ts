@@ -1,12 +1,11 @@
-import type { Ledger } from '../domain/ledger.js';
-import { type StoredOutcome, storedOutcomeOf } from './idempotency.js';
-import { isLedgerItem, ledgerOf } from './items.js';
-import {
-  type CancellationReason,
-  type TransactItem,
-  transact,
-  type WritePriority,
-} from './transact.js';
+import type { AuditEntry } from '../domain/audit.js';
+import type { Budget } from '../domain/budget.js';
+import { auditItem } from './entities/audit.js';
+import { budgetOfItem, isLedgerItem, shardCountOf } from './entities/ledger.js';
+import type { StoredOutcome } from './entities/outcome.js';
+import { putIfAbsent, type TransactItem } from './expressions.js';
+import { recordedOutcomeOf } from './records.js';
+import { type CancellationReason, transact, type WritePriority } from './transact.js';
 
 /**
  * What every guarded write comes back with: written; a duplicate (the idempotency record
@@ -16,12 +15,15 @@ import {
 export type WriteOutcome =
   | { readonly kind: 'written' }
   | { readonly kind: 'duplicate'; readonly stored: StoredOutcome | undefined }
-  | { readonly kind: 'stale'; readonly refused: readonly RefusedLedger[] };
+  | { readonly kind: 'stale'; readonly refused: readonly RefusedBudget[] };
 
-/** `index` is the position in the write's ledger changes; `ledger` undefined: there is none. */
-export interface RefusedLedger {
+/**
+ * `index` is the position in the write's ledger changes; `budget` (unsharded) as the failed
+ * condition found it, undefined: there is none.
+ */
+export interface RefusedBudget {
   readonly index: number;
-  readonly ledger: Ledger | undefined;
+  readonly budget: Budget | undefined;
 }
 
 /**
@@ -69,15 +71,30 @@ export function classifyCancellation(
   const failed = (i: number | undefined) =>
     i !== undefined && reasons[i]?.code === 'ConditionalCheckFailed';
   if (failed(layout.recordAt)) {
-    return { kind: 'duplicate', stored: storedOutcomeOf(reasons[layout.recordAt ?? -1]?.item) };
+    return { kind: 'duplicate', stored: recordedOutcomeOf(reasons[layout.recordAt ?? -1]?.item) };
   }
-  const refused: RefusedLedger[] = [];
+  const refused: RefusedBudget[] = [];
   layout.proofs.forEach((index, at) => {
     if (index === undefined || !failed(at)) return;
     const item = reasons[at]?.item;
     // Read unsharded, found sharded (PATCH `shards` since): shard 0 alone proves nothing.
-    if (isLedgerItem(item) && Number(item.shards ?? 1) > 1) return;
-    refused.push({ index, ledger: isLedgerItem(item) ? ledgerOf(item) : undefined });
+    if (isLedgerItem(item) && shardCountOf(item) > 1) return;
+    refused.push({ index, budget: isLedgerItem(item) ? budgetOfItem(item) : undefined });
   });
   return { kind: 'stale', refused };
+}
+
+/** The audit record of a change, put in the change's own transaction. */
+export const auditPut = (e: AuditEntry): TransactItem => putIfAbsent(auditItem(e));
+
+/**
+ * A change of the control plane and its audit record in one transaction: 'stale' when one of its
+ * conditions failed (another change came first), and nothing was written.
+ */
+export async function writeAudited(
+  items: readonly TransactItem[],
+  audit: AuditEntry | undefined,
+): Promise<'written' | 'stale'> {
+  const outcome = await transact([...items, ...(audit ? [auditPut(audit)] : [])]);
+  return outcome.kind === 'committed' ? 'written' : 'stale';
 }

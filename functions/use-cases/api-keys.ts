@@ -8,7 +8,6 @@ import {
   keyPrefixOf,
   keyStatus,
 } from '../domain/api-keys.js';
-import type { Actor } from '../domain/audit.js';
 import type { Caller, Credential } from '../domain/caller.js';
 import {
   adminCapabilities,
@@ -24,7 +23,7 @@ import {
   queryApiKeys,
   updateApiKey,
 } from '../store/api-keys.js';
-import type { WriteContext } from './budgets.js';
+import { byOperator, type WriteContext } from './context.js';
 import { readAgain, whileStale } from './guarded-write.js';
 import { type Page, type PageRequest, paged } from './pages.js';
 
@@ -41,14 +40,12 @@ export interface CreatedApiKey {
   readonly secret: string;
 }
 
-const ADMIN: Actor = { kind: 'admin' };
-
 /** POST /v1/admin/api-keys: a new key of an existing tenant; audited. */
 export async function createApiKey(
   request: ApiKeyRequest,
-  { now, requestId }: WriteContext,
+  context: WriteContext,
 ): Promise<CreatedApiKey> {
-  if (request.expiresAt !== undefined && Date.parse(request.expiresAt) <= now) {
+  if (request.expiresAt !== undefined && Date.parse(request.expiresAt) <= context.now) {
     throw invalidRequest('expires_at: must be in the future', { field: 'expires_at' });
   }
   const secret = generateKeySecret();
@@ -59,14 +56,13 @@ export async function createApiKey(
     name: request.name,
     description: request.description,
     permissions: effectivePermissions(request.permissions),
-    createdAt: new Date(now).toISOString(),
+    createdAt: new Date(context.now).toISOString(),
     expiresAt:
       request.expiresAt === undefined ? undefined : new Date(request.expiresAt).toISOString(),
     status: 'ACTIVE',
   };
-  const audit = { tenant: key.tenant, atMs: now, actor: ADMIN, requestId };
   const inserted = await insertApiKey(hashKeySecret(secret), key, {
-    ...audit,
+    ...byOperator(key.tenant, context),
     action: 'api_key.create',
     after: key,
   });
@@ -131,7 +127,7 @@ async function changeKey(
   keyId: string,
   action: 'api_key.update' | 'api_key.revoke',
   change: (key: ApiKey) => ApiKey,
-  { now, requestId }: WriteContext,
+  context: WriteContext,
 ): Promise<ApiKey> {
   return whileStale(async () => {
     const found = await getApiKeyById(keyId);
@@ -139,15 +135,7 @@ async function changeKey(
     const before = found.key;
     const after = change(before);
     if (after === before) return before;
-    const audit = {
-      tenant: before.tenant,
-      atMs: now,
-      actor: ADMIN,
-      requestId,
-      action,
-      before,
-      after,
-    };
+    const audit = { ...byOperator(before.tenant, context), action, before, after };
     const written = await updateApiKey(found.secretHash, before, after, audit);
     return written === 'updated' ? after : readAgain;
   });
@@ -226,14 +214,21 @@ export async function revokeKeysOfTenant(
   }
 }
 
+export type TenantIntrospection = {
+  readonly authType: 'tenant';
+  readonly key: Caller;
+  readonly capabilities: Capabilities;
+};
 export type Introspection =
   | { readonly authType: 'admin'; readonly capabilities: Capabilities }
-  | { readonly authType: 'tenant'; readonly key: Caller; readonly capabilities: Capabilities };
+  | TenantIntrospection;
 
 /**
  * GET /v1/auth/introspect: who the credential is and what it may do. Authentication has already
  * read the key, so this reads nothing.
  */
+export function introspectAuth(credential: Credential & { kind: 'tenant' }): TenantIntrospection;
+export function introspectAuth(credential: Credential): Introspection;
 export function introspectAuth(credential: Credential): Introspection {
   if (credential.kind === 'admin') return { authType: 'admin', capabilities: adminCapabilities() };
   const { kind: _, ...key } = credential;

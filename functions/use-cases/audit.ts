@@ -1,14 +1,14 @@
 import type { AuditRecord } from '../domain/audit.js';
 import { type BudgetWriter, requireOwnTenant } from '../domain/caller.js';
-import { queryAudit } from '../store/audit.js';
+import { type AuditQuery, queryAudit } from '../store/audit.js';
 import { type Page, type PageRequest, paged } from './pages.js';
 
-export interface AuditFilters extends PageRequest {
+/** The listing's filters: the trail's own (store/audit.ts), named as the wire names them. */
+export interface AuditFilters
+  extends PageRequest,
+    Pick<AuditQuery, 'operation' | 'resourceType' | 'resourceId'> {
   readonly tenantId?: string | undefined;
   readonly keyId?: string | undefined;
-  readonly operation?: string | undefined;
-  readonly resourceType?: string | undefined;
-  readonly resourceId?: string | undefined;
   readonly from?: number | undefined;
   readonly to?: number | undefined;
 }

@@ -1,22 +1,14 @@
 import type { Amount } from '../domain/amounts.js';
 import type { Caller } from '../domain/caller.js';
-import { type Caps, capsFor } from '../domain/caps.js';
+import type { Caps } from '../domain/caps.js';
 import { fingerprint } from '../domain/fingerprint.js';
-import {
-  admissionRefusal,
-  type RefusalCode,
-  refusalError,
-  type ScopeRefusal,
-} from '../domain/ledger.js';
+import { type RefusalCode, refusalError, type ScopeRefusal } from '../domain/refusals.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
 import { putIdempotencyRecord } from '../store/idempotency.js';
-import { readSnapshot } from '../store/snapshot.js';
-import { recordRefusal } from './budget-events.js';
-import { expiredHoldsFreer } from './expiry.js';
-import { atomicIfRefused, guardedWrite, readAgain } from './guarded-write.js';
-import { rollOverDue } from './periods.js';
-import { affectedScopes } from './scopes.js';
+import { admit } from './admission.js';
+import { guardedWrite } from './guarded-write.js';
+import { outcomeToStore } from './outcomes.js';
 
 export interface DecideRequest {
   readonly idempotencyKey: string;
@@ -43,48 +35,31 @@ export async function decide(
   now: number,
   requestId?: string,
 ): Promise<Decision> {
-  const { scopes, requireTenantOpen } = await affectedScopes(caller, request.subject, now);
+  const admission = await admit(caller, { ...request, amount: request.estimate }, now, requestId);
   const idempotency = { tenant: caller.tenant, operation: 'decide', key: request.idempotencyKey };
   const print = fingerprint(request);
-  const freer = expiredHoldsFreer(caller.tenant, now);
   // A DENY decided now (not a replay's) is reported as reservation.denied, as the reference does.
   let denied: ScopeRefusal | undefined;
   const decision = await guardedWrite({
     name: 'decide',
     fingerprint: print,
-    read: (atomic) =>
-      readSnapshot({ idempotency, ledgers: { scopes, unit: request.estimate.unit }, atomic }),
-    decide: async (snapshot) => {
-      requireTenantOpen();
-      if (await rollOverDue(snapshot, now)) return readAgain;
-      // A DENY read shard by shard is decided again on one instant's budgets (docs/scaling.md).
-      const { ledgers, caps } = await atomicIfRefused(
-        snapshot,
-        (s) => admissionRefusal(scopes, request.estimate, s.ledgers),
-        () =>
-          readSnapshot({
-            idempotency,
-            ledgers: { scopes, unit: request.estimate.unit },
-            atomic: true,
-          }),
-      );
-      const refusal = admissionRefusal(scopes, request.estimate, ledgers);
-      if (await freer.free(refusal, ledgers)) return readAgain;
-      const applied = refusal ? undefined : capsFor(scopes, request.estimate.amount, ledgers, caps);
-      return {
-        refusal,
-        result: {
-          refusal: refusal?.code,
-          affectedScopes: scopes,
-          ...(applied && { caps: applied }),
-        },
+    read: (atomic) => admission.read({ idempotency }, atomic),
+    repair: admission.repair,
+    // A DENY read shard by shard is decided again on one instant's budgets (docs/scaling.md).
+    decide: (snapshot) => {
+      const { refusal, caps } = admission.judge(snapshot);
+      const result: Decision = {
+        refusal: refusal?.code,
+        affectedScopes: admission.scopes,
+        ...(caps && { caps }),
       };
+      return { refusal, result };
     },
-    write: ({ result }) => putIdempotencyRecord(idempotency, { fingerprint: print, result }, now),
+    write: ({ result }) => putIdempotencyRecord(idempotency, outcomeToStore(print, result), now),
     onWritten: ({ refusal }) => {
       denied = refusal;
     },
   });
-  if (denied) await recordRefusal(refusalError(denied), caller, request, now, requestId);
+  if (denied) await admission.report(refusalError(denied));
   return decision;
 }

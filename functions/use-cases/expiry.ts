@@ -1,14 +1,16 @@
-import { inPeriods, type Ledger, mergeChanges, type ScopeRefusal } from '../domain/ledger.js';
+import { type Budgets, budgetAt, budgetKey } from '../domain/budget.js';
+import { mergeChanges } from '../domain/ledger.js';
+import type { ScopeRefusal } from '../domain/refusals.js';
 import {
+  affectedScopes,
   expiryChanges,
-  heldPeriods,
   type Reservation,
   settleDeadline,
 } from '../domain/reservation.js';
-import { queryDueReservations } from '../store/reservation-queries.js';
+import { nextDeadlineBefore, queryDueReservations } from '../store/reservation-queries.js';
 import { expireReservations } from '../store/reservation-writes.js';
 import { recordMetric } from '../telemetry/invocation.js';
-import { currentPeriodsOf } from './periods.js';
+import { currentBudgetsOf } from './budget-reader.js';
 
 /** TransactWriteItems takes at most 100 items: reservations plus the distinct ledgers they hold. */
 const MAX_TRANSACTION_ITEMS = 100;
@@ -50,6 +52,36 @@ export async function sweepExpiredReservations(
   return { expired, examined, lagMs };
 }
 
+/** What a long sweep is handed: one pass (with its telemetry), the clock, its pace. */
+export interface SweepPorts {
+  /** One pass over the due index, stopping at `stopAt` (real time). */
+  readonly pass: (stopAt: number) => Promise<SweepResult>;
+  /** Server time. */
+  readonly clock: () => number;
+  readonly intervalMs: number;
+}
+
+/**
+ * Sweeps, then looks for the next deadline due before `endAt` (real time): none → it ends at
+ * once, so an idle deployment costs one short invocation a minute; otherwise it sweeps again
+ * every `intervalMs` (or at that deadline, if sooner), so a due hold comes back within the
+ * interval, not the minute. Answers how many it expired.
+ */
+export async function sweepUntil(endAt: number, ports: SweepPorts): Promise<number> {
+  let expired = 0;
+  for (;;) {
+    expired += (await ports.pass(endAt)).expired;
+    const left = endAt - Date.now();
+    const next = await nextDeadlineBefore(ports.clock() + left);
+    if (next === undefined) break;
+    // Already due yet not expired by this pass: index entries catching up, or new arrivals.
+    const wait = Math.min(ports.intervalMs, Math.max(250, next - ports.clock()));
+    if (wait >= endAt - Date.now()) break;
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+  return expired;
+}
+
 /**
  * SPEC: an expired hold never refuses work. Before a request is refused with BUDGET_EXCEEDED
  * on a scope that still holds reservations, this tenant's reservations holding that scope and
@@ -59,14 +91,14 @@ export async function sweepExpiredReservations(
 async function expireHoldsBlocking(
   tenant: string,
   refusal: ScopeRefusal | undefined,
-  ledgers: ReadonlyMap<string, Ledger>,
+  budgets: Budgets,
   now: number,
 ): Promise<boolean> {
   if (refusal?.code !== 'BUDGET_EXCEEDED') return false;
-  if ((ledgers.get(refusal.scope)?.reserved ?? 0) <= 0) return false;
+  if ((budgetAt(budgets, refusal.scope, refusal.unit)?.counters.reserved ?? 0) <= 0) return false;
   const { reservations } = await queryDueReservations(now, DUE_PER_SHARD, tenant);
   const holding = reservations.filter(
-    (r) => r.affectedScopes.includes(refusal.scope) && r.reserved.unit === refusal.unit,
+    (r) => affectedScopes(r).includes(refusal.scope) && r.reserved.unit === refusal.unit,
   );
   return (await expireAll(holding, () => now)) > 0;
 }
@@ -78,10 +110,10 @@ async function expireHoldsBlocking(
 export function expiredHoldsFreer(tenant: string, now: number) {
   const freer = {
     tried: false,
-    async free(refusal: ScopeRefusal | undefined, ledgers: ReadonlyMap<string, Ledger>) {
+    async free(refusal: ScopeRefusal | undefined, budgets: Budgets) {
       if (freer.tried || refusal?.code !== 'BUDGET_EXCEEDED') return false;
       freer.tried = true;
-      return expireHoldsBlocking(tenant, refusal, ledgers, now);
+      return expireHoldsBlocking(tenant, refusal, budgets, now);
     },
   };
   return freer;
@@ -105,7 +137,7 @@ function batches(due: readonly Reservation[]): Reservation[][] {
   let batch: Reservation[] = [];
   let ledgers = new Set<string>();
   for (const r of due) {
-    const mine = r.affectedScopes.map((s) => `${s}#${r.reserved.unit}`);
+    const mine = affectedScopes(r).map((scope) => budgetKey({ scope, unit: r.reserved.unit }));
     const union = new Set([...ledgers, ...mine]);
     if (batch.length > 0 && batch.length + 1 + union.size > MAX_TRANSACTION_ITEMS) {
       result.push(batch);
@@ -131,21 +163,9 @@ async function expireBatch(batch: readonly Reservation[], now: number): Promise<
   let pending = batch.filter((r) => expiryChanges(r, now) !== undefined);
   let periodRounds = 0;
   while (pending.length > 0) {
-    const rolling = pending.some((r) => r.heldIn !== undefined);
-    const periods = rolling ? await currentPeriodsOf(pending, now) : undefined;
-    const changes = mergeChanges(
-      pending.flatMap((r) => {
-        const changes = expiryChanges(r, now) ?? [];
-        if (!periods) return changes;
-        const current = new Map(
-          r.affectedScopes.flatMap((scope) => {
-            const p = periods.get(`${scope}#${r.reserved.unit}`);
-            return p ? [[scope, p] as const] : [];
-          }),
-        );
-        return inPeriods(changes, heldPeriods(r, current));
-      }),
-    );
+    const rolling = pending.some((r) => r.holds.some((h) => h.periodStart));
+    const current = rolling ? await currentBudgetsOf(pending, now) : undefined;
+    const changes = mergeChanges(pending.flatMap((r) => expiryChanges(r, now, current) ?? []));
     const outcome = await expireReservations(pending, changes, now);
     if (outcome.kind === 'written') {
       countExpiries(pending);

@@ -1,8 +1,9 @@
 import { DomainError, RetryLaterError } from '../domain/errors.js';
-import { type StoredOutcome, UNRENDERABLE } from '../store/idempotency.js';
-import type { RefusedLedger, WriteOutcome } from '../store/write.js';
+import type { StoredOutcome } from '../store/entities/outcome.js';
+import type { RefusedBudget, WriteOutcome } from '../store/write.js';
+import { type ResultCodec, replayOf } from './outcomes.js';
 
-/** Returned by `decide` when what was read can no longer be trusted: read again. */
+/** Returned by a step when what was read can no longer be trusted: read again. */
 export const readAgain = Symbol('readAgain');
 
 /** Bounded retries when a guarded write found the state changed since it was read. */
@@ -25,23 +26,35 @@ export interface Plan<R> {
 
 /**
  * One guarded write, stated as what differs between operations. The loop itself is the same
- * for all: consistent read → replay (or 409 IDEMPOTENCY_MISMATCH) if already applied → decide
- * (pure domain; throws refusals) → one conditional write → on a stale condition, read again.
+ * for all: consistent read → replay (or 409 IDEMPOTENCY_MISMATCH) if already applied → repair
+ * (writes that bring the read up to date) → decide (pure domain; throws refusals) → one
+ * conditional write → on a stale condition, read again.
  */
 export interface GuardedWrite<S extends Snapshot, P extends Plan<unknown>> {
   /** Names the operation in the error raised when it keeps conflicting. */
   readonly name: string;
   /** Of the request payload: the same key with another payload is a mismatch. */
   readonly fingerprint: string;
+  /** How the operation's result was stored compactly, for a replay to rebuild it. */
+  readonly codec?: ResultCodec<P['result']> | undefined;
   /** `atomic`: read sharded budgets at one instant (a refusal's proof). */
   read(atomic?: boolean): Promise<S>;
-  decide(snapshot: S): P | typeof readAgain | Promise<P | typeof readAgain>;
+  /**
+   * Read-repair, once the read is known not to be a replay and before deciding on it: what
+   * must be written (or looked up) first for the read to mean what it says — a due period
+   * rolled over, expired holds that block new work freed, a reservation past its deadline
+   * expired. true: something was written, read again. A DomainError thrown is the answer, as
+   * from `decide`.
+   */
+  repair?(snapshot: S): Promise<boolean>;
+  /** The decision on what was read: pure and synchronous; throws refusals. */
+  decide(snapshot: S): P;
   write(plan: P): Promise<WriteOutcome>;
   /**
-   * The ledgers whose conditions failed may prove a refusal: return it and it is the answer
+   * The budgets whose conditions failed may prove a refusal: return it and it is the answer
    * (`lastAttempt`: nothing will be read again). Otherwise the loop reads again.
    */
-  refusalOf?(refused: readonly RefusedLedger[], plan: P, lastAttempt: boolean): Error | undefined;
+  refusalOf?(refused: readonly RefusedBudget[], plan: P, lastAttempt: boolean): Error | undefined;
   /**
    * The idempotency record is an item of its own, and BatchGetItem is not isolated from
    * transactions as a whole: it may see a concurrent duplicate's effect yet miss its record.
@@ -65,7 +78,7 @@ export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
     const snapshot = await op.read();
     if (snapshot.replay) {
       op.onReplay?.(snapshot);
-      return replayOf<P['result']>(snapshot.replay, op.fingerprint);
+      return replayOf(snapshot.replay, op.fingerprint, op.codec);
     }
     const plan = await decideOrReplay(op, snapshot);
     if ('replayed' in plan) return plan.replayed;
@@ -77,7 +90,7 @@ export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
       }
       if (outcome.kind === 'duplicate') {
         op.onReplay?.(undefined);
-        return replayOf<P['result']>(outcome.stored, op.fingerprint);
+        return replayOf(outcome.stored, op.fingerprint, op.codec);
       }
       const refusal = op.refusalOf?.(outcome.refused, plan.decided, lastAttempt);
       if (refusal) throw refusal;
@@ -87,12 +100,21 @@ export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
   }
 }
 
+/** Repair, then decide; readAgain when the repair wrote something. */
+async function repairAndDecide<S extends Snapshot, P extends Plan<unknown>>(
+  op: GuardedWrite<S, P>,
+  snapshot: S,
+): Promise<P | typeof readAgain> {
+  if (await op.repair?.(snapshot)) return readAgain;
+  return op.decide(snapshot);
+}
+
 async function decideOrReplay<S extends Snapshot, P extends Plan<unknown>>(
   op: GuardedWrite<S, P>,
   snapshot: S,
 ): Promise<{ decided: P | typeof readAgain } | { replayed: P['result'] }> {
   try {
-    return { decided: await op.decide(snapshot) };
+    return { decided: await repairAndDecide(op, snapshot) };
   } catch (refusal) {
     if (!(refusal instanceof DomainError)) throw refusal;
     if (snapshot.atomic === false) {
@@ -101,46 +123,43 @@ async function decideOrReplay<S extends Snapshot, P extends Plan<unknown>>(
       const again = await op.read(true);
       if (again.replay) {
         op.onReplay?.(again);
-        return { replayed: replayOf<P['result']>(again.replay, op.fingerprint) };
+        return { replayed: replayOf(again.replay, op.fingerprint, op.codec) };
       }
-      return { decided: await op.decide(again) };
+      return { decided: await repairAndDecide(op, again) };
     }
     if (!op.recheckReplayBeforeRefusing) throw refusal;
     const again = await op.read();
     if (again.replay) {
       op.onReplay?.(again);
-      return { replayed: replayOf<P['result']>(again.replay, op.fingerprint) };
+      return { replayed: replayOf(again.replay, op.fingerprint, op.codec) };
     }
     throw refusal;
   }
 }
 
-/** SPEC § Idempotency rules 2-3: the original result, or 409 when the payload differs. */
-export function replayOf<R>(stored: StoredOutcome | undefined, fingerprint: string): R {
-  if (!stored) throw new Error('idempotency record without a stored outcome');
-  if (stored.fingerprint !== fingerprint) {
-    throw new DomainError(
-      'IDEMPOTENCY_MISMATCH',
-      'idempotency_key was already used with a different payload',
-    );
-  }
-  if (stored.result === UNRENDERABLE) throw new Error('replay of a record written by 0.1.0');
-  // Stored by this same operation from a value of type R.
-  return stored.result as R;
-}
-
 /**
- * For answers that report a refusal instead of throwing it (decide's and a dry run's DENY): the
- * snapshot to answer from. A refusal seen on shards read one by one is looked at again on an
- * atomic read, as guardedWrite does for thrown refusals.
+ * Read → repair → decide without a write or a record, for an answer that is a decision alone (a
+ * dry run): the same repair and the same atomic proof of a refusal as `guardedWrite`, which
+ * `decide` asks for by throwing the refusal it would report from a read that was not atomic.
  */
-export async function atomicIfRefused<S extends Snapshot>(
-  snapshot: S,
-  refusalOf: (s: S) => unknown,
-  readAtomically: () => Promise<S>,
-): Promise<S> {
-  if (snapshot.atomic !== false || refusalOf(snapshot) === undefined) return snapshot;
-  return readAtomically();
+export async function decideOnRead<S extends Snapshot, R>(op: {
+  read(atomic?: boolean): Promise<S>;
+  repair?(snapshot: S): Promise<boolean>;
+  decide(snapshot: S): R;
+}): Promise<R> {
+  for (let atomic = false; ; ) {
+    const snapshot = await op.read(atomic);
+    if (await op.repair?.(snapshot)) {
+      atomic = false;
+      continue;
+    }
+    try {
+      return op.decide(snapshot);
+    } catch (refusal) {
+      if (!(refusal instanceof DomainError) || snapshot.atomic !== false) throw refusal;
+      atomic = true;
+    }
+  }
 }
 
 /** Bounded attempts of a control-plane change when other changes land between read and write. */

@@ -1,9 +1,10 @@
 import { cursorSecret } from '../config/secrets.js';
+import type { Ledger } from '../domain/budget.js';
+import { balanceOf, budgetKey } from '../domain/budget.js';
 import { type Caller, type Credential, requireOwnTenant } from '../domain/caller.js';
 import { decodeCursor, encodeCursor } from '../domain/cursor.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { derivedId } from '../domain/fingerprint.js';
-import type { Ledger } from '../domain/ledger.js';
 import {
   isEffectivelyExpired,
   type Reservation,
@@ -11,8 +12,9 @@ import {
   type ReservationStatus,
 } from '../domain/reservation.js';
 import { canonicalValue, LEVELS, type Level, segmentText } from '../domain/scopes.js';
-import { getLedgerSet, queryLedgerIndex } from '../store/ledgers.js';
+import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
 import { queryReservations, readReservation } from '../store/reservation-queries.js';
+import { viewBudgetsByKey } from './budget-reader.js';
 import type { Page } from './pages.js';
 
 type SubjectFilters = Partial<Record<Level, string | undefined>>;
@@ -152,10 +154,13 @@ export async function listBalances(
     after,
     limit,
   });
-  const ledgers = await getLedgerSet(page.entries, now);
+  const budgets = await viewBudgetsByKey(page.entries, now);
   const last = page.entries[page.entries.length - 1];
   return {
-    items: page.entries.flatMap((e) => ledgers.get(`${e.scope}#${e.unit}`) ?? []),
+    items: page.entries.flatMap((e) => {
+      const b = budgets.get(budgetKey(e));
+      return b ? [balanceOf(b)] : [];
+    }),
     ...(page.hasMore && last && { nextCursor: encodeCursor(secret, binding, last.position) }),
   };
 }

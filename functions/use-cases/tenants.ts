@@ -1,4 +1,3 @@
-import type { Actor } from '../domain/audit.js';
 import { DomainError } from '../domain/errors.js';
 import {
   changedTenant,
@@ -8,34 +7,27 @@ import {
 } from '../domain/tenant.js';
 import { getTenant, insertTenant, queryTenants, updateTenant } from '../store/tenants.js';
 import { revokeKeysOfTenant } from './api-keys.js';
-import { closeBudgetsOfTenant, type WriteContext } from './budgets.js';
+import { closeBudgetsOfTenant } from './budget-settings.js';
+import { byOperator, type WriteContext } from './context.js';
 import { readAgain, whileStale } from './guarded-write.js';
 import { type Page, type PageRequest, paged } from './pages.js';
-import { releaseOpenReservations } from './reservations.js';
+import { releaseOpenReservations } from './settlements.js';
 
 export interface TenantRequest {
   readonly tenantId: string;
   readonly name: string;
 }
 
-const ADMIN: Actor = { kind: 'admin' };
-
 /** POST /v1/admin/tenants; an existing id → 409 DUPLICATE_RESOURCE. Audited. */
-export async function createTenant(
-  request: TenantRequest,
-  { now, requestId }: WriteContext,
-): Promise<Tenant> {
+export async function createTenant(request: TenantRequest, context: WriteContext): Promise<Tenant> {
   const tenant: Tenant = {
     tenantId: request.tenantId,
     name: request.name,
     status: 'ACTIVE',
-    createdAt: new Date(now).toISOString(),
+    createdAt: new Date(context.now).toISOString(),
   };
-  const audit = { tenant: tenant.tenantId, atMs: now, actor: ADMIN, requestId };
-  if (
-    (await insertTenant(tenant, { ...audit, action: 'tenant.create', after: tenant })) ===
-    'duplicate'
-  ) {
+  const audit = { ...byOperator(tenant.tenantId, context), action: 'tenant.create' as const };
+  if ((await insertTenant(tenant, { ...audit, after: tenant })) === 'duplicate') {
     throw new DomainError('DUPLICATE_RESOURCE', `tenant ${tenant.tenantId} already exists`, {
       tenant_id: tenant.tenantId,
     });
@@ -78,16 +70,9 @@ export async function changeTenant(
     const before = await readTenant(tenantId);
     const after = changedTenant(before, change, new Date(context.now).toISOString());
     if (after !== before) {
-      const audit = {
-        tenant: tenantId,
-        atMs: context.now,
-        actor: ADMIN,
-        requestId: context.requestId,
-        action: 'tenant.update' as const,
-        before,
-        after,
-      };
-      if ((await updateTenant(before, after, audit)) === 'stale') return readAgain;
+      const audit = { ...byOperator(tenantId, context), action: 'tenant.update' as const };
+      if ((await updateTenant(before, after, { ...audit, before, after })) === 'stale')
+        return readAgain;
     }
     if (after.status === 'CLOSED') await closeCascade(tenantId, context);
     return after;

@@ -9,21 +9,22 @@
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { Amount } from '../../functions/domain/amounts.js';
+import { type Budget, budgetsByKey, type Ledger, SINGLE } from '../../functions/domain/budget.js';
 import { emptyShards, respread } from '../../functions/domain/escrow.js';
 import { derivedId, fingerprint } from '../../functions/domain/fingerprint.js';
-import { holdChange, type Ledger, ledgersAfter } from '../../functions/domain/ledger.js';
+import { holdChange, ledgersAfter } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
 import { deriveScopes, type Subject } from '../../functions/domain/scopes.js';
 import { commitChanges } from '../../functions/domain/settlement.js';
+import type { TransactItem } from '../../functions/store/expressions.js';
 import { reserveTransaction, settleTransaction } from '../../functions/store/reservation-writes.js';
-import type { Layouts } from '../../functions/store/shards.js';
 import {
   CONFLICT_RETRY_BUDGET,
   conflictBackoffMs,
-  type TransactItem,
   type WritePriority,
 } from '../../functions/store/transact.js';
-import type { Committed, Reserved } from '../../functions/use-cases/reservations.js';
+import type { Reserved } from '../../functions/use-cases/reservations.js';
+import type { Committed } from '../../functions/use-cases/settlements.js';
 import {
   describeTransaction,
   ItemMemory,
@@ -124,17 +125,22 @@ export function pairTransactions(
   const subject = SUBJECTS[budgets.scopes](tenant);
   const { scopes, scopePath } = deriveScopes(tenant, subject);
   const estimate: Amount = { unit: UNIT, amount: ESTIMATE };
-  const ledgers = new Map(scopes.map((s) => [s, busyLedger(s)]));
   // As the use cases read them: a sharded budget's shards, its remaining split evenly (what it
   // holds and spent so far placed on shard 0).
   const count = budgets.shards ?? 1;
-  const layouts: Layouts = new Map(
-    count > 1
-      ? [...ledgers].map(([scope, ledger]) => {
-          const sofar = { shard: 0, delta: { reserved: ledger.reserved, spent: ledger.spent } };
-          return [scope, { ledger, shards: respread(emptyShards(count), ledger, sofar) }];
-        })
-      : [],
+  const read = budgetsByKey(
+    scopes.map((scope): Budget => {
+      const { unit, overdraftLimit, ...counters } = busyLedger(scope);
+      const sofar = { shard: 0, delta: { reserved: counters.reserved, spent: counters.spent } };
+      const shards = respread(emptyShards(count), counters, sofar);
+      return {
+        ref: { scope, unit },
+        counters,
+        status: 'ACTIVE',
+        overdraftLimit,
+        layout: count > 1 ? { kind: 'sharded', shards, gated: false } : SINGLE,
+      };
+    }),
   );
   const reservation: Reservation = {
     reservationId: derivedId('rsv', tenant, key),
@@ -148,8 +154,9 @@ export function pairTransactions(
     expiresAtMs: now + 60_000,
     gracePeriodMs: 5_000,
     scopePath,
-    affectedScopes: scopes,
+    holds: scopes.map((scope) => ({ scope, shard: 0 })),
     overagePolicy: 'REJECT',
+    ttlMs: 60_000,
   };
   const holds = scopes.map((s) => holdChange(s, UNIT, ESTIMATE));
   const reserved: Reserved = {
@@ -159,30 +166,31 @@ export function pairTransactions(
     reserved: estimate,
     reservationId: reservation.reservationId,
     expiresAtMs: reservation.expiresAtMs,
-    balances: ledgersAfter(ledgers, holds),
+    balances: ledgersAfter(read, holds),
   };
   const reserve = reserveTransaction(
     {
       reservation,
       holds,
       outcome: { fingerprint: fingerprint({ key, subject }), result: reserved },
-      layouts,
+      budgets: read,
     },
     attempt,
   ).items;
   // The commit settles on the shards the holds took, as read back from the reservation record.
   const record = reserve.find((entry) => entry.Put?.Item?.type === 'reservation')?.Put?.Item;
-  const holdShards = Array.isArray(record?.hold_shards)
-    ? record.hold_shards.map(Number)
-    : undefined;
-  const held: Reservation = { ...reservation, holdShards };
+  const holdShards = Array.isArray(record?.hold_shards) ? record.hold_shards.map(Number) : [];
+  const held: Reservation = {
+    ...reservation,
+    holds: reservation.holds.map((h, i) => ({ ...h, shard: holdShards[i] ?? 0 })),
+  };
   const actual: Amount = { unit: UNIT, amount: ACTUAL };
-  const changes = commitChanges(held, actual, ledgers);
+  const changes = commitChanges(held, actual, read);
   const committed: Committed = {
     status: 'COMMITTED',
     charged: actual,
     released: { unit: UNIT, amount: ESTIMATE - ACTUAL },
-    balances: ledgersAfter(ledgers, changes),
+    balances: ledgersAfter(read, changes),
   };
   const commit = settleTransaction({
     reservation: held,
@@ -195,7 +203,7 @@ export function pairTransactions(
       scope: { tenant, operation: 'commit', key: `${key}-commit` },
       outcome: { fingerprint: fingerprint({ key, actual }), result: committed },
     },
-    layouts,
+    budgets: read,
   }).items;
   return { reserve, commit };
 }
@@ -203,7 +211,7 @@ export function pairTransactions(
 /**
  * One reserve → commit of `key` on the tenant's budget: a reserve reads once (reservation +
  * ledgers) then sends `reserveTransaction`; a commit reads twice (reservation, then ledgers)
- * then sends `settleTransaction` (use-cases/reservations.ts). On a sharded budget a reserve's
+ * then sends `settleTransaction` (use-cases/settlements.ts). On a sharded budget a reserve's
  * retry n is `reserveTransaction(…, n)`, on the shard that retry picks, as `transactWrite`
  * sends it; the commit then settles on the shard the reserve got.
  */

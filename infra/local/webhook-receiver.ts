@@ -8,7 +8,7 @@
  * type, id and scope, and whether its event_id was seen before (deliveries are at least once).
  */
 import { createServer } from 'node:http';
-import { verifySignature } from '../../functions/budget-events/webhooks.js';
+import { verifySignature } from '../../functions/outbound/webhooks.js';
 
 const secret = process.env.WEBHOOK_SECRET ?? '';
 const port = Number(process.env.PORT ?? process.argv[2] ?? 8787);

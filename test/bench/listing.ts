@@ -1,7 +1,7 @@
 import { BatchWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { holdChange } from '../../functions/domain/ledger.js';
 import type { Subject } from '../../functions/domain/scopes.js';
-import { ledgerUpdate } from '../../functions/store/ledgers.js';
+import { ledgerUpdate } from '../../functions/store/budgets/placement.js';
 import { type Bench, say } from './context.js';
 import type { Json } from './http.js';
 import { ESTIMATE, reserveBody } from './latency.js';

@@ -6,20 +6,21 @@
  */
 
 import type { Amount } from '../../functions/domain/amounts.js';
+import type { Ledger } from '../../functions/domain/budget.js';
 import { derivedId, fingerprint } from '../../functions/domain/fingerprint.js';
 import {
   applyDelta,
   chargeAll,
   holdChange,
-  type Ledger,
   type LedgerChange,
 } from '../../functions/domain/ledger.js';
-import type { Reservation } from '../../functions/domain/reservation.js';
+import { affectedScopes, type Reservation } from '../../functions/domain/reservation.js';
 import { deriveScopes, type Subject } from '../../functions/domain/scopes.js';
 import { dynamoClient } from '../../functions/store/client.js';
+import type { TransactItem } from '../../functions/store/expressions.js';
 import { reserveTransaction, settleTransaction } from '../../functions/store/reservation-writes.js';
 import { readSnapshot } from '../../functions/store/snapshot.js';
-import { type TransactItem, transact, transactStats } from '../../functions/store/transact.js';
+import { transact, transactStats } from '../../functions/store/transact.js';
 import { ALLOCATED, TTL_MS, UNIT } from './provision.js';
 import { installTally, type Tally, type TallyControl } from './tally.js';
 
@@ -66,9 +67,10 @@ export function buildReserve(
     expiresAtMs: now + TTL_MS,
     gracePeriodMs: 5_000,
     scopePath,
-    affectedScopes: scopes,
+    holds: scopes.map((scope) => ({ scope, shard: 0 })),
     overagePolicy: 'REJECT',
     metadata: undefined,
+    ttlMs: TTL_MS,
   };
   const holds = scopes.map((s) => holdChange(s, UNIT, amount));
   // The service's stored result: the same size as what it stores for a reserve.
@@ -108,7 +110,7 @@ export async function rawReserve(
 
 /** The commit transaction: reservation update, one charge per scope, the idempotency record. */
 export async function rawCommit(r: Reservation, actual: number, key: string): Promise<void> {
-  const ledgers = r.affectedScopes.map(typicalLedger);
+  const ledgers = affectedScopes(r).map(typicalLedger);
   const charge = chargeAll(ledgers, r.reserved.amount, actual, r.overagePolicy);
   if ('refusal' in charge) throw new Error('raw commit refused');
   const committed: Amount = { unit: r.reserved.unit, amount: actual };
@@ -144,6 +146,6 @@ export async function rawReserveRead(tenant: string, subject: Subject, key: stri
   const { scopes } = deriveScopes(tenant, subject);
   return readSnapshot({
     reservationId: derivedId('rsv', tenant, key),
-    ledgers: { scopes, unit: UNIT },
+    budgets: { scopes, unit: UNIT },
   });
 }

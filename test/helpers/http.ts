@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import type { Server } from '../../functions/routes.js';
 import { documentProblem } from './openapi.js';
 
@@ -52,3 +53,35 @@ export interface WireError {
 
 /** The body typed as an error, asserting nothing: `expectError` (errors.ts) checks it. */
 export const errorOf = (res: Response): WireError => res.body as unknown as WireError;
+
+/** A request whose body is sent as given, answered as raw text: exact numbers stay visible. */
+export async function rawRequest(
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body?: string,
+) {
+  const res = await fetch(url, {
+    method,
+    headers: { ...headers, ...(body !== undefined && { 'content-type': 'application/json' }) },
+    body,
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, body: JSON.parse(text) as Json };
+}
+
+/** Raw bytes on a socket: for request lines and headers no HTTP client would send. */
+export function rawHttp(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+    let out = '';
+    socket.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    socket.on('end', () => resolve(out));
+    socket.on('close', () => resolve(out));
+    socket.on('error', reject);
+    socket.setTimeout(5_000, () => socket.destroy());
+  });
+}
+export const portOf = (url: string) => Number(new URL(url).port);

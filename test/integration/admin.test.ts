@@ -1,8 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { SPEC_PERMISSIONS } from '../../functions/domain/permissions.js';
+import { balanceAt } from '../helpers/balances.js';
 import { testClock } from '../helpers/clock.js';
 import { expectError } from '../helpers/errors.js';
-import { adminHeaders, type GivenTenant, givenBudget, givenTenant } from '../helpers/fixtures.js';
+import {
+  adminHeaders,
+  type GivenTenant,
+  givenBudget,
+  givenTenant,
+  scopeOf,
+  usd,
+} from '../helpers/fixtures.js';
 import { request } from '../helpers/http.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
@@ -477,5 +487,156 @@ describe('permissions', () => {
 
     expect(res.status).toBe(401);
     expect(validated.body.valid).toBe(false);
+  });
+});
+
+describe('budget writes need budgets:write', () => {
+  const SPEC_EIGHT = [...SPEC_PERMISSIONS];
+  const createBudget = (headers: Record<string, string>, scope: string) =>
+    request('POST', admin('/v1/admin/budgets'), {
+      headers,
+      body: { scope, unit: 'USD_MICROCENTS', allocated: usd(1_000) },
+    });
+  const fundRoot = (headers: Record<string, string>, t: GivenTenant) =>
+    request(
+      'POST',
+      admin(`/v1/admin/budgets/${encodeURIComponent(scopeOf(t, ''))}/USD_MICROCENTS/fund`),
+      {
+        headers,
+        body: { operation: 'CREDIT', amount: usd(1_000_000), idempotency_key: randomUUID() },
+      },
+    );
+
+  it.each([
+    ['no permissions at all', []],
+    ['only reservations:create', ['reservations:create']],
+    ['seven of the eight', SPEC_EIGHT.slice(1)],
+  ])(
+    'refuses a key holding %s with 403 naming budgets:write, and changes nothing',
+    async (_what, permissions) => {
+      const t = await givenTenant(stack, permissions);
+      const owner = await givenTenant(stack);
+      await givenBudget(stack, owner, '', 500);
+
+      const created = await createBudget(t.headers, scopeOf(t, ''));
+      const funded = await fundRoot(t.headers, t);
+
+      expect(expectError(created, 403, 'FORBIDDEN').details).toEqual({
+        missing_permission: 'budgets:write',
+      });
+      expectError(funded, 403, 'FORBIDDEN');
+    },
+  );
+
+  it.each([
+    ['made without a permissions list', undefined],
+    ["holding all eight of SPEC's permissions", SPEC_EIGHT],
+    ['holding budgets:write', ['budgets:write']],
+  ])('lets a key %s create and fund its budgets', async (_what, permissions) => {
+    const t = await givenTenant(stack, permissions);
+
+    const created = await createBudget(t.headers, scopeOf(t, ''));
+    const funded = await fundRoot(t.headers, t);
+
+    expect([created.status, funded.status]).toEqual([201, 200]);
+  });
+
+  it('lets the admin key create and fund any tenant’s budgets; 404 for a tenant that does not exist', async () => {
+    const t = await givenTenant(stack);
+
+    const created = await createBudget(adminHeaders, scopeOf(t, ''));
+    const funded = await fundRoot(adminHeaders, t);
+    const noTenant = await createBudget(adminHeaders, 'tenant:no-such-tenant');
+
+    expect([created.status, funded.status]).toEqual([201, 200]);
+    expect(created.body.tenant_id).toBe(t.tenant);
+    expectError(noTenant, 404, 'NOT_FOUND');
+  });
+
+  it('writes an audit record with actor, request id, before and after in the same transaction as each change', async () => {
+    const t = await givenTenant(stack);
+    const created = await createBudget(t.headers, scopeOf(t, ''));
+    const funded = await fundRoot(adminHeaders, t);
+    const { documentClient, tableName } = await import('../../functions/store/client.js');
+
+    const { Items: all = [] } = await documentClient.send(
+      new QueryCommand({
+        TableName: tableName(),
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `AUDIT#${t.tenant}` },
+        ConsistentRead: true,
+      }),
+    );
+    // The tenant's and its key's creation are in its trail too (control-plane.test.ts).
+    const Items = all.filter((item) => String(item.action).startsWith('budget.'));
+
+    expect(Items).toHaveLength(2);
+    expect(Items[0]).toMatchObject({
+      action: 'budget.create',
+      actor: t.keyId,
+      request_id: created.headers.get('x-request-id'),
+      resource_id: `${scopeOf(t, '')}#USD_MICROCENTS`,
+      after: { allocated: 1_000, remaining: 1_000 },
+    });
+    expect(Items[0]?.before).toBeUndefined();
+    expect(Items[1]).toMatchObject({
+      action: 'budget.fund',
+      actor: 'admin',
+      request_id: funded.headers.get('x-request-id'),
+      before: { allocated: 1_000 },
+      after: { allocated: 1_001_000 },
+      detail: { operation: 'CREDIT', amount: 1_000_000 },
+    });
+  });
+});
+
+describe('POST /v1/admin/budgets/{scope}/{unit}/fund on a nested scope', () => {
+  const body = () => ({ operation: 'CREDIT', amount: usd(10), idempotency_key: randomUUID() });
+
+  it('funds a three-level scope given percent-encoded, or as API Gateway delivers it (decoded)', async () => {
+    const t = await givenTenant(stack);
+    for (const rel of ['', 'workspace:prod', 'workspace:prod/agent:summarizer'])
+      await givenBudget(stack, t, rel, 100);
+    const scope = scopeOf(t, 'workspace:prod/agent:summarizer');
+
+    const encoded = await request(
+      'POST',
+      admin(`/v1/admin/budgets/${encodeURIComponent(scope)}/USD_MICROCENTS/fund`),
+      {
+        headers: t.headers,
+        body: body(),
+      },
+    );
+    const decoded = await request('POST', admin(`/v1/admin/budgets/${scope}/USD_MICROCENTS/fund`), {
+      headers: t.headers,
+      body: body(),
+    });
+
+    expect([encoded.status, decoded.status], JSON.stringify(decoded.body)).toEqual([200, 200]);
+    expect(decoded.body.scope).toBe(scope);
+    expect((await balanceAt(stack, t, 'workspace:prod/agent:summarizer')).allocated).toEqual(
+      usd(120),
+    );
+  });
+
+  it('answers 404 for a path under /v1/admin/budgets/ that is not <scope>/<unit>/fund, 400 for an unknown unit', async () => {
+    const t = await givenTenant(stack);
+    await givenBudget(stack, t, '', 100);
+
+    const notFund = await request(
+      'POST',
+      admin(`/v1/admin/budgets/${scopeOf(t, '')}/USD_MICROCENTS`),
+      {
+        headers: t.headers,
+        body: body(),
+      },
+    );
+    const badUnit = await request('POST', admin(`/v1/admin/budgets/${scopeOf(t, '')}/EUR/fund`), {
+      headers: t.headers,
+      body: body(),
+    });
+
+    expectError(notFund, 404, 'NOT_FOUND', 'admin');
+    expectError(badUnit, 400, 'INVALID_REQUEST', 'admin');
   });
 });

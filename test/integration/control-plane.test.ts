@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { balanceOf } from '../../functions/domain/budget.js';
 import { testClock } from '../helpers/clock.js';
 import { expectError } from '../helpers/errors.js';
 import {
@@ -32,9 +33,15 @@ const runtime = (
 
 /** The store as the handlers use it (imported once the stack has set the environment). */
 const store = async () => ({
-  ...(await import('../../functions/store/ledgers.js')),
+  ...(await import('../../functions/store/budgets/read.js')),
   ...(await import('../../functions/store/tenants.js')),
 });
+
+/** The balances of these scopes' budgets in USD_MICROCENTS, by scope, as stored. */
+const balancesOf = async (scopes: readonly string[]) => {
+  const { budgets } = await (await store()).getBudgets(scopes, 'USD_MICROCENTS');
+  return new Map([...budgets.values()].map((b) => [b.ref.scope, balanceOf(b)]));
+};
 
 /** Past every per-process cache (keys, tenant state): a change is now seen by every request. */
 const pastCaches = async () =>
@@ -204,7 +211,7 @@ describe('tenants', () => {
     expect((keys.body.keys as Json[]).map((k) => k.key_id).sort()).toEqual(
       [t.keyId, second.body.key_id].sort(),
     );
-    const { ledgers } = await (await store()).getLedgers([scope], 'USD_MICROCENTS');
+    const ledgers = await balancesOf([scope]);
     expect(ledgers.get(scope)).toMatchObject({ reserved: 0, spent: 0, remaining: 1_000_000 });
     const admitted = raced.filter((r) => r.status === 200).length;
     const released = await auditLogs({
@@ -274,7 +281,7 @@ describe('tenants', () => {
       (await admin('PATCH', `/v1/admin/tenants/${t.tenant}`, { status: 'CLOSED' })).status,
     ).toBe(200);
 
-    const { ledgers } = await (await store()).getLedgers([scope], 'USD_MICROCENTS');
+    const ledgers = await balancesOf([scope]);
     expect(ledgers.get(scope)).toMatchObject({ reserved: 0, remaining: 1_000 });
     const key = await admin('GET', `/v1/admin/api-keys/${t.keyId}`);
     expect(key.body.status).toBe('REVOKED');
@@ -386,7 +393,7 @@ describe('API keys', () => {
     );
     expect(released.status).toBe(200);
     const scopes = [`tenant:${t.tenant}`, `tenant:${t.tenant}/workspace:w`];
-    const { ledgers } = await (await store()).getLedgers(scopes, 'USD_MICROCENTS');
+    const ledgers = await balancesOf(scopes);
     for (const scope of scopes) expect(ledgers.get(scope)).toMatchObject({ reserved: 0, spent: 0 });
   });
 });
@@ -689,6 +696,29 @@ describe('budgets', () => {
       });
       expect([400]).toContain(res.status);
     }
+  });
+
+  it('sets caps with a soft landing and thresholds in one PATCH, removing nothing', async () => {
+    const t = await givenTenant(stack);
+    const root = `tenant:${t.tenant}`;
+    await givenBudget(stack, t, '', 1_000);
+
+    const patched = await request('PATCH', `${stack.adminUrl}/v1/admin/budgets?${q(root)}`, {
+      headers: t.headers,
+      body: {
+        caps: { max_tokens: 500 },
+        caps_when_remaining_below_bps: 2_500,
+        thresholds: [10, 90],
+      },
+    });
+
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body).toMatchObject({
+      caps: { max_tokens: 500 },
+      caps_when_remaining_below_bps: 2_500,
+      thresholds: [10, 90],
+    });
+    expect((await budgetAt(root)).body).toMatchObject({ thresholds: [10, 90] });
   });
 
   it('funds by query: DEBIT never below spent and held, RESET_SPENT starts a period by hand', async () => {

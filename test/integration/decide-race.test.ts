@@ -42,6 +42,9 @@ describe('POST /v1/decide', () => {
     const lost = await putIdempotencyRecord(scope, { ...first, fingerprint: 'f2' }, Date.now());
 
     expect(won).toEqual({ kind: 'written' });
-    expect(lost).toEqual({ kind: 'duplicate', stored: first });
+    expect(lost).toEqual({
+      kind: 'duplicate',
+      stored: { fingerprint: 'f1', result: { form: 'whole', value: first.result } },
+    });
   });
 });

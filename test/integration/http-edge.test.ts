@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { amountOf, balancesOf, expectBalance, ledgerKey } from '../helpers/balances.js';
+import { amountOf, balanceAt, balancesOf, expectBalance, ledgerKey } from '../helpers/balances.js';
 import { expectError } from '../helpers/errors.js';
 import {
   adminHeaders,
@@ -12,7 +12,15 @@ import {
   reserveBody,
   usd,
 } from '../helpers/fixtures.js';
-import { errorOf, type Json, type Response, request } from '../helpers/http.js';
+import {
+  errorOf,
+  type Json,
+  portOf,
+  type Response,
+  rawHttp,
+  rawRequest,
+  request,
+} from '../helpers/http.js';
 import { withoutLease } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
@@ -826,5 +834,179 @@ describe('fields that would change a request’s meaning but are not implemented
       });
       expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
     }
+  });
+});
+
+// Values SPEC admits in metadata and metrics.custom that DynamoDB cannot store as given.
+const EXACT =
+  '{"trace_id":18446744073709551616,"tiny":1e-200,"":"empty key","__proto__":{"x":1},"list":[1,{"b":true}]}';
+
+describe('metadata and metrics.custom: any JSON, exactly', () => {
+  it('round-trips a 20-digit integer digit for digit, 1e-200, and keys "" and "__proto__" through create and GET', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000_000, 'workspace:w': 1_000_000 });
+    const body = JSON.stringify(reserveBody()).replace(/}$/, `,"metadata":${EXACT}}`);
+
+    const created = await rawRequest('POST', rt('/v1/reservations'), t.headers, body);
+    const read = await rawRequest(
+      'GET',
+      rt(`/v1/reservations/${created.body.reservation_id}`),
+      t.headers,
+    );
+
+    expect(created.status, created.text).toBe(200);
+    expect(read.status, read.text).toBe(200);
+    expect(read.text).toContain(`"metadata":${EXACT}`);
+  });
+
+  it('accepts the same values in commit metrics and metadata, extend metadata and events', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000_000, 'workspace:w': 1_000_000 });
+    const created = await rawRequest(
+      'POST',
+      rt('/v1/reservations'),
+      t.headers,
+      JSON.stringify(reserveBody()),
+    );
+    const id = String(created.body.reservation_id);
+    const withExact = (b: Json, fields: string) => JSON.stringify(b).replace(/}$/, `,${fields}}`);
+
+    const extended = await rawRequest(
+      'POST',
+      rt(`/v1/reservations/${id}/extend`),
+      t.headers,
+      withExact({ idempotency_key: randomUUID(), extend_by_ms: 1_000 }, `"metadata":${EXACT}`),
+    );
+    const committed = await rawRequest(
+      'POST',
+      rt(`/v1/reservations/${id}/commit`),
+      t.headers,
+      withExact(
+        { idempotency_key: randomUUID(), actual: usd(50) },
+        `"metadata":${EXACT},"metrics":{"tokens_input":3,"custom":${EXACT}}`,
+      ),
+    );
+    const event = await rawRequest(
+      'POST',
+      rt('/v1/events'),
+      t.headers,
+      withExact(
+        {
+          idempotency_key: randomUUID(),
+          subject: { workspace: 'w' },
+          action: { kind: 'tool', name: 'search' },
+          actual: usd(5),
+        },
+        `"metadata":${EXACT},"metrics":{"custom":${EXACT}}`,
+      ),
+    );
+
+    expect([extended.status, committed.status, event.status], committed.text).toEqual([
+      200, 200, 201,
+    ]);
+  });
+
+  it('answers 400 naming the field for nesting deeper than 32 levels, and for 10,000 levels', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000_000, 'workspace:w': 1_000_000 });
+    const nest = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+
+    const deep = await request('POST', rt('/v1/reservations'), {
+      headers: { ...t.headers, 'content-type': 'application/json' },
+      raw: JSON.stringify(reserveBody()).replace(/}$/, `,"metadata":${nest(40)}}`),
+    });
+    const absurd = await request('POST', rt('/v1/reservations'), {
+      headers: { ...t.headers, 'content-type': 'application/json' },
+      raw: `{"metadata":${'['.repeat(10_000)}${']'.repeat(10_000)}}`,
+    });
+
+    expect(expectError(deep, 400, 'INVALID_REQUEST').details?.field).toMatch(/^metadata(\.a)+$/);
+    expectError(absurd, 400, 'INVALID_REQUEST');
+  });
+
+  it('refuses an amount beyond 2^53 − 1 with 400 naming the field, not a rounded hold', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000_000, 'workspace:w': 1_000_000 });
+    const body = JSON.stringify(reserveBody()).replace('"amount":100', '"amount":9007199254740993');
+
+    const res = await request('POST', rt('/v1/reservations'), {
+      headers: { ...t.headers, 'content-type': 'application/json' },
+      raw: body,
+    });
+
+    expect(expectError(res, 400, 'INVALID_REQUEST').message).toContain('estimate.amount');
+  });
+});
+
+describe('well-formed Unicode', () => {
+  it.each([
+    [
+      'an idempotency key',
+      (b: string) => b.replace(/"idempotency_key":"[^"]+"/, '"idempotency_key":"\\ud800"'),
+    ],
+    ['an action name', (b: string) => b.replace('"model-x"', '"model\\udfff"')],
+    ['a metadata key', (b: string) => b.replace(/}$/, ',"metadata":{"k\\ud800":1}}')],
+  ])('answers 400 for a lone surrogate in %s', async (_what, mutate) => {
+    const t = await givenTenantWith(stack, { '': 1_000_000, 'workspace:w': 1_000_000 });
+
+    const res = await request('POST', rt('/v1/reservations'), {
+      headers: { ...t.headers, 'content-type': 'application/json' },
+      raw: mutate(JSON.stringify(reserveBody())),
+    });
+
+    expectError(res, 400, 'INVALID_REQUEST');
+  });
+
+  it('never lets two distinct keys collide: \\ud800 and \\udbff are both refused, neither is a replay', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000_000, 'workspace:w': 1_000_000 });
+    const withKey = (k: string) =>
+      JSON.stringify(reserveBody()).replace(
+        /"idempotency_key":"[^"]+"/,
+        `"idempotency_key":"${k}"`,
+      );
+
+    const first = await request('POST', rt('/v1/reservations'), {
+      headers: { ...t.headers, 'content-type': 'application/json' },
+      raw: withKey('\\ud800'),
+    });
+    const second = await request('POST', rt('/v1/reservations'), {
+      headers: { ...t.headers, 'content-type': 'application/json' },
+      raw: withKey('\\udbff'),
+    });
+
+    expectError(first, 400, 'INVALID_REQUEST');
+    expectError(second, 400, 'INVALID_REQUEST');
+    expect((await balanceAt(stack, t, '')).reserved).toEqual(usd(0));
+  });
+});
+
+describe('malformed requests on the local servers', () => {
+  it.each(['runtime', 'admin'] as const)(
+    'answers a malformed request-target on the %s server with 400 and SPEC body',
+    async (server) => {
+      const port = portOf(server === 'runtime' ? stack.runtimeUrl : stack.adminUrl);
+
+      const answer = await rawHttp(
+        port,
+        'GET //[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      );
+
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer).toContain('"error":"INVALID_REQUEST"');
+    },
+  );
+
+  it('answers a malformed header with 400 and SPEC body', async () => {
+    const answer = await rawHttp(
+      portOf(stack.runtimeUrl),
+      'GET /actuator/health HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n',
+    );
+
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toContain('"error":"INVALID_REQUEST"');
+  });
+
+  it('answers a path with broken percent-encoding with 400', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000_000, 'workspace:w': 1_000_000 });
+
+    const res = await request('GET', rt('/v1/reservations/rsv_%E0%A4%A'), { headers: t.headers });
+
+    expectError(res, 400, 'INVALID_REQUEST');
   });
 });

@@ -1239,3 +1239,25 @@ describe('case of standard subject values', () => {
     expect((listed.body.reservations as Reservation[]).map((r) => r.reservation_id)).toEqual([id]);
   });
 });
+
+describe('pagination cursors', () => {
+  it.each([
+    'abc',
+    'a.b',
+    '.',
+    'e30.e30',
+    `${Buffer.from('{"p":"x"}').toString('base64url')}.forged`,
+    `${Buffer.from('not json').toString('base64url')}.x`,
+  ])('answers 400 for the cursor %s on both listings', async (cursor) => {
+    const t = await givenTenantWith(stack, { '': 1_000_000, 'workspace:w': 1_000_000 });
+    const q = `cursor=${encodeURIComponent(cursor)}`;
+
+    const reservations = await request('GET', rt(`/v1/reservations?${q}`), { headers: t.headers });
+    const balances = await request('GET', rt(`/v1/balances?tenant=${t.tenant}&${q}`), {
+      headers: t.headers,
+    });
+
+    expectError(reservations, 400, 'INVALID_REQUEST');
+    expectError(balances, 400, 'INVALID_REQUEST');
+  });
+});

@@ -47,7 +47,8 @@ async function expectFunded(res: Promise<Response>): Promise<void> {
 
 /**
  * Rewrites a committed reservation item in the format items had before 0.4: hex fingerprints,
- * balances as text with a scope index and all six counters, the settling operation named.
+ * balances as text with a scope index and all six counters, the settling operation named, and
+ * no format version (items carry `v` since 0.5).
  */
 async function storeAsBefore04(reservationId: string): Promise<void> {
   const { documentClient, tableName } = await import('../../functions/store/client.js');
@@ -68,7 +69,7 @@ async function storeAsBefore04(reservationId: string): Promise<void> {
       TableName: tableName(),
       Key,
       UpdateExpression:
-        'SET fingerprint = :f, balances_compact = :b, settle_op = :op, settle_fingerprint = :sf, settle_balances = :sb REMOVE balance_rows, settle_rows',
+        'SET fingerprint = :f, balances_compact = :b, settle_op = :op, settle_fingerprint = :sf, settle_balances = :sb REMOVE balance_rows, settle_rows, v',
       ConditionExpression: 'attribute_exists(balance_rows) AND attribute_exists(settle_rows)',
       ExpressionAttributeValues: {
         ':f': hex(item.fingerprint),

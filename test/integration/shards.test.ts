@@ -350,11 +350,12 @@ describe('a budget given more shards (PATCH shards)', () => {
 
   it('makes a status change read before the budget grew read again, then freezes every shard', async () => {
     const t = await shardedTenant(4_000, 4);
-    const { getBudgetRecords, setBudgetStatus } = await import('../../functions/store/ledgers.js');
+    const { getBudgetRecords } = await import('../../functions/store/budgets/read.js');
+    const { setBudgetStatus } = await import('../../functions/store/budgets/writes.js');
     const [before] = await getBudgetRecords([{ scope: scopeOf(t, ''), unit: 'USD_MICROCENTS' }]);
 
     const grown = await patch(t, '', { shards: 8 });
-    const stale = before && (await setBudgetStatus(before, 'FROZEN', 'now', undefined));
+    const stale = before && (await setBudgetStatus(before.budget, 'FROZEN', 'now', undefined));
     const frozen = await request(
       'POST',
       `${stack.adminUrl}/v1/admin/budgets/freeze?${budgetQuery(t, '')}`,

@@ -2,7 +2,7 @@ import type { PutEventsCommand, PutEventsRequestEntry } from '@aws-sdk/client-ev
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { BudgetEventMessage } from '../../functions/budget-events/schemas.js';
+import { BudgetEventMessage } from '../../functions/outbound/schemas.js';
 
 // The consumer with the bus at the client's `send` seam: which records it asks Lambda to retry
 // when PutEvents fails entries. Ledger records of unsharded budgets need no table read.
@@ -87,5 +87,36 @@ describe('the budget events consumer', () => {
     expect(result.batchItemFailures).toEqual([{ itemIdentifier: '2' }]);
     // Put again (bounded) before giving up on it; the rest went through the first time.
     expect(entries.flat().filter((e) => e.DetailType === 'budget.exhausted').length).toBe(4);
+  });
+});
+
+describe('publishBudgetEvents (the use case, its ports stood in for)', () => {
+  it('sends webhooks only the events of the records before the first the bus kept refusing', async () => {
+    const { publishBudgetEvents } = await import(
+      '../../functions/use-cases/publish-budget-events.js'
+    );
+    const enqueued: string[] = [];
+    const ports = {
+      clock: () => 0,
+      bus: {
+        put: async (events: readonly { type: string }[]) =>
+          new Set(events.flatMap((e, i) => (e.type === 'budget.exhausted' ? [i] : []))),
+      },
+      webhooks: {
+        enqueue: (events: readonly { type: string }[]) =>
+          enqueued.push(...events.map((e) => e.type)),
+        idle: async () => true,
+        takeDropped: () => 0,
+        stats: () => ({}),
+      },
+    };
+
+    const { retryFrom } = await publishBudgetEvents(
+      [hold('1', 0, 500), hold('2', 500, 1_000), hold('3', 1_000, 900)],
+      ports,
+    );
+
+    expect(retryFrom).toBe(1);
+    expect(enqueued).toEqual(['budget.threshold_crossed']);
   });
 });

@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { budgetEventMessage } from '../../functions/budget-events/render.js';
-import { BudgetEventMessage, EVENT_SCHEMAS } from '../../functions/budget-events/schemas.js';
+import type { Ledger } from '../../functions/domain/budget.js';
 import {
   type BudgetEvent,
   type BudgetState,
@@ -13,8 +12,10 @@ import {
   refusalEvent,
   reservationEvents,
 } from '../../functions/domain/budget-events.js';
-import type { Ledger } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
+import { budgetEventMessage } from '../../functions/outbound/messages.js';
+import { BudgetEventMessage, EVENT_SCHEMAS } from '../../functions/outbound/schemas.js';
+import { aReservation } from '../helpers/budgets.js';
 
 const ledger = (
   allocated: number,
@@ -32,10 +33,10 @@ const ledger = (
     remaining: allocated - spent - reserved - debt,
   };
 };
-const state = (l: Ledger, extra: Partial<BudgetState> = {}): BudgetState => ({
-  ledger: l,
-  ...extra,
-});
+const state = (
+  { scope, unit, overdraftLimit, ...counters }: Ledger,
+  extra: Partial<BudgetState> = {},
+): BudgetState => ({ ref: { scope, unit }, counters, overdraftLimit, ...extra });
 
 let record = 0;
 const write = (before: BudgetState | undefined, after: BudgetState) =>
@@ -205,22 +206,14 @@ describe('reachedEvents (sharded budgets)', () => {
   });
 });
 
-const reservation = (status: Reservation['status']): Reservation => ({
-  reservationId: 'rsv_1',
-  tenant: 'acme',
-  status,
-  idempotencyKey: 'k',
-  subject: { tenant: 'acme', workspace: 'w' },
-  action: { kind: 'llm.call', name: 'chat' },
-  reserved: { unit: 'TOKENS', amount: 500 },
-  createdAtMs: 1_000,
-  expiresAtMs: 61_000,
-  gracePeriodMs: 5_000,
-  ...(status === 'EXPIRED' && { finalizedAtMs: 70_000 }),
-  scopePath: 'tenant:acme/workspace:w',
-  affectedScopes: ['tenant:acme', 'tenant:acme/workspace:w'],
-  overagePolicy: 'REJECT',
-});
+const reservation = (status: Reservation['status']): Reservation =>
+  aReservation(['tenant:acme', 'tenant:acme/workspace:w'], {
+    status,
+    subject: { tenant: 'acme', workspace: 'w' },
+    action: { kind: 'llm.call', name: 'chat' },
+    reserved: { unit: 'TOKENS', amount: 500 },
+    ...(status === 'EXPIRED' && { finalizedAtMs: 70_000 }),
+  });
 
 describe('reservationEvents', () => {
   it('reports ACTIVE → EXPIRED once per reservation, and no other transition', () => {

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { Ledger } from '../../functions/domain/budget.js';
 import {
   type BudgetCaps,
   type Caps,
@@ -8,7 +9,7 @@ import {
   mergeCaps,
   NO_TOOL,
 } from '../../functions/domain/caps.js';
-import type { Ledger } from '../../functions/domain/ledger.js';
+import { budgetOf, budgetsOf } from '../helpers/budgets.js';
 
 /** The reference's Caps precedence: a non-empty allowlist wins, else a non-empty denylist. */
 function toolAllowed(c: Caps, tool: string): boolean {
@@ -147,13 +148,19 @@ describe('capsApply', () => {
 
 describe('capsFor', () => {
   const scopes = ['tenant:t', 'tenant:t/workspace:w'];
-  const ledgers = new Map([
-    ['tenant:t', ledger('tenant:t', 10_000, 10_000)],
-    ['tenant:t/workspace:w', ledger('tenant:t/workspace:w', 1_000, 300)],
-  ]);
+  const tenant = ledger('tenant:t', 10_000, 10_000);
+  const workspace = ledger('tenant:t/workspace:w', 1_000, 300);
+  const hold = (amount: number) => ({ unit: 'USD_MICROCENTS' as const, amount });
+  /** The two budgets, with the caps `configured` gives each scope. */
+  const budgets = (configured: ReadonlyMap<string, BudgetCaps>) =>
+    budgetsOf(
+      ...[tenant, workspace, ledger('tenant:t/workspace:x', 1_000, 1_000)].map((l) =>
+        budgetOf(l, { caps: configured.get(l.scope) }),
+      ),
+    );
 
   it('is undefined when no affected budget carries caps', () => {
-    expect(capsFor(scopes, 100, ledgers, new Map())).toBeUndefined();
+    expect(capsFor(scopes, hold(100), budgets(new Map()))).toBeUndefined();
   });
 
   it('merges only the caps that apply after the hold', () => {
@@ -166,9 +173,12 @@ describe('capsFor', () => {
     ]);
 
     // Workspace: 300 − 100 = 200 of 1 000 is below 25 %; tenant: 9 900 of 10 000 is not below 50 %.
-    expect(capsFor(scopes, 100, ledgers, configured)).toEqual({ maxTokens: 2_000, cooldownMs: 10 });
+    expect(capsFor(scopes, hold(100), budgets(configured))).toEqual({
+      maxTokens: 2_000,
+      cooldownMs: 10,
+    });
     // Workspace: 300 − 0 = 300 is not below 250.
-    expect(capsFor(scopes, 0, ledgers, configured)).toBeUndefined();
+    expect(capsFor(scopes, hold(0), budgets(configured))).toBeUndefined();
   });
 
   it('ignores caps of scopes the hold does not touch', () => {
@@ -176,6 +186,6 @@ describe('capsFor', () => {
       ['tenant:t/workspace:x', { caps: { maxTokens: 1 } }],
     ]);
 
-    expect(capsFor(scopes, 100, ledgers, configured)).toBeUndefined();
+    expect(capsFor(scopes, hold(100), budgets(configured))).toBeUndefined();
   });
 });

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { emptyLedger, type Ledger } from '../../functions/domain/budget.js';
 import {
   applyToShard,
   emptyShards,
@@ -7,29 +8,35 @@ import {
   heaviestPathExtra,
   MAX_PATH_EXTRA_SHARDS,
   MAX_SHARDS,
-  mergeShards,
   pickShard,
   respread,
   routeChange,
   type Shard,
   type ShardMove,
   shardCovers,
+  sumShards,
 } from '../../functions/domain/escrow.js';
 import {
   applyDelta,
   chargeLedger,
-  emptyLedger,
   type FundOperation,
   fundChange,
   holdChange,
-  type Ledger,
   type LedgerChange,
   type OveragePolicy,
   releaseChange,
-  scopeRefusal,
 } from '../../functions/domain/ledger.js';
-import { type Reservation, releaseChanges } from '../../functions/domain/reservation.js';
+import { scopeRefusal } from '../../functions/domain/refusals.js';
+import { releaseChanges } from '../../functions/domain/reservation.js';
 import { eventPolicy } from '../../functions/domain/settlement.js';
+import { reservationOf } from '../../functions/store/entities/reservation.js';
+import { aReservation } from '../helpers/budgets.js';
+
+/** The budget a set of shards makes up: its scope, unit and limit, and the shards' sums. */
+const mergedOf = (base: Pick<Ledger, 'scope' | 'unit' | 'overdraftLimit'>, shards: Shard[]) => ({
+  ...base,
+  ...sumShards(shards),
+});
 
 // The escrow algorithm against one model: the same random sequence of reserve, commit,
 // release, expiry, event and funding applied to one unsharded ledger (the model, SPEC's rules as
@@ -107,10 +114,7 @@ class ShardedBudget {
   }
 
   get ledger(): Ledger {
-    return mergeShards(
-      { scope: SCOPE, unit: UNIT, overdraftLimit: this.overdraftLimit },
-      this.shards,
-    );
+    return mergedOf({ scope: SCOPE, unit: UNIT, overdraftLimit: this.overdraftLimit }, this.shards);
   }
 
   /** Applies a change decided on the merged ledger; returns the shard it landed on. */
@@ -287,7 +291,7 @@ describe('respread', () => {
     expect(shards.every((s) => s.gated)).toBe(true);
     expect(shards.map((s) => s.debt)).toEqual([5, 0, 0, 0]);
     expect(pickShard(shards, 1, 0)).toBeUndefined();
-    expect(mergeShards({ scope: SCOPE, unit: UNIT, overdraftLimit: 0 }, shards)).toEqual({
+    expect(mergedOf({ scope: SCOPE, unit: UNIT, overdraftLimit: 0 }, shards)).toEqual({
       ...budget,
       overdraftLimit: 0,
     });
@@ -339,28 +343,29 @@ describe('routeChange', () => {
   });
 });
 
-describe('pinToHolds', () => {
-  const r = {
-    reservationId: 'rsv_1',
-    tenant: 't',
-    status: 'ACTIVE',
-    idempotencyKey: 'k',
-    subject: {},
-    action: { kind: 'llm', name: 'm' },
-    reserved: { unit: 'TOKENS', amount: 10 },
-    createdAtMs: 0,
-    expiresAtMs: 1,
-    gracePeriodMs: 0,
-    scopePath: 'tenant:t/workspace:w',
-    affectedScopes: ['tenant:t', 'tenant:t/workspace:w'],
-    overagePolicy: 'REJECT',
-  } satisfies Reservation;
+describe('onHolds', () => {
+  const scopes = ['tenant:t', 'tenant:t/workspace:w'];
+  const r = aReservation(scopes, {
+    holds: [
+      { scope: 'tenant:t', shard: 3 },
+      { scope: 'tenant:t/workspace:w', shard: 0 },
+    ],
+  });
 
   it('pins every settlement to its hold’s shard, shard 0 included and when none is recorded', () => {
-    expect(releaseChanges({ ...r, holdShards: [3, 0] }).map((c) => c.shard)).toEqual([3, 0]);
+    expect(releaseChanges(r).map((c) => c.shard)).toEqual([3, 0]);
     // A reservation whose holds all landed on shard 0 records none: its settlements go to 0,
     // never to a shard picked afresh (that would move reserved between shards).
-    expect(releaseChanges(r).map((c) => c.shard)).toEqual([0, 0]);
+    const unrecorded = reservationOf({
+      pk: 'RESERVATION#rsv_1',
+      type: 'reservation',
+      tenant: 't',
+      status: 'ACTIVE',
+      unit: 'TOKENS',
+      estimate: 10,
+      scopes,
+    });
+    expect(releaseChanges(unrecorded).map((c) => c.shard)).toEqual([0, 0]);
   });
 });
 
@@ -462,7 +467,7 @@ describe('evenOutMoves: rights moved between two shards at a time', () => {
         ),
         (raw) => {
           const shards = raw.map((r) => shard(r.remaining, r));
-          const before = mergeShards(
+          const before = mergedOf(
             { scope: 's', unit: 'USD_MICROCENTS', overdraftLimit: 0 },
             shards,
           );
@@ -474,7 +479,7 @@ describe('evenOutMoves: rights moved between two shards at a time', () => {
           }, shards);
 
           expect(
-            mergeShards({ scope: 's', unit: 'USD_MICROCENTS', overdraftLimit: 0 }, after),
+            mergedOf({ scope: 's', unit: 'USD_MICROCENTS', overdraftLimit: 0 }, after),
           ).toEqual(before);
           const share = Math.floor(before.remaining / shards.length);
           for (const s of after) expect(s.remaining).toBeGreaterThanOrEqual(share);

@@ -1,19 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError, RetryLaterError } from '../../functions/domain/errors.js';
+import type { StoredOutcome } from '../../functions/store/entities/outcome.js';
 import type { WriteOutcome } from '../../functions/store/write.js';
-import {
-  guardedWrite,
-  MAX_STALE_RETRIES,
-  readAgain,
-} from '../../functions/use-cases/guarded-write.js';
+import { guardedWrite, MAX_STALE_RETRIES } from '../../functions/use-cases/guarded-write.js';
 
 // The loop in isolation: reads and writes are scripted sequences, so every branch is exercised
 // without a table. The store's side of each outcome is covered by the integration tests.
 
 interface Script {
-  reads: { replay?: { fingerprint: string; result: unknown } }[];
+  reads: { replay?: StoredOutcome }[];
   writes: WriteOutcome[];
 }
+
+/** An outcome stored whole, as an idempotency record keeps it. */
+const stored = (fingerprint: string, value: unknown): StoredOutcome => ({
+  fingerprint,
+  result: { form: 'whole', value },
+});
 
 function scripted(script: Script, overrides: Record<string, unknown> = {}) {
   const calls = { reads: 0, writes: 0, decides: 0 };
@@ -51,7 +54,7 @@ describe('guardedWrite', () => {
 
   it('replays a stored outcome without deciding or writing', async () => {
     const { op, calls } = scripted({
-      reads: [{ replay: { fingerprint: 'f', result: { answer: 'first' } } }],
+      reads: [{ replay: stored('f', { answer: 'first' }) }],
       writes: [],
     });
 
@@ -62,7 +65,7 @@ describe('guardedWrite', () => {
   it('refuses the same key with another payload with 409 IDEMPOTENCY_MISMATCH', async () => {
     const { op } = scripted({
       reads: [{}],
-      writes: [{ kind: 'duplicate', stored: { fingerprint: 'other', result: {} } }],
+      writes: [{ kind: 'duplicate', stored: stored('other', {}) }],
     });
 
     await expect(guardedWrite(op)).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
@@ -91,7 +94,7 @@ describe('guardedWrite', () => {
   it("answers the refusal a stale write's evidence proves, without reading again", async () => {
     const refusal = new DomainError('BUDGET_EXCEEDED', 'no');
     const { op, calls } = scripted(
-      { reads: [{}], writes: [{ kind: 'stale', refused: [{ index: 0, ledger: undefined }] }] },
+      { reads: [{}], writes: [{ kind: 'stale', refused: [{ index: 0, budget: undefined }] }] },
       { refusalOf: () => refusal },
     );
 
@@ -99,15 +102,30 @@ describe('guardedWrite', () => {
     expect(calls.reads).toBe(1);
   });
 
-  it('reads again without writing when the decision asks to', async () => {
-    let decides = 0;
+  it('reads again without deciding or writing when the repair wrote something', async () => {
+    let repairs = 0;
     const { op, calls } = scripted(
       { reads: [{}], writes: [{ kind: 'written' }] },
-      { decide: () => (++decides === 1 ? readAgain : { result: 'second' }) },
+      { repair: async () => ++repairs === 1 },
     );
 
-    expect(await guardedWrite(op)).toBe('second');
-    expect(calls).toMatchObject({ reads: 2, writes: 1 });
+    expect(await guardedWrite(op)).toEqual({ answer: 1 });
+    expect(calls).toEqual({ reads: 2, writes: 1, decides: 1 });
+  });
+
+  it('answers a refusal the repair throws, as one the decision throws', async () => {
+    const refusal = new DomainError('RESERVATION_EXPIRED', 'expired');
+    const { op, calls } = scripted(
+      { reads: [{}], writes: [] },
+      {
+        repair: async () => {
+          throw refusal;
+        },
+      },
+    );
+
+    await expect(guardedWrite(op)).rejects.toBe(refusal);
+    expect(calls).toEqual({ reads: 1, writes: 0, decides: 0 });
   });
 
   it('replays instead of refusing when a second look finds the record (opt-in)', async () => {
@@ -116,7 +134,7 @@ describe('guardedWrite', () => {
         throw new DomainError('RESERVATION_FINALIZED', 'already COMMITTED');
       },
     };
-    const reads = [{}, { replay: { fingerprint: 'f', result: 'won' } }];
+    const reads = [{}, { replay: stored('f', 'won') }];
     const withRecheck = scripted(
       { reads, writes: [] },
       {

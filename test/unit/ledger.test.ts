@@ -1,21 +1,22 @@
 import { describe, expect, it } from 'vitest';
+import { isOverLimit, type Ledger } from '../../functions/domain/budget.js';
 import { DomainError } from '../../functions/domain/errors.js';
 import {
   applyDelta,
   chargeAll,
   chargeLedger,
-  firstRefusal,
   fundChange,
   holdChange,
   holdsInvariant,
-  isOverLimit,
-  type Ledger,
   type OveragePolicy,
-  type RefusalCode,
   releaseChange,
+} from '../../functions/domain/ledger.js';
+import {
+  firstRefusal,
+  type RefusalCode,
   type ScopeRefusal,
   scopeRefusal,
-} from '../../functions/domain/ledger.js';
+} from '../../functions/domain/refusals.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
 

@@ -30,8 +30,12 @@ function reservation(status: ReservationStatus, overrides: Partial<Reservation> 
     expiresAtMs: EXPIRES,
     gracePeriodMs: GRACE,
     scopePath: 'tenant:acme/workspace:w',
-    affectedScopes: ['tenant:acme', 'tenant:acme/workspace:w'],
+    holds: [
+      { scope: 'tenant:acme', shard: 0 },
+      { scope: 'tenant:acme/workspace:w', shard: 0 },
+    ],
     overagePolicy: 'REJECT',
+    ttlMs: EXPIRES - CREATED,
     ...overrides,
   };
 }

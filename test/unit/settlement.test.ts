@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import type { Ledger } from '../../functions/domain/budget.js';
 import { requireOwnTenant } from '../../functions/domain/caller.js';
 import { DomainError } from '../../functions/domain/errors.js';
-import type { Ledger } from '../../functions/domain/ledger.js';
-import type { Reservation } from '../../functions/domain/reservation.js';
 import { callerScopes, NO_DIMENSIONS } from '../../functions/domain/scopes.js';
 import { commitChanges, eventChanges, eventPolicy } from '../../functions/domain/settlement.js';
+import { aReservation, budgetsOf } from '../helpers/budgets.js';
 
 const ledger = (scope: string, fields: Partial<Ledger> = {}): Ledger => {
   const l = { allocated: 1_000, spent: 0, reserved: 0, debt: 0, overdraftLimit: 0, ...fields };
@@ -15,7 +15,7 @@ const ledger = (scope: string, fields: Partial<Ledger> = {}): Ledger => {
     remaining: l.allocated - l.spent - l.reserved - l.debt,
   };
 };
-const byScope = (...ledgers: Ledger[]) => new Map(ledgers.map((l) => [l.scope, l]));
+const byScope = (...ledgers: Ledger[]) => budgetsOf(...ledgers);
 const changesOf = (charge: ReturnType<typeof eventChanges>) =>
   'changes' in charge ? charge.changes : [];
 const refusalOf = (charge: ReturnType<typeof eventChanges>) =>
@@ -68,21 +68,13 @@ describe('callerScopes', () => {
 });
 
 describe('commitChanges', () => {
-  const r: Reservation = {
-    reservationId: 'rsv_1',
-    tenant: 'acme',
-    status: 'ACTIVE',
-    idempotencyKey: 'k',
+  const r = aReservation(['tenant:acme', 'tenant:acme/workspace:w'], {
     subject: { workspace: 'w' },
-    action: { kind: 'llm', name: 'm' },
     reserved: { unit: 'TOKENS', amount: 300 },
     createdAtMs: 0,
     expiresAtMs: 60_000,
-    gracePeriodMs: 5_000,
-    scopePath: 'tenant:acme/workspace:w',
-    affectedScopes: ['tenant:acme', 'tenant:acme/workspace:w'],
-    overagePolicy: 'REJECT',
-  };
+  });
+
   const ledgers = byScope(
     ledger('tenant:acme', { reserved: 300 }),
     ledger('tenant:acme/workspace:w', { reserved: 300 }),

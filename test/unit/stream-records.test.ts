@@ -78,9 +78,10 @@ describe('decodeStreamRecord (through the local poller’s Lambda shape)', () =>
       at: READ_AT,
       tenant: 'acme',
       shards: 1,
-      before: { ledger: { reserved: 10 } },
+      before: { counters: { reserved: 10 } },
       after: {
-        ledger: { scope: 'tenant:acme', reserved: 30, remaining: 70 },
+        ref: { scope: 'tenant:acme' },
+        counters: { reserved: 30, remaining: 70 },
         thresholds: [25, 75],
         period: { start: 1_000, end: 2_000 },
       },

@@ -1,29 +1,32 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { emptyLedger } from '../../functions/domain/budget.js';
 import { emptyShards, respread } from '../../functions/domain/escrow.js';
 import { fingerprint } from '../../functions/domain/fingerprint.js';
-import { emptyLedger, holdChange, releaseChange } from '../../functions/domain/ledger.js';
+import { holdChange, releaseChange } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
 import { newApiKeyTransaction } from '../../functions/store/api-keys.js';
+import { ledgerUpdate, placeChanges } from '../../functions/store/budgets/placement.js';
+import { newLedgerTransaction } from '../../functions/store/budgets/writes.js';
+import { idempotencyItem } from '../../functions/store/entities/idempotency.js';
 import { eventTransaction } from '../../functions/store/events.js';
-import {
-  idempotencyPut,
-  settledOutcomeOf,
-  storedOutcomeOf,
-  UNRENDERABLE,
-} from '../../functions/store/idempotency.js';
+import { putIfAbsent } from '../../functions/store/expressions.js';
 import { keys } from '../../functions/store/keys.js';
-import { ledgerUpdate, newLedgerTransaction } from '../../functions/store/ledgers.js';
+import { recordedOutcomeOf, settledOutcome } from '../../functions/store/records.js';
 import {
   expiryBatchTransaction,
   extensionTransaction,
   reserveTransaction,
   settleTransaction,
 } from '../../functions/store/reservation-writes.js';
-import { placeChanges } from '../../functions/store/shards.js';
 import { newTenantPut } from '../../functions/store/tenants.js';
 import { classifyCancellation } from '../../functions/store/write.js';
+import { outcomeToStore, replayOf } from '../../functions/use-cases/outcomes.js';
+import { type Reserved, reservedCodec } from '../../functions/use-cases/reservations.js';
+import { type Committed, committedCodec } from '../../functions/use-cases/settlements.js';
 import { applyUpdate, itemSize, writeUnits } from '../bench/capacity.js';
+import { anEvent, aReservation, budgetOf, budgetsOf } from '../helpers/budgets.js';
+import { readable, setValues } from '../helpers/expressions.js';
 
 /** A budget in TOKENS with `allocated` and nothing spent or held. */
 const funded = (scope: string, allocated: number) => ({
@@ -33,22 +36,16 @@ const funded = (scope: string, allocated: number) => ({
 });
 
 const scopes = ['tenant:t', 'tenant:t/workspace:w', 'tenant:t/workspace:w/agent:a'];
-const reservation: Reservation = {
-  reservationId: 'rsv_1',
-  tenant: 't',
-  status: 'ACTIVE',
-  idempotencyKey: 'k',
-  subject: { workspace: 'w', agent: 'a' },
-  action: { kind: 'llm', name: 'm' },
-  reserved: { unit: 'TOKENS', amount: 10 },
-  createdAtMs: 1_000,
-  expiresAtMs: 61_000,
-  gracePeriodMs: 5_000,
-  scopePath: scopes[2] ?? '',
-  affectedScopes: scopes,
-  overagePolicy: 'REJECT',
-};
+const reservation = aReservation(scopes, { subject: { workspace: 'w', agent: 'a' } });
 const outcome = { fingerprint: 'f', result: {} };
+
+/** A reserve's outcome as the use case hands it to the store (use-cases/reservations.ts). */
+const reserveOutcome = (fingerprint: string, result: Reserved, r: Reservation = reservation) =>
+  outcomeToStore(fingerprint, result, reservedCodec, { reservation: r });
+
+/** What a replay of the reserve answers from the record, with the fingerprint `fingerprint`. */
+const replayedReserve = (item: Record<string, unknown>, fingerprint: string) =>
+  replayOf(recordedOutcomeOf(item), fingerprint, reservedCodec);
 
 describe('reserveTransaction', () => {
   it('is one conditional hold per scope plus the reservation record: scopes + 1 items', () => {
@@ -60,8 +57,8 @@ describe('reserveTransaction', () => {
 
     expect(items).toHaveLength(scopes.length + 1);
     for (const item of items.slice(0, 3)) {
-      expect(item.Update?.ConditionExpression).toBe(
-        'attribute_exists(#pk) AND #remaining >= :g_amount AND #debt = :g_zero AND (attribute_not_exists(#bstatus) OR #bstatus = :bactive)',
+      expect(readable(item.Update).condition).toBe(
+        'attribute_exists(pk) AND remaining >= 10 AND debt = 0 AND (attribute_not_exists(status) OR status = "ACTIVE")',
       );
       expect(item.Update?.ReturnValuesOnConditionCheckFailure).toBe('ALL_OLD');
     }
@@ -85,10 +82,10 @@ describe('compact stored results', () => {
     overdraftLimit: 0,
     remaining: 1_000 * (i + 1) - 10,
   }));
-  const reserved = {
+  const reserved: Reserved = {
     kind: 'reserved',
     affectedScopes: scopes,
-    scopePath: scopes[2],
+    scopePath: scopes[2] ?? '',
     reserved: { unit: 'TOKENS', amount: 10 },
     reservationId: 'rsv_1',
     expiresAtMs: 61_000,
@@ -99,13 +96,13 @@ describe('compact stored results', () => {
     const { items } = reserveTransaction({
       reservation,
       holds: [],
-      outcome: { fingerprint: 'f', result: reserved },
+      outcome: reserveOutcome('f', reserved),
     });
     const item = items[0]?.Put?.Item ?? {};
 
     expect(item.result).toBeUndefined();
     expect(JSON.stringify(item).length).toBeLessThan(1_000);
-    expect(storedOutcomeOf(item)).toEqual({ fingerprint: 'f', result: reserved });
+    expect(replayedReserve(item, 'f')).toEqual(reserved);
   });
 
   it('keeps the caps of an ALLOW_WITH_CAPS reservation beside its compact balances', () => {
@@ -113,13 +110,13 @@ describe('compact stored results', () => {
     const { items } = reserveTransaction({
       reservation,
       holds: [],
-      outcome: { fingerprint: 'f', result: capped },
+      outcome: reserveOutcome('f', capped),
     });
     const item = items[0]?.Put?.Item ?? {};
 
     expect(item.result).toBeUndefined();
     expect(item.caps).toBe('{"maxTokens":512,"toolAllowlist":["search"]}');
-    expect(storedOutcomeOf(item)).toEqual({ fingerprint: 'f', result: capped });
+    expect(replayedReserve(item, 'f')).toEqual(capped);
   });
 
   it('stores the whole result when the item could not rebuild it', () => {
@@ -127,12 +124,12 @@ describe('compact stored results', () => {
     const { items } = reserveTransaction({
       reservation,
       holds: [],
-      outcome: { fingerprint: 'f', result: odd },
+      outcome: reserveOutcome('f', odd),
     });
     const item = items[0]?.Put?.Item ?? {};
 
-    expect(item.balances_compact).toBeUndefined();
-    expect(storedOutcomeOf(item)).toEqual({ fingerprint: 'f', result: odd });
+    expect(item.balance_rows).toBeUndefined();
+    expect(replayedReserve(item, 'f')).toEqual(odd);
   });
 });
 
@@ -148,10 +145,10 @@ describe('stored formats', () => {
     overdraftLimit: 0,
     remaining: 1_000 - spent - reserved,
   });
-  const reserved = {
+  const reserved: Reserved = {
     kind: 'reserved',
     affectedScopes: scopes,
-    scopePath: scopes[2],
+    scopePath: scopes[2] ?? '',
     reserved: { unit: 'TOKENS', amount: 10 },
     reservationId: 'rsv_1',
     expiresAtMs: 61_000,
@@ -168,13 +165,13 @@ describe('stored formats', () => {
     const { items } = reserveTransaction({
       reservation,
       holds: [],
-      outcome: { fingerprint: hex, result: reserved },
+      outcome: reserveOutcome(hex, reserved),
     });
     const item = items[0]?.Put?.Item ?? {};
 
     expect(item.fingerprint).toBeInstanceOf(Uint8Array);
     expect((item.fingerprint as Uint8Array).byteLength).toBe(32);
-    expect(storedOutcomeOf(item)).toEqual({ fingerprint: hex, result: reserved });
+    expect(replayedReserve(item, hex)).toEqual(reserved);
   });
 
   it('replays a reservation item of 0.3: text balances with a scope index, a hex fingerprint', () => {
@@ -190,11 +187,13 @@ describe('stored formats', () => {
       balances_compact: JSON.stringify(scopes.map((_, i) => [i, 1_000, 0, 10, 0, 0, 990])),
     };
 
-    expect(storedOutcomeOf(item)).toEqual({ fingerprint: hex, result: reserved });
+    expect(replayedReserve(item, hex)).toEqual(reserved);
   });
 
   it('replays a settlement of 0.3: its operation named, text balances, a hex fingerprint', () => {
     const item = {
+      ...keys.reservation('rsv_1'),
+      type: 'reservation',
       scopes,
       unit: 'TOKENS',
       estimate: 10,
@@ -206,8 +205,8 @@ describe('stored formats', () => {
       settle_balances: JSON.stringify(scopes.map((_, i) => [i, 1_000, 7, 0, 0, 0, 993])),
     };
 
-    expect(settledOutcomeOf(item, 'commit', 'c')).toEqual({ fingerprint: hex, result: committed });
-    expect(settledOutcomeOf(item, 'release', 'c')).toBeUndefined();
+    expect(replayOf(settledOutcome(item, 'commit', 'c'), hex, committedCodec)).toEqual(committed);
+    expect(settledOutcome(item, 'release', 'c')).toBeUndefined();
   });
 
   it('keeps a 3-scope reservation under 1 KB through its commit: 2 write units each', () => {
@@ -228,7 +227,7 @@ describe('stored formats', () => {
       createdAtMs: 1_795_396_563_582,
       expiresAtMs: 1_795_396_623_582,
       scopePath: paths[2] ?? '',
-      affectedScopes: paths,
+      holds: paths.map((scope) => ({ scope, shard: 0 })),
     };
     const big = (scope: string, spent: number, held: number) => ({
       ...ledger(scope, spent, held),
@@ -239,18 +238,19 @@ describe('stored formats', () => {
     const put = reserveTransaction({
       reservation: r,
       holds: [],
-      outcome: {
-        fingerprint: fingerprint({ a: 1 }),
-        result: {
+      outcome: reserveOutcome(
+        fingerprint({ a: 1 }),
+        {
           kind: 'reserved',
           affectedScopes: paths,
-          scopePath: paths[2],
+          scopePath: paths[2] ?? '',
           reserved: r.reserved,
           reservationId: r.reservationId,
           expiresAtMs: r.expiresAtMs,
           balances: paths.map((s) => big(s, 123_456_789, 1_000)),
         },
-      },
+        r,
+      ),
     }).items[0]?.Put?.Item;
     const update = settleTransaction({
       reservation: r,
@@ -261,15 +261,23 @@ describe('stored formats', () => {
       detail: {},
       idempotency: {
         scope: { tenant, operation: 'commit', key: randomUUID() },
-        outcome: {
-          fingerprint: fingerprint({ b: 2 }),
-          result: {
+        outcome: outcomeToStore(
+          fingerprint({ b: 2 }),
+          {
             status: 'COMMITTED',
             charged: { unit: 'USD_MICROCENTS', amount: 800 },
             released: { unit: 'USD_MICROCENTS', amount: 200 },
             balances: paths.map((s) => big(s, 123_457_589, 0)),
           },
-        },
+          committedCodec,
+          {
+            reservation: {
+              ...r,
+              status: 'COMMITTED',
+              committed: { unit: 'USD_MICROCENTS', amount: 800 },
+            },
+          },
+        ),
       },
     }).items[0]?.Update;
     const before = put ?? {};
@@ -303,9 +311,7 @@ describe('listing spread', () => {
         agent_pk: `T#t#agent#a${suffix}`,
       });
       const settle = settleTransaction({ reservation: r, to: 'RELEASED', now: 2_000, changes: [] });
-      expect(settle.items[0]?.Update?.ExpressionAttributeValues?.[':status_pk']).toBe(
-        `T#t#RELEASED${suffix}`,
-      );
+      expect(setValues(settle.items[0]?.Update).status_pk).toBe(`T#t#RELEASED${suffix}`);
     }
     // Spread 0 has no suffix: the key every reservation had before listings were spread.
     expect([...spreads].sort()).toEqual(['', '~1', '~2', '~3']);
@@ -324,33 +330,26 @@ describe('settleTransaction', () => {
     });
 
     expect(items).toHaveLength(scopes.length + 1);
-    expect(items[0]?.Update?.ConditionExpression).toBe(
-      '#status = :active AND #tenant = :tenant AND #deadline > :now',
-    );
-    expect(items[0]?.Update?.UpdateExpression).toContain(
-      'REMOVE #due_pk, #due_sk, #deadline, #hold_shards',
-    );
+    const { condition, update } = readable(items[0]?.Update);
+    expect(condition).toBe('status = "ACTIVE" AND tenant = "t" AND deadline_ms > 2000');
+    expect(update).toContain('REMOVE due_pk, due_sk, deadline_ms, hold_shards');
     // The outcome rides on the reservation: no idempotency record of its own. The operation is
     // the status written (COMMITTED), so it is not stored again.
-    const values = items[0]?.Update?.ExpressionAttributeValues;
-    expect(values).toMatchObject({
-      ':to': 'COMMITTED',
-      ':settle_key': 'c',
-      ':settle_fingerprint': 'f',
-    });
-    expect(values?.[':settle_op']).toBeUndefined();
+    const set = setValues(items[0]?.Update);
+    expect(set).toMatchObject({ status: 'COMMITTED', settle_key: 'c', settle_fingerprint: 'f' });
+    expect(set.settle_op).toBeUndefined();
     // A commit without metrics or metadata records no empty detail.
-    expect(items[0]?.Update?.UpdateExpression).not.toContain('#detail');
+    expect(Object.keys(set).filter((a) => a.endsWith('_detail_json'))).toEqual([]);
   });
 
   it('stores a commit’s balances compactly on the reservation and replays exactly its result', () => {
-    const committed = {
+    const committed: Committed = {
       status: 'COMMITTED',
       charged: { unit: 'TOKENS', amount: 7 },
       released: { unit: 'TOKENS', amount: 3 },
       balances: scopes.map((scope) => ({
         scope,
-        unit: 'TOKENS',
+        unit: 'TOKENS' as const,
         allocated: 100,
         spent: 7,
         reserved: 0,
@@ -367,35 +366,37 @@ describe('settleTransaction', () => {
       committed: { unit: 'TOKENS', amount: 7 },
       idempotency: {
         scope: { tenant: 't', operation: 'commit', key: 'c' },
-        outcome: { fingerprint: 'f', result: committed },
+        outcome: outcomeToStore('f', committed, committedCodec, {
+          reservation: { ...reservation, status: 'COMMITTED', committed: committed.charged },
+        }),
       },
     });
-    const values = items[0]?.Update?.ExpressionAttributeValues ?? {};
     const item: Record<string, unknown> = {
+      ...keys.reservation(reservation.reservationId),
+      type: 'reservation',
+      v: 1,
       scopes,
       unit: 'TOKENS',
       estimate: 10,
       status: 'COMMITTED',
       committed: 7,
       ...Object.fromEntries(
-        Object.entries(values)
-          .filter(([k]) => k.startsWith(':settle_'))
-          .map(([k, v]) => [k.slice(1), v]),
+        Object.entries(setValues(items[0]?.Update)).filter(([a]) => a.startsWith('settle_')),
       ),
     };
 
     expect(item.settle_result).toBeUndefined();
     expect(item.settle_rows).toEqual([100, 7, 0, 0, 0, 100, 7, 0, 0, 0, 100, 7, 0, 0, 0]);
-    expect(settledOutcomeOf(item, 'commit', 'c')).toEqual({ fingerprint: 'f', result: committed });
-    expect(settledOutcomeOf(item, 'commit', 'other')).toBeUndefined();
-    expect(settledOutcomeOf(item, 'release', 'c')).toBeUndefined();
+    expect(replayOf(settledOutcome(item, 'commit', 'c'), 'f', committedCodec)).toEqual(committed);
+    expect(settledOutcome(item, 'commit', 'other')).toBeUndefined();
+    expect(settledOutcome(item, 'release', 'c')).toBeUndefined();
   });
 
   it('conditions an expiry on the deadline having passed, with no idempotency record', () => {
     const items = expiryBatchTransaction([reservation], [], 70_000);
 
     expect(items).toHaveLength(1);
-    expect(items[0]?.Update?.ConditionExpression).toContain('#deadline <= :now');
+    expect(readable(items[0]?.Update).condition).toContain('deadline_ms <= 70000');
   });
 });
 
@@ -408,11 +409,12 @@ describe('ledgerUpdate', () => {
       guard: { kind: 'snapshot', values: { remaining: 2, debt: 0, overdraftLimit: 100 } },
     });
 
-    expect(item.Update?.UpdateExpression).toBe(
-      'SET #spent = #spent + :d_spent, #reserved = #reserved + :d_reserved, #debt = #debt + :d_debt, #remaining = #remaining + :d_remaining',
+    const { update, condition } = readable(item.Update);
+    expect(update).toBe(
+      'SET spent = spent + 12, reserved = reserved + -10, debt = debt + 3, remaining = remaining + -5',
     );
-    expect(item.Update?.ConditionExpression).toBe(
-      'attribute_exists(#pk) AND #remaining = :s_remaining AND #debt = :s_debt AND #overdraft_limit = :s_overdraft_limit AND attribute_not_exists(#shards)',
+    expect(condition).toBe(
+      'attribute_exists(pk) AND remaining = 2 AND debt = 0 AND overdraft_limit = 100 AND attribute_not_exists(shards)',
     );
   });
 });
@@ -420,14 +422,7 @@ describe('ledgerUpdate', () => {
 describe('eventTransaction', () => {
   it('is one debit per scope plus the event record: scopes + 1 items', () => {
     const { items } = eventTransaction({
-      eventId: 'evt_1',
-      tenant: 't',
-      createdAtMs: 1_000,
-      subject: { workspace: 'w' },
-      action: { kind: 'llm', name: 'm' },
-      actual: { unit: 'TOKENS', amount: 5 },
-      scopes,
-      overagePolicy: 'REJECT',
+      event: anEvent(scopes),
       charges: scopes.map((s) => ({
         scope: s,
         unit: 'TOKENS' as const,
@@ -438,9 +433,7 @@ describe('eventTransaction', () => {
     });
 
     expect(items).toHaveLength(scopes.length + 1);
-    expect(items[0]?.Update?.ConditionExpression).toBe(
-      'attribute_exists(#pk) AND #remaining >= :g_amount',
-    );
+    expect(readable(items[0]?.Update).condition).toBe('attribute_exists(pk) AND remaining >= 5');
   });
 });
 
@@ -454,21 +447,22 @@ describe('extensionTransaction', () => {
     });
 
     expect(items).toHaveLength(2);
-    expect(items[0]?.Update?.ConditionExpression).toBe(
-      '#status = :active AND #tenant = :tenant AND #expires = :seen AND #expires > :now',
+    expect(readable(items[0]?.Update).condition).toBe(
+      'status = "ACTIVE" AND tenant = "t" AND expires_at_ms = 61000 AND expires_at_ms > 2000',
     );
-    expect(items[0]?.Update?.ExpressionAttributeValues).toMatchObject({
-      ':seen': 61_000,
-      ':expires': 71_000,
-      ':deadline': 76_000,
+    expect(setValues(items[0]?.Update)).toMatchObject({
+      expires_at_ms: 71_000,
+      deadline_ms: 76_000,
     });
     expect(items[1]?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
   });
 });
 
-describe('idempotencyPut', () => {
+describe('idempotencyItem', () => {
   it('stores the fingerprint and the result, and expires seven days later', () => {
-    const put = idempotencyPut({ tenant: 't', operation: 'fund', key: 'k' }, outcome, 1_000);
+    const put = putIfAbsent(
+      idempotencyItem({ tenant: 't', operation: 'fund', key: 'k' }, outcome, 1_000),
+    );
 
     expect(put.Put?.Item).toMatchObject({ fingerprint: 'f', result: '{}', ttl: 604_801 });
     expect(put.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
@@ -484,7 +478,7 @@ describe('newLedgerTransaction', () => {
         { kind: 'tenant', value: 't' },
         { kind: 'workspace', value: 'w' },
       ],
-      ledger,
+      budget: budgetOf(ledger),
       createdAt: '2026-01-01T00:00:00.000Z',
       audit: {
         tenant: 't',
@@ -492,9 +486,7 @@ describe('newLedgerTransaction', () => {
         actor: { kind: 'key', keyId: 'key_1' },
         requestId: 'req-1',
         action: 'budget.create',
-        scope: 'tenant:t/workspace:w',
-        unit: 'TOKENS',
-        after: ledger,
+        after: budgetOf(ledger),
       },
     });
 
@@ -518,7 +510,10 @@ describe('newLedgerTransaction', () => {
     const items = newLedgerTransaction({
       tenant: 't',
       segments: [{ kind: 'tenant', value: 't' }],
-      ledger,
+      budget: budgetOf(ledger, {
+        caps: { caps: { maxTokens: 256, toolDenylist: ['shell'] }, belowRemainingBps: 2_000 },
+        layout: { kind: 'sharded', shards: respread(emptyShards(3), ledger), gated: false },
+      }),
       createdAt: '2026-01-01T00:00:00.000Z',
       audit: {
         tenant: 't',
@@ -526,12 +521,8 @@ describe('newLedgerTransaction', () => {
         actor: { kind: 'admin' },
         requestId: 'req-1',
         action: 'budget.create',
-        scope: 'tenant:t',
-        unit: 'TOKENS',
-        after: ledger,
+        after: budgetOf(ledger),
       },
-      shards: 3,
-      caps: { caps: { maxTokens: 256, toolDenylist: ['shell'] }, belowRemainingBps: 2_000 },
     });
     const puts = items.flatMap((i) => (i.Put ? [i.Put.Item] : []));
 
@@ -593,7 +584,7 @@ describe('classifyCancellation', () => {
 
     expect(classifyCancellation(reasons, layout)).toEqual({
       kind: 'duplicate',
-      stored: { fingerprint: 'f', result: { a: 1 } },
+      stored: { fingerprint: 'f', result: { form: 'whole', value: { a: 1 } } },
     });
   });
 
@@ -609,8 +600,14 @@ describe('classifyCancellation', () => {
     expect(outcome).toEqual({
       kind: 'stale',
       refused: [
-        { index: 0, ledger: expect.objectContaining({ scope: 'tenant:t', remaining: 2 }) },
-        { index: 1, ledger: undefined },
+        {
+          index: 0,
+          budget: expect.objectContaining({
+            ref: { scope: 'tenant:t', unit: 'TOKENS' },
+            counters: expect.objectContaining({ remaining: 2 }),
+          }),
+        },
+        { index: 1, budget: undefined },
       ],
     });
   });
@@ -634,17 +631,17 @@ describe('classifyCancellation', () => {
   });
 });
 
-describe('storedOutcomeOf', () => {
+describe('recordedOutcomeOf', () => {
   it('decodes a result, and keeps the fingerprint of a 0.1.0 record that cannot be rendered', () => {
-    expect(storedOutcomeOf({ fingerprint: 'f', result: '{"a":1}' })).toEqual({
+    expect(recordedOutcomeOf({ fingerprint: 'f', result: '{"a":1}' })).toEqual({
       fingerprint: 'f',
-      result: { a: 1 },
+      result: { form: 'whole', value: { a: 1 } },
     });
-    expect(storedOutcomeOf({ fingerprint: 'f', response_body: '{}' })).toEqual({
+    expect(recordedOutcomeOf({ fingerprint: 'f', response_body: '{}' })).toEqual({
       fingerprint: 'f',
-      result: UNRENDERABLE,
+      result: { form: 'unrenderable' },
     });
-    expect(storedOutcomeOf({ type: 'reservation' })).toBeUndefined();
+    expect(recordedOutcomeOf({ type: 'reservation' })).toBeUndefined();
   });
 });
 
@@ -657,15 +654,13 @@ describe('writes to every shard of a budget', () => {
     // 350 covers no shard of 100: the exact path rewrites all four.
     const placed = placeChanges(
       [holdChange(scope, 'TOKENS', 350)],
-      new Map([[scope, { ledger, shards }]]),
+      budgetsOf(budgetOf(ledger, { layout: { kind: 'sharded', shards, gated: false } })),
       0,
-      ledgerUpdate,
     );
 
     expect(placed.items).toHaveLength(4);
-    expect(placed.items[0]?.Update?.ConditionExpression).toContain('#shards = :shards');
-    expect(placed.items[0]?.Update?.ExpressionAttributeValues?.[':shards']).toBe(4);
-    expect(placed.items[1]?.Update?.ConditionExpression).not.toContain('#shards');
+    expect(readable(placed.items[0]?.Update).condition).toContain('shards = 4');
+    expect(readable(placed.items[1]?.Update).condition).not.toContain('shards');
   });
 
   it('take an unsharded change as no proof of a refusal once the budget has shards', () => {

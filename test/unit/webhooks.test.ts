@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import type { Logger } from '../../functions/log.js';
 import {
   backoffMs,
   type Delivery,
@@ -7,8 +8,7 @@ import {
   signatureOf,
   verifySignature,
   WebhookDispatcher,
-} from '../../functions/budget-events/webhooks.js';
-import type { Logger } from '../../functions/log.js';
+} from '../../functions/outbound/webhooks.js';
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 

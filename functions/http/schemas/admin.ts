@@ -10,7 +10,8 @@ import { PERMISSIONS } from '../../domain/permissions.js';
 import { MAX_SCOPE_LENGTH } from '../../domain/scopes.js';
 import { TENANT_STATUSES } from '../../domain/tenant.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
-import type { BudgetChange, BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
+import type { BudgetChange } from '../../use-cases/budget-settings.js';
+import type { BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
 import type { TenantRequest } from '../../use-cases/tenants.js';
 import { Amount, Cursor, camel, IdempotencyKey, Int, Unit } from './common.js';
 

@@ -2,12 +2,8 @@ import * as z from 'zod';
 import type { DecideRequest } from '../../use-cases/decide.js';
 import type { EventRequest } from '../../use-cases/events.js';
 import type { BalanceFilters, ReservationFilters } from '../../use-cases/reads.js';
-import type {
-  CommitRequest,
-  ExtendRequest,
-  ReleaseRequest,
-  ReservationRequest,
-} from '../../use-cases/reservations.js';
+import type { ReservationRequest } from '../../use-cases/reservations.js';
+import type { CommitRequest, ExtendRequest, ReleaseRequest } from '../../use-cases/settlements.js';
 import {
   Action,
   Amount,

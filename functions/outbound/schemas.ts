@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { MAX_AMOUNT, UNITS } from '../domain/amounts.js';
 import { BUDGET_EVENT_TYPES, type BudgetEventType, EVENT_SOURCE } from '../domain/budget-events.js';
-import { REFUSAL_CODES } from '../domain/ledger.js';
+import { REFUSAL_CODES } from '../domain/refusals.js';
 
 /**
  * The budget events on the wire: the one source of their schemas. `npm run event-schemas`

@@ -1,3 +1,4 @@
+import { balanceOf } from '../domain/budget.js';
 import {
   type BudgetEvent,
   type BudgetState,
@@ -17,7 +18,7 @@ const actionOf = (a: Action) => ({
 
 /** The reference's EventDataBudgetThreshold of a budget as the event saw it. */
 function usage(b: BudgetState) {
-  const l = b.ledger;
+  const l = balanceOf(b);
   const utilization = utilizationOf(l);
   return {
     scope: l.scope,
@@ -33,7 +34,15 @@ function usage(b: BudgetState) {
   };
 }
 
-/** A domain event as the wire carries it (functions/budget-events/schemas.ts). */
+/** A budget's event: its envelope (category, the budget's scope) around its data. */
+const budgetMessage = <B extends object, T extends string, D>(
+  base: B,
+  type: T,
+  b: BudgetState,
+  data: D,
+) => ({ ...base, event_type: type, category: 'budget' as const, scope: b.ref.scope, data });
+
+/** A domain event as the wire carries it (functions/outbound/schemas.ts). */
 export function budgetEventMessage(e: BudgetEvent): BudgetEventMessage {
   const base = {
     event_id: e.id,
@@ -43,53 +52,24 @@ export function budgetEventMessage(e: BudgetEvent): BudgetEventMessage {
   } as const;
   switch (e.type) {
     case 'budget.threshold_crossed':
-      return {
-        ...base,
-        event_type: e.type,
-        category: 'budget',
-        scope: e.budget.ledger.scope,
-        data: { ...usage(e.budget), threshold: e.threshold / 100, threshold_percent: e.threshold },
-      };
+      return budgetMessage(base, e.type, e.budget, {
+        ...usage(e.budget),
+        threshold: e.threshold / 100,
+        threshold_percent: e.threshold,
+      });
     case 'budget.exhausted':
-      return {
-        ...base,
-        event_type: e.type,
-        category: 'budget',
-        scope: e.budget.ledger.scope,
-        data: { ...usage(e.budget), threshold: 1 },
-      };
+      return budgetMessage(base, e.type, e.budget, { ...usage(e.budget), threshold: 1 as const });
     case 'budget.debt_incurred': {
-      const l = e.budget.ledger;
-      return {
-        ...base,
-        event_type: e.type,
-        category: 'budget',
-        scope: l.scope,
-        data: {
-          scope: l.scope,
-          unit: l.unit,
-          debt_incurred: e.incurred,
-          total_debt: l.debt,
-          overdraft_limit: l.overdraftLimit,
-        },
-      };
+      const { ref, counters, overdraftLimit } = e.budget;
+      const data = { ...ref, debt_incurred: e.incurred, total_debt: counters.debt };
+      return budgetMessage(base, e.type, e.budget, { ...data, overdraft_limit: overdraftLimit });
     }
     case 'budget.over_limit_entered': {
-      const l = e.budget.ledger;
-      return {
-        ...base,
-        event_type: e.type,
-        category: 'budget',
-        scope: l.scope,
-        data: {
-          scope: l.scope,
-          unit: l.unit,
-          debt: l.debt,
-          overdraft_limit: l.overdraftLimit,
-          is_over_limit: true,
-          ...(l.overdraftLimit > 0 && { debt_utilization: l.debt / l.overdraftLimit }),
-        },
-      };
+      const { ref, counters, overdraftLimit: limit } = e.budget;
+      const over = { is_over_limit: true as const };
+      const ratio = limit > 0 && { debt_utilization: counters.debt / limit };
+      const data = { ...ref, debt: counters.debt, overdraft_limit: limit, ...over, ...ratio };
+      return budgetMessage(base, e.type, e.budget, data);
     }
     case 'reservation.expired': {
       const r = e.reservation;

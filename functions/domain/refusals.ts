@@ -1,0 +1,122 @@
+import type { Amount, Unit } from './amounts.js';
+import {
+  type Budget,
+  type BudgetRef,
+  type BudgetStatus,
+  type Budgets,
+  balanceOf,
+  budgetAt,
+  emptyLedger,
+  isOverLimit,
+  type Ledger,
+} from './budget.js';
+import { DomainError } from './errors.js';
+
+// Admission of new work (reserve, dry run, decide, event): why a budget refuses it.
+
+export const REFUSAL_CODES = [
+  'BUDGET_CLOSED',
+  'BUDGET_FROZEN',
+  'OVERDRAFT_LIMIT_EXCEEDED',
+  'DEBT_OUTSTANDING',
+  'BUDGET_EXCEEDED',
+] as const;
+export type RefusalCode = (typeof REFUSAL_CODES)[number];
+
+/** A refusal of budget (not of the request): a reservation's DENY, a reservation.denied event. */
+export const isRefusal = (e: unknown): e is DomainError =>
+  e instanceof DomainError && (REFUSAL_CODES as readonly string[]).includes(e.code);
+
+export interface ScopeRefusal {
+  readonly code: RefusalCode;
+  readonly scope: string;
+  readonly unit: Unit;
+  readonly remaining: number;
+  readonly requested: number;
+  readonly debt: number;
+  readonly overdraftLimit: number;
+}
+
+const PRECEDENCE: readonly RefusalCode[] = [
+  'BUDGET_CLOSED',
+  'BUDGET_FROZEN',
+  'OVERDRAFT_LIMIT_EXCEEDED',
+  'DEBT_OUTSTANDING',
+  'BUDGET_EXCEEDED',
+];
+
+/** Why one scope cannot hold `amount`; a missing ledger is zero allocation (core behaviour 6). */
+export function scopeRefusal(
+  scope: string,
+  unit: Unit,
+  ledger: Ledger | undefined,
+  amount: number,
+  status: BudgetStatus = 'ACTIVE',
+): ScopeRefusal | undefined {
+  const l = ledger ?? emptyLedger(scope, unit);
+  const base = {
+    scope,
+    unit,
+    remaining: l.remaining,
+    requested: amount,
+    debt: l.debt,
+    overdraftLimit: l.overdraftLimit,
+  };
+  if (ledger && status === 'CLOSED') return { code: 'BUDGET_CLOSED', ...base };
+  if (ledger && status === 'FROZEN') return { code: 'BUDGET_FROZEN', ...base };
+  if (ledger && isOverLimit(l)) return { code: 'OVERDRAFT_LIMIT_EXCEEDED', ...base };
+  if (l.debt > 0) return { code: 'DEBT_OUTSTANDING', ...base };
+  if (!ledger || l.remaining < amount) return { code: 'BUDGET_EXCEEDED', ...base };
+  return undefined;
+}
+
+/** `scopeRefusal` of a budget as read (undefined: the scope has none in that unit). */
+export const budgetRefusal = (
+  ref: BudgetRef,
+  budget: Pick<Budget, 'ref' | 'counters' | 'overdraftLimit' | 'status'> | undefined,
+  amount: number,
+): ScopeRefusal | undefined =>
+  scopeRefusal(ref.scope, ref.unit, budget && balanceOf(budget), amount, budget?.status);
+
+/** The refusal to report when several scopes fail: over limit, then debt, then budget. */
+export function firstRefusal(
+  refusals: readonly (ScopeRefusal | undefined)[],
+): ScopeRefusal | undefined {
+  const present = refusals.filter((r): r is ScopeRefusal => r !== undefined);
+  return present.sort((a, b) => PRECEDENCE.indexOf(a.code) - PRECEDENCE.indexOf(b.code))[0];
+}
+
+export function refusalError(r: ScopeRefusal): DomainError {
+  const messages: Record<RefusalCode, string> = {
+    BUDGET_CLOSED: `the budget of scope ${r.scope} in ${r.unit} is closed`,
+    BUDGET_FROZEN: `the budget of scope ${r.scope} in ${r.unit} is frozen`,
+    OVERDRAFT_LIMIT_EXCEEDED: `scope ${r.scope} is over its overdraft limit`,
+    DEBT_OUTSTANDING: `scope ${r.scope} has outstanding debt of ${r.debt}`,
+    BUDGET_EXCEEDED: `scope ${r.scope} has ${r.remaining} ${r.unit} remaining, ${r.requested} requested`,
+  };
+  return new DomainError(r.code, messages[r.code], {
+    scope: r.scope,
+    unit: r.unit,
+    remaining: r.remaining,
+    requested: r.requested,
+    debt: r.debt,
+    overdraft_limit: r.overdraftLimit,
+  });
+}
+
+/** Admission exactly as a live reservation decides it: the refusal to answer, if any. */
+export function admissionRefusal(
+  scopes: readonly string[],
+  estimate: Amount,
+  budgets: Budgets,
+): ScopeRefusal | undefined {
+  return firstRefusal(
+    scopes.map((scope) =>
+      budgetRefusal(
+        { scope, unit: estimate.unit },
+        budgetAt(budgets, scope, estimate.unit),
+        estimate.amount,
+      ),
+    ),
+  );
+}

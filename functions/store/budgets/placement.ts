@@ -1,0 +1,183 @@
+import { type Budgets, balanceOf, budgetAt } from '../../domain/budget.js';
+import { respread, routeChange, type Shard } from '../../domain/escrow.js';
+import { applyDelta, type LedgerChange, type LedgerDelta } from '../../domain/ledger.js';
+import { ATTRIBUTE, shardKey } from '../entities/ledger.js';
+import { and, attr, type Condition, or, type TransactItem, update } from '../expressions.js';
+import { hashOf, keys } from '../keys.js';
+
+// Where a budget change lands (domain/escrow.ts, docs/scaling.md): an unsharded budget's ledger
+// item, under the change's own guard; a sharded one's shard (fast path) or every shard rewritten
+// (exact path); a rolling budget's current period or the closed period a hold belongs to.
+
+/** The items of changes placed on their budgets, and which of them prove a budget's state. */
+export interface PlacedChanges {
+  readonly items: TransactItem[];
+  /** Per item: the index of the change whose failed condition proves a refusal, if any. */
+  readonly proofs: (number | undefined)[];
+  /** Per change: the shard it landed on (0 for an unsharded budget). */
+  readonly shards: number[];
+}
+
+/**
+ * Each change as the items that apply it. An unsharded budget: its ledger item, with the
+ * change's own guard (a failed condition there proves the refusal). A sharded one, routed by
+ * `routeChange`: one shard under its own condition (fast), or every shard rewritten by
+ * `respread` under the condition that none moved since it was read (exact). A failed shard
+ * condition proves nothing about the budget: the operation reads again. `budgets`: as read
+ * (a settlement pinned to its shard needs none: the sweeper reads no budgets).
+ */
+export function placeChanges(
+  changes: readonly LedgerChange[],
+  budgets: Budgets,
+  seed: number,
+): PlacedChanges {
+  const placed: PlacedChanges = { items: [], proofs: [], shards: [] };
+  changes.forEach((change, i) => {
+    const budget = budgetAt(budgets, change.scope, change.unit);
+    const layout = budget?.layout.kind === 'sharded' ? budget.layout : undefined;
+    if (!budget || !layout) {
+      if (change.shard && change.guard.kind === 'exists') {
+        placed.items.push(shardUpdate(change, change.shard, undefined));
+        placed.proofs.push(undefined);
+      } else {
+        placed.items.push(ledgerUpdate(change));
+        placed.proofs.push(i);
+      }
+      placed.shards.push(change.shard ?? 0);
+      return;
+    }
+    const route = routeChange(change, layout.shards, change.shard, seed);
+    if (route.path === 'fast') {
+      placed.items.push(shardUpdate(change, route.shard, route.covers));
+      placed.proofs.push(undefined);
+      placed.shards.push(route.shard);
+      return;
+    }
+    const pin = change.shard ?? seed % layout.shards.length;
+    const after = respread(layout.shards, applyDelta(balanceOf(budget), change.delta), {
+      shard: pin,
+      delta: change.delta,
+    });
+    after.forEach((shard, k) => {
+      placed.items.push(
+        shardRewrite(change, k, layout.shards[k] as Shard, shard, layout.shards.length),
+      );
+      placed.proofs.push(undefined);
+    });
+    placed.shards.push(pin);
+  });
+  return placed;
+}
+
+/** Every non-zero counter of a delta added to its attribute (remaining always). */
+const deltaUpdate = (delta: LedgerDelta) => {
+  const add: Record<string, number> = {};
+  for (const field of ['allocated', 'spent', 'reserved', 'debt', 'remaining'] as const) {
+    const d = delta[field];
+    if (d || field === 'remaining') add[field] = d ?? 0;
+  }
+  return { add };
+};
+
+/**
+ * A new hold needs an ACTIVE budget: a freeze that lands between the read and the write fails
+ * the condition, and the read that follows refuses BUDGET_FROZEN. On every item of a budget
+ * (shards too), since a hold may land on any of them.
+ */
+export const openBudget = (): Condition =>
+  or(attr('status').notExists(), attr('status').eq('ACTIVE'));
+
+/**
+ * That a budget still has the n shards it was read with (on shard 0, which counts them): a
+ * write to every shard must not miss one added since.
+ */
+export const shardCountIs = (n: number): Condition =>
+  n === 1 ? attr('shards').notExists() : attr('shards').eq(n);
+
+/** The conditional Update that applies one change to an unsharded budget's ledger item. */
+export function ledgerUpdate(change: LedgerChange): TransactItem {
+  const { guard, period } = change;
+  const guarded: Condition[] = [];
+  switch (guard.kind) {
+    case 'exists':
+      break;
+    case 'admit':
+      // SPEC core behaviour 2 and blocking rules 1-2: is_over_limit implies debt > 0.
+      guarded.push(attr('remaining').gte(guard.amount), attr('debt').eq(0), openBudget());
+      break;
+    case 'covers':
+      guarded.push(attr('remaining').gte(guard.amount));
+      break;
+    case 'maxAllocated':
+      guarded.push(attr('allocated').lte(guard.atMost));
+      break;
+    case 'snapshot':
+      for (const [field, value] of Object.entries(guard.values)) {
+        guarded.push(attr(ATTRIBUTE[field as keyof typeof ATTRIBUTE]).eq(value));
+      }
+      break;
+  }
+  return update(
+    period?.closed
+      ? keys.ledgerPeriod(change.scope, change.unit, period.start)
+      : keys.ledger(change.scope, change.unit),
+    deltaUpdate(change.delta),
+    {
+      condition: and(
+        attr('pk').exists(),
+        ...guarded,
+        // Decided on the budget as one item: not once it has shards (PATCH `shards` since the
+        // read), where the change must go by the exact path that keeps the gate.
+        (guard.kind === 'snapshot' || guard.kind === 'maxAllocated') && shardCountIs(1),
+        // Decided in this period: it must not land in the next one, should the budget roll over.
+        period && !period.closed && attr('period_start').eq(period.start),
+      ),
+      returnOld: true,
+    },
+  );
+}
+
+/** The fast path: the change's delta on one shard, which must cover `covers` when given. */
+function shardUpdate(change: LedgerChange, k: number, covers: number | undefined): TransactItem {
+  return update(shardKey(change.scope, change.unit, k), deltaUpdate(change.delta), {
+    condition: and(
+      attr('pk').exists(),
+      covers !== undefined && attr('remaining').gte(covers),
+      covers !== undefined && attr('gated').eq(false),
+      change.guard.kind === 'admit' && openBudget(),
+    ),
+  });
+}
+
+const SHARD_FIELDS = ['allocated', 'spent', 'reserved', 'debt', 'remaining', 'gated'] as const;
+
+/** The exact path, one shard: its new counters, if it still holds what was read. */
+function shardRewrite(
+  change: LedgerChange,
+  k: number,
+  before: Shard,
+  after: Shard,
+  count: number,
+): TransactItem {
+  return update(
+    shardKey(change.scope, change.unit, k),
+    { set: Object.fromEntries(SHARD_FIELDS.map((f) => [f, after[f]])) },
+    {
+      condition: and(
+        attr('pk').exists(),
+        // Laid out over the shards read: not once more shards were added (PATCH `shards`).
+        k === 0 && shardCountIs(count),
+        ...SHARD_FIELDS.map((f) => attr(f).eq(before[f])),
+        change.guard.kind === 'admit' && openBudget(),
+      ),
+    },
+  );
+}
+
+/**
+ * The seed a hold's shard is picked from (domain/escrow.ts pickShard): stable for an id, so a
+ * request placed again after a stale read tries the same shard first; another one for each
+ * retry after a conflict, so that retry goes to a shard that is likely not busy.
+ */
+export const seedOf = (id: string, attempt = 0): number =>
+  hashOf(attempt === 0 ? id : `${id}~${attempt}`);

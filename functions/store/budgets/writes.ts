@@ -1,0 +1,198 @@
+import type { AuditEntry } from '../../domain/audit.js';
+import {
+  type Budget,
+  type BudgetStatus,
+  type Budgets,
+  NO_BUDGETS,
+  shardCount,
+} from '../../domain/budget.js';
+import type { LedgerChange } from '../../domain/ledger.js';
+import type { Segment } from '../../domain/scopes.js';
+import { type IdempotencyScope, idempotencyItem } from '../entities/idempotency.js';
+import {
+  budgetCapsAttributes,
+  ledgerIndexItems,
+  ledgerItem,
+  shardItem,
+  shardKey,
+  thresholdsAttribute,
+} from '../entities/ledger.js';
+import type { OutcomeToStore } from '../entities/outcome.js';
+import type { ShardedBudgets } from '../entities/tenant.js';
+import { and, attr, or, putIfAbsent, type TransactItem, update } from '../expressions.js';
+import { keys } from '../keys.js';
+import { tenantWithDimensions } from '../tenants.js';
+import { transact } from '../transact.js';
+import {
+  auditPut,
+  type GuardedTransaction,
+  transactWrite,
+  type WriteOutcome,
+  writeAudited,
+} from '../write.js';
+import { openBudget, placeChanges, shardCountIs } from './placement.js';
+
+// A budget's writes of the control plane: its creation, a funding, its settings, its status.
+// Each carries its audit record in the same transaction.
+
+export interface NewLedger {
+  readonly tenant: string;
+  readonly segments: readonly Segment[];
+  /** Sharded: its layout holds the shards it starts with (shard 0 is the ledger item). */
+  readonly budget: Budget;
+  readonly createdAt: string;
+  readonly audit: AuditEntry;
+  /** A sharded budget: the tenant's sharded budgets as read, which it joins. */
+  readonly shardedBudgets?: ShardedBudgets | undefined;
+}
+
+/**
+ * The ledger and one index entry per path segment, conditioned on the tenant existing (the
+ * admin key may name any tenant), with its audit record: segments + 3 items, all or nothing.
+ */
+export function newLedgerTransaction(n: NewLedger): TransactItem[] {
+  const { budget } = n;
+  const { scope, unit } = budget.ref;
+  const shards = budget.layout.kind === 'sharded' ? budget.layout.shards : undefined;
+  return [
+    putIfAbsent(ledgerItem(n.tenant, budget, n.createdAt)),
+    ...ledgerIndexItems(n.tenant, budget.ref, n.segments).map(putIfAbsent),
+    tenantWithDimensions(
+      n.tenant,
+      n.segments.filter((x) => x.kind === 'dimensions').map((x) => x.value.split('=')[0] ?? ''),
+      shards && n.shardedBudgets
+        ? { read: n.shardedBudgets, scope, unit, shards: shards.length }
+        : undefined,
+    ),
+    auditPut(n.audit),
+    ...(shards ?? []).slice(1).map((s, i) => putIfAbsent(shardItem(budget.ref, i + 1, s))),
+  ];
+}
+
+/** `stale`: another sharded budget of the tenant was created since its map was read. */
+export async function insertLedger(
+  n: NewLedger,
+): Promise<'inserted' | 'duplicate' | 'noTenant' | 'stale'> {
+  const outcome = await transact(newLedgerTransaction(n));
+  if (outcome.kind === 'committed') return 'inserted';
+  const tenant = outcome.reasons[n.segments.length + 1];
+  if (tenant?.code !== 'ConditionalCheckFailed') return 'duplicate';
+  return tenant.item?.type === 'tenant' ? 'stale' : 'noTenant';
+}
+
+/**
+ * One funding change (on a sharded budget: every shard, laid out afresh), its idempotency
+ * record and its audit record, in one transaction.
+ */
+export function fundingTransaction(
+  change: LedgerChange,
+  idempotency: { scope: IdempotencyScope; outcome: OutcomeToStore },
+  audit: AuditEntry,
+  budgets: Budgets = NO_BUDGETS,
+): GuardedTransaction {
+  const placed = placeChanges([change], budgets, 0);
+  return {
+    items: [
+      ...placed.items,
+      putIfAbsent(idempotencyItem(idempotency.scope, idempotency.outcome, audit.atMs)),
+      auditPut(audit),
+    ],
+    layout: { recordAt: placed.items.length, proofs: placed.proofs },
+  };
+}
+
+export function applyFunding(
+  change: LedgerChange,
+  idempotency: { scope: IdempotencyScope; outcome: OutcomeToStore },
+  audit: AuditEntry,
+  budgets: Budgets = NO_BUDGETS,
+): Promise<WriteOutcome> {
+  return transactWrite(fundingTransaction(change, idempotency, audit, budgets), 'settle');
+}
+
+/** What an operator may change on a budget (its counters change only by funding). */
+export type BudgetSettings = Pick<Budget, 'overdraftLimit' | 'caps' | 'thresholds'>;
+
+/**
+ * New overdraft limit, caps and thresholds on the budget's ledger item (shard 0 holds them), if
+ * they are still what was read and the budget is not closed, with the audit record; 'stale'
+ * otherwise.
+ */
+export async function updateBudgetSettings(
+  before: Budget,
+  after: BudgetSettings,
+  at: string,
+  audit: AuditEntry,
+): Promise<'updated' | 'stale'> {
+  const { scope, unit } = before.ref;
+  const caps = after.caps && budgetCapsAttributes(after.caps);
+  const written = await writeAudited(
+    [
+      update(
+        keys.ledger(scope, unit),
+        {
+          set: {
+            overdraft_limit: after.overdraftLimit,
+            updated_at: at,
+            caps: caps?.caps,
+            caps_bps: caps?.caps_bps,
+            thresholds: after.thresholds && thresholdsAttribute(after.thresholds),
+          },
+          remove: [
+            ...(caps ? [] : ['caps']),
+            ...(caps?.caps_bps === undefined ? ['caps_bps'] : []),
+            ...(after.thresholds ? [] : ['thresholds']),
+          ],
+        },
+        {
+          condition: and(
+            attr('overdraft_limit').eq(before.overdraftLimit),
+            before.caps
+              ? attr('caps').eq(budgetCapsAttributes(before.caps).caps)
+              : attr('caps').notExists(),
+            before.thresholds
+              ? attr('thresholds').eq(thresholdsAttribute(before.thresholds))
+              : attr('thresholds').notExists(),
+            or(attr('status').notExists(), attr('status').ne('CLOSED')),
+          ),
+        },
+      ),
+    ],
+    audit,
+  );
+  return written === 'written' ? 'updated' : 'stale';
+}
+
+/**
+ * A budget's status on every item of it (a hold may land on any shard), from the status read,
+ * with the audit record; 'stale' when another change came first.
+ */
+export async function setBudgetStatus(
+  before: Budget,
+  to: BudgetStatus,
+  at: string,
+  audit: AuditEntry | undefined,
+): Promise<'updated' | 'stale'> {
+  const { scope, unit } = before.ref;
+  const from = before.status;
+  const written = await writeAudited(
+    [
+      ...Array.from({ length: shardCount(before) }, (_, k) =>
+        update(
+          shardKey(scope, unit, k),
+          { set: { status: to, updated_at: at } },
+          {
+            condition: and(
+              attr('pk').exists(),
+              from === 'ACTIVE' ? openBudget() : attr('status').eq(from),
+              // Every shard as counted when read: a budget given more shards since reads again.
+              k === 0 && shardCountIs(shardCount(before)),
+            ),
+          },
+        ),
+      ),
+    ],
+    audit,
+  );
+  return written === 'written' ? 'updated' : 'stale';
+}

@@ -1,0 +1,108 @@
+import type { ApiKey } from '../../domain/api-keys.js';
+import {
+  AUDIT_OPERATIONS,
+  type AuditEntry,
+  type AuditRecord,
+  actorName,
+  resourceIdOf,
+} from '../../domain/audit.js';
+import { type Budget, budgetKey } from '../../domain/budget.js';
+import type { Tenant } from '../../domain/tenant.js';
+import type { Item } from '../expressions.js';
+import { directory, keys } from '../keys.js';
+
+// The audit trail: one record per change, written in the change's own transaction
+// (docs/decisions.md § Audit trail), in its tenant's partition and, across tenants, the
+// `directory` index.
+
+/** Written on every audit record from this version on (absent: written before). */
+export const AUDIT_VERSION = 1;
+
+/** A budget's counters and limit, and its status when not ACTIVE. */
+const budgetAttributes = (b: Budget) => ({
+  allocated: b.counters.allocated,
+  spent: b.counters.spent,
+  reserved: b.counters.reserved,
+  debt: b.counters.debt,
+  overdraft_limit: b.overdraftLimit,
+  remaining: b.counters.remaining,
+  ...(b.status !== 'ACTIVE' && { status: b.status }),
+});
+
+const tenantAttributes = (t: Tenant) => ({ name: t.name, status: t.status });
+
+/** Never the secret or its hash: what an operator may see of a key. */
+const keyAttributes = (k: ApiKey) => ({
+  name: k.name,
+  ...(k.description !== undefined && { description: k.description }),
+  permissions: [...k.permissions],
+  status: k.status,
+  ...(k.revokedReason !== undefined && { revoked_reason: k.revokedReason }),
+});
+
+/** What a record keeps of the thing changed, before (absent: created) and after. */
+function recordedStates(e: AuditEntry): { before?: Item; after?: Item } {
+  if (e.action === 'reservation.release') return {};
+  const state = (x: Budget | Tenant | ApiKey): Item =>
+    'ref' in x ? budgetAttributes(x) : 'keyId' in x ? keyAttributes(x) : tenantAttributes(x);
+  return { ...(e.before && { before: state(e.before) }), after: state(e.after) };
+}
+
+export function auditItem(e: AuditEntry): Item {
+  const resourceId = resourceIdOf(e);
+  const key = keys.audit(e.tenant, e.atMs, e.requestId, `${e.action}#${resourceId}`);
+  const { operation, resourceType } = AUDIT_OPERATIONS[e.action];
+  return {
+    ...key,
+    type: 'audit',
+    v: AUDIT_VERSION,
+    tenant: e.tenant,
+    at_ms: e.atMs,
+    actor: actorName(e.actor),
+    request_id: e.requestId,
+    action: e.action,
+    operation,
+    resource_type: resourceType,
+    resource_id: resourceId,
+    ...recordedStates(e),
+    ...(e.detail && { detail: e.detail }),
+    dir_pk: directory.audit.pk,
+    dir_sk: directory.audit.sk(e.tenant, key.sk),
+  };
+}
+
+export function auditRecordOf(stored: Item): AuditRecord {
+  const item = stored.v === undefined ? auditOfUnversioned(stored) : stored;
+  return {
+    logId: `${String(item.pk).slice('AUDIT#'.length)}:${String(item.sk)}`,
+    tenant: String(item.tenant),
+    atMs: Number(item.at_ms),
+    actor: String(item.actor),
+    requestId: String(item.request_id),
+    operation: String(item.operation),
+    resourceType: String(item.resource_type) as AuditRecord['resourceType'],
+    resourceId: String(item.resource_id),
+    before: item.before as AuditRecord['before'],
+    after: item.after as AuditRecord['after'],
+    detail: item.detail as AuditRecord['detail'],
+  };
+}
+
+/**
+ * Records written before items carried `v`: those written before the trail covered more than
+ * budgets carry the budget's `scope` and `unit` and no operation, resource type or resource id
+ * (derived here: its action's operation, a budget, `<scope>#<unit>`). Audit records are kept for
+ * good, so delete this only after a backfill has rewritten every record without `v`.
+ */
+function auditOfUnversioned(item: Item): Item {
+  const action = String(item.action) as keyof typeof AUDIT_OPERATIONS;
+  const known = AUDIT_OPERATIONS[action];
+  return {
+    ...item,
+    operation: item.operation ?? known?.operation ?? action,
+    resource_type: item.resource_type ?? known?.resourceType ?? 'budget',
+    resource_id:
+      item.resource_id ??
+      budgetKey({ scope: String(item.scope), unit: item.unit as Budget['ref']['unit'] }),
+  };
+}

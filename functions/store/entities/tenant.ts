@@ -1,0 +1,69 @@
+import type { Tenant, TenantStatus } from '../../domain/tenant.js';
+import { attr, conditionCheck, type Item, type TransactItem } from '../expressions.js';
+import { directory, keys } from '../keys.js';
+
+// The tenant family: one item per tenant, which also carries the dimension keys its budgets
+// name (budget levels: domain/scopes.ts) and its map of sharded budgets (domain/escrow.ts).
+
+/** Written on every tenant item from this version on (absent: written before). */
+export const TENANT_VERSION = 1;
+
+export const isTenantItem = (item: Item | undefined): item is Item => item?.type === 'tenant';
+
+/** The record, with the `directory` index attributes (the operator's listing). */
+export const tenantAttributes = (t: Tenant): Item => ({
+  type: 'tenant',
+  tenant_id: t.tenantId,
+  name: t.name,
+  status: t.status,
+  created_at: t.createdAt,
+  ...(t.updatedAt !== undefined && { updated_at: t.updatedAt }),
+  dir_pk: directory.tenants.pk,
+  dir_sk: directory.tenants.sk(t.tenantId),
+});
+
+export const tenantItem = (t: Tenant): Item => ({
+  ...keys.tenant(t.tenantId),
+  ...tenantAttributes(t),
+  v: TENANT_VERSION,
+});
+
+/** A ConditionCheck that the tenant record exists. */
+export const tenantExists = (tenant: string): TransactItem =>
+  conditionCheck(keys.tenant(tenant), attr('pk').exists());
+
+/**
+ * No older format: tenants made before the directory listing existed lack `dir_pk` (they are
+ * listed once their first change writes it) but read as any other.
+ */
+export function tenantOf(item: Item): Tenant {
+  return {
+    tenantId: String(item.tenant_id),
+    name: String(item.name),
+    status: String(item.status) as TenantStatus,
+    createdAt: String(item.created_at),
+    updatedAt: item.updated_at === undefined ? undefined : String(item.updated_at),
+  };
+}
+
+/** The dimension keys a tenant's budgets name: budget levels, the rest are tags. */
+export const dimensionKeysOf = (item: Item | undefined): ReadonlySet<string> => {
+  const stored = item?.dimension_keys;
+  return new Set<string>(stored instanceof Set ? [...stored].map(String) : []);
+};
+
+/**
+ * The sharded budgets of a tenant, by unit then scope (their shard counts), kept on the tenant
+ * item so that a new sharded budget can be checked against every path it joins
+ * (domain/escrow.ts heaviestPathExtra) without reading the tenant's budgets; `version` orders
+ * concurrent creations.
+ */
+export interface ShardedBudgets {
+  readonly byUnit: Readonly<Record<string, Readonly<Record<string, number>>>>;
+  readonly version: number;
+}
+
+export const shardedBudgetsOf = (item: Item): ShardedBudgets => ({
+  byUnit: (item.sharded_budgets ?? {}) as ShardedBudgets['byUnit'],
+  version: Number(item.sharded_version ?? 0),
+});

@@ -1,0 +1,160 @@
+import type { Unit } from '../domain/amounts.js';
+import {
+  type Budget,
+  type BudgetRecord,
+  type BudgetRef,
+  type Budgets,
+  budgetAt,
+  budgetsByKey,
+} from '../domain/budget.js';
+import type { Caller } from '../domain/caller.js';
+import { isDue, rolledOver } from '../domain/period.js';
+import { affectedScopes, type Reservation, settleDeadline } from '../domain/reservation.js';
+import { tenantOfPath } from '../domain/scopes.js';
+import { getClosedPeriodBudgets, rollOverLedger } from '../store/budgets/periods.js';
+import { getBudgetRecords, getBudgets } from '../store/budgets/read.js';
+import type { IdempotencyScope } from '../store/entities/idempotency.js';
+import { readSnapshot, type Snapshot, type SnapshotRequest } from '../store/snapshot.js';
+
+// The one reader of budgets (docs/architecture.md). Budgets come from the store as stored,
+// sharded ones completed, and at one instant when a refusal must be proven (`atomic`). A rolling
+// budget past the end of its period (docs/decisions.md § Rolling budgets: no cron, no sweep) is
+// brought into its current period here and nowhere else: written by `rollOverDue`, the repair
+// step of every write, or shown as its next operation will find it by the reads that write
+// nothing (`viewBudgets`). So every decision is taken on current-period budgets.
+
+export type { Snapshot };
+
+/**
+ * Where a write's loop gets its budgets (use-cases/guarded-write.ts): `read` them, with the record
+ * that would replay the operation, in one strongly consistent read (`atomic`: sharded ones at one
+ * instant, a refusal's proof); `repair` what was read, rolling every due period over (true: read
+ * again), so the loop decides on current-period budgets.
+ */
+export interface BudgetSource {
+  read(atomic?: boolean): Promise<Snapshot>;
+  repair(snapshot: Snapshot): Promise<boolean>;
+}
+
+/** The budgets of `request` (and its record), for a write at `now`. */
+export const budgetSource = (request: SnapshotRequest, now: number): BudgetSource => ({
+  read: (atomic = false) => readSnapshot({ ...request, atomic }),
+  repair: ({ budgets }) => rollOverDue(budgets, now),
+});
+
+/** One strongly consistent read of budgets that are not decided on (an escrow layout). */
+export const readBudgets = (request: SnapshotRequest): Promise<Snapshot> => readSnapshot(request);
+
+/**
+ * Moves every rolling budget among those read whose period has ended into the period of `now`
+ * (exactly once, whoever gets there first); true when any had ended, so the caller reads again.
+ */
+async function rollOverDue(budgets: Budgets, now: number): Promise<boolean> {
+  let due = false;
+  for (const b of budgets.values()) {
+    if (!b.period || b.status === 'CLOSED' || !isDue(b.period, now)) continue;
+    due = true;
+    await rollOverLedger(tenantOfPath(b.ref.scope), b, rolledOver(b, now));
+  }
+  return due;
+}
+
+/**
+ * For a commit, release or extend: the idempotency record and the reservation in one batch,
+ * then (only when it is the caller's, ACTIVE and not past its deadline: otherwise it is refused
+ * or expired, and needs no budgets) the budgets its holds settle on — the current ones, and for
+ * a hold of a period its budget has since left, that closed period's budget.
+ */
+export const settlingSource = (
+  caller: Caller,
+  reservationId: string,
+  idempotency: IdempotencyScope,
+  now: number,
+): BudgetSource => ({
+  read: (atomic = false) => readForSettling(caller, reservationId, idempotency, now, atomic),
+  repair: ({ budgets }) => rollOverDue(budgets, now),
+});
+
+async function readForSettling(
+  caller: Caller,
+  reservationId: string,
+  idempotency: IdempotencyScope,
+  now: number,
+  atomic: boolean,
+): Promise<Snapshot> {
+  const first = await readSnapshot({ reservationId, idempotency });
+  const r = first.reservation;
+  if (first.replay || !r || r.tenant !== caller.tenant || r.status !== 'ACTIVE') return first;
+  const read = await getBudgets(affectedScopes(r), r.reserved.unit, atomic);
+  if (now >= settleDeadline(r)) return { ...first, ...read };
+  return { ...first, atomic: read.atomic, budgets: await withClosedPeriods(r, read.budgets) };
+}
+
+/** The budgets, with the closed period's in place of the current one where a hold settles there. */
+async function withClosedPeriods(r: Reservation, budgets: Budgets): Promise<Budgets> {
+  const { unit } = r.reserved;
+  const closed = r.holds.flatMap(({ scope, periodStart }) => {
+    const current = budgetAt(budgets, scope, unit)?.period;
+    return periodStart && current?.start !== periodStart
+      ? [{ scope, unit, start: periodStart }]
+      : [];
+  });
+  if (closed.length === 0) return budgets;
+  return new Map([...budgets, ...(await getClosedPeriodBudgets(closed))]);
+}
+
+/**
+ * For the sweeper, which reads no budgets otherwise: the current budgets of the rolling budgets
+ * these reservations hold (rolled over first when due), by budgetKey.
+ */
+export async function currentBudgetsOf(
+  reservations: readonly Reservation[],
+  now: number,
+): Promise<Budgets> {
+  const rolling = new Map<Unit, Set<string>>();
+  for (const r of reservations) {
+    for (const { scope, periodStart } of r.holds) {
+      if (!periodStart) continue;
+      rolling.set(r.reserved.unit, (rolling.get(r.reserved.unit) ?? new Set()).add(scope));
+    }
+  }
+  const current = new Map<string, Budget>();
+  for (const [unit, scopes] of rolling) {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const { budgets } = await getBudgets([...scopes], unit);
+      if (attempt < 2 && (await rollOverDue(budgets, now))) continue;
+      for (const [key, b] of budgets) current.set(key, b);
+      break;
+    }
+  }
+  return current;
+}
+
+/**
+ * Budgets and their records for reads that write nothing (listings, lookups, balances), as of
+ * `now`: a rolling budget past its period is shown as its next operation will find it.
+ */
+export async function viewBudgets(
+  refs: readonly BudgetRef[],
+  now: number,
+): Promise<BudgetRecord[]> {
+  const records = await getBudgetRecords(refs);
+  return records.map((r) => ({ ...r, budget: rolledOver(r.budget, now) }));
+}
+
+/** As `viewBudgets`, by budgetKey. */
+export const viewBudgetsByKey = async (refs: readonly BudgetRef[], now: number) =>
+  budgetsByKey((await viewBudgets(refs, now)).map((r) => r.budget));
+
+/** Budgets and their records as stored, for changes conditioned on what they read. */
+export const readRecords = (refs: readonly BudgetRef[]): Promise<BudgetRecord[]> =>
+  getBudgetRecords(refs);
+
+/**
+ * A budget as the writes left it, at one instant (its shards read by TransactGetItems): what
+ * budget events report, so never rolled over (a rollover is a write of its own).
+ */
+export async function readAsWritten(ref: BudgetRef): Promise<BudgetRecord | undefined> {
+  const [record] = await getBudgetRecords([ref], true);
+  return record;
+}

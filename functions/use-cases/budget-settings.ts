@@ -1,0 +1,252 @@
+import type { Amount } from '../domain/amounts.js';
+import { budgetAudit } from '../domain/audit.js';
+import {
+  type Budget,
+  type BudgetRecord,
+  type BudgetRef,
+  type BudgetStatus,
+  shardCount,
+} from '../domain/budget.js';
+import { DEFAULT_THRESHOLDS } from '../domain/budget-events.js';
+import type { BudgetWriter } from '../domain/caller.js';
+import type { BudgetCaps } from '../domain/caps.js';
+import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
+import {
+  emptyShards,
+  evenOutMoves,
+  mustGate,
+  type Shard,
+  type ShardMove,
+} from '../domain/escrow.js';
+import { growShards, moveFromShard } from '../store/budgets/growth.js';
+import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
+import { setBudgetStatus, updateBudgetSettings } from '../store/budgets/writes.js';
+import { readBudgets, readRecords } from './budget-reader.js';
+import { noShardsForRolling, openBudget, shardedBudgetsWithRoom } from './budget-rules.js';
+import { storedThresholds } from './budgets.js';
+import { byOperator, type WriteContext, writableScope } from './context.js';
+import { readAgain, whileStale } from './guarded-write.js';
+
+// The operator's changes to a budget's settings and state: overdraft limit, caps, thresholds,
+// escrow shards, freeze, close. Each is read → change → conditional write with its audit record,
+// read again when another change landed between (whileStale). Counters change only by funding.
+
+export interface BudgetChange {
+  readonly overdraftLimit?: Amount | undefined;
+  /** null removes the caps. */
+  readonly caps?: BudgetCaps | null | undefined;
+  /** Budget event thresholds in percent; null restores the default. */
+  readonly thresholds?: readonly number[] | null | undefined;
+  /** More escrow shards (never fewer): see `growBudgetShards`. */
+  readonly shards?: number | undefined;
+}
+
+/**
+ * PATCH /v1/admin/budgets?scope=&unit=: the overdraft limit and the caps, audited. A limit
+ * lowered below the debt puts the budget over its limit (SPEC rule 4: no new reservations until
+ * the debt is repaid); counters change only by funding.
+ */
+export async function changeBudget(
+  writer: BudgetWriter,
+  ref: BudgetRef,
+  change: BudgetChange,
+  context: WriteContext,
+): Promise<BudgetRecord> {
+  // The shards come alone (http/schemas/admin.ts): each change is its own transaction and record.
+  return change.shards === undefined
+    ? changeBudgetSettings(writer, ref, change, context)
+    : growBudgetShards(writer, ref, change.shards, context);
+}
+
+async function changeBudgetSettings(
+  writer: BudgetWriter,
+  ref: BudgetRef,
+  change: BudgetChange,
+  context: WriteContext,
+): Promise<BudgetRecord> {
+  const { by, scope } = writableScope(writer, ref.scope, context);
+  if (change.overdraftLimit && change.overdraftLimit.unit !== ref.unit) {
+    throw new DomainError(
+      'UNIT_MISMATCH',
+      `overdraft_limit is in ${change.overdraftLimit.unit}, the budget in ${ref.unit}`,
+      { requested_unit: change.overdraftLimit.unit, expected_unit: ref.unit },
+    );
+  }
+  return whileStale(async () => {
+    const before = await openBudget(scope, ref.unit);
+    const after: Budget = {
+      ...before.budget,
+      overdraftLimit: change.overdraftLimit?.amount ?? before.budget.overdraftLimit,
+      caps: change.caps === undefined ? before.budget.caps : (change.caps ?? undefined),
+      thresholds:
+        change.thresholds === undefined
+          ? before.budget.thresholds
+          : storedThresholds(change.thresholds ?? undefined),
+    };
+    const audit = budgetAudit(
+      by,
+      'budget.update',
+      before.budget,
+      after,
+      change.caps !== undefined || change.thresholds !== undefined
+        ? {
+            ...(change.caps !== undefined && { caps: change.caps ?? 'removed' }),
+            ...(change.thresholds !== undefined && {
+              thresholds: after.thresholds ?? DEFAULT_THRESHOLDS,
+            }),
+          }
+        : undefined,
+    );
+    const at = new Date(context.now).toISOString();
+    if ((await updateBudgetSettings(before.budget, after, at, audit)) === 'stale') return readAgain;
+    return { ...before, budget: after, updatedAt: at };
+  });
+}
+
+/**
+ * PATCH `shards`: a busy budget split further, while it serves. The count rises on shard 0 and
+ * the new shards are put empty in one transaction, with the tenant's map of sharded budgets (the
+ * path rule) and the audit record; then the remaining is evened out by moves of two shards each
+ * (`evenOutMoves`), which a busy budget lets through where one rewrite of every shard would keep
+ * losing to holds. A move that fails (the budget moved on) is left to the next exact write,
+ * which lays every shard out afresh. Never fewer shards: holds live on their shards until
+ * settled. Not on a rolling budget, as at creation.
+ */
+async function growBudgetShards(
+  writer: BudgetWriter,
+  ref: BudgetRef,
+  to: number,
+  context: WriteContext,
+): Promise<BudgetRecord> {
+  const { tenant, by, scope } = writableScope(writer, ref.scope, context);
+  const grown = await whileStale(async () => {
+    const before = await openBudget(scope, ref.unit);
+    const { budget } = before;
+    const from = shardCount(budget);
+    if (to === from) return before;
+    if (budget.period) throw noShardsForRolling();
+    if (to < from) {
+      throw invalidRequest(
+        `shards: ${scope} has ${from}; a budget's shards can only grow (its holds live on them)`,
+        { field: 'shards' },
+      );
+    }
+    const sharded = await shardedBudgetsWithRoom(tenant, scope, ref.unit, to);
+    const at = new Date(context.now).toISOString();
+    const audit = budgetAudit(by, 'budget.update', budget, budget, { shards: { from, to } });
+    // Unsharded, the ledger item has no gate yet: the one its counters call for.
+    const gated =
+      budget.layout.kind === 'sharded' ? budget.layout.gated : mustGate(budget.counters);
+    const status = budget.status === 'FROZEN' ? 'FROZEN' : 'ACTIVE';
+    const g = {
+      tenant,
+      scope,
+      unit: ref.unit,
+      from,
+      to,
+      gated,
+      status,
+      at,
+      sharded,
+      audit,
+    } as const;
+    if ((await growShards(g)) === 'stale') return readAgain;
+    const shards: Shard[] = [
+      ...(budget.layout.kind === 'sharded'
+        ? budget.layout.shards
+        : [{ ...budget.counters, gated }]),
+      ...emptyShards(to - from).map((s) => ({ ...s, gated })),
+    ];
+    return {
+      ...before,
+      budget: { ...budget, layout: { kind: 'sharded', shards, gated } },
+      updatedAt: at,
+    } as BudgetRecord;
+  });
+  // Also when the count was already `to`: a PATCH sent again finishes an interrupted evening out.
+  if (shardCount(grown.budget) === to) await evenOutShards(scope, ref.unit);
+  return grown;
+}
+
+/** How long a PATCH `shards` spends evening out (its function times out at 10 s). */
+const EVEN_OUT_MS = 3_000;
+
+/**
+ * Best effort, one pass, one transaction per donor shard (it and the shards it fills, which are
+ * cold): a busy budget lets that through as it lets a hold through. Stops when busy past the
+ * retries or past EVEN_OUT_MS; the budget is exact as it stands, only less evenly laid out, and
+ * the same PATCH sent again (same count) carries on from there.
+ */
+async function evenOutShards(scope: string, unit: BudgetRef['unit']): Promise<void> {
+  const deadline = performance.now() + EVEN_OUT_MS;
+  const { budgets } = await readBudgets({ budgets: { scopes: [scope], unit } });
+  const layout = [...budgets.values()][0]?.layout;
+  if (layout?.kind !== 'sharded') return;
+  const byDonor = new Map<number, ShardMove[]>();
+  for (const m of evenOutMoves(layout.shards))
+    byDonor.set(m.from, [...(byDonor.get(m.from) ?? []), m]);
+  for (const moves of byDonor.values()) {
+    if (performance.now() > deadline) return;
+    try {
+      await moveFromShard(scope, unit, moves);
+    } catch (error) {
+      if (!(error instanceof RetryLaterError)) throw error;
+      return;
+    }
+  }
+}
+
+/**
+ * POST /v1/admin/budgets/freeze and /unfreeze: a frozen budget refuses new reservations and
+ * events (409 BUDGET_FROZEN; DENY on decide and dry runs) and still settles the open ones.
+ * Freezing a frozen budget answers it unchanged.
+ */
+export async function setBudgetFrozen(
+  writer: BudgetWriter,
+  ref: BudgetRef,
+  frozen: boolean,
+  context: WriteContext,
+): Promise<BudgetRecord> {
+  const { by, scope } = writableScope(writer, ref.scope, context);
+  const to: BudgetStatus = frozen ? 'FROZEN' : 'ACTIVE';
+  return whileStale(async () => {
+    const before = await openBudget(scope, ref.unit);
+    if (before.budget.status === to) return before;
+    const after: Budget = { ...before.budget, status: to };
+    const at = new Date(context.now).toISOString();
+    const audit = budgetAudit(
+      by,
+      frozen ? 'budget.freeze' : 'budget.unfreeze',
+      before.budget,
+      after,
+    );
+    if ((await setBudgetStatus(before.budget, to, at, audit)) === 'stale') return readAgain;
+    return { ...before, budget: after, updatedAt: at };
+  });
+}
+
+/** Part of a tenant's close: every budget of the tenant CLOSED (audited), permanently. */
+export async function closeBudgetsOfTenant(tenant: string, context: WriteContext) {
+  const at = new Date(context.now).toISOString();
+  for (let after: string | undefined; ; ) {
+    const page = await queryLedgerIndex({
+      tenant,
+      segment: `tenant:${tenant}`,
+      alsoContains: [],
+      after,
+      limit: 100,
+    });
+    for (const { budget } of await readRecords(page.entries)) {
+      if (budget.status === 'CLOSED') continue;
+      const audit = budgetAudit(byOperator(tenant, context), 'budget.close', budget, {
+        ...budget,
+        status: 'CLOSED',
+      });
+      // A concurrent freeze may win the race: the next close of the tenant finishes it.
+      await setBudgetStatus(budget, 'CLOSED', at, audit);
+    }
+    const last = page.entries[page.entries.length - 1];
+    if (!page.hasMore || !last) return;
+    after = last.position;
+  }
+}

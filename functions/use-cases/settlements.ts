@@ -1,0 +1,343 @@
+import type { Amount } from '../domain/amounts.js';
+import type { Budgets, Ledger } from '../domain/budget.js';
+import { type Caller, requireOwnTenant } from '../domain/caller.js';
+import { DomainError } from '../domain/errors.js';
+import { fingerprint } from '../domain/fingerprint.js';
+import { ledgersAfter, presentLedgers } from '../domain/ledger.js';
+import {
+  affectedScopes,
+  expiredError,
+  heldAmount,
+  type Reservation,
+  releaseChanges,
+  transition,
+} from '../domain/reservation.js';
+import { commitChanges } from '../domain/settlement.js';
+import type { IdempotencyScope } from '../store/entities/idempotency.js';
+import type { OutcomeToStore } from '../store/entities/outcome.js';
+import { queryReservations, readReservation } from '../store/reservation-queries.js';
+import { moveReservationExpiry, settleReservation } from '../store/reservation-writes.js';
+import type { WriteOutcome } from '../store/write.js';
+import { recordMetric } from '../telemetry/invocation.js';
+import { type Snapshot, settlingSource } from './budget-reader.js';
+import { byOperator, type WriteContext } from './context.js';
+import { expireReservation } from './expiry.js';
+import { guardedWrite, type Plan } from './guarded-write.js';
+import { outcomeToStore, type ResultCodec } from './outcomes.js';
+import { type Lease, leaseAt } from './reservations.js';
+
+export interface CommitRequest {
+  readonly idempotencyKey: string;
+  readonly actual: Amount;
+  readonly metrics?: Record<string, unknown> | undefined;
+  readonly metadata?: Record<string, unknown> | undefined;
+}
+export interface Committed {
+  readonly status: 'COMMITTED';
+  readonly charged: Amount;
+  readonly released: Amount;
+  readonly balances: readonly Ledger[];
+}
+
+/** A settlement's result, stored on its reservation: the balances; the reservation, the rest. */
+const settledCodec = <R>(expand: (r: Reservation) => Omit<R, 'balances'>): ResultCodec<R> => ({
+  compact: (result) => ({ balances: (result as { balances: readonly Ledger[] }).balances }),
+  expand: ({ balances }, { reservation }) => {
+    if (!reservation) throw new Error('a settlement outcome off its reservation');
+    return { ...expand(reservation), balances } as R;
+  },
+});
+
+export const committedCodec = settledCodec<Committed>((r) => {
+  const { unit, amount: estimate } = r.reserved;
+  const charged = r.committed?.amount ?? 0;
+  return {
+    status: 'COMMITTED',
+    charged: { unit, amount: charged },
+    released: { unit, amount: Math.max(0, estimate - charged) },
+  };
+});
+
+export const releasedCodec = settledCodec<Released>((r) => ({
+  status: 'RELEASED',
+  released: r.reserved,
+}));
+
+/** POST /v1/reservations/{id}/commit: SPEC § commit math, docs/ledger-math.md. */
+export function commitReservation(
+  caller: Caller,
+  reservationId: string,
+  request: CommitRequest,
+  now: number,
+): Promise<Committed> {
+  return changeReservation(caller, reservationId, 'commit', request, now, {
+    codec: committedCodec,
+    settled: (r) => ({ ...r, status: 'COMMITTED', committed: request.actual }),
+    decide: (r, budgets) => {
+      const changes = commitChanges(r, request.actual, budgets);
+      const { unit, amount: held } = heldAmount(r);
+      const result: Committed = {
+        status: 'COMMITTED',
+        charged: request.actual,
+        released: { unit, amount: Math.max(0, held - request.actual.amount) },
+        balances: ledgersAfter(budgets, changes),
+      };
+      return { result, changes };
+    },
+    onWritten: (r) => {
+      recordMetric('Commits', 1, {}, r.tenant);
+      const overage = request.actual.amount - r.reserved.amount;
+      if (overage > 0) recordMetric('OverageCharged', overage, { Unit: r.reserved.unit }, r.tenant);
+    },
+    write: (r, { changes }, idempotency, budgets) =>
+      settleReservation({
+        reservation: r,
+        budgets,
+        to: 'COMMITTED',
+        now,
+        changes,
+        committed: request.actual,
+        detail: {
+          ...(request.metrics && { metrics: request.metrics }),
+          ...(request.metadata && { metadata: request.metadata }),
+        },
+        idempotency,
+      }),
+  });
+}
+
+export interface ReleaseRequest {
+  readonly idempotencyKey: string;
+  readonly reason?: string | undefined;
+}
+export interface Released {
+  readonly status: 'RELEASED';
+  readonly released: Amount;
+  readonly balances: readonly Ledger[];
+}
+
+/** POST /v1/reservations/{id}/release: the whole hold returns to every scope. */
+export function releaseReservation(
+  caller: Caller,
+  reservationId: string,
+  request: ReleaseRequest,
+  now: number,
+  /** An operator's forced release: audited in the release's transaction. */
+  forcedBy?: { readonly requestId: string },
+): Promise<Released> {
+  return changeReservation(caller, reservationId, 'release', request, now, {
+    codec: releasedCodec,
+    settled: (r) => ({ ...r, status: 'RELEASED' }),
+    decide: (r, budgets) => {
+      const changes = releaseChanges(r, budgets);
+      const result: Released = {
+        status: 'RELEASED',
+        released: heldAmount(r),
+        balances: ledgersAfter(budgets, changes),
+      };
+      return { result, changes };
+    },
+    onWritten: (r) => recordMetric('Releases', 1, {}, r.tenant),
+    write: (r, { changes }, idempotency, budgets) =>
+      settleReservation({
+        reservation: r,
+        budgets,
+        to: 'RELEASED',
+        now,
+        changes,
+        detail: request.reason === undefined ? undefined : { reason: request.reason },
+        idempotency,
+        audit: forcedBy && {
+          ...byOperator(r.tenant, { now, requestId: forcedBy.requestId }),
+          action: 'reservation.release',
+          reservationId,
+          ...(request.reason !== undefined && { detail: { reason: request.reason } }),
+        },
+      }),
+  });
+}
+
+/** The operator acting on one tenant's reservations. */
+const operatorOf = (tenant: string): Caller => ({
+  tenant,
+  keyId: 'admin',
+  permissions: ['reservations:release'],
+});
+
+/**
+ * POST /v1/reservations/{id}/release with the admin key: the operator releases any tenant's
+ * ACTIVE reservation; the reason lands in the audit trail.
+ */
+export async function forceReleaseReservation(
+  reservationId: string,
+  request: ReleaseRequest,
+  { now, requestId }: WriteContext,
+): Promise<Released> {
+  const r = await readReservation(reservationId);
+  if (!r) throw new DomainError('NOT_FOUND', `reservation ${reservationId} does not exist`);
+  return releaseReservation(operatorOf(r.tenant), reservationId, request, now, { requestId });
+}
+
+/**
+ * Part of a tenant's close: every ACTIVE reservation released (audited, one key per
+ * reservation, so a repeated close replays instead of releasing twice). Walks the tenant's
+ * ACTIVE listing until it is empty.
+ */
+export async function releaseOpenReservations(
+  tenant: string,
+  reason: string,
+  context: WriteContext,
+): Promise<void> {
+  for (let round = 0; round < 1_000; round++) {
+    const page = await queryReservations({
+      tenant,
+      status: 'ACTIVE',
+      subject: {},
+      limit: 50,
+      matches: (r) => r.tenant === tenant && r.status === 'ACTIVE',
+    });
+    if (page.reservations.length === 0) return;
+    await Promise.all(
+      page.reservations.map((r) =>
+        forceReleaseReservation(
+          r.reservationId,
+          { idempotencyKey: `tenant-close:${r.reservationId}`, reason },
+          context,
+        ).catch((error: unknown) => {
+          // Settled or expired meanwhile: nothing left to release.
+          if (error instanceof DomainError) return;
+          throw error;
+        }),
+      ),
+    );
+  }
+}
+
+export interface ExtendRequest {
+  readonly idempotencyKey: string;
+  readonly extendByMs: number;
+  readonly metadata?: Record<string, unknown> | undefined;
+}
+export interface Extended {
+  readonly status: 'ACTIVE';
+  readonly expiresAtMs: number;
+  readonly balances: readonly Ledger[];
+}
+
+/**
+ * POST /v1/reservations/{id}/extend. Time base: the current expires_at_ms (not the request time),
+ * as the reference description says; refused from expires_at_ms on, grace does not count.
+ */
+export async function extendReservation(
+  caller: Caller,
+  reservationId: string,
+  request: ExtendRequest,
+  now: number,
+): Promise<Extended & Lease> {
+  const lease = leaseAt(now);
+  const extended = await changeReservation(caller, reservationId, 'extend', request, now, {
+    onReplay: lease.onReplay,
+    decide: (r, budgets) => ({
+      result: {
+        status: 'ACTIVE' as const,
+        expiresAtMs: r.expiresAtMs + request.extendByMs,
+        balances: presentLedgers(affectedScopes(r), r.reserved.unit, budgets),
+      },
+    }),
+    write: (r, { result }, idempotency) =>
+      moveReservationExpiry({
+        reservation: r,
+        newExpiresAtMs: result.expiresAtMs,
+        now,
+        metadata: request.metadata,
+        idempotency,
+      }),
+  });
+  return { ...extended, ...lease.of(extended.expiresAtMs) };
+}
+
+/** What commit, release and extend each state: the decision on an ACTIVE reservation, and its write. */
+interface ReservationChange<P extends Plan<unknown>> {
+  /** How the result is stored compactly on the reservation (commit, release). */
+  readonly codec?: ResultCodec<P['result']>;
+  /** The reservation as the write leaves it: the record its compact result is rebuilt from. */
+  settled?(r: Reservation): Reservation;
+  /** Told when the answer is a replay (GuardedWrite.onReplay). */
+  onReplay?(snapshot: { readonly reservation?: Reservation | undefined } | undefined): void;
+  /** Told once the change was written (GuardedWrite.onWritten). */
+  onWritten?(r: Reservation): void;
+  /** `budgets`: those its holds settle on, as read (a closed period's where it has one). */
+  decide(r: Reservation, budgets: Budgets): P;
+  write(
+    r: Reservation,
+    plan: P,
+    idempotency: { readonly scope: IdempotencyScope; readonly outcome: OutcomeToStore },
+    budgets: Budgets,
+  ): Promise<WriteOutcome>;
+}
+
+/**
+ * Commit, release and extend share the read (record, reservation, budgets), the ownership
+ * check, SPEC's transition (a reservation past its deadline expired first), and an idempotency
+ * record written with the change.
+ */
+function changeReservation<P extends Plan<unknown>>(
+  caller: Caller,
+  reservationId: string,
+  trigger: 'commit' | 'release' | 'extend',
+  request: { readonly idempotencyKey: string },
+  now: number,
+  change: ReservationChange<P>,
+): Promise<P['result']> {
+  const idempotency = { tenant: caller.tenant, operation: trigger, key: request.idempotencyKey };
+  const print = fingerprint({ reservationId, ...request });
+  const source = settlingSource(caller, reservationId, idempotency, now);
+  const transitionOf = (r: Reservation | undefined) =>
+    settleable(caller, reservationId, r, trigger, now);
+  type Settling = P & { readonly reservation: Reservation; readonly budgets: Budgets };
+  return guardedWrite<Snapshot, Settling>({
+    name: trigger,
+    fingerprint: print,
+    codec: change.codec,
+    recheckReplayBeforeRefusing: true,
+    read: source.read,
+    // Only our own expiry proves that it expired: if something settled or extended it first,
+    // read again.
+    repair: async (snapshot) => {
+      const t = transitionOf(snapshot.reservation);
+      if (t.kind === 'settle') return source.repair(snapshot);
+      if (await expireReservation(t.reservation, now)) throw expiredError(t.reservation);
+      return true;
+    },
+    decide: ({ reservation, budgets }) => {
+      const t = transitionOf(reservation);
+      if (t.kind === 'expire') throw expiredError(t.reservation);
+      return { ...change.decide(t.reservation, budgets), reservation: t.reservation, budgets };
+    },
+    write: (plan) => {
+      const record = change.settled && { reservation: change.settled(plan.reservation) };
+      const outcome = outcomeToStore(print, plan.result, change.codec, record);
+      return change.write(plan.reservation, plan, { scope: idempotency, outcome }, plan.budgets);
+    },
+    onReplay: (snapshot) => change.onReplay?.(snapshot),
+    onWritten: (plan) => change.onWritten?.(plan.reservation),
+  });
+}
+
+/**
+ * Ownership and SPEC's transition for a commit, release or extend: the reservation to settle, or
+ * one past its deadline, to expire first and then refuse with 410.
+ */
+function settleable(
+  caller: Caller,
+  reservationId: string,
+  r: Reservation | undefined,
+  trigger: 'commit' | 'release' | 'extend',
+  now: number,
+): { readonly kind: 'settle' | 'expire'; readonly reservation: Reservation } {
+  if (!r) throw new DomainError('NOT_FOUND', `reservation ${reservationId} does not exist`);
+  requireOwnTenant(caller, r.tenant, `reservation ${reservationId}`);
+  const t = transition(r, trigger, now);
+  if (t.kind === 'refuse') throw t.error;
+  return { kind: t.kind === 'expireThenRefuse' ? 'expire' : 'settle', reservation: r };
+}
