@@ -38,6 +38,14 @@ const settings = {
   DYNAMODB_ATTEMPT_TIMEOUT_MS: int(IN_LAMBDA ? 1_000 : 10_000, 50, 10_000),
   DYNAMODB_CONNECT_TIMEOUT_MS: int(500, 50, 10_000),
   DYNAMODB_MAX_ATTEMPTS: int(3, 1, 5),
+  /**
+   * How long a request may go on starting DynamoDB calls of its retry loops (a retry after a
+   * conflict, a read after a stale write); past it, it answers 429 with nothing written, and a
+   * call already sent is always waited for (functions/deadline.ts). 0: the function's remaining
+   * time less one call's worst case (in Lambda: 10 s − 3 × 1 s − 0.5 s). Locally 20 s: nothing
+   * times a local function out, and DynamoDB Local queues a burst's calls for seconds.
+   */
+  REQUEST_DEADLINE_MS: int(IN_LAMBDA ? 0 : 20_000, 0, 900_000),
   AWS_REGION: text('us-east-1'),
   LOG_LEVEL: oneOf(['debug', 'info', 'warn', 'error', 'silent'], 'info'),
   /** Powertools' own variables (it reads them too): `service` of logs and metrics. */

@@ -8,6 +8,7 @@ import type {
 import type { z } from 'zod';
 import { serverNow } from '../clock.js';
 import { config } from '../config/settings.js';
+import { deadlineBudgetMs, startDeadline } from '../deadline.js';
 import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
 import { exactJson, illFormedStringAt, parseExactJson } from '../domain/json.js';
 import { log } from '../log.js';
@@ -97,41 +98,53 @@ export function httpHandler<R extends RouteId>(
   options: { readonly errorDetails?: ErrorDetails } = {},
 ) {
   const route = routes[routeId];
-  const handle = middy<Event, Result, Error, Context>().handler(async (event) => {
-    const invocation = currentInvocation();
-    const now = serverNow();
-    const headers = event.headers ?? {};
-    const caller = await authenticate(headers, route.auth, now);
-    if (invocation) identify(invocation, caller);
-    const s: Schemas = schemas;
-    const input = {
-      body: s.body ? parseBody(s.body, event, headers) : undefined,
-      query: s.query
-        ? parse(s.query, event.queryStringParameters ?? {}, 'query parameter ')
-        : undefined,
-      params: s.params ? parse(s.params, event.pathParameters ?? {}, 'path parameter ') : undefined,
-      caller,
-      requestId: invocation?.requestId ?? randomUUID(),
-      now,
-      event,
-    } as RouteInput<R, RouteSchemas<R>>;
-    const answer = await run(input);
-    const reply = answer instanceof Reply ? answer : new Reply(undefined, answer);
-    return {
-      statusCode: reply.statusCode ?? route.status,
-      headers: { ...reply.headers },
-      body: exactJson(reply.body),
-    };
-  });
+  // No early timeout answer: it would answer 500 while a write is in flight and may still land.
+  // The request's deadline (functions/deadline.ts) stops its loops between attempts instead.
+  const handle = middy<Event, Result, Error, Context>({ timeoutEarlyInMillis: 0 }).handler(
+    async (event) => {
+      const invocation = currentInvocation();
+      const now = serverNow();
+      const headers = event.headers ?? {};
+      const caller = await authenticate(headers, route.auth, now);
+      if (invocation) identify(invocation, caller);
+      const s: Schemas = schemas;
+      const input = {
+        body: s.body ? parseBody(s.body, event, headers) : undefined,
+        query: s.query
+          ? parse(s.query, event.queryStringParameters ?? {}, 'query parameter ')
+          : undefined,
+        params: s.params
+          ? parse(s.params, event.pathParameters ?? {}, 'path parameter ')
+          : undefined,
+        caller,
+        requestId: invocation?.requestId ?? randomUUID(),
+        now,
+        event,
+      } as RouteInput<R, RouteSchemas<R>>;
+      const answer = await run(input);
+      const reply = answer instanceof Reply ? answer : new Reply(undefined, answer);
+      return {
+        statusCode: reply.statusCode ?? route.status,
+        headers: { ...reply.headers },
+        body: exactJson(reply.body),
+      };
+    },
+  );
   let coldStart = true;
   return (event: Event, context: Context): Promise<Result> =>
     runInvocation(event.requestContext?.requestId || randomUUID(), async (invocation) => {
       const cold = coldStart;
       coldStart = false;
+      startDeadline(deadlineBudgetMs(context?.getRemainingTimeInMillis?.()));
       try {
         return finish(await handle(event, context), { invocation, routeId, event, cold });
       } catch (error) {
-        const response = errorResponse(error, invocation.requestId, options.errorDetails);
+        const response = errorResponse(
+          error,
+          invocation.requestId,
+          options.errorDetails,
+          serverNow(),
+        );
         return finish(response, { invocation, routeId, event, cold, error });
       }
     });

@@ -41,9 +41,10 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   if (r.reservationId) wanted.push(keys.reservation(r.reservationId));
   if (r.eventId) wanted.push(keys.event(r.eventId));
   if (r.idempotency) wanted.push(idempotencyKey(r.idempotency));
-  if (r.budgets) wanted.push(...ledgerKeys(r.budgets.scopes, r.budgets.unit));
+  const mode = r.atomic === true ? 'atomic' : 'batch';
+  if (r.budgets) wanted.push(...ledgerKeys(r.budgets.scopes, r.budgets.unit, mode));
   const items = await getItems(wanted);
-  const { budgets, atomic } = await budgetsOf(items, r.atomic === true);
+  const { budgets, atomic } = await budgetsOf(items, mode);
   const reservationItem = r.reservationId
     ? items.get(keys.reservation(r.reservationId).pk)
     : undefined;

@@ -1,6 +1,7 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { pastDeadline } from '../deadline.js';
 import { RetryLaterError } from '../domain/errors.js';
 import { noteConflictRetry } from '../telemetry/invocation.js';
 import { documentClient, tableName } from './client.js';
@@ -49,17 +50,19 @@ const THROTTLED = new Set(['ThrottlingError', 'ProvisionedThroughputExceeded']);
  * conflict with another transaction or a throttled item (nothing was written) is retried with
  * full-jitter backoff within the priority's budget, then answered as RetryLaterError.
  * `retarget` gives the items of retry n (≥ 1): a hold on a sharded budget tries another shard
- * instead of racing again for the one that was busy.
+ * instead of racing again for the one that was busy; undefined, none is worth sending (a write
+ * conditioned on every shard as read, which the conflicting write moved): the cancellation is
+ * answered, for the caller to read again.
  */
 export async function transact(
   items: TransactItem[],
   priority: WritePriority = 'admit',
-  retarget?: (attempt: number) => TransactItem[],
+  retarget?: (attempt: number) => TransactItem[] | undefined,
 ): Promise<TransactOutcome> {
   const budget = CONFLICT_RETRY_BUDGET[priority];
+  let sent = items;
   for (let attempt = 0; ; attempt++) {
     try {
-      const sent = attempt > 0 && retarget ? retarget(attempt) : items;
       await documentClient.send(new TransactWriteCommand({ TransactItems: sent }));
       return { kind: 'committed' };
     } catch (error) {
@@ -75,12 +78,16 @@ export async function transact(
         return { kind: 'cancelled', reasons };
       const throttled = reasons.some((r) => THROTTLED.has(r.code));
       if (!throttled && !reasons.some((r) => r.code === CONFLICT)) throw error;
-      if (attempt >= budget.retries) {
+      // Past the request's deadline no new attempt starts: nothing was written, busy (429).
+      if (attempt >= budget.retries || pastDeadline()) {
         transactStats.busyAnswers++;
         throw new RetryLaterError(throttled ? 'THROTTLED' : 'CONTENTION', 2 * budget.capMs, {
           cause: error,
         });
       }
+      const next = retarget ? retarget(attempt + 1) : sent;
+      if (!next) return { kind: 'cancelled', reasons };
+      sent = next;
       transactStats.conflictRetries++;
       noteConflictRetry();
       await sleep(conflictBackoffMs(attempt, budget.capMs));
@@ -104,8 +111,10 @@ export async function getItems(keyList: readonly Key[]): Promise<Map<string, Ite
       );
       for (const item of result.Responses?.[tableName()] ?? []) found.set(String(item.pk), item);
       pending = result.UnprocessedKeys?.[tableName()]?.Keys as Key[] | undefined;
-      if (pending && pending.length > 0)
+      if (pending && pending.length > 0) {
+        if (pastDeadline()) throw new RetryLaterError('THROTTLED', 500);
         await sleep(Math.random() * Math.min(200, 10 * 2 ** attempt));
+      }
     }
   }
   return found;

@@ -44,18 +44,22 @@ export interface GuardedTransaction {
 
 /**
  * One TransactWriteItems, its cancellation read the one way every write reads it. Given a
- * builder, a retry after a conflict sends `build(attempt)` (a hold placed on another shard), and
- * a cancellation is read by the layout of the attempt that was cancelled last.
+ * builder, a retry after a conflict sends `build(attempt)` (a hold placed on another shard; none
+ * when the builder answers undefined: the write reads again), and a cancellation is read by the
+ * layout of the attempt that was cancelled last.
  */
 export async function transactWrite(
-  transaction: GuardedTransaction | ((attempt: number) => GuardedTransaction),
+  transaction: GuardedTransaction | ((attempt: number) => GuardedTransaction | undefined),
   priority: WritePriority = 'admit',
 ): Promise<WriteOutcome> {
   const build = typeof transaction === 'function' ? transaction : () => transaction;
-  let sent = build(0);
+  const first = build(0);
+  if (!first) throw new Error('transactWrite: nothing to send');
+  let sent = first;
   const retarget = (attempt: number) => {
-    sent = build(attempt);
-    return sent.items;
+    const next = build(attempt);
+    if (next) sent = next;
+    return next?.items;
   };
   const outcome = await transact(sent.items, priority, retarget);
   return outcome.kind === 'committed'

@@ -180,7 +180,11 @@ export function toEvent(
   };
 }
 
+/** A function's timeout in AWS (infra/service-function.ts): what the local context counts down. */
+const FUNCTION_TIMEOUT_MS = 10_000;
+
 function lambdaContext(requestId: string, name: string): Context {
+  const startedAt = Date.now();
   return {
     callbackWaitsForEmptyEventLoop: false,
     functionName: name,
@@ -190,7 +194,7 @@ function lambdaContext(requestId: string, name: string): Context {
     awsRequestId: requestId,
     logGroupName: `/aws/lambda/${name}`,
     logStreamName: 'local',
-    getRemainingTimeInMillis: () => 10_000,
+    getRemainingTimeInMillis: () => Math.max(0, FUNCTION_TIMEOUT_MS - (Date.now() - startedAt)),
     done: () => undefined,
     fail: () => undefined,
     succeed: () => undefined,

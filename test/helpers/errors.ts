@@ -4,7 +4,7 @@ import type { Response, WireError } from './http.js';
 
 /**
  * SPEC § Errors: the twelve codes and their statuses, and the reference's TENANT_CLOSED,
- * BUDGET_FROZEN and BUDGET_CLOSED (409);
+ * BUDGET_FROZEN and BUDGET_CLOSED (409) and LIMIT_EXCEEDED (429, busy: nothing written);
  * DUPLICATE_RESOURCE and the reference admin plane's KEY_REVOKED are the admin plane's own.
  */
 export const SPEC_STATUS: Readonly<Record<string, number>> = {
@@ -22,6 +22,7 @@ export const SPEC_STATUS: Readonly<Record<string, number>> = {
   TENANT_CLOSED: 409,
   BUDGET_FROZEN: 409,
   BUDGET_CLOSED: 409,
+  LIMIT_EXCEEDED: 429,
   INTERNAL_ERROR: 500,
 };
 const ADMIN_STATUS: Readonly<Record<string, number>> = {
@@ -61,5 +62,18 @@ export function expectError(
   }
   expect(res.headers.get('x-request-id')).toBe(error.request_id);
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  if (status === 429) expectBusyHeaders(res);
   return error;
+}
+
+/**
+ * A busy answer's headers (the reference's 429): Retry-After in whole seconds (delta-seconds,
+ * at least 1) and X-RateLimit-Reset, the Unix second from which a retry is welcome.
+ */
+export function expectBusyHeaders(res: Response<object>): void {
+  const retryAfter = res.headers.get('retry-after') ?? '';
+  expect(retryAfter, 'Retry-After').toMatch(/^[1-9]\d*$/);
+  const reset = Number(res.headers.get('x-ratelimit-reset'));
+  expect(Number.isInteger(reset), 'X-RateLimit-Reset').toBe(true);
+  expect(reset * 1000).toBeGreaterThan(Date.now() - 1_000);
 }

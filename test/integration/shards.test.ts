@@ -352,7 +352,10 @@ describe('a budget given more shards (PATCH shards)', () => {
     const t = await shardedTenant(4_000, 4);
     const { getBudgetRecords } = await import('../../functions/store/budgets/read.js');
     const { setBudgetStatus } = await import('../../functions/store/budgets/writes.js');
-    const [before] = await getBudgetRecords([{ scope: scopeOf(t, ''), unit: 'USD_MICROCENTS' }]);
+    const [before] = await getBudgetRecords(
+      [{ scope: scopeOf(t, ''), unit: 'USD_MICROCENTS' }],
+      'view',
+    );
 
     const grown = await patch(t, '', { shards: 8 });
     const stale = before && (await setBudgetStatus(before.budget, 'FROZEN', 'now', undefined));

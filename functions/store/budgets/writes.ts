@@ -65,7 +65,9 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
         : undefined,
     ),
     auditPut(n.audit),
-    ...(shards ?? []).slice(1).map((s, i) => putIfAbsent(shardItem(budget.ref, i + 1, s))),
+    ...(shards ?? [])
+      .slice(1)
+      .map((s, i) => putIfAbsent(shardItem(budget.ref, i + 1, s, 'ACTIVE', budget.period))),
   ];
 }
 

@@ -1,0 +1,41 @@
+import { config } from './config/settings.js';
+import { currentInvocation } from './telemetry/invocation.js';
+
+// A request's deadline: the moment past which its retry loops start no new DynamoDB call. A
+// call already sent is always waited for — abandoning it would answer "failed" while its write
+// may still land — so the deadline sits one call's worst case before the function's timeout,
+// and the loops check it between attempts: a request that runs out answers 429 with nothing
+// written (docs/decisions.md § Contention). Lambda's context gives the remaining time; the
+// local adapter gives the route's 10 s; REQUEST_DEADLINE_MS sets it outright (tests).
+
+/** The most one DynamoDB call may take: every attempt timing out, and the SDK's backoff. */
+const worstCallMs = () => config.DYNAMODB_MAX_ATTEMPTS * config.DYNAMODB_ATTEMPT_TIMEOUT_MS + 500;
+
+/**
+ * How long after its start a request may start new calls, given the function's remaining time
+ * then: that time less one call's worst case, but at least half of it (locally the worst case,
+ * 3 × 10 s, exceeds the nominal timeout, which nothing enforces there).
+ */
+export function deadlineBudgetMs(remainingMs: number | undefined): number | undefined {
+  if (config.REQUEST_DEADLINE_MS > 0) return config.REQUEST_DEADLINE_MS;
+  if (remainingMs === undefined || !Number.isFinite(remainingMs)) return undefined;
+  return Math.max(remainingMs / 2, remainingMs - worstCallMs());
+}
+
+/** Sets the current invocation's deadline, `budgetMs` after its start. */
+export function startDeadline(budgetMs: number | undefined): void {
+  const invocation = currentInvocation();
+  if (invocation && budgetMs !== undefined) invocation.deadlineAt = invocation.startedAt + budgetMs;
+}
+
+/** Whether the current request is past its deadline: start no new attempt. */
+export function pastDeadline(): boolean {
+  const at = currentInvocation()?.deadlineAt;
+  return at !== undefined && performance.now() >= at;
+}
+
+/** Milliseconds until the current request's deadline (Infinity without one). */
+export function timeLeftMs(): number {
+  const at = currentInvocation()?.deadlineAt;
+  return at === undefined ? Number.POSITIVE_INFINITY : Math.max(0, at - performance.now());
+}
