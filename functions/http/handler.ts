@@ -201,7 +201,7 @@ function finish(response: Result, outcome: Outcome): Result {
     log.info('request', fields);
   } else if (error instanceof RetryLaterError) {
     recordMetric('BusyAnswers', 1, { Reason: error.reason });
-    log.warn('request', { ...fields, busy_reason: error.reason });
+    log.warn('request', { ...fields, busy_reason: error.reason, ...busyCause(error) });
   } else if (error !== undefined) {
     // Logged with its cause and stack; its message never reaches the client (errors.ts).
     log.error('request', { ...fields, error });
@@ -210,6 +210,13 @@ function finish(response: Result, outcome: Outcome): Result {
   }
   publishMetrics(invocation);
   return { ...response, headers };
+}
+
+/** What made a request busy, as the SDK said it (a timeout's kind, a code): no key material. */
+function busyCause(error: RetryLaterError) {
+  const cause = error.cause;
+  if (!(cause instanceof Error)) return {};
+  return { busy_cause: `${cause.name}: ${cause.message}`.slice(0, 200) };
 }
 
 function parseBody(

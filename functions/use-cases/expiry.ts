@@ -118,11 +118,19 @@ export const SHARED_FREEING_MS = 250;
 /** The freeing under way per tenant and scope, in this process: its `now` and its result. */
 const freeings = new Map<string, { readonly atMs: number; readonly expired: Promise<number> }>();
 
-function freeingOf(tenant: string, scope: string, now: number, free: () => Promise<number>) {
+async function freeingOf(
+  tenant: string,
+  scope: string,
+  now: number,
+  free: () => Promise<number>,
+): Promise<number> {
   const key = `${tenant}\u0000${scope}`;
   const running = freeings.get(key);
   if (running && now >= running.atMs && now - running.atMs <= SHARED_FREEING_MS) {
-    return running.expired;
+    // A shared freeing that failed fails only the request that ran it: this one frees its own.
+    const shared = await running.expired.catch(() => undefined);
+    if (shared !== undefined) return shared;
+    return free();
   }
   const expired = free();
   freeings.set(key, { atMs: now, expired });

@@ -190,7 +190,12 @@ export async function budgetsOf(
   return { budgets, atomic: shardedOf(budgets).length === 0 };
 }
 
-const ATOMIC_READ_RETRIES = 4;
+/**
+ * A read at one instant waits for the writes that hold its items to finish: up to 8 retries,
+ * full-jitter backoff capped at 100 ms (about 0.4 s in all), and never past the deadline.
+ */
+const ATOMIC_READ_RETRIES = 8;
+const ATOMIC_READ_BACKOFF_CAP_MS = 100;
 
 /**
  * These items at one instant (TransactGetItems is serializable with transactions; a
@@ -221,7 +226,8 @@ async function readShardsAtomically(
           if (mode === 'atomic') throw new RetryLaterError('CONTENTION', 100);
           return undefined;
         }
-        await new Promise((r) => setTimeout(r, Math.random() * 10 * 2 ** attempt));
+        const backoff = Math.min(ATOMIC_READ_BACKOFF_CAP_MS, 10 * 2 ** attempt);
+        await new Promise((r) => setTimeout(r, Math.random() * backoff));
       }
     }
   }
