@@ -743,6 +743,8 @@ export interface components {
             caps?: components["schemas"]["Caps"];
             caps_when_remaining_below_bps?: number;
             thresholds?: number[];
+            /** @description Ours: the escrow shards the budget is split into (docs/scaling.md), only when more than one — set by the operator (`shards`) or grown by the service under contention (audited as the system). */
+            shards?: number;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */

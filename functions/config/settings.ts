@@ -88,6 +88,12 @@ const settings = {
   REFUSAL_EVENTS: flag(true),
   /** At most one refusal record per tenant, scope, unit and code per this interval (0: all). */
   REFUSAL_EVENT_INTERVAL_MS: int(1_000, 0, 3_600_000),
+  // Budgets that shard themselves (docs/decisions.md § Escrow shards).
+  /** The most escrow shards contention gives a budget by itself (1: never; an operator's PATCH may go to 64). */
+  AUTO_SHARDS_MAX: int(16, 1, 64),
+  /** Transaction conflicts on one budget's items, in one process within the window, that make it grow. */
+  AUTO_SHARDS_CONFLICTS: int(20, 1, 100_000),
+  AUTO_SHARDS_WINDOW_MS: int(10_000, 100, 600_000),
   /** The operator console's built files (default: beside the bundle in AWS, console/dist locally). */
   CONSOLE_DIR: optionalText(),
 } satisfies Record<string, Setting<unknown>>;

@@ -248,3 +248,32 @@ export function evenOutMoves(shards: readonly Shard[], need = 0): ShardMove[] {
   }
   return moves;
 }
+
+/**
+ * The most shards a budget at `scope` may have, given the other sharded budgets of its tenant in
+ * its unit (scope → shards): what keeps every path through it within one transaction.
+ */
+export const mostShardsOnPaths = (sharded: ReadonlyMap<string, number>, scope: string): number =>
+  Math.min(MAX_SHARDS, MAX_PATH_EXTRA_SHARDS - heaviestPathExtra(sharded, scope, 1) + 1);
+
+/**
+ * The count a budget that met sustained contention grows to by itself: double, at most
+ * `ceiling` (AUTO_SHARDS_MAX) and `room` (the path rule); undefined when it cannot grow.
+ */
+export function grownShardCount(
+  current: number,
+  ceiling: number,
+  room: number,
+): number | undefined {
+  const to = Math.min(current * 2, ceiling, room);
+  return to > current ? to : undefined;
+}
+
+/**
+ * Whether a sharded budget's remaining is gathered on some of its shards (`liveShards`): it is
+ * running low, and more shards would only be spread thin (fewer than half hold any).
+ */
+export function runningLow(shards: readonly Shard[]): boolean {
+  const holding = shards.filter((s) => s.remaining > 0).length;
+  return holding * 2 < shards.length;
+}

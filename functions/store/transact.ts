@@ -1,9 +1,11 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { config } from '../config/settings.js';
 import { pastDeadline } from '../deadline.js';
 import { RetryLaterError } from '../domain/errors.js';
 import { noteConflictRetry } from '../telemetry/invocation.js';
+import { budgetsBlamed, noteHeat } from './budgets/heat.js';
 import { documentClient, tableName } from './client.js';
 import type { Item, Key, TransactItem } from './expressions.js';
 
@@ -78,13 +80,17 @@ export async function transact(
         return { kind: 'cancelled', reasons };
       const throttled = reasons.some((r) => THROTTLED.has(r.code));
       if (!throttled && !reasons.some((r) => r.code === CONFLICT)) throw error;
+      const blamed = budgetsBlamed(sent, reasons);
       // Past the request's deadline no new attempt starts: nothing was written, busy (429).
       if (attempt >= budget.retries || pastDeadline()) {
+        // Turned away busy: the budgets blamed are hot at once (store/budgets/heat.ts).
+        for (const ref of blamed) noteHeat(ref, config.AUTO_SHARDS_CONFLICTS);
         transactStats.busyAnswers++;
         throw new RetryLaterError(throttled ? 'THROTTLED' : 'CONTENTION', 2 * budget.capMs, {
           cause: error,
         });
       }
+      for (const ref of blamed) noteHeat(ref);
       const next = retarget ? retarget(attempt + 1) : sent;
       if (!next) return { kind: 'cancelled', reasons };
       sent = next;

@@ -3,6 +3,7 @@ import { DomainError, RetryLaterError } from '../domain/errors.js';
 import type { StoredOutcome } from '../store/entities/outcome.js';
 import type { RefusedBudget, WriteOutcome } from '../store/write.js';
 import { type ResultCodec, replayOf } from './outcomes.js';
+import { growHotBudgets } from './shard-growth.js';
 
 /** Returned by a step when what was read can no longer be trusted: read again. */
 export const readAgain = Symbol('readAgain');
@@ -72,6 +73,17 @@ export interface GuardedWrite<S extends Snapshot, P extends Plan<unknown>> {
 }
 
 export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
+  op: GuardedWrite<S, P>,
+): Promise<P['result']> {
+  try {
+    return await attempts(op);
+  } finally {
+    // A budget this process found hot grows its shards, once the answer is decided.
+    await growHotBudgets();
+  }
+}
+
+async function attempts<S extends Snapshot, P extends Plan<unknown>>(
   op: GuardedWrite<S, P>,
 ): Promise<P['result']> {
   for (let attempt = 0; ; attempt++) {

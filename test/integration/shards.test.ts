@@ -411,7 +411,7 @@ describe('a budget given more shards (PATCH shards)', () => {
     expect(unsharded.status).toBe(201);
   });
 
-  it('refuses a rolling budget, and more shards than a path through the budget has room for', async () => {
+  it('grows a rolling budget too, and refuses more shards than a path through the budget has room for', async () => {
     const t = await shardedTenant(64_000, 64);
     const workspace = await patch(t, 'workspace:w', { shards: 14 });
     const tooMany = await patch(t, 'workspace:w', { shards: 15 });
@@ -429,6 +429,13 @@ describe('a budget given more shards (PATCH shards)', () => {
 
     expect(workspace.status).toBe(200);
     expectError(tooMany, 400, 'INVALID_REQUEST');
-    expectError(periodic, 400, 'INVALID_REQUEST');
+    expect([periodic.status, periodic.body.shards, periodic.body.period]).toEqual([
+      200,
+      4,
+      'DAILY',
+    ]);
+    expect((await shardsOf(rolling, '', 4)).map((s) => s?.period_start)).toEqual(
+      Array(4).fill(Date.parse(String(periodic.body.period_start))),
+    );
   });
 });

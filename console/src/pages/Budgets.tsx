@@ -236,6 +236,14 @@ function BudgetCard({
             {b.is_over_limit && <strong class="alert-text"> (over it)</strong>}
           </dd>
         </div>
+        {b.shards !== undefined && (
+          <div>
+            <dt>Escrow shards</dt>
+            <dd title="Set by an operator, or grown by the service when the budget met contention (see the audit trail)">
+              {b.shards}
+            </dd>
+          </div>
+        )}
       </dl>
       {b.caps && (
         <p class="caps">

@@ -209,7 +209,19 @@ function shardUpdate(change: LedgerChange, k: number, covers: number | undefined
   });
 }
 
-const SHARD_FIELDS = ['allocated', 'spent', 'reserved', 'debt', 'remaining', 'gated'] as const;
+/** What a rewrite sets on a shard and what it checks was read. */
+export const SHARD_FIELDS = [
+  'allocated',
+  'spent',
+  'reserved',
+  'debt',
+  'remaining',
+  'gated',
+] as const;
+
+/** A shard's attributes as a rewrite sets them. */
+export const shardCounters = (s: Shard): Record<string, unknown> =>
+  Object.fromEntries(SHARD_FIELDS.map((f) => [f, s[f]]));
 
 /**
  * The exact path, one shard: its new counters, if it still holds what was read. Shard 0 also
@@ -222,7 +234,7 @@ function shardRewrite(
   after: Shard,
   budget: { readonly count: number; readonly allocated: number },
 ): TransactItem {
-  const set: Record<string, unknown> = Object.fromEntries(SHARD_FIELDS.map((f) => [f, after[f]]));
+  const set = shardCounters(after);
   if (k === 0) set[BUDGET_ALLOCATED] = budget.allocated;
   return update(
     shardKey(change.scope, change.unit, k),
