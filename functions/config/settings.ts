@@ -63,6 +63,12 @@ const settings = {
   HOST: text('127.0.0.1', { min: 1 }),
   RUNTIME_PORT: int(7878, 0, 65_535),
   ADMIN_PORT: int(7979, 0, 65_535),
+  /**
+   * Local servers: requests handled at once per server, as a function's concurrency caps them in
+   * AWS; more are answered 429 at once (0: no cap). DynamoDB Local runs one call at a time, so
+   * without it a flood queues there until every request's deadline passes.
+   */
+  LOCAL_MAX_IN_FLIGHT: int(128, 0, 100_000),
   EXPIRY_SWEEP_INTERVAL_MS: int(5_000, 100, 3_600_000),
   DATA_DIR: text('.data'),
   DYNAMODB_IN_MEMORY: flag(false),
@@ -91,9 +97,13 @@ const settings = {
   // Budgets that shard themselves (docs/decisions.md § Escrow shards).
   /** The most escrow shards contention gives a budget by itself (1: never; an operator's PATCH may go to 64). */
   AUTO_SHARDS_MAX: int(16, 1, 64),
-  /** Transaction conflicts on one budget's items, in one process within the window, that make it grow. */
+  /**
+   * A budget grows when, in one process within the window, at least this many of the
+   * transactions on its items met a conflict, and at least AUTO_SHARDS_CONFLICT_PERCENT of them.
+   */
   AUTO_SHARDS_CONFLICTS: int(20, 1, 100_000),
-  AUTO_SHARDS_WINDOW_MS: int(10_000, 100, 600_000),
+  AUTO_SHARDS_CONFLICT_PERCENT: int(10, 1, 100),
+  AUTO_SHARDS_WINDOW_MS: int(10_000, 1_000, 600_000),
   /** The operator console's built files (default: beside the bundle in AWS, console/dist locally). */
   CONSOLE_DIR: optionalText(),
 } satisfies Record<string, Setting<unknown>>;

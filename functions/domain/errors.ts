@@ -41,11 +41,12 @@ export const invalidRequest = (message: string, details?: Record<string, unknown
   new DomainError('INVALID_REQUEST', message, details);
 
 /**
- * Why a request could not get through: other writes held its items, DynamoDB throttled it, or
- * the table did not answer in time (then a write's outcome is unknown: the same idempotency key
- * replays it if it landed).
+ * Why a request could not get through: other writes held its items, DynamoDB throttled it, the
+ * service had as many requests in flight as it takes (the local server, as a function's
+ * concurrency would), or the table did not answer in time (then a write's outcome is unknown:
+ * the same idempotency key replays it if it landed).
  */
-export type BusyReason = 'CONTENTION' | 'THROTTLED' | 'TIMEOUT';
+export type BusyReason = 'CONTENTION' | 'THROTTLED' | 'CONCURRENCY' | 'TIMEOUT';
 
 /** A limit that applies to the caller (a rate limit): what is left of it, and when it resets. */
 export interface AppliedLimit {

@@ -61,6 +61,8 @@ const BUSY_MESSAGES = {
     'the budget is busy with concurrent writes; nothing was written, retry after Retry-After seconds',
   THROTTLED:
     'the table is throttling this key; nothing was written, retry after Retry-After seconds',
+  CONCURRENCY:
+    'the service has as many requests in flight as it takes; nothing was done, retry after Retry-After seconds',
   // A write may have landed before the table went quiet: the same idempotency key replays it.
   TIMEOUT:
     'the table did not answer in time; retry shortly with the same idempotency key (a write that landed is replayed, never applied twice)',

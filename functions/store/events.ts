@@ -24,7 +24,7 @@ export function eventTransaction(
   const items: TransactItem[] = [...placed.items, putIfAbsent(eventItem(e.event, e.outcome))];
   return {
     items,
-    layout: { recordAt: placed.items.length, proofs: placed.proofs },
+    layout: { recordAt: placed.items.length, proofs: placed.proofs, touches: placed.touches },
     exact: placed.exact,
   };
 }

@@ -52,7 +52,7 @@ function reserveTransactions(
     const put = putIfAbsent({ ...record, ...holdShardsAttribute(placed.shards) });
     return {
       items: [...placed.items, put],
-      layout: { recordAt: placed.items.length, proofs: placed.proofs },
+      layout: { recordAt: placed.items.length, proofs: placed.proofs, touches: placed.touches },
     };
   };
 }
@@ -103,7 +103,7 @@ export function settleTransaction(s: Settlement): GuardedTransaction {
   ];
   // No record item: a concurrent duplicate fails the reservation's condition, and the read
   // that follows finds its outcome on the reservation (store/snapshot.ts).
-  return { items, layout: { proofs: [undefined, ...placed.proofs] } };
+  return { items, layout: { proofs: [undefined, ...placed.proofs], touches: placed.touches } };
 }
 
 /** `stale` also when the reservation is no longer ACTIVE-and-settleable: read it again. */

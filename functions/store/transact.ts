@@ -5,7 +5,7 @@ import { config } from '../config/settings.js';
 import { pastDeadline } from '../deadline.js';
 import { RetryLaterError } from '../domain/errors.js';
 import { noteConflictRetry } from '../telemetry/invocation.js';
-import { budgetsBlamed, noteHeat } from './budgets/heat.js';
+import { budgetsBlamed, noteAttempt, noteHeat } from './budgets/heat.js';
 import { documentClient, tableName } from './client.js';
 import type { Item, Key, TransactItem } from './expressions.js';
 
@@ -65,6 +65,7 @@ export async function transact(
   let sent = items;
   for (let attempt = 0; ; attempt++) {
     try {
+      noteAttempt(sent);
       await documentClient.send(new TransactWriteCommand({ TransactItems: sent }));
       return { kind: 'committed' };
     } catch (error) {

@@ -1,5 +1,7 @@
 import type { AuditEntry } from '../domain/audit.js';
 import type { Budget } from '../domain/budget.js';
+import type { ShardTouches } from './budgets/placement.js';
+import { applyToCachedShard, forgetShards } from './budgets/shard-cache.js';
 import { auditItem } from './entities/audit.js';
 import { budgetOfItem, isLedgerItem, shardCountOf } from './entities/ledger.js';
 import type { StoredOutcome } from './entities/outcome.js';
@@ -34,6 +36,8 @@ export interface RefusedBudget {
 export interface TransactionLayout {
   readonly recordAt?: number | undefined;
   readonly proofs: readonly (number | undefined)[];
+  /** Sharded budgets touched: this process's shard cache follows the outcome. */
+  readonly touches?: ShardTouches | undefined;
 }
 
 /** A transaction and how to read its cancellation. */
@@ -62,9 +66,24 @@ export async function transactWrite(
     return next?.items;
   };
   const outcome = await transact(sent.items, priority, retarget);
+  followInCache(sent.layout.touches, outcome.kind === 'committed');
   return outcome.kind === 'committed'
     ? { kind: 'written' }
     : classifyCancellation(outcome.reasons, sent.layout);
+}
+
+/**
+ * The shard cache (store/budgets/shard-cache.ts) after a write: a change written moves its
+ * cached shard along; a budget rewritten whole, or one whose write did not go through (a shard
+ * moved under it), is read afresh next time.
+ */
+function followInCache(touches: ShardTouches | undefined, written: boolean): void {
+  if (!touches) return;
+  for (const ref of touches.whole) forgetShards(ref);
+  for (const { ref, shard, delta } of touches.fast) {
+    if (written) applyToCachedShard(ref, shard, delta);
+    else forgetShards(ref);
+  }
 }
 
 /** CancellationReasons are index-aligned with the items sent. */

@@ -12,7 +12,8 @@ import type {
   APIGatewayProxyStructuredResultV2,
   Context,
 } from 'aws-lambda';
-import { invalidRequest } from '../../functions/domain/errors.js';
+import { config } from '../../functions/config/settings.js';
+import { invalidRequest, RetryLaterError } from '../../functions/domain/errors.js';
 import { errorResponse } from '../../functions/http/errors.js';
 import { log } from '../../functions/log.js';
 import {
@@ -217,7 +218,17 @@ function write(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): 
 
 export function createLocalServer(server: Server): HttpServer {
   const routes = compile(server);
+  let inFlight = 0;
   const http = createServer((req, res) => {
+    // As a function's concurrency caps it in AWS: past the cap, 429 at once, nothing done.
+    const cap = config.LOCAL_MAX_IN_FLIGHT;
+    if (cap > 0 && inFlight >= cap && !req.url?.startsWith('/actuator/health')) {
+      req.resume();
+      write(res, errorResponse(new RetryLaterError('CONCURRENCY', 1_000), randomUUID()));
+      return;
+    }
+    inFlight++;
+    res.once('close', () => inFlight--);
     void (async () => {
       const target = requestTarget(req.url);
       const matched = target && match(routes, req.method ?? 'GET', target.path);

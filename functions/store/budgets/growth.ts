@@ -9,6 +9,7 @@ import { tenantWithDimensions } from '../tenants.js';
 import { transact } from '../transact.js';
 import { auditPut } from '../write.js';
 import { shardCountIs } from './placement.js';
+import { forgetShards } from './shard-cache.js';
 
 // A busy budget given more escrow shards while it serves (PATCH `shards`, docs/decisions.md §
 // Escrow shards): the new shards put empty, then the remaining evened out by moves.
@@ -83,6 +84,7 @@ export function shardGrowthTransaction(g: ShardGrowth): TransactItem[] {
 /** `stale`: the budget's count, gate or status moved since it was read; nothing was written. */
 export async function growShards(g: ShardGrowth): Promise<'grown' | 'stale'> {
   const outcome = await transact(shardGrowthTransaction(g), 'settle');
+  forgetShards(g);
   return outcome.kind === 'committed' ? 'grown' : 'stale';
 }
 
@@ -113,5 +115,6 @@ export async function moveFromShard(scope: string, unit: Unit, moves: readonly S
     [side(from, -total, true), ...moves.map((m) => side(m.to, m.amount, false))],
     'admit',
   );
+  forgetShards({ scope, unit });
   return outcome.kind === 'committed';
 }

@@ -8,6 +8,7 @@ import { keys } from '../keys.js';
 import { queryPage } from '../pages.js';
 import { getItems, transact } from '../transact.js';
 import { SHARD_FIELDS, shardCounters, shardCountIs } from './placement.js';
+import { forgetShards } from './shard-cache.js';
 
 // Rolling budgets in the table (domain/period.ts): the ledger item is the current period's;
 // each closed period has an item of its own, in one partition per budget, by start.
@@ -102,6 +103,7 @@ async function rollOverShards(
     ],
     'settle',
   );
+  forgetShards(before.ref);
   return outcome.kind === 'committed' ? 'rolled' : 'stale';
 }
 

@@ -1,4 +1,10 @@
-import { type Budgets, balanceOf, budgetAt, budgetKey } from '../../domain/budget.js';
+import {
+  type BudgetRef,
+  type Budgets,
+  balanceOf,
+  budgetAt,
+  budgetKey,
+} from '../../domain/budget.js';
 import { respread, routeChange, type Shard } from '../../domain/escrow.js';
 import { applyDelta, type LedgerChange, type LedgerDelta } from '../../domain/ledger.js';
 import { ATTRIBUTE, BUDGET_ALLOCATED, shardKey } from '../entities/ledger.js';
@@ -24,6 +30,14 @@ export interface PlacedChanges {
   exact: boolean;
   /** The budgets (by budgetKey) rewritten whole. */
   readonly rewritten: string[];
+  /** The sharded budgets touched, for this process's shard cache (store/write.ts). */
+  readonly touches: ShardTouches;
+}
+
+/** What a write does to sharded budgets: changes on one shard each, and budgets rewritten whole. */
+export interface ShardTouches {
+  readonly fast: { readonly ref: BudgetRef; readonly shard: number; readonly delta: LedgerDelta }[];
+  readonly whole: BudgetRef[];
 }
 
 /**
@@ -39,7 +53,14 @@ export function placeChanges(
   budgets: Budgets,
   seed: number,
 ): PlacedChanges {
-  const placed: PlacedChanges = { items: [], proofs: [], shards: [], exact: false, rewritten: [] };
+  const placed: PlacedChanges = {
+    items: [],
+    proofs: [],
+    shards: [],
+    exact: false,
+    rewritten: [],
+    touches: { fast: [], whole: [] },
+  };
   changes.forEach((change, i) => {
     const budget = budgetAt(budgets, change.scope, change.unit);
     const layout = budget?.layout.kind === 'sharded' ? budget.layout : undefined;
@@ -54,6 +75,7 @@ export function placeChanges(
       if (change.shard && change.guard.kind === 'exists') {
         placed.items.push(shardUpdate(change, change.shard, undefined));
         placed.proofs.push(undefined);
+        placed.touches.fast.push({ ref: change, shard: change.shard, delta: change.delta });
       } else {
         placed.items.push(ledgerUpdate(change));
         placed.proofs.push(i);
@@ -66,6 +88,7 @@ export function placeChanges(
       placed.items.push(shardUpdate(change, route.shard, route.covers));
       placed.proofs.push(undefined);
       placed.shards.push(route.shard);
+      placed.touches.fast.push({ ref: budget.ref, shard: route.shard, delta: change.delta });
       return;
     }
     const pin = change.shard ?? seed % layout.shards.length;
@@ -88,6 +111,7 @@ export function placeChanges(
     placed.shards.push(pin);
     placed.exact = true;
     placed.rewritten.push(budgetKey(budget.ref));
+    placed.touches.whole.push(budget.ref);
   });
   return placed;
 }

@@ -16,6 +16,7 @@ import {
   BUDGET_ALLOCATED,
   budgetOfItem,
   isLedgerItem,
+  isShardItem,
   shardCountOf,
   shardKey,
   shardOf,
@@ -23,6 +24,7 @@ import {
 import type { Item, Key } from '../expressions.js';
 import { keys } from '../keys.js';
 import { getItems } from '../transact.js';
+import { cachedShard, rememberShard } from './shard-cache.js';
 
 // Budgets as stored (use-cases/budget-reader.ts is their one reader above the store). A sharded
 // budget is its ledger item (shard 0: the count, the gate, the settings) and shards 1..n−1; a
@@ -48,12 +50,16 @@ const shardCounts = new Map<string, number>();
 
 /**
  * The keys to read for these budgets: each ledger item, and for a `batch` read the shards
- * already known of (a read at one instant reads the shards again anyway).
+ * already known of that this process has not read in the last SHARD_CACHE_MS (a read at one
+ * instant reads the shards again anyway).
  */
 export function budgetKeys(refs: readonly BudgetRef[], mode: ReadMode = 'batch'): Key[] {
+  const at = Date.now();
   return refs.flatMap((ref) => {
     const n = mode === 'batch' ? (shardCounts.get(budgetKey(ref)) ?? 1) : 1;
-    return Array.from({ length: n }, (_, k) => shardKey(ref.scope, ref.unit, k));
+    return Array.from({ length: n }, (_, k) => k)
+      .filter((k) => k === 0 || !cachedShard(ref, k, at))
+      .map((k) => shardKey(ref.scope, ref.unit, k));
   });
 }
 
@@ -69,11 +75,13 @@ export const ledgerKeys = (
   );
 
 /**
- * Reads the shards a first read (`items`, by pk) lacks, for budgets it shows to be sharded, and
- * adds them to `items`. One more BatchGetItem the first time a process meets a sharded budget.
+ * Completes a first read (`items`, by pk) with the shards it lacks, for budgets it shows to be
+ * sharded: from this process's recent reads (store/budgets/shard-cache.ts), else read — one
+ * more BatchGetItem the first time a process meets a sharded budget. Shards read are remembered.
  */
 export async function completeShards(items: Map<string, Item>): Promise<void> {
   const missing: Key[] = [];
+  const at = Date.now();
   for (const item of [...items.values()]) {
     if (!isLedgerItem(item)) continue;
     const n = shardCountOf(item);
@@ -82,11 +90,23 @@ export async function completeShards(items: Map<string, Item>): Promise<void> {
     shardCounts.set(budgetKey(ref), n);
     for (let k = 1; k < n; k++) {
       const key = shardKey(ref.scope, ref.unit, k);
-      if (!items.has(key.pk)) missing.push(key);
+      const read = items.get(key.pk);
+      const cached = read ? undefined : cachedShard(ref, k, at);
+      if (read) rememberShard(ref, k, read, at);
+      else if (cached) items.set(key.pk, cached);
+      else missing.push(key);
     }
   }
   if (missing.length === 0) return;
-  for (const [pk, item] of await getItems(missing)) items.set(pk, item);
+  for (const [pk, item] of await getItems(missing)) {
+    items.set(pk, item);
+    if (isShardItem(item))
+      rememberShard(
+        { scope: String(item.scope), unit: item.unit as Unit },
+        Number(item.shard),
+        item,
+      );
+  }
 }
 
 /**
@@ -172,7 +192,15 @@ export async function budgetsOf(
   for (let round = 0, wanted = shardedItems(items); wanted.size > 0; round++) {
     const read = await readShardsAtomically([...wanted.values()].flat(), mode);
     if (read === undefined) break;
-    for (const [pk, item] of read) items.set(pk, item);
+    for (const [pk, item] of read) {
+      items.set(pk, item);
+      if (isShardItem(item))
+        rememberShard(
+          { scope: String(item.scope), unit: item.unit as Unit },
+          Number(item.shard),
+          item,
+        );
+    }
     const counted = shardedItems(items);
     const grown = [...counted].some(
       ([key, shards]) => shards.length > (wanted.get(key)?.length ?? 1),

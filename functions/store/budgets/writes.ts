@@ -31,6 +31,7 @@ import {
   writeAudited,
 } from '../write.js';
 import { openBudget, placeChanges, shardCountIs } from './placement.js';
+import { forgetShards } from './shard-cache.js';
 
 // A budget's writes of the control plane: its creation, a funding, its settings, its status.
 // Each carries its audit record in the same transaction.
@@ -99,7 +100,7 @@ export function fundingTransaction(
       putIfAbsent(idempotencyItem(idempotency.scope, idempotency.outcome, audit.atMs)),
       auditPut(audit),
     ],
-    layout: { recordAt: placed.items.length, proofs: placed.proofs },
+    layout: { recordAt: placed.items.length, proofs: placed.proofs, touches: placed.touches },
   };
 }
 
@@ -162,6 +163,7 @@ export async function updateBudgetSettings(
     ],
     audit,
   );
+  forgetShards(before.ref);
   return written === 'written' ? 'updated' : 'stale';
 }
 
@@ -196,5 +198,6 @@ export async function setBudgetStatus(
     ],
     audit,
   );
+  forgetShards(before.ref);
   return written === 'written' ? 'updated' : 'stale';
 }
