@@ -8,18 +8,30 @@ import { currentInvocation } from './telemetry/invocation.js';
 // written (docs/decisions.md § Contention). Lambda's context gives the remaining time; the
 // local adapter gives the route's 10 s; REQUEST_DEADLINE_MS sets it outright (tests).
 
-/** The most one DynamoDB call may take: every attempt timing out, and the SDK's backoff. */
-const worstCallMs = () => config.DYNAMODB_MAX_ATTEMPTS * config.DYNAMODB_ATTEMPT_TIMEOUT_MS + 500;
+/** The settings a deadline is made of (the configuration's, unless a test gives others). */
+export interface DeadlineSettings {
+  readonly REQUEST_DEADLINE_MS: number;
+  readonly DYNAMODB_MAX_ATTEMPTS: number;
+  readonly DYNAMODB_ATTEMPT_TIMEOUT_MS: number;
+}
+
+/** The SDK's backoff between a call's attempts, at most (3 × 1 s attempts: 0.5 s in all). */
+const SDK_BACKOFF_MS = 500;
 
 /**
  * How long after its start a request may start new calls, given the function's remaining time
- * then: that time less one call's worst case, but at least half of it (locally the worst case,
- * 3 × 10 s, exceeds the nominal timeout, which nothing enforces there).
+ * then: that time less one call's worst case (every attempt timing out, and the SDK's
+ * backoff), but at least half of it (locally the worst case, 3 × 10 s, exceeds the nominal
+ * timeout, which nothing enforces there). REQUEST_DEADLINE_MS, when set, instead.
  */
-export function deadlineBudgetMs(remainingMs: number | undefined): number | undefined {
-  if (config.REQUEST_DEADLINE_MS > 0) return config.REQUEST_DEADLINE_MS;
+export function deadlineBudgetMs(
+  remainingMs: number | undefined,
+  s: DeadlineSettings = config,
+): number | undefined {
+  if (s.REQUEST_DEADLINE_MS > 0) return s.REQUEST_DEADLINE_MS;
   if (remainingMs === undefined || !Number.isFinite(remainingMs)) return undefined;
-  return Math.max(remainingMs / 2, remainingMs - worstCallMs());
+  const worstCallMs = s.DYNAMODB_MAX_ATTEMPTS * s.DYNAMODB_ATTEMPT_TIMEOUT_MS + SDK_BACKOFF_MS;
+  return Math.max(remainingMs / 2, remainingMs - worstCallMs);
 }
 
 /** Sets the current invocation's deadline, `budgetMs` after its start. */

@@ -165,6 +165,10 @@ export function liveShards(n: number, remaining: number, need = 0): number {
   return Math.min(n, Math.max(1, Math.floor(remaining / need)));
 }
 
+/** What a change had to find on one shard: the exact path gathers the remaining by it. */
+export const needOf = (change: Pick<LedgerChange, 'guard'>): number | undefined =>
+  change.guard.kind === 'admit' || change.guard.kind === 'covers' ? change.guard.amount : undefined;
+
 /**
  * The exact path: the shards as `after` (the budget once the change is applied, computed on
  * the merged ledger) should be laid out. Holds stay where they are (a reservation settles on its

@@ -14,9 +14,10 @@ import { useTestStack } from '../helpers/scaffold.js';
 
 // Server time runs with real time, so requests race across a deadline as they would in
 // production; a test moves it forward to just before the deadline instead of waiting for it.
-// The tests of this file run one at a time.
+// The tests of this file run one at a time. Budgets do not grow shards by themselves here: the
+// injected conflicts test the retry policy, attempt by attempt (growth: auto-shards.test.ts).
 const clock = testClock();
-const stack = useTestStack({ clock });
+const stack = useTestStack({ clock, env: { AUTO_SHARDS_MAX: '1' } });
 const { create: reserve, commit, release, extend, getReservation, listed } = reservationsApi(stack);
 let client: typeof import('../../functions/store/client.js')['documentClient'];
 let sweepOnce: typeof import('../../functions/jobs/expire-reservations.js')['sweepOnce'];

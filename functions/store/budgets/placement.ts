@@ -5,7 +5,7 @@ import {
   budgetAt,
   budgetKey,
 } from '../../domain/budget.js';
-import { respread, routeChange, type Shard } from '../../domain/escrow.js';
+import { needOf, respread, routeChange, type Shard } from '../../domain/escrow.js';
 import { applyDelta, type LedgerChange, type LedgerDelta } from '../../domain/ledger.js';
 import { ATTRIBUTE, BUDGET_ALLOCATED, shardKey } from '../entities/ledger.js';
 import { and, attr, type Condition, or, type TransactItem, update } from '../expressions.js';
@@ -93,12 +93,13 @@ export function placeChanges(
     }
     const pin = change.shard ?? seed % layout.shards.length;
     const total = applyDelta(balanceOf(budget), change.delta);
-    // What the change had to find on one shard: the remaining gathers on shards that have it.
-    const need =
-      change.guard.kind === 'admit' || change.guard.kind === 'covers'
-        ? change.guard.amount
-        : undefined;
-    const after = respread(layout.shards, total, { shard: pin, delta: change.delta }, need);
+    // The remaining gathers on shards that have what the change had to find on one.
+    const after = respread(
+      layout.shards,
+      total,
+      { shard: pin, delta: change.delta },
+      needOf(change),
+    );
     after.forEach((shard, k) => {
       placed.items.push(
         shardRewrite(change, k, layout.shards[k] as Shard, shard, {
