@@ -75,5 +75,6 @@ export function expectBusyHeaders(res: Response<object>): void {
   expect(retryAfter, 'Retry-After').toMatch(/^[1-9]\d*$/);
   const reset = Number(res.headers.get('x-ratelimit-reset'));
   expect(Number.isInteger(reset), 'X-RateLimit-Reset').toBe(true);
-  expect(reset * 1000).toBeGreaterThan(Date.now() - 1_000);
+  // A Unix second of this run (the answer may have been checked well after it came).
+  expect(Math.abs(reset * 1000 - Date.now())).toBeLessThan(600_000);
 }
