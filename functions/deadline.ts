@@ -5,8 +5,8 @@ import { currentInvocation } from './telemetry/invocation.js';
 // call already sent is always waited for — abandoning it would answer "failed" while its write
 // may still land — so the deadline sits one call's worst case before the function's timeout,
 // and the loops check it between attempts: a request that runs out answers 429 with nothing
-// written (docs/decisions.md § Contention). Lambda's context gives the remaining time; the
-// local adapter gives the route's 10 s; REQUEST_DEADLINE_MS sets it outright (tests).
+// written (docs/decisions.md § Contention). Lambda's context gives the remaining time;
+// REQUEST_DEADLINE_MS sets it outright (locally 20 s, and tests).
 
 /** The settings a deadline is made of (the configuration's, unless a test gives others). */
 export interface DeadlineSettings {
@@ -21,8 +21,9 @@ const SDK_BACKOFF_MS = 500;
 /**
  * How long after its start a request may start new calls, given the function's remaining time
  * then: that time less one call's worst case (every attempt timing out, and the SDK's
- * backoff), but at least half of it (locally the worst case, 3 × 10 s, exceeds the nominal
- * timeout, which nothing enforces there). REQUEST_DEADLINE_MS, when set, instead.
+ * backoff): 6.5 s of a 10 s function, 1.5 s of a 5 s one (0: no retry at all; the first attempt
+ * is always made). REQUEST_DEADLINE_MS, when set, instead: locally, where nothing times a
+ * function out and the worst case (3 × 10 s) exceeds the nominal timeout, it is 20 s.
  */
 export function deadlineBudgetMs(
   remainingMs: number | undefined,
@@ -31,7 +32,7 @@ export function deadlineBudgetMs(
   if (s.REQUEST_DEADLINE_MS > 0) return s.REQUEST_DEADLINE_MS;
   if (remainingMs === undefined || !Number.isFinite(remainingMs)) return undefined;
   const worstCallMs = s.DYNAMODB_MAX_ATTEMPTS * s.DYNAMODB_ATTEMPT_TIMEOUT_MS + SDK_BACKOFF_MS;
-  return Math.max(remainingMs / 2, remainingMs - worstCallMs);
+  return Math.max(0, remainingMs - worstCallMs);
 }
 
 /** Sets the current invocation's deadline, `budgetMs` after its start. */

@@ -46,7 +46,7 @@ const settings = {
    * How long a request may go on starting DynamoDB calls of its retry loops (a retry after a
    * conflict, a read after a stale write); past it, it answers 429 with nothing written, and a
    * call already sent is always waited for (functions/deadline.ts). 0: the function's remaining
-   * time less one call's worst case (in Lambda: 10 s − 3 × 1 s − 0.5 s). Locally 20 s: nothing
+   * time less one call's worst case (in a 10 s function: 10 − 3 × 1 − 0.5 = 6.5 s). Locally 20 s: nothing
    * times a local function out, and DynamoDB Local queues a burst's calls for seconds.
    */
   REQUEST_DEADLINE_MS: int(IN_LAMBDA ? 0 : 20_000, 0, 900_000),
