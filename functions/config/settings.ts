@@ -68,7 +68,7 @@ const settings = {
    * AWS; more are answered 429 at once (0: no cap). DynamoDB Local runs one call at a time, so
    * without it a flood queues there until every request's deadline passes.
    */
-  LOCAL_MAX_IN_FLIGHT: int(128, 0, 100_000),
+  LOCAL_MAX_IN_FLIGHT: int(256, 0, 100_000),
   EXPIRY_SWEEP_INTERVAL_MS: int(5_000, 100, 3_600_000),
   DATA_DIR: text('.data'),
   DYNAMODB_IN_MEMORY: flag(false),
