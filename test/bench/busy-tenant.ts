@@ -65,10 +65,82 @@ export interface BusyRun {
   readonly auditMismatches: number;
 }
 
+/** 100 reserves at once on a budget whose remaining binds at EDGE_HOLDS holds. */
+export interface EdgeBurst {
+  readonly shards: number;
+  readonly emulated: boolean;
+  readonly statuses: Record<string, number>;
+  readonly ms: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+}
+
 export interface BusyTenantResult {
   readonly settings: readonly string[];
   readonly runs: readonly BusyRun[];
+  readonly edges?: readonly EdgeBurst[] | undefined;
   readonly skipped?: string | undefined;
+}
+
+const EDGE_HOLDS = 7;
+const EDGE_HOLD = 1_000;
+const EDGE_BURST = 100;
+
+/**
+ * The attack harness's burst (docs/scaling.md § At the edges): a tenant budget of `shards`
+ * funded with 7 holds and 431 to spare, 100 reserves of one hold at once; how they were answered
+ * and how long they took. With growth off (`AUTO_SHARDS_MAX=1` on the emulated server would
+ * change nothing here: 100 requests end before a growth lands).
+ */
+async function edgeBurst(
+  b: Bench,
+  target: HttpTarget,
+  shards: number,
+  emulated: boolean,
+): Promise<EdgeBurst> {
+  const t = await b.tenant(`edge-${shards}-${emulated ? 'e' : 'p'}`, []);
+  const scope = `tenant:${t.tenant}`;
+  const funded = EDGE_HOLDS * EDGE_HOLD + 431;
+  await b.parts.admin.expect('create edge budget', 'POST', '/v1/admin/budgets', t.headers, {
+    scope,
+    unit: UNIT,
+    allocated: { unit: UNIT, amount: funded },
+    ...(shards > 1 && { shards }),
+  });
+  t.budgets.set(scope, funded);
+  const statuses: Record<string, number> = {};
+  const ms: number[] = [];
+  const began = performance.now();
+  await Promise.all(
+    Array.from({ length: EDGE_BURST }, async (_, i) => {
+      const sent = performance.now();
+      const reply = await target.send('POST', '/v1/reservations', t.headers, {
+        idempotency_key: `${t.tenant}-${i}`,
+        subject: { tenant: t.tenant },
+        action: { kind: 'llm.completion', name: 'x' },
+        estimate: { unit: UNIT, amount: EDGE_HOLD },
+        ttl_ms: TTL_MS,
+      });
+      ms.push(performance.now() - sent);
+      const key = `${reply.status}${reply.status >= 400 ? ` ${String(reply.body.error)}` : ''}`;
+      statuses[key] = (statuses[key] ?? 0) + 1;
+    }),
+  );
+  const took = performance.now() - began;
+  await b.audit(`edge burst ${shards} shards${emulated ? ' (emulated)' : ''}`, [t]);
+  const latency = summarize(ms);
+  const burst: EdgeBurst = {
+    shards,
+    emulated,
+    statuses,
+    ms: Math.round(took),
+    p50Ms: Math.round(latency.p50),
+    p99Ms: Math.round(latency.p99),
+  };
+  say(
+    `  edge burst ${String(shards).padStart(2)} shards ${emulated ? 'emulated' : 'plain   '}  ${statusText(statuses)}  in ${burst.ms} ms (p50 ${burst.p50Ms}, p99 ${burst.p99Ms})`,
+  );
+  return burst;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -296,10 +368,17 @@ export async function busyTenantPhase(
     return { settings, runs: [], skipped: 'the bench did not start DynamoDB Local' };
   }
   const runs: BusyRun[] = [];
+  const edges: EdgeBurst[] = [];
+  for (const shards of [1, 4, 16, 64]) edges.push(await edgeBurst(b, b.runtime, shards, false));
   for (const autoShards of [true, false]) {
     const server = await startServer(autoShards ? {} : { AUTO_SHARDS_MAX: '1' });
     try {
       await server.sizing(false);
+      if (autoShards) {
+        const target = new HttpTarget(server.runtimeUrl);
+        for (const shards of [1, 4, 16, 64]) edges.push(await edgeBurst(b, target, shards, true));
+        target.close();
+      }
       runs.push(await run(b, server, 'agents', 200, autoShards, agentWarmup, agentSeconds));
       if (!autoShards) continue;
       for (const clients of CLOSED_LOOP)
@@ -310,7 +389,7 @@ export async function busyTenantPhase(
       await server.stop();
     }
   }
-  return { settings, runs };
+  return { settings, runs, edges };
 }
 
 // ---- BENCHMARKS.md ---------------------------------------------------------------------------
@@ -327,6 +406,19 @@ export function busyTenantMarkdown(r: BusyTenantResult, startedAt: string, comma
   const peak = Math.max(
     ...r.runs.filter((x) => x.load === 'closed-loop').map((x) => x.pairsPerSecond),
   );
+  if (r.edges && r.edges.length > 0) {
+    out.push(
+      'At the edge: 100 reserves of 1,000 at once on a tenant budget funded with 7,431 (7 holds and 431 to spare), DynamoDB Local without and with the emulator:',
+      '',
+      '| Shards | Emulator | Answers | All answered in (ms) | Reserve p50 / p99 ms |',
+      '|---|---|---|---|---|',
+      ...r.edges.map(
+        (e) =>
+          `| ${e.shards} | ${e.emulated ? 'on' : 'off'} | ${statusText(e.statuses)} | ${e.ms} | ${e.p50Ms} / ${e.p99Ms} |`,
+      ),
+      '',
+    );
+  }
   out.push(
     '| Load | Clients | Budgets grow | Pairs/s | Requests (statuses) | Failed (whole run) | Pair p50 / p99 ms | Shards reached (root / workspace) | Unsettled holds | Ledger audit |',
     '|---|---|---|---|---|---|---|---|---|---|',
