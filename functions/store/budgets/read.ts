@@ -98,14 +98,16 @@ export async function completeShards(items: Map<string, Item>): Promise<void> {
     }
   }
   if (missing.length === 0) return;
-  for (const [pk, item] of await getItems(missing)) {
+  addRead(items, await getItems(missing));
+}
+
+/** Items just read, added to `items`; the shards among them remembered (shard-cache.ts). */
+function addRead(items: Map<string, Item>, read: ReadonlyMap<string, Item>): void {
+  for (const [pk, item] of read) {
     items.set(pk, item);
-    if (isShardItem(item))
-      rememberShard(
-        { scope: String(item.scope), unit: item.unit as Unit },
-        Number(item.shard),
-        item,
-      );
+    if (!isShardItem(item)) continue;
+    const ref = { scope: String(item.scope), unit: item.unit as Unit };
+    rememberShard(ref, Number(item.shard), item);
   }
 }
 
@@ -192,15 +194,7 @@ export async function budgetsOf(
   for (let round = 0, wanted = shardedItems(items); wanted.size > 0; round++) {
     const read = await readShardsAtomically([...wanted.values()].flat(), mode);
     if (read === undefined) break;
-    for (const [pk, item] of read) {
-      items.set(pk, item);
-      if (isShardItem(item))
-        rememberShard(
-          { scope: String(item.scope), unit: item.unit as Unit },
-          Number(item.shard),
-          item,
-        );
-    }
+    addRead(items, read);
     const counted = shardedItems(items);
     const grown = [...counted].some(
       ([key, shards]) => shards.length > (wanted.get(key)?.length ?? 1),
