@@ -1,3 +1,4 @@
+import { serverNow } from '../clock.js';
 import { config } from '../config/settings.js';
 import { timeLeftMs } from '../deadline.js';
 import { type AuditContext, budgetAudit } from '../domain/audit.js';
@@ -171,7 +172,7 @@ async function growBySystem(ref: BudgetRef, requestId: string): Promise<void> {
     const onPaths = new Map(Object.entries(sharded.byUnit[ref.unit] ?? {}));
     const to = grownShardCount(from, config.AUTO_SHARDS_MAX, mostShardsOnPaths(onPaths, ref.scope));
     if (to === undefined) return undefined;
-    const by: AuditContext = { tenant, actor: { kind: 'system' }, requestId, atMs: Date.now() };
+    const by: AuditContext = { tenant, actor: { kind: 'system' }, requestId, atMs: serverNow() };
     return writeGrowth(before, to, sharded, by, { shards: { from, to }, reason: 'contention' });
   });
   if (!grown) return;
