@@ -405,6 +405,18 @@ describe('routeChange', () => {
     remaining: 40,
   });
 
+  it('rewrites every shard for a change of the allocation, which shard 0 keeps for reads', () => {
+    const debit = fundChange(
+      mergedOf({ scope: SCOPE, unit: UNIT, overdraftLimit: 0 }, shards),
+      'DEBIT',
+      5,
+      1_000,
+    );
+
+    expect(debit.guard.kind).toBe('covers');
+    expect(routeChange(debit, shards, undefined, 0)).toEqual({ path: 'exact' });
+  });
+
   it('settles on the pinned shard without a condition', () => {
     expect(routeChange({ guard: { kind: 'exists' } }, shards, 3, 0)).toEqual({
       path: 'fast',

@@ -6,6 +6,14 @@ import {
   noteHeat,
   takeHotBudgets,
 } from '../../functions/store/budgets/heat.js';
+import {
+  applyToCachedShard,
+  cachedShard,
+  cachedWhole,
+  forgetShards,
+  rememberShard,
+  SHARD_CACHE_MS,
+} from '../../functions/store/budgets/shard-cache.js';
 import { shardKey } from '../../functions/store/entities/ledger.js';
 import type { TransactItem } from '../../functions/store/expressions.js';
 import { keys } from '../../functions/store/keys.js';
@@ -85,5 +93,26 @@ describe('a request’s deadline', () => {
     expect(deadlineBudgetMs(10_000, { ...lambda, REQUEST_DEADLINE_MS: 250 })).toBe(250);
     // Locally (no Lambda) REQUEST_DEADLINE_MS defaults to 20 s.
     expect(deadlineBudgetMs(10_000)).toBe(20_000);
+  });
+});
+
+describe('the shards a write reads from the last second', () => {
+  it('are used while young, move with this process’s writes, and are forgotten on demand', () => {
+    const budget = ref('tenant:cached');
+    const at = 5_000_000;
+    const shard = { allocated: 10, spent: 0, reserved: 0, debt: 0, remaining: 10 };
+    rememberShard(budget, 1, shard, at);
+    rememberShard(budget, 2, shard, at);
+    rememberShard(budget, 0, shard, at);
+
+    applyToCachedShard(budget, 1, { reserved: 4, remaining: -4 });
+
+    expect(cachedShard(budget, 1, at + 10)).toMatchObject({ reserved: 4, remaining: 6 });
+    expect(cachedShard(budget, 0, at)).toBeUndefined();
+    expect(cachedWhole(budget, 3, at + SHARD_CACHE_MS - 1)).toBe(true);
+    expect(cachedWhole(budget, 4, at)).toBe(false);
+    expect(cachedShard(budget, 2, at + SHARD_CACHE_MS)).toBeUndefined();
+    forgetShards(budget);
+    expect(cachedShard(budget, 1, at)).toBeUndefined();
   });
 });
