@@ -14,8 +14,9 @@ import {
 
 /**
  * The request schemas are written with zod/mini, not zod's classic API: the same parser and the
- * same issues, a quarter of the bytes in every function that bundles them (docs/decisions.md
- * § Cloud room). Mini ships no messages of its own: English, as classic zod answers them.
+ * same issues, about a third of the bytes in every function that bundles them (docs/decisions.md
+ * § Cloud room; how to write one: docs/architecture.md § Request schemas). Mini ships no
+ * messages of its own: these are the English ones classic zod answers with.
  */
 z.config(en());
 
