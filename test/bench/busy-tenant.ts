@@ -1,6 +1,6 @@
 /**
- * The `busy-tenant` phase (`npm run bench -- --emulate-contention`, or `--phases busy-tenant`):
- * a tenant set up exactly as the README's walkthrough sets one up (a $1 root budget and a
+ * The `busy-tenant` phase (`npm run bench -- --phases busy-tenant`; `--emulate-contention` runs it
+ * after the simulator's phase): a tenant set up exactly as the README's walkthrough sets one up (a $1 root budget and a
  * workspace `prod` of $0.50 funded with $0.50 more, no `shards`), served by the real service in
  * a process of its own with the contention emulator on, and driven by clients that behave like
  * the real SDK (cycles-client-typescript 0.4.3, SDK-RECOVERY-PROFILE.md):
@@ -395,8 +395,17 @@ export async function busyTenantPhase(
 // ---- BENCHMARKS.md ---------------------------------------------------------------------------
 
 /** The generated part of BENCHMARKS.md § A busy tenant. */
-export function busyTenantMarkdown(r: BusyTenantResult, startedAt: string, command: string) {
-  const out = [`Run of ${startedAt.slice(0, 19).replace('T', ' ')} UTC: \`${command}\``, ''];
+export function busyTenantMarkdown(
+  r: BusyTenantResult,
+  startedAt: string,
+  command: string,
+  /** The machine's load averages (1, 5, 15 min) at the run's start and end: others' work shows. */
+  load: readonly [readonly number[], readonly number[]],
+) {
+  const out = [
+    `Run of ${startedAt.slice(0, 19).replace('T', ' ')} UTC: \`${command}\`; load average (1 / 5 / 15 min) ${load[0].join(' / ')} at the start, ${load[1].join(' / ')} at the end`,
+    '',
+  ];
   for (const s of r.settings) out.push(`- ${s}`);
   out.push('');
   if (r.runs.length === 0) {

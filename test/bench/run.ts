@@ -51,7 +51,10 @@ async function writeEmulatedBlocks(results: Results): Promise<void> {
       'BENCHMARKS.md',
       busyTenantBlock(
         text,
-        busyTenantMarkdown(results.busyTenant, results.startedAt, results.command),
+        busyTenantMarkdown(results.busyTenant, results.startedAt, results.command, [
+          results.machine.loadAverageAtStart,
+          results.machine.loadAverageAtEnd,
+        ]),
       ),
     );
   }
