@@ -14,7 +14,7 @@ import { useTestStack } from '../helpers/scaffold.js';
 
 // A sharded budget at its edge answers what the unsharded one answers (docs/scaling.md § At
 // the edges): 100 reserves at once on a budget whose remaining binds at exactly K holds end with
-// K holds and 99 − K + 1 refusals 409 BUDGET_EXCEEDED — no 5xx, no 429, no hold granted after a
+// K holds and 100 − K refusals 409 BUDGET_EXCEEDED — no 5xx, no 429, no hold granted after a
 // failure — and every read during the burst is one instant of the budget: its allocation the
 // funded amount, its holds whole, never more than K of them. DynamoDB Local, as the attack
 // harness runs it; the same burst under the contention emulator is measured, not asserted
