@@ -1,7 +1,7 @@
 import type { Unit } from '../domain/amounts.js';
 import type { Budgets } from '../domain/budget.js';
 import type { Reservation } from '../domain/reservation.js';
-import { budgetsOf, ledgerKeys } from './budgets/read.js';
+import { budgetsOf, ledgerKeys, readHeldShards } from './budgets/read.js';
 import { type IdempotencyScope, idempotencyKey } from './entities/idempotency.js';
 import type { StoredOutcome } from './entities/outcome.js';
 import { isReservationItem, reservationOf } from './entities/reservation.js';
@@ -44,10 +44,14 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   const mode = r.atomic === true ? 'atomic' : 'batch';
   if (r.budgets) wanted.push(...ledgerKeys(r.budgets.scopes, r.budgets.unit, mode));
   const items = await getItems(wanted);
-  const { budgets, atomic } = await budgetsOf(items, mode);
   const reservationItem = r.reservationId
     ? items.get(keys.reservation(r.reservationId).pk)
     : undefined;
+  const reservation = isReservationItem(reservationItem)
+    ? reservationOf(reservationItem)
+    : undefined;
+  if (reservation && mode === 'batch') await readHeldShards(items, reservation);
+  const { budgets, atomic } = await budgetsOf(items, mode);
   const recordItem = r.idempotency
     ? items.get(idempotencyKey(r.idempotency).pk)
     : r.eventId
@@ -59,7 +63,7 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
       recordedOutcomeOf(recordItem) ??
       (r.idempotency &&
         settledOutcome(reservationItem, r.idempotency.operation, r.idempotency.key)),
-    reservation: isReservationItem(reservationItem) ? reservationOf(reservationItem) : undefined,
+    reservation,
     budgets,
     atomic,
   };

@@ -13,7 +13,7 @@ import {
   scopeOf,
   usd,
 } from '../helpers/fixtures.js';
-import { request } from '../helpers/http.js';
+import { type Json, request } from '../helpers/http.js';
 import { reservationsApi } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
@@ -171,6 +171,33 @@ describe('a budget split into shards', () => {
     const shards = await shardsOf(t, '', 8);
     expect(shards.map((s) => s?.reserved)).toEqual(shards.map(() => 0));
     expect(shards.every((s) => Number(s?.remaining) >= 0)).toBe(true);
+  });
+
+  it('answers a settlement with whole balances when its hold’s shard was cached before the hold', async () => {
+    // As when another process took the holds: this process's shard cache still shows the shards
+    // as they were before them (store/budgets/shard-cache.ts), and a commit gives a hold back.
+    const { rememberShard } = await import('../../functions/store/budgets/shard-cache.js');
+    const t = await shardedTenant(10_000, 4);
+    const before = await shardsOf(t, '', 4);
+    const held = await Promise.all(
+      Array.from({ length: 8 }, () => reserve(t, { estimate: usd(100) })),
+    );
+    expect(held.map((r) => r.status)).toEqual(held.map(() => 200));
+    const ref = { scope: scopeOf(t, ''), unit: 'USD_MICROCENTS' as const };
+    for (let k = 1; k < 4; k++) {
+      const stale = before[k];
+      if (stale) rememberShard(ref, k, stale);
+    }
+
+    for (const r of held) {
+      const committed = await commit(t, r.body.reservation_id, { actual: usd(60) });
+      expect(committed.status).toBe(200);
+      const root = (committed.body.balances as Json[]).find((b) => b.scope === ref.scope);
+      // At most a second stale, never impossible: the hold's own shard was read afresh (the
+      // cached one, given the hold back, answered a negative `reserved`).
+      expect((root?.reserved as Json).amount).toBeGreaterThanOrEqual(0);
+    }
+    expect((await ledgers(stack, t))['']).toEqual(L(10_000, 480, 0, 0, 9_520));
   });
 
   it('charges an overage beyond one shard from the whole budget, and refuses what no shard sum covers', async () => {

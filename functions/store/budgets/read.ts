@@ -11,6 +11,7 @@ import {
 } from '../../domain/budget.js';
 import { RetryLaterError } from '../../domain/errors.js';
 import { sumShards } from '../../domain/escrow.js';
+import type { Reservation } from '../../domain/reservation.js';
 import { documentClient, tableName } from '../client.js';
 import {
   BUDGET_ALLOCATED,
@@ -99,6 +100,26 @@ export async function completeShards(items: Map<string, Item>): Promise<void> {
   }
   if (missing.length === 0) return;
   addRead(items, await getItems(missing));
+}
+
+/**
+ * A reservation's holds on shards k ≥ 1 that the shard cache shows without room for them (a
+ * cached `reserved` below the hold: read before the hold landed, or the hold taken by another
+ * process), read afresh into `items`: a commit, release or expiry gives the hold back there, and
+ * the balances it answers with would otherwise show a negative `reserved`. A cached shard that
+ * has room for the hold stays, its staleness bounded as every cached shard's is.
+ */
+export async function readHeldShards(items: Map<string, Item>, r: Reservation): Promise<void> {
+  const at = Date.now();
+  const unit = r.reserved.unit;
+  const stale = r.holds
+    .filter((h) => {
+      if (h.shard < 1 || items.has(shardKey(h.scope, unit, h.shard).pk)) return false;
+      const cached = cachedShard({ scope: h.scope, unit }, h.shard, at);
+      return cached !== undefined && Number(cached.reserved) < r.reserved.amount;
+    })
+    .map((h) => shardKey(h.scope, unit, h.shard));
+  if (stale.length > 0) addRead(items, await getItems(stale));
 }
 
 /** Items just read, added to `items`; the shards among them remembered (shard-cache.ts). */
