@@ -331,8 +331,13 @@ describe('settleTransaction', () => {
 
     expect(items).toHaveLength(scopes.length + 1);
     const { condition, update } = readable(items[0]?.Update);
-    expect(condition).toBe('status = "ACTIVE" AND tenant = "t" AND deadline_ms > 2000');
-    expect(update).toContain('REMOVE due_pk, due_sk, deadline_ms, hold_shards');
+    // On the charges read, too: a charge racing the commit lands first or makes it read again.
+    expect(condition).toBe(
+      'status = "ACTIVE" AND tenant = "t" AND deadline_ms > 2000 AND attribute_not_exists(charge_count)',
+    );
+    // A committed reservation keeps where its holds were: a refund lands there.
+    expect(update).toContain('REMOVE due_pk, due_sk, deadline_ms');
+    expect(update).not.toContain('hold_shards');
     // The outcome rides on the reservation: no idempotency record of its own. The operation is
     // the status written (COMMITTED), so it is not stored again.
     const set = setValues(items[0]?.Update);

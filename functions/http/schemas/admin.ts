@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { AUDIT_OPERATION_NAMES } from '../../domain/audit.js';
+import { AUDIT_OPERATION_NAMES, AUDIT_RESOURCE_TYPES } from '../../domain/audit.js';
 import { MAX_THRESHOLDS } from '../../domain/budget-events.js';
 import { BPS, type Caps, MAX_CAPS_BYTES, mergeCaps } from '../../domain/caps.js';
 import { DomainError } from '../../domain/errors.js';
@@ -105,6 +105,11 @@ export const CapsBody = z
 /** Integer percents of allocated, 1–100; [] reports no threshold (exhaustion still is). */
 const Thresholds = z.array(z.number().int().min(1).max(100)).max(MAX_THRESHOLDS);
 
+/** Ours (x-extension budget-reservations): the most one reservation may hold on the budget. */
+const MaxReservationAmount = Amount.describe(
+  'Ours: the most one reservation may hold on this budget; a larger estimate is refused (409 BUDGET_EXCEEDED, details.reason MAX_RESERVATION_AMOUNT_EXCEEDED; decide and dry runs answer DENY with reason_code MAX_RESERVATION_AMOUNT_EXCEEDED). Charges and commits are not capped.',
+);
+
 export const CreateBudgetBody = z
   .object({
     scope: Scope,
@@ -121,6 +126,7 @@ export const CreateBudgetBody = z
     period_anchor_day: z.number().int().min(1).max(28).optional(),
     /** Budget events at these percents of allocated used (domain/budget-events.ts). */
     thresholds: Thresholds.optional(),
+    max_reservation_amount: MaxReservationAmount.optional(),
   })
   .refine((b) => b.caps_when_remaining_below_bps === undefined || b.caps !== undefined, {
     path: ['caps_when_remaining_below_bps'],
@@ -254,7 +260,7 @@ export const ListAuditLogsQuery = z
     /** The actor: a key id, or `admin` for the operator. */
     key_id: z.string().min(1).max(64).optional(),
     operation: z.enum(AUDIT_OPERATION_NAMES as [string, ...string[]]).optional(),
-    resource_type: z.enum(['tenant', 'budget', 'api_key', 'reservation']).optional(),
+    resource_type: z.enum(AUDIT_RESOURCE_TYPES).optional(),
     resource_id: z.string().min(1).max(4200).optional(),
     from: Instant.optional(),
     to: Instant.optional(),
@@ -287,9 +293,11 @@ export const UpdateBudgetBody = z
     thresholds: Thresholds.nullable().optional(),
     /** More escrow shards for a budget that got busy (docs/scaling.md); never fewer. */
     shards: z.number().int().min(1).max(MAX_SHARDS).optional(),
+    /** null removes the cap. */
+    max_reservation_amount: MaxReservationAmount.nullable().optional(),
   })
   .refine((b) => Object.keys(b).length > 0, {
-    message: 'one of overdraft_limit, caps, thresholds, shards is required',
+    message: 'one of overdraft_limit, caps, thresholds, shards, max_reservation_amount is required',
   })
   .refine((b) => b.shards === undefined || Object.keys(b).length === 1, {
     // Two changes of one budget, each with its own transaction and audit record: one at a time.
@@ -309,6 +317,9 @@ export const UpdateBudgetBody = z
       ...(b.shards !== undefined && { shards: b.shards }),
       ...(b.overdraft_limit !== undefined && { overdraftLimit: b.overdraft_limit }),
       ...(b.thresholds !== undefined && { thresholds: b.thresholds }),
+      ...(b.max_reservation_amount !== undefined && {
+        maxReservationAmount: b.max_reservation_amount,
+      }),
       ...(b.caps !== undefined && {
         caps:
           b.caps === null
