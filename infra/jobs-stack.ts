@@ -149,7 +149,8 @@ export class JobsStack extends Stack {
     const fn = new ServiceFunction(this, 'EstimateAccuracyConsumer', {
       ...functionLogs(props),
       entry: estimateAccuracyConsumer.entry,
-      description: 'aggregates how good the estimates of settled reservations were, per budget and kind',
+      description:
+        'aggregates how good the estimates of settled reservations were, per budget and kind',
       ...sizingOf(estimateAccuracyConsumer),
       environment: commonEnvironment(props),
     });

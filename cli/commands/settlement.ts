@@ -104,7 +104,8 @@ function refundLines(r: Refunded, idempotencyKey: string): string[] {
 
 export const refundReservation = defineCommand<RefundOptions>({
   name: 'reservations refund',
-  summary: 'Refund part of what a reservation charged: its budgets get it back (admin key or budgets:write)',
+  summary:
+    'Refund part of what a reservation charged: its budgets get it back (admin key or budgets:write)',
   details:
     'At most what it charged and not yet refunded (its charges, or once committed its whole actual), on every scope it charged. Safe to retry with the same --idempotency-key.',
   arguments: [
@@ -136,7 +137,8 @@ export const refundReservation = defineCommand<RefundOptions>({
 export const refundEvent = defineCommand<RefundOptions>({
   name: 'events refund',
   summary: 'Refund part of what a usage event charged (admin key or budgets:write)',
-  details: 'At most its actual, less earlier refunds. Safe to retry with the same --idempotency-key.',
+  details:
+    'At most its actual, less earlier refunds. Safe to retry with the same --idempotency-key.',
   arguments: [
     { name: 'event-id', description: 'its id (POST /v1/events answered it)' },
     { name: 'amount', description: 'a whole number of the unit' },

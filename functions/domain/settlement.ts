@@ -69,10 +69,14 @@ function chargeHolds(r: Reservation, fromHold: number, actual: number, budgets: 
 
 function requireUnit(amount: Amount, unit: Amount['unit'], field: string): void {
   if (amount.unit === unit) return;
-  throw new DomainError('UNIT_MISMATCH', `${field} is in ${amount.unit}, the reservation in ${unit}`, {
-    requested_unit: amount.unit,
-    expected_unit: unit,
-  });
+  throw new DomainError(
+    'UNIT_MISMATCH',
+    `${field} is in ${amount.unit}, the reservation in ${unit}`,
+    {
+      requested_unit: amount.unit,
+      expected_unit: unit,
+    },
+  );
 }
 
 /** The debt `changes` run up, by scope: only scopes where they ran any up; undefined if none. */

@@ -2,7 +2,7 @@ import { LosslessNumber } from 'lossless-json';
 import { RATIO_BOUNDS_PERCENT } from '../domain/accuracy.js';
 import type { Amount, Unit } from '../domain/amounts.js';
 import type { Charge } from '../domain/reservation.js';
-import { type ChargeListing, type Charged, holdingNow } from '../use-cases/charges.js';
+import { type Charged, type ChargeListing, holdingNow } from '../use-cases/charges.js';
 import type { EstimateAccuracy, KindAccuracy } from '../use-cases/estimate-accuracy.js';
 import type { Refunded } from '../use-cases/refunds.js';
 import { balanceView, pageTail } from './views.js';

@@ -1,3 +1,4 @@
+import type { Unit } from '../domain/amounts.js';
 import { balanceOf } from '../domain/budget.js';
 import {
   type BudgetEvent,
@@ -5,7 +6,6 @@ import {
   EVENT_SOURCE,
   utilizationOf,
 } from '../domain/budget-events.js';
-import type { Unit } from '../domain/amounts.js';
 import type { Action } from '../domain/reservation.js';
 import type { BudgetEventMessage } from './schemas.js';
 

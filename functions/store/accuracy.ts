@@ -64,9 +64,7 @@ export async function readTrackedKinds(
   budgets: readonly string[],
 ): Promise<Map<string, TrackedKinds>> {
   const items = await getItems(budgets.map((b) => keys.accuracy(b, 'KINDS')));
-  return new Map(
-    budgets.map((b) => [b, trackedKindsOf(items.get(keys.accuracy(b, 'KINDS').pk))]),
-  );
+  return new Map(budgets.map((b) => [b, trackedKindsOf(items.get(keys.accuracy(b, 'KINDS').pk))]));
 }
 
 /** ADD totals to one item of a budget's accuracy, creating it if need be. */
@@ -115,9 +113,7 @@ export async function applyKindPlan(
   ];
   const removed = plan.evicted.map((k, i) => kindPath('e', i, k));
   const condition =
-    tracked.version === 0
-      ? attr('ver').notExists()(p)
-      : attr('ver').eq(tracked.version)(p);
+    tracked.version === 0 ? attr('ver').notExists()(p) : attr('ver').eq(tracked.version)(p);
   const directory: TransactItem = {
     Update: {
       TableName: tableName(),
@@ -140,7 +136,10 @@ export async function applyKindPlan(
       },
     ];
   });
-  const folded = plan.evicted.reduce((sum, k) => addTotals(sum, evicted.get(k) ?? NO_TOTALS), NO_TOTALS);
+  const folded = plan.evicted.reduce(
+    (sum, k) => addTotals(sum, evicted.get(k) ?? NO_TOTALS),
+    NO_TOTALS,
+  );
   const items = [
     directory,
     ...moves,

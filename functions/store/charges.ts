@@ -40,7 +40,12 @@ export interface NewCharge extends Recorded {
 export function chargeTransaction(n: NewCharge): GuardedTransaction {
   const r = n.reservation;
   const placed = placeChanges(n.changes, n.budgets ?? NO_BUDGETS, seedOf(r.reservationId));
-  return withRecord(chargeUpdate(r, n.charged, n.now), n, [putIfAbsent(chargeItem(n.charge))], placed);
+  return withRecord(
+    chargeUpdate(r, n.charged, n.now),
+    n,
+    [putIfAbsent(chargeItem(n.charge))],
+    placed,
+  );
 }
 
 export const insertCharge = (n: NewCharge): Promise<WriteOutcome> =>

@@ -105,9 +105,10 @@ export function updateExpression(parts: UpdateParts, p: Placeholders): string {
       return `${name} = ${name} + ${p.value(a, d)}`;
     }),
   ];
-  const adds = [...Object.entries(parts.addToSet ?? {}), ...Object.entries(parts.increment ?? {})].map(
-    ([a, v]) => `${p.name(a)} ${p.value(a, v)}`,
-  );
+  const adds = [
+    ...Object.entries(parts.addToSet ?? {}),
+    ...Object.entries(parts.increment ?? {}),
+  ].map(([a, v]) => `${p.name(a)} ${p.value(a, v)}`);
   const removes = (parts.remove ?? []).map((a) => p.name(a));
   return [
     sets.length > 0 && `SET ${sets.join(', ')}`,

@@ -126,6 +126,7 @@ export function decodeStreamRecord(record: StreamRecord, clock = Date.now): Tabl
   }
   if (after.type === 'refusal' && !before)
     return { ...base, kind: 'refusal', refusal: refusalOf(after) };
-  if (after.type === 'audit' && !before) return { ...base, kind: 'audit', record: auditRecordOf(after) };
+  if (after.type === 'audit' && !before)
+    return { ...base, kind: 'audit', record: auditRecordOf(after) };
   return { ...base, kind: 'other' };
 }

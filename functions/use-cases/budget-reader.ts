@@ -123,7 +123,11 @@ export const refundingSource = (
     if (!unit || !scopes) return first;
     const read = await getBudgets(scopes, unit, atomic);
     const places = refundableOf({ ...first, budgets: read.budgets })?.places ?? [];
-    return { ...first, atomic: read.atomic, budgets: await withClosedPeriods(places, unit, read.budgets) };
+    return {
+      ...first,
+      atomic: read.atomic,
+      budgets: await withClosedPeriods(places, unit, read.budgets),
+    };
   },
   repair: ({ budgets }) => rollOverDue(budgets, now),
 });

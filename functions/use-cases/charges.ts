@@ -1,9 +1,10 @@
 import type { Amount } from '../domain/amounts.js';
 import type { Budgets, Ledger } from '../domain/budget.js';
 import { type Caller, type Credential, requireOwnTenant } from '../domain/caller.js';
+import { invalidCursor } from '../domain/cursor.js';
 import { DomainError } from '../domain/errors.js';
 import { derivedId } from '../domain/fingerprint.js';
-import { ledgersAfter, type LedgerChange } from '../domain/ledger.js';
+import { type LedgerChange, ledgersAfter } from '../domain/ledger.js';
 import {
   type Charge,
   chargeCount,
@@ -16,7 +17,6 @@ import { insertCharge, queryCharges } from '../store/charges.js';
 import { isChargePosition } from '../store/keys.js';
 import { readReservation } from '../store/reservation-queries.js';
 import { recordMetric } from '../telemetry/invocation.js';
-import { invalidCursor } from '../domain/cursor.js';
 import { type Page, type PageRequest, paged } from './pages.js';
 import { changeReservation } from './settlements.js';
 
@@ -129,7 +129,8 @@ export async function listCharges(
   request: PageRequest,
 ): Promise<ChargeListing> {
   const reservation = await readReservation(reservationId);
-  if (!reservation) throw new DomainError('NOT_FOUND', `reservation ${reservationId} does not exist`);
+  if (!reservation)
+    throw new DomainError('NOT_FOUND', `reservation ${reservationId} does not exist`);
   if (reader.kind === 'tenant') {
     requireOwnTenant(reader, reservation.tenant, `reservation ${reservationId}`);
   }

@@ -12,8 +12,8 @@ import { budgetKey } from '../domain/budget.js';
 import type { BudgetWriter } from '../domain/caller.js';
 import { RetryLaterError } from '../domain/errors.js';
 import {
-  addAccuracy,
   type AccuracyAddition,
+  addAccuracy,
   applyKindPlan,
   type BudgetAccuracy,
   readAccuracy,
@@ -122,7 +122,10 @@ export interface EstimateAccuracy {
  * GET /v1/admin/budgets/accuracy?scope=&unit=: a budget's figures (the operator's, or the key's
  * own tenant's), each with the estimate that would have covered 95 % of its actuals.
  */
-export async function lookupAccuracy(reader: BudgetWriter, query: BudgetRef): Promise<EstimateAccuracy> {
+export async function lookupAccuracy(
+  reader: BudgetWriter,
+  query: BudgetRef,
+): Promise<EstimateAccuracy> {
   const ref = { scope: writableScope(reader, query.scope).scope, unit: query.unit };
   const [records, read] = await Promise.all([readRecords([ref]), readAccuracy(budgetKey(ref))]);
   if (records.length === 0) throw noBudget(ref.scope, ref.unit);

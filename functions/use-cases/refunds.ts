@@ -85,10 +85,14 @@ async function refund(
       if (writer.kind === 'tenant') requireOwnTenant(writer, refundable.tenant, `${kind} ${id}`);
       const { unit } = refundable;
       if (request.amount.unit !== unit) {
-        throw new DomainError('UNIT_MISMATCH', `amount is in ${request.amount.unit}, the ${kind} in ${unit}`, {
-          requested_unit: request.amount.unit,
-          expected_unit: unit,
-        });
+        throw new DomainError(
+          'UNIT_MISMATCH',
+          `amount is in ${request.amount.unit}, the ${kind} in ${unit}`,
+          {
+            requested_unit: request.amount.unit,
+            expected_unit: unit,
+          },
+        );
       }
       const amount = request.amount.amount;
       const changes = refundChanges(refundable, amount, snapshot.budgets);
@@ -146,7 +150,8 @@ async function ownerOf(target: Target): Promise<string> {
       ? await readReservation(target.reservationId)
       : await readEvent(target.eventId);
   if (!found) {
-    const what = 'reservationId' in target ? `reservation ${target.reservationId}` : `event ${target.eventId}`;
+    const what =
+      'reservationId' in target ? `reservation ${target.reservationId}` : `event ${target.eventId}`;
     throw new DomainError('NOT_FOUND', `${what} does not exist`);
   }
   return found.tenant;

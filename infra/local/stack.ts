@@ -90,11 +90,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     // The stream is read only when something needs it: DynamoDB Local keeps every record in
     // memory for a day (docs/decisions.md § Estimate accuracy: the cost, measured).
     const streamed = webhooks > 0 || config.ESTIMATE_ACCURACY;
-    const table = await ensureTable(client, config.TABLE_NAME, streamed).catch(
-      (error: unknown) => {
-        throw dynamo ? error : unreachable(endpoint, error);
-      },
-    );
+    const table = await ensureTable(client, config.TABLE_NAME, streamed).catch((error: unknown) => {
+      throw dynamo ? error : unreachable(endpoint, error);
+    });
     const streamArn = streamed ? await ensureStream(client, config.TABLE_NAME) : undefined;
     client.destroy();
 

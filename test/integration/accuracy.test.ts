@@ -116,7 +116,9 @@ describe('GET /v1/admin/budgets/accuracy', () => {
       }),
     });
     expect(root.other).toMatchObject({ settled: 0, released: 0, expired: 0 });
-    expect(root.total).toMatchObject(figures(4, 3_200, 2_300, { held_unspent_unit_seconds: 4_250 }));
+    expect(root.total).toMatchObject(
+      figures(4, 3_200, 2_300, { held_unspent_unit_seconds: 4_250 }),
+    );
     // Every budget a reservation held on counts it.
     expect(workspace.kinds).toEqual(root.kinds);
   });
@@ -191,9 +193,12 @@ describe('GET /v1/admin/budgets/accuracy', () => {
     };
     // The items as the stream shows them: as reserved, and as the commit left it.
     const image = (x: Reservation, settled = {}) =>
-      marshall({ ...reservationItem(x, { fingerprint: 'f', result: {} }), ...settled }, {
-        removeUndefinedValues: true,
-      });
+      marshall(
+        { ...reservationItem(x, { fingerprint: 'f', result: {} }), ...settled },
+        {
+          removeUndefinedValues: true,
+        },
+      );
     const committed: Reservation = {
       ...r,
       status: 'COMMITTED',

@@ -214,7 +214,11 @@ describe('GET /v1/reservations/{id}/charges', () => {
       id,
       `?limit=2&cursor=${encodeURIComponent(String(first.body.next_cursor))}`,
     );
-    const raw = await rawRequest('GET', `${stack.runtimeUrl}/v1/reservations/${id}/charges`, t.headers);
+    const raw = await rawRequest(
+      'GET',
+      `${stack.runtimeUrl}/v1/reservations/${id}/charges`,
+      t.headers,
+    );
 
     expect(first.body).toMatchObject({
       reservation_id: id,

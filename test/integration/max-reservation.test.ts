@@ -68,7 +68,10 @@ describe('max_reservation_amount', () => {
     });
     const fits = await api.reserve(t, { estimate: usd(4_000), dry_run: true });
 
-    expect(dry.body).toMatchObject({ decision: 'DENY', reason_code: 'MAX_RESERVATION_AMOUNT_EXCEEDED' });
+    expect(dry.body).toMatchObject({
+      decision: 'DENY',
+      reason_code: 'MAX_RESERVATION_AMOUNT_EXCEEDED',
+    });
     expect(decided.body).toMatchObject({
       decision: 'DENY',
       reason_code: 'MAX_RESERVATION_AMOUNT_EXCEEDED',

@@ -120,7 +120,11 @@ describe('POST /v1/reservations/{id}/refunds', () => {
     const t = await givenTenant(stack);
     await givenBudget(stack, t, '', 100, { overdraftLimit: 100 });
     const subject = { tenant: t.tenant };
-    const r = await api.reserve(t, { subject, estimate: usd(50), overage_policy: 'ALLOW_WITH_OVERDRAFT' });
+    const r = await api.reserve(t, {
+      subject,
+      estimate: usd(50),
+      overage_policy: 'ALLOW_WITH_OVERDRAFT',
+    });
     await api.commit(t, r.body.reservation_id, { actual: usd(130) });
     // 50 held, 50 from remaining, 30 as debt.
     expect(await ledgers(stack, t)).toEqual({ '': L(100, 100, 0, 30, -30) });
@@ -132,7 +136,11 @@ describe('POST /v1/reservations/{id}/refunds', () => {
     expect([first.status, second.status]).toEqual([200, 200]);
 
     // Another reservation's debt, repaid by the operator before the refund.
-    const again = await api.reserve(t, { subject, estimate: usd(10), overage_policy: 'ALLOW_WITH_OVERDRAFT' });
+    const again = await api.reserve(t, {
+      subject,
+      estimate: usd(10),
+      overage_policy: 'ALLOW_WITH_OVERDRAFT',
+    });
     await api.commit(t, again.body.reservation_id, { actual: usd(40) });
     // Its hold took the last 10 of remaining: the 30 beyond it are all debt.
     expect(await ledgers(stack, t)).toEqual({ '': L(100, 100, 0, 30, -30) });
@@ -159,14 +167,10 @@ describe('POST /v1/reservations/{id}/refunds', () => {
     const agent = { ...t, headers: { 'x-service-api-key': String(key.body.key_secret) } };
 
     const refused = expectError(await refund(agent, id, 10), 403, 'FORBIDDEN');
-    const byOperator = await request(
-      'POST',
-      `${stack.adminUrl}/v1/reservations/${id}/refunds`,
-      {
-        headers: adminHeaders,
-        body: { idempotency_key: randomUUID(), amount: usd(10), reason: 'operator reversal' },
-      },
-    );
+    const byOperator = await request('POST', `${stack.adminUrl}/v1/reservations/${id}/refunds`, {
+      headers: adminHeaders,
+      body: { idempotency_key: randomUUID(), amount: usd(10), reason: 'operator reversal' },
+    });
 
     expect(refused.details?.missing_permission).toBe('budgets:write');
     expect(byOperator.status, JSON.stringify(byOperator.body)).toBe(200);
@@ -214,7 +218,11 @@ describe('POST /v1/events/{id}/refunds', () => {
     const small = await refundEvent(t, plain, { amount: usd(15) });
 
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body).toMatchObject({ event_id: owing, refunded_total: usd(50), refundable: usd(50) });
+    expect(res.body).toMatchObject({
+      event_id: owing,
+      refunded_total: usd(50),
+      refundable: usd(50),
+    });
     expect(small.status).toBe(200);
     expect(await ledgers(stack, t)).toEqual({
       '': L(1_000, 75, 0, 0, 925),

@@ -27,7 +27,11 @@ beforeAll(async () => {
 
 type Policy = 'REJECT' | 'ALLOW_IF_AVAILABLE' | 'ALLOW_WITH_OVERDRAFT';
 type Code = 'OVERDRAFT_LIMIT_EXCEEDED' | 'DEBT_OUTSTANDING' | 'BUDGET_EXCEEDED';
-const PRECEDENCE: readonly Code[] = ['OVERDRAFT_LIMIT_EXCEEDED', 'DEBT_OUTSTANDING', 'BUDGET_EXCEEDED'];
+const PRECEDENCE: readonly Code[] = [
+  'OVERDRAFT_LIMIT_EXCEEDED',
+  'DEBT_OUTSTANDING',
+  'BUDGET_EXCEEDED',
+];
 
 interface Ledger {
   allocated: number;
@@ -124,7 +128,8 @@ class Model {
         const l = b.current;
         if (l.debt > l.limit) return { code: 'OVERDRAFT_LIMIT_EXCEEDED', scope };
         if (l.debt > 0) return { code: 'DEBT_OUTSTANDING', scope };
-        if (b.cap !== undefined && estimate > b.cap) return { code: 'BUDGET_EXCEEDED', scope, cap: true };
+        if (b.cap !== undefined && estimate > b.cap)
+          return { code: 'BUDGET_EXCEEDED', scope, cap: true };
         return remainingOf(l) < estimate ? { code: 'BUDGET_EXCEEDED', scope } : undefined;
       }),
     );
@@ -136,7 +141,8 @@ class Model {
     const plans = ledgers.map(([scope, l]) => {
       if (overage <= 0) return { l, spent: actual, debt: 0 };
       if (remainingOf(l) >= overage && policy !== 'REJECT') return { l, spent: actual, debt: 0 };
-      if (policy !== 'ALLOW_WITH_OVERDRAFT') return { refusal: { code: 'BUDGET_EXCEEDED' as const, scope } };
+      if (policy !== 'ALLOW_WITH_OVERDRAFT')
+        return { refusal: { code: 'BUDGET_EXCEEDED' as const, scope } };
       const funded = Math.max(0, remainingOf(l));
       const deficit = overage - funded;
       if (l.debt + deficit > l.limit) {
@@ -211,16 +217,56 @@ const operation = fc.oneof(
       subject,
       estimate: fc.nat({ max: 800 }),
       policy,
-      ttl: fc.oneof(fc.integer({ min: 1_000, max: 30_000 }), fc.integer({ min: 1_000, max: 7_200_000 })),
+      ttl: fc.oneof(
+        fc.integer({ min: 1_000, max: 30_000 }),
+        fc.integer({ min: 1_000, max: 7_200_000 }),
+      ),
       grace: fc.constantFrom(0, 5_000),
     }),
   },
-  { weight: 5, arbitrary: fc.record({ op: fc.constant('charge' as const), pick, amount: fc.integer({ min: 1, max: 500 }) }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('commit' as const), pick, extra: fc.integer({ min: -50, max: 600 }) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant('charge' as const),
+      pick,
+      amount: fc.integer({ min: 1, max: 500 }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('commit' as const),
+      pick,
+      extra: fc.integer({ min: -50, max: 600 }),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('release' as const), pick }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('extend' as const), pick, by: fc.integer({ min: 1, max: 3_600_000 }) }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('refund' as const), pick, ofEvent: fc.boolean(), amount: fc.integer({ min: 1, max: 200 }) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('event' as const), subject, actual: fc.nat({ max: 600 }), policy }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('extend' as const),
+      pick,
+      by: fc.integer({ min: 1, max: 3_600_000 }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('refund' as const),
+      pick,
+      ofEvent: fc.boolean(),
+      amount: fc.integer({ min: 1, max: 200 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('event' as const),
+      subject,
+      actual: fc.nat({ max: 600 }),
+      policy,
+    }),
+  },
   {
     weight: 2,
     arbitrary: fc.record({
@@ -270,7 +316,13 @@ interface Run {
   readonly model: Model;
   readonly story: string[];
   /** Successful writes, for `retry`: sent again with the same key, they answer the same body. */
-  readonly writes: { method: string; url: string; body: Json; headers: Record<string, string>; answer: Json }[];
+  readonly writes: {
+    method: string;
+    url: string;
+    body: Json;
+    headers: Record<string, string>;
+    answer: Json;
+  }[];
 }
 
 const observed = (b: Json) => ({
@@ -319,7 +371,11 @@ async function expectLedgers({ t, model, story }: Run): Promise<void> {
 }
 
 /** The answer's balances are the ledgers after the operation, where each change landed. */
-function expectBalances(run: Run, body: Json, places: readonly Pick<Place, 'scope' | 'periodStart'>[]) {
+function expectBalances(
+  run: Run,
+  body: Json,
+  places: readonly Pick<Place, 'scope' | 'periodStart'>[],
+) {
   const balances = (body.balances as Json[]) ?? [];
   const got = balances.map((b) => [relativeScope(run.t, String(b.scope_path)), observed(b)]);
   const want = places.map((p) => [p.scope, expected(run.model.ledgerAt(p))]);
@@ -354,7 +410,8 @@ function gate(run: Run, r: Reservation, op: 'charge' | 'commit' | 'release' | 'e
     return { status: 410, code: 'RESERVATION_EXPIRED' };
   }
   for (const s of r.scopes) model.touch(s);
-  if (op === 'extend' && model.now >= r.expiresAt) return { status: 410, code: 'RESERVATION_EXPIRED' };
+  if (op === 'extend' && model.now >= r.expiresAt)
+    return { status: 410, code: 'RESERVATION_EXPIRED' };
   return undefined;
 }
 
@@ -377,7 +434,8 @@ async function step(run: Run, o: Operation): Promise<void> {
         grace_period_ms: o.grace,
       });
       if (!expectAnswer(run, res, refusal ? 409 : 200, refusal?.code)) return;
-      for (const scope of s.scopes) (model.budgets.get(scope) as Budget).current.reserved += o.estimate;
+      for (const scope of s.scopes)
+        (model.budgets.get(scope) as Budget).current.reserved += o.estimate;
       model.reservations.push({
         id: String(res.body.reservation_id),
         scopes: [...s.scopes],
@@ -393,7 +451,11 @@ async function step(run: Run, o: Operation): Promise<void> {
         places: s.scopes.map((scope) => model.placeOf(scope)),
       });
       expect(res.body.expires_at_ms).toBe(model.now + o.ttl);
-      expectBalances(run, res.body, s.scopes.map((scope) => model.placeOf(scope)));
+      expectBalances(
+        run,
+        res.body,
+        s.scopes.map((scope) => model.placeOf(scope)),
+      );
       return;
     }
     case 'charge':
@@ -466,9 +528,7 @@ async function step(run: Run, o: Operation): Promise<void> {
       return;
     }
     case 'refund': {
-      const target = o.ofEvent
-        ? nth(model.events, o.pick)
-        : nth(model.reservations, o.pick);
+      const target = o.ofEvent ? nth(model.events, o.pick) : nth(model.reservations, o.pick);
       if (!target) return;
       const charged =
         'status' in target
@@ -476,11 +536,22 @@ async function step(run: Run, o: Operation): Promise<void> {
             ? (target.committed ?? 0)
             : target.charged
           : target.actual;
-      const path = 'status' in target ? `/v1/reservations/${target.id}/refunds` : `/v1/events/${target.id}/refunds`;
+      const path =
+        'status' in target
+          ? `/v1/reservations/${target.id}/refunds`
+          : `/v1/events/${target.id}/refunds`;
       for (const p of target.places) model.touch(p.scope);
       const res = await send(run, 'POST', path, { amount: usd(o.amount), reason: 'model' }, true);
       const left = charged - target.refunded;
-      if (!expectAnswer(run, res, o.amount > left ? 400 : 200, o.amount > left ? 'INVALID_REQUEST' : undefined)) return;
+      if (
+        !expectAnswer(
+          run,
+          res,
+          o.amount > left ? 400 : 200,
+          o.amount > left ? 'INVALID_REQUEST' : undefined,
+        )
+      )
+        return;
       model.refund(target, o.amount);
       expect(
         { total: res.body.refunded_total, left: res.body.refundable },
@@ -496,9 +567,15 @@ async function step(run: Run, o: Operation): Promise<void> {
       const refusalOf = () => {
         const missing = s.scopes.filter((scope) => !model.budgets.has(scope));
         const present = s.scopes.filter((scope) => model.budgets.has(scope));
-        const probe = present.map((scope): [string, Ledger] => [scope, { ...(model.budgets.get(scope) as Budget).current }]);
+        const probe = present.map((scope): [string, Ledger] => [
+          scope,
+          { ...(model.budgets.get(scope) as Budget).current },
+        ]);
         const charge = new Model().charge(probe, 0, o.actual, eventPolicy);
-        return first([...missing.map((scope) => ({ code: 'BUDGET_EXCEEDED' as const, scope })), charge.refusal]);
+        return first([
+          ...missing.map((scope) => ({ code: 'BUDGET_EXCEEDED' as const, scope })),
+          charge.refusal,
+        ]);
       };
       let refusal = refusalOf();
       if (model.freeFor(refusal)) refusal = refusalOf();

@@ -1,7 +1,16 @@
 import * as z from 'zod';
 import type { ChargeRequest } from '../../use-cases/charges.js';
 import type { RefundRequest } from '../../use-cases/refunds.js';
-import { Cursor, camel, IdempotencyKey, Int, Metadata, PageLimit, StandardMetrics, Unit } from './common.js';
+import {
+  Cursor,
+  camel,
+  IdempotencyKey,
+  Int,
+  Metadata,
+  PageLimit,
+  StandardMetrics,
+  Unit,
+} from './common.js';
 
 // The request schemas of our extensions to the protocol (x-extension budget-reservations,
 // docs/decisions.md § Charges, § Refunds, § Estimate accuracy): new operations only, so no

@@ -354,9 +354,15 @@ export const ChargeResponse = z
   .strictObject({
     charge_id: z.string(),
     reservation_id: z.string(),
-    sequence: z.number().int().min(1).describe('1 for the reservation’s first charge, then 2, 3, …'),
+    sequence: z
+      .number()
+      .int()
+      .min(1)
+      .describe('1 for the reservation’s first charge, then 2, 3, …'),
     amount: Amount,
-    charged_total: Amount.describe('What the reservation’s charges spent so far, this one included'),
+    charged_total: Amount.describe(
+      'What the reservation’s charges spent so far, this one included',
+    ),
     held: Amount.describe('What is left of the hold on each scope'),
     balances: z.array(Balance),
   })
