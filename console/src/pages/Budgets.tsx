@@ -42,12 +42,14 @@ import {
 import { budgetHealth } from '../health.js';
 import { useAction, useLoad, usePaged } from '../hooks.js';
 import { navigate, type Params } from '../router.js';
+import { AccuracyDialog } from './Accuracy.js';
 
 type Open =
   | { readonly kind: 'fund'; readonly budget: Budget }
   | { readonly kind: 'edit'; readonly budget: Budget }
   | { readonly kind: 'freeze'; readonly budget: Budget }
-  | { readonly kind: 'periods'; readonly budget: Budget };
+  | { readonly kind: 'periods'; readonly budget: Budget }
+  | { readonly kind: 'accuracy'; readonly budget: Budget };
 
 const budgetQuery = (b: Budget) => ({ scope: b.scope, unit: b.unit });
 
@@ -145,6 +147,9 @@ export function Budgets({ params }: { readonly params: Params }) {
       {open?.kind === 'periods' && (
         <PeriodsDialog budget={open.budget} onClose={() => setOpen(undefined)} />
       )}
+      {open?.kind === 'accuracy' && (
+        <AccuracyDialog budget={open.budget} onClose={() => setOpen(undefined)} />
+      )}
     </>
   );
 }
@@ -236,6 +241,12 @@ function BudgetCard({
             {b.is_over_limit && <strong class="alert-text"> (over it)</strong>}
           </dd>
         </div>
+        {b.max_reservation_amount && (
+          <div>
+            <dt>Most one reservation may hold</dt>
+            <dd>{formatWire(b.max_reservation_amount)}</dd>
+          </div>
+        )}
       </dl>
       {b.caps && (
         <p class="caps">
@@ -279,6 +290,15 @@ function BudgetCard({
           )}
         </div>
       )}
+      <div class="actions">
+        <button type="button" onClick={() => onOpen({ kind: 'accuracy', budget: b })}>
+          Estimate accuracy…
+          <span class="visually-hidden">
+            {' '}
+            {b.scope} {b.unit}
+          </span>
+        </button>
+      </div>
     </article>
   );
 }
@@ -357,6 +377,7 @@ function CreateBudget({
   const [unit, setUnit] = useState<Unit>('USD_MICROCENTS');
   const [allocated, setAllocated] = useState('');
   const [overdraft, setOverdraft] = useState('');
+  const [maxHold, setMaxHold] = useState('');
   const [period, setPeriod] = useState<PeriodKind | ''>('');
   const [anchor, setAnchor] = useState('');
   const create = useAction(async () => {
@@ -367,12 +388,19 @@ function CreateBudget({
       ...(overdraft.trim() && {
         overdraft_limit: { unit, amount: amountOf(overdraft, unit, 'Overdraft limit') },
       }),
+      ...(maxHold.trim() && {
+        max_reservation_amount: {
+          unit,
+          amount: amountOf(maxHold, unit, 'Most one reservation may hold'),
+        },
+      }),
       ...(period && { period }),
       ...(period && anchor.trim() && { period_anchor_day: integer(anchor, 'Anchor day') }),
     };
     const b = await unwrap(client.POST('/v1/admin/budgets', { body }));
     setAllocated('');
     setOverdraft('');
+    setMaxHold('');
     onCreated(b);
   });
   return (
@@ -468,6 +496,15 @@ function CreateBudget({
           value={overdraft}
           onInput={setOverdraft}
           help="How far commits may go past the allocation as debt; 0 when empty."
+        />
+        <AmountField
+          id="new-budget-max-hold"
+          unit={unit}
+          label={`Most one reservation may hold (${unit === 'USD_MICROCENTS' ? 'USD' : UNIT_LABELS[unit]}, optional)`}
+          required={false}
+          value={maxHold}
+          onInput={setMaxHold}
+          help="A larger estimate is refused, whatever the remaining; no cap when empty."
         />
         <ErrorMessage error={create.error} />
         <button type="submit" class="primary" disabled={create.busy}>
@@ -582,6 +619,9 @@ function EditDialog({ budget: b, onClose, onDone }: DialogProps) {
       ? ''
       : String(b.caps_when_remaining_below_bps / 100),
   );
+  const [maxHold, setMaxHold] = useState(
+    b.max_reservation_amount ? plainAmount(b.max_reservation_amount.amount, b.unit) : '',
+  );
   const save = useAction(async () => {
     const limit = overdraft.trim() === '' ? 0 : amountOf(overdraft, b.unit, 'Overdraft limit');
     const nextCaps: Caps = Object.fromEntries(
@@ -602,9 +642,16 @@ function EditDialog({ budget: b, onClose, onDone }: DialogProps) {
       if (!hasCaps) throw new InputError('set at least one cap for it to apply to.', 'Threshold');
       bps = Math.round(percent * 100);
     }
+    const hold =
+      maxHold.trim() === ''
+        ? undefined
+        : amountOf(maxHold, b.unit, 'Most one reservation may hold');
     const body = {
       ...(limit !== b.overdraft_limit.amount && {
         overdraft_limit: { unit: b.unit, amount: limit },
+      }),
+      ...(hold !== b.max_reservation_amount?.amount && {
+        max_reservation_amount: hold === undefined ? null : { unit: b.unit, amount: hold },
       }),
       ...(hasCaps
         ? { caps: nextCaps, ...(bps !== undefined && { caps_when_remaining_below_bps: bps }) }
@@ -632,6 +679,15 @@ function EditDialog({ budget: b, onClose, onDone }: DialogProps) {
         value={overdraft}
         onInput={setOverdraft}
         help="Empty means 0: no commit may go past the allocation."
+      />
+      <AmountField
+        id="edit-max-hold"
+        unit={b.unit}
+        label={`Most one reservation may hold (${UNIT_LABELS[b.unit]})`}
+        required={false}
+        value={maxHold}
+        onInput={setMaxHold}
+        help="A larger estimate is refused (409 BUDGET_EXCEEDED); empty: no cap."
       />
       <fieldset>
         <legend>Caps answered with ALLOW_WITH_CAPS (empty: none)</legend>
