@@ -90,6 +90,29 @@ const REFUND_OPTIONS = [
   { flags: '--idempotency-key <key>', description: 'the key that makes a retry safe' },
 ];
 
+type RefundBody = {
+  idempotency_key: string;
+  amount: { unit: Unit; amount: number };
+  reason: string;
+};
+
+/** One refund: its body from the options (a fresh key unless given), sent, printed. */
+async function refund(
+  o: RefundOptions,
+  amount: string | undefined,
+  send: (body: RefundBody) => Parameters<typeof unwrap<Refunded>>[0],
+) {
+  const idempotencyKey = o.idempotencyKey ?? newIdempotencyKey('cli-refund');
+  const refunded = await unwrap(
+    send({
+      idempotency_key: idempotencyKey,
+      amount: { unit: o.unit, amount: amountOf(amount as string) },
+      reason: o.reason,
+    }),
+  );
+  return { json: refunded, human: refundLines(refunded, idempotencyKey) };
+}
+
 function refundLines(r: Refunded, idempotencyKey: string): string[] {
   const what = 'reservation_id' in r ? `reservation ${r.reservation_id}` : `event ${r.event_id}`;
   return [
@@ -117,21 +140,13 @@ export const refundReservation = defineCommand<RefundOptions>({
     `${CLI_NAME} reservations refund rsv_0123456789abcdef 20000 --reason "provider refunded the call"`,
   ],
   operations: ['admin:refundReservation', 'runtime:refundReservation'],
-  async run(ctx, [id, amount], o) {
-    const idempotencyKey = o.idempotencyKey ?? newIdempotencyKey('cli-refund');
-    const body = {
-      idempotency_key: idempotencyKey,
-      amount: { unit: o.unit, amount: amountOf(amount as string) },
-      reason: o.reason,
-    };
-    const params = { path: { reservation_id: id as string } };
-    const refunded = await unwrap(
-      asAdmin(ctx)
+  run: (ctx, [id, amount], o) =>
+    refund(o, amount, (body) => {
+      const params = { path: { reservation_id: id as string } };
+      return asAdmin(ctx)
         ? ctx.admin('admin').POST('/v1/reservations/{reservation_id}/refunds', { params, body })
-        : ctx.runtime('tenant').POST('/v1/reservations/{reservation_id}/refunds', { params, body }),
-    );
-    return { json: refunded, human: refundLines(refunded, idempotencyKey) };
-  },
+        : ctx.runtime('tenant').POST('/v1/reservations/{reservation_id}/refunds', { params, body });
+    }),
 });
 
 export const refundEvent = defineCommand<RefundOptions>({
@@ -146,21 +161,13 @@ export const refundEvent = defineCommand<RefundOptions>({
   options: REFUND_OPTIONS,
   examples: [`${CLI_NAME} events refund evt_0123456789abcdef 500 --reason "search call failed"`],
   operations: ['admin:refundEvent', 'runtime:refundEvent'],
-  async run(ctx, [id, amount], o) {
-    const idempotencyKey = o.idempotencyKey ?? newIdempotencyKey('cli-refund');
-    const body = {
-      idempotency_key: idempotencyKey,
-      amount: { unit: o.unit, amount: amountOf(amount as string) },
-      reason: o.reason,
-    };
-    const params = { path: { event_id: id as string } };
-    const refunded = await unwrap(
-      asAdmin(ctx)
+  run: (ctx, [id, amount], o) =>
+    refund(o, amount, (body) => {
+      const params = { path: { event_id: id as string } };
+      return asAdmin(ctx)
         ? ctx.admin('admin').POST('/v1/events/{event_id}/refunds', { params, body })
-        : ctx.runtime('tenant').POST('/v1/events/{event_id}/refunds', { params, body }),
-    );
-    return { json: refunded, human: refundLines(refunded, idempotencyKey) };
-  },
+        : ctx.runtime('tenant').POST('/v1/events/{event_id}/refunds', { params, body });
+    }),
 });
 
 export const budgetAccuracy = defineCommand<{ unit: Unit }>({

@@ -64,6 +64,13 @@ export const attr = (name: string) => {
   };
 };
 
+/**
+ * A running total as read: equal to `value`, or absent where it reads as 0 (it is written only
+ * once it is not).
+ */
+export const totalAsRead = (name: string, value: number): Condition =>
+  value === 0 ? attr(name).notExists() : attr(name).eq(value);
+
 type Part = Condition | false | undefined;
 
 /** Every part (those given as false or undefined left out). */

@@ -5,6 +5,7 @@ import { amountOf, balancesOf, relativeScope } from '../helpers/balances.js';
 import { testClock } from '../helpers/clock.js';
 import { adminHeaders, type GivenTenant, givenTenant, scopeOf, usd } from '../helpers/fixtures.js';
 import { errorOf, type Json, type Response, request } from '../helpers/http.js';
+import { assertModel } from '../helpers/model.js';
 import { withoutLease } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
@@ -684,17 +685,6 @@ async function runScenario({ budgets, operations }: Scenario): Promise<void> {
 
 describe('settlement as agents spend, against a model', () => {
   it('keeps every ledger and answer equal to the model through random charges, commits, releases, extends, expiries, refunds and funding', async () => {
-    const seed = Number(process.env.MODEL_SEED ?? Date.now() % 2_147_483_647);
-    try {
-      await fc.assert(fc.asyncProperty(scenario, runScenario), {
-        numRuns: 8,
-        seed,
-        endOnFailure: true,
-      });
-    } catch (error) {
-      throw new Error(`settlement model failed; rerun with MODEL_SEED=${seed}\n${String(error)}`, {
-        cause: error,
-      });
-    }
+    await assertModel('settlement model', scenario, runScenario, 8);
   });
 });

@@ -10,7 +10,6 @@ import {
   suggestion,
   TRACKED_KINDS,
 } from '../../functions/domain/accuracy.js';
-import type { Ledger } from '../../functions/domain/budget.js';
 import { DomainError } from '../../functions/domain/errors.js';
 import { applyDelta } from '../../functions/domain/ledger.js';
 import {
@@ -31,14 +30,11 @@ import {
   debtIncurredBy,
   withDebtOf,
 } from '../../functions/domain/settlement.js';
-import { anEvent, aReservation, budgetOf, budgetsOf } from '../helpers/budgets.js';
+import { anEvent, aReservation, budgetOf, budgetsOf, tokensLedger } from '../helpers/budgets.js';
 
 // Issue 28: the pure rules of charges, refunds, the cap of one reservation and estimate accuracy.
 
-const ledger = (scope: string, fields: Partial<Ledger> = {}): Ledger => {
-  const l = { allocated: 1_000, spent: 0, reserved: 0, debt: 0, overdraftLimit: 0, ...fields };
-  return { scope, unit: 'TOKENS', ...l, remaining: l.allocated - l.spent - l.reserved - l.debt };
-};
+const ledger = tokensLedger;
 const tokens = (amount: number) => ({ unit: 'TOKENS' as const, amount });
 const scopes = ['tenant:t', 'tenant:t/workspace:w'];
 const codeOf = (f: () => unknown) => {

@@ -195,6 +195,10 @@ function BudgetCard({
   const titleId = useId();
   const health = budgetHealth(b);
   const closed = b.status === 'CLOSED';
+  // A closed budget is read only: its estimate accuracy stays readable.
+  const actions: readonly (keyof typeof CARD_ACTIONS)[] = closed
+    ? ['accuracy']
+    : ['edit', 'freeze', ...(b.period ? (['periods'] as const) : []), 'accuracy'];
   return (
     <article class={`budget-card health-${health.state}`} aria-labelledby={titleId}>
       <header>
@@ -256,8 +260,8 @@ function BudgetCard({
         </p>
       )}
       {health.reasons.length > 0 && <p class="reasons">{health.reasons.join(' · ')}</p>}
-      {!closed && (
-        <div class="actions">
+      <div class="actions">
+        {!closed && (
           <button type="button" class="primary" onClick={() => onOpen({ kind: 'fund', budget: b })}>
             Fund…
             <span class="visually-hidden">
@@ -265,43 +269,28 @@ function BudgetCard({
               {b.scope} {b.unit}
             </span>
           </button>
-          <button type="button" onClick={() => onOpen({ kind: 'edit', budget: b })}>
-            Limits and caps…
+        )}
+        {actions.map((kind) => (
+          <button key={kind} type="button" onClick={() => onOpen({ kind, budget: b })}>
+            {kind === 'freeze' && b.status === 'FROZEN' ? 'Unfreeze…' : CARD_ACTIONS[kind]}
             <span class="visually-hidden">
               {' '}
               {b.scope} {b.unit}
             </span>
           </button>
-          <button type="button" onClick={() => onOpen({ kind: 'freeze', budget: b })}>
-            {b.status === 'FROZEN' ? 'Unfreeze…' : 'Freeze…'}
-            <span class="visually-hidden">
-              {' '}
-              {b.scope} {b.unit}
-            </span>
-          </button>
-          {b.period && (
-            <button type="button" onClick={() => onOpen({ kind: 'periods', budget: b })}>
-              Past periods…
-              <span class="visually-hidden">
-                {' '}
-                {b.scope} {b.unit}
-              </span>
-            </button>
-          )}
-        </div>
-      )}
-      <div class="actions">
-        <button type="button" onClick={() => onOpen({ kind: 'accuracy', budget: b })}>
-          Estimate accuracy…
-          <span class="visually-hidden">
-            {' '}
-            {b.scope} {b.unit}
-          </span>
-        </button>
+        ))}
       </div>
     </article>
   );
 }
+
+/** What the card's buttons open. */
+const CARD_ACTIONS = {
+  edit: 'Limits and caps…',
+  freeze: 'Freeze…',
+  periods: 'Past periods…',
+  accuracy: 'Estimate accuracy…',
+} as const;
 
 export function capsText(c: Caps): string {
   const parts: string[] = [];
@@ -432,20 +421,14 @@ function CreateBudget({
             Empty for the tenant's own budget, or a scope under it: /workspace:prod/agent:summarizer
           </small>
         </div>
-        <div class="field">
-          <label for="new-budget-unit">Unit</label>
-          <select
-            id="new-budget-unit"
-            value={unit}
-            onChange={(e) => setUnit(e.currentTarget.value as Unit)}
-          >
-            {UNITS.map((u) => (
-              <option key={u} value={u}>
-                {u}
-              </option>
-            ))}
-          </select>
-        </div>
+        <ChoiceSelect
+          id="new-budget-unit"
+          label="Unit"
+          value={unit}
+          options={UNITS}
+          any={false}
+          onChange={(u) => setUnit(u as Unit)}
+        />
         <div class="field">
           <label for="new-budget-period">Rolls over</label>
           <select

@@ -3,6 +3,7 @@ import { RESERVATION_STATUSES, type Reservation, UNITS, type Unit } from '../../
 import { idempotencyKey, oneOf, unwrap } from '../api.js';
 import {
   Badge,
+  ChoiceSelect,
   ErrorMessage,
   FormDialog,
   Loading,
@@ -281,14 +282,12 @@ function RefundDialog({
   const charged = r.committed?.amount ?? c?.charged_total.amount ?? 0;
   const left = Math.max(0, charged - (c?.refunded_total.amount ?? 0));
   const refund = useAction(async () => {
-    const parsed = parseAmount(amount, r.reserved.unit);
-    if ('error' in parsed) throw new InputError(parsed.error, 'Amount');
     const refunded = await unwrap(
       client.POST('/v1/reservations/{reservation_id}/refunds', {
         params: { path: { reservation_id: r.reservation_id } },
         body: {
           idempotency_key: key,
-          amount: { unit: r.reserved.unit, amount: parsed.amount },
+          amount: { unit: r.reserved.unit, amount: refundAmount(amount, r.reserved.unit) },
           reason: reason.trim(),
         },
       }),
@@ -318,26 +317,14 @@ function RefundDialog({
           charged (debt it ran up first).
         </p>
       )}
-      <div class="field">
-        <label for="refund-amount">{amountInputLabel(r.reserved.unit)}</label>
-        <input
-          id="refund-amount"
-          inputMode="decimal"
-          required
-          value={amount}
-          onInput={(e) => setAmount(e.currentTarget.value)}
-        />
-      </div>
-      <div class="field">
-        <label for="refund-reason">Reason (kept in the audit trail and the event)</label>
-        <input
-          id="refund-reason"
-          required
-          maxLength={1024}
-          value={reason}
-          onInput={(e) => setReason(e.currentTarget.value)}
-        />
-      </div>
+      <RefundFields
+        id="refund"
+        unit={r.reserved.unit}
+        amount={amount}
+        reason={reason}
+        onAmount={setAmount}
+        onReason={setReason}
+      />
     </FormDialog>
   );
 }
@@ -352,14 +339,12 @@ function RefundEvent({ tenant }: { readonly tenant: string }) {
   const [key, setKey] = useState(() => idempotencyKey('refund'));
   useEffect(() => setKey(idempotencyKey('refund')), [eventId, unit, amount, reason]);
   const refund = useAction(async () => {
-    const parsed = parseAmount(amount, unit);
-    if ('error' in parsed) throw new InputError(parsed.error, 'Amount');
     const refunded = await unwrap(
       client.POST('/v1/events/{event_id}/refunds', {
         params: { path: { event_id: eventId.trim() } },
         body: {
           idempotency_key: key,
-          amount: { unit, amount: parsed.amount },
+          amount: { unit, amount: refundAmount(amount, unit) },
           reason: reason.trim(),
         },
       }),
@@ -389,40 +374,22 @@ function RefundEvent({ tenant }: { readonly tenant: string }) {
             onInput={(e) => setEventId(e.currentTarget.value)}
           />
         </div>
-        <div class="field">
-          <label for="refund-event-unit">Unit</label>
-          <select
-            id="refund-event-unit"
-            value={unit}
-            onChange={(e) => setUnit(e.currentTarget.value as Unit)}
-          >
-            {UNITS.map((u) => (
-              <option key={u} value={u}>
-                {u}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div class="field">
-          <label for="refund-event-amount">{amountInputLabel(unit)}</label>
-          <input
-            id="refund-event-amount"
-            inputMode="decimal"
-            required
-            value={amount}
-            onInput={(e) => setAmount(e.currentTarget.value)}
-          />
-        </div>
-        <div class="field">
-          <label for="refund-event-reason">Reason (kept in the audit trail and the event)</label>
-          <input
-            id="refund-event-reason"
-            required
-            maxLength={1024}
-            value={reason}
-            onInput={(e) => setReason(e.currentTarget.value)}
-          />
-        </div>
+        <ChoiceSelect
+          id="refund-event-unit"
+          label="Unit"
+          value={unit}
+          options={UNITS}
+          any={false}
+          onChange={(u) => setUnit(u as Unit)}
+        />
+        <RefundFields
+          id="refund-event"
+          unit={unit}
+          amount={amount}
+          reason={reason}
+          onAmount={setAmount}
+          onReason={setReason}
+        />
         <ErrorMessage error={refund.error} />
         <button type="submit" class="primary" disabled={refund.busy}>
           Refund event
@@ -430,4 +397,46 @@ function RefundEvent({ tenant }: { readonly tenant: string }) {
       </form>
     </details>
   );
+}
+
+/** The amount (in the unit's own terms: dollars for USD_MICROCENTS) and reason of a refund. */
+function RefundFields(p: {
+  readonly id: string;
+  readonly unit: Unit;
+  readonly amount: string;
+  readonly reason: string;
+  readonly onAmount: (text: string) => void;
+  readonly onReason: (text: string) => void;
+}) {
+  return (
+    <>
+      <div class="field">
+        <label for={`${p.id}-amount`}>{amountInputLabel(p.unit)}</label>
+        <input
+          id={`${p.id}-amount`}
+          inputMode="decimal"
+          required
+          value={p.amount}
+          onInput={(e) => p.onAmount(e.currentTarget.value)}
+        />
+      </div>
+      <div class="field">
+        <label for={`${p.id}-reason`}>Reason (kept in the audit trail and the event)</label>
+        <input
+          id={`${p.id}-reason`}
+          required
+          maxLength={1024}
+          value={p.reason}
+          onInput={(e) => p.onReason(e.currentTarget.value)}
+        />
+      </div>
+    </>
+  );
+}
+
+/** The refund's amount as typed, or an error for the form to show. */
+function refundAmount(text: string, unit: Unit): number {
+  const parsed = parseAmount(text, unit);
+  if ('error' in parsed) throw new InputError(parsed.error, 'Amount');
+  return parsed.amount;
 }

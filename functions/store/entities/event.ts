@@ -1,7 +1,7 @@
 import type { Unit } from '../../domain/amounts.js';
 import { exactJson, parseExactJson } from '../../domain/json.js';
 import type { UsageEvent } from '../../domain/settlement.js';
-import { and, attr, type Item, type TransactItem, update } from '../expressions.js';
+import { and, attr, type Item, type TransactItem, totalAsRead, update } from '../expressions.js';
 import { keys } from '../keys.js';
 import { type OutcomeToStore, outcomeAttributes } from './outcome.js';
 
@@ -42,15 +42,11 @@ export function eventItem(e: UsageEvent, outcome: OutcomeToStore): Item {
 
 /** What refunds gave back so far, conditioned on what they had given back when read. */
 export function eventRefundUpdate(e: UsageEvent, refunded: number): TransactItem {
-  const before = e.refunded?.amount ?? 0;
   return update(
     keys.event(e.eventId),
     { set: { refunded } },
     {
-      condition: and(
-        attr('type').eq('event'),
-        before === 0 ? attr('refunded').notExists() : attr('refunded').eq(before),
-      ),
+      condition: and(attr('type').eq('event'), totalAsRead('refunded', e.refunded?.amount ?? 0)),
       returnOld: true,
     },
   );

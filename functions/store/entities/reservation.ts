@@ -10,7 +10,15 @@ import {
   settleDeadline,
 } from '../../domain/reservation.js';
 import { canonicalValue, LEVELS } from '../../domain/scopes.js';
-import { and, attr, type Condition, type Item, type TransactItem, update } from '../expressions.js';
+import {
+  and,
+  attr,
+  type Condition,
+  type Item,
+  type TransactItem,
+  totalAsRead,
+  update,
+} from '../expressions.js';
 import { dueShard, dueSortKey, keys, listPartitions, listSortKey, listSpreadOf } from '../keys.js';
 import { type OutcomeToStore, outcomeAttributes, settledOutcomeAttributes } from './outcome.js';
 
@@ -112,10 +120,7 @@ const holdDebtAttribute = (holds: readonly Hold[]): Item =>
  * The reservation has had exactly the charges read: every charge, settlement and refund is
  * conditioned on it, so a charge racing a commit (or the sweeper) is decided on what it found.
  */
-const chargesAsRead = (r: Reservation): Condition => {
-  const n = chargeCount(r);
-  return n === 0 ? attr('charge_count').notExists() : attr('charge_count').eq(n);
-};
+const chargesAsRead = (r: Reservation): Condition => totalAsRead('charge_count', chargeCount(r));
 
 /**
  * Refunds need to know where the charges landed (the shard and period of each hold) once the
@@ -204,7 +209,6 @@ export function chargeUpdate(r: Reservation, charged: Reservation, now: number):
  * reservation being as read (status, charges, refunds), so refunds never pass what was charged.
  */
 export function reservationRefundUpdate(r: Reservation, refunded: number): TransactItem {
-  const before = r.refunded?.amount ?? 0;
   return update(
     keys.reservation(r.reservationId),
     { set: { refunded } },
@@ -212,7 +216,7 @@ export function reservationRefundUpdate(r: Reservation, refunded: number): Trans
       condition: and(
         attr('status').eq(r.status),
         chargesAsRead(r),
-        before === 0 ? attr('refunded').notExists() : attr('refunded').eq(before),
+        totalAsRead('refunded', r.refunded?.amount ?? 0),
       ),
       returnOld: true,
     },
