@@ -1,4 +1,4 @@
-import type * as z from 'zod';
+import type * as z from 'zod/mini';
 import type { RouteId } from '../routes.js';
 import {
   BudgetQuery,
@@ -44,11 +44,12 @@ import {
 export interface Contract {
   readonly summary: string;
   readonly tag: string;
-  readonly params?: z.ZodType;
-  readonly query?: z.ZodType;
-  readonly body?: z.ZodType;
+  /** Request schemas: zod/mini, as every function that parses with them bundles them. */
+  readonly params?: z.ZodMiniType;
+  readonly query?: z.ZodMiniType;
+  readonly body?: z.ZodMiniType;
   /** The success body, answered with the route's status. @default - the route never succeeds */
-  readonly response?: z.ZodType;
+  readonly response?: z.core.$ZodType;
   /**
    * Refusals particular to the route. Those any route of its kind may answer are derived from
    * the route table: 400 (it takes input), 401 and 403 (it takes a key), 500, 503 (it reads).
@@ -58,11 +59,11 @@ export interface Contract {
   /** A second answer that is not an error body. @default - none */
   readonly alsoAnswers?: {
     readonly status: number;
-    readonly body: z.ZodType;
+    readonly body: z.core.$ZodType;
     readonly description: string;
   };
   /** The path a client fills in, where the route table's is API Gateway's own (`{x+}`). */
-  readonly documentPath?: { readonly path: string; readonly params: z.ZodType };
+  readonly documentPath?: { readonly path: string; readonly params: z.ZodMiniType };
   /** The reference's name for the operation, where ours differs. @default - the route id */
   readonly operationId?: string;
   /**
