@@ -164,9 +164,22 @@ describe('POST /v1/reservations/{id}/charges', () => {
   it('settles concurrent charges racing a commit exactly: each lands before it, or is refused', async () => {
     const { t, id } = await held(500);
 
+    // Thirteen writers of one reservation: one wins each round, so one that keeps losing may
+    // answer 503 CONTENTION (nothing written) and, as a client would, retries with its key.
+    const untilNotBusy = async (send: () => Promise<Awaited<ReturnType<typeof api.charge>>>) => {
+      for (let attempt = 1; ; attempt++) {
+        const res = await send();
+        if (res.status !== 503 || attempt === 10) return res;
+        expectError(res, 503, 'INTERNAL_ERROR');
+        expect(res.body.details).toMatchObject({ reason: 'CONTENTION' });
+      }
+    };
     const answers = await Promise.all([
-      ...Array.from({ length: 12 }, () => api.charge(t, id, { amount: usd(10) })),
-      api.commit(t, id, { actual: usd(400) }),
+      ...Array.from({ length: 12 }, (_, i) => {
+        const body = { idempotency_key: `race-${i}`, amount: usd(10) };
+        return untilNotBusy(() => api.charge(t, id, body));
+      }),
+      untilNotBusy(() => api.commit(t, id, { idempotency_key: 'race-commit', actual: usd(400) })),
     ]);
 
     const charges = answers.slice(0, 12);
