@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { L, ledgers } from '../helpers/balances.js';
 import { testClock } from '../helpers/clock.js';
-import { expectError } from '../helpers/errors.js';
+import { expectError, untilNotBusy } from '../helpers/errors.js';
 import { givenBudget, givenTenant, givenTenantWith, usd } from '../helpers/fixtures.js';
 import { type Json, rawRequest } from '../helpers/http.js';
 import { reservationsApi } from '../helpers/reservations.js';
@@ -166,14 +166,6 @@ describe('POST /v1/reservations/{id}/charges', () => {
 
     // Thirteen writers of one reservation: one wins each round, so one that keeps losing may
     // answer 503 CONTENTION (nothing written) and, as a client would, retries with its key.
-    const untilNotBusy = async (send: () => Promise<Awaited<ReturnType<typeof api.charge>>>) => {
-      for (let attempt = 1; ; attempt++) {
-        const res = await send();
-        if (res.status !== 503 || attempt === 10) return res;
-        expectError(res, 503, 'INTERNAL_ERROR');
-        expect(res.body.details).toMatchObject({ reason: 'CONTENTION' });
-      }
-    };
     const answers = await Promise.all([
       ...Array.from({ length: 12 }, (_, i) => {
         const body = { idempotency_key: `race-${i}`, amount: usd(10) };
