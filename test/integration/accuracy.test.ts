@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Reservation } from '../../functions/domain/reservation.js';
 import { testClock } from '../helpers/clock.js';
 import { expectError } from '../helpers/errors.js';
@@ -25,7 +25,22 @@ import { useTestStack } from '../helpers/scaffold.js';
 const clock = testClock({ frozen: true });
 const stack = useTestStack({
   clock,
-  env: { ESTIMATE_ACCURACY: 'true', STREAM_POLL_INTERVAL_MS: '50' },
+  // EMF on (the EstimateRatio metric): what the process writes is kept, not printed.
+  env: {
+    ESTIMATE_ACCURACY: 'true',
+    STREAM_POLL_INTERVAL_MS: '50',
+    POWERTOOLS_METRICS_DISABLED: 'false',
+  },
+});
+const written: string[] = [];
+beforeAll(() => {
+  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    written.push(String(chunk));
+    return true;
+  });
+});
+afterAll(() => {
+  vi.restoreAllMocks();
 });
 const api = reservationsApi(stack);
 
@@ -219,8 +234,22 @@ describe('GET /v1/admin/budgets/accuracy', () => {
       ],
     } as unknown as DynamoDBStreamEvent;
 
+    const from = written.length;
     const first = await handler(event);
     const again = await handler(event);
+
+    // Each delivery publishes the ratio of what it saw settle, by unit (EMF).
+    const ratios = written
+      .slice(from)
+      .join('')
+      .split('\n')
+      .filter((l) => l.includes('"EstimateRatio"'))
+      .map((l) => JSON.parse(l) as Json);
+    expect(ratios).toHaveLength(2);
+    for (const doc of ratios) {
+      expect(doc).toMatchObject({ EstimateRatio: 0.4, Unit: 'USD_MICROCENTS' });
+      expect(JSON.stringify(doc._aws)).toContain('{"Name":"EstimateRatio","Unit":"None"}');
+    }
 
     expect([first.batchItemFailures, again.batchItemFailures]).toEqual([[], []]);
     const body = await accuracyOnce(t, 1);
