@@ -239,6 +239,41 @@ describe('POST /v1/events/{id}/refunds', () => {
       [owing, plain].sort(),
     );
   });
+
+  it('answers a retry with the same key once, another payload 409, and refuses an agent, a stranger and no event', async () => {
+    const t = await givenTenantWith(stack, { '': 1_000, 'workspace:w': 1_000 });
+    const id = await event(t, 100);
+    const body = { idempotency_key: randomUUID(), amount: usd(30) };
+    const key = await request('POST', `${stack.adminUrl}/v1/admin/api-keys`, {
+      headers: adminHeaders,
+      body: { tenant_id: t.tenant, name: 'agent', permissions: ['reservations:create'] },
+    });
+    const agent = { 'x-service-api-key': String(key.body.key_secret) };
+
+    const first = await refundEvent(t, id, body);
+    const again = await refundEvent(t, id, body);
+    const other = await refundEvent(t, id, { ...body, amount: usd(31) });
+    const byOperator = await request('POST', `${stack.adminUrl}/v1/events/${id}/refunds`, {
+      headers: adminHeaders,
+      body: { idempotency_key: randomUUID(), amount: usd(20), reason: 'operator reversal' },
+    });
+
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expectError(other, 409, 'IDEMPOTENCY_MISMATCH');
+    expect(byOperator.body).toMatchObject({ refunded_total: usd(50), refundable: usd(50) });
+    const refused = expectError(
+      await refundEvent(t, id, { amount: usd(1) }, agent),
+      403,
+      'FORBIDDEN',
+    );
+    expect(refused.details?.missing_permission).toBe('budgets:write');
+    const stranger = await givenTenant(stack);
+    expectError(await refundEvent(stranger, id, { amount: usd(1) }), 403, 'FORBIDDEN');
+    expectError(await refundEvent(t, 'evt_nope', { amount: usd(1) }), 404, 'NOT_FOUND');
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 50, 0, 0, 950));
+    expect(await auditOf(t, 'refundEvent')).toHaveLength(2);
+  });
 });
 
 describe('refunds on sharded and rolling budgets', () => {
