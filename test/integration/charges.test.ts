@@ -3,7 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { L, ledgers } from '../helpers/balances.js';
 import { testClock } from '../helpers/clock.js';
 import { expectError, untilNotBusy } from '../helpers/errors.js';
-import { givenBudget, givenTenant, givenTenantWith, usd } from '../helpers/fixtures.js';
+import {
+  adminHeaders,
+  givenBudget,
+  givenTenant,
+  givenTenantWith,
+  usd,
+} from '../helpers/fixtures.js';
 import { type Json, rawRequest } from '../helpers/http.js';
 import { reservationsApi } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
@@ -245,6 +251,45 @@ describe('GET /v1/reservations/{id}/charges', () => {
     expect(raw.text).toContain('"trace":18446744073709551616');
     const stranger = await givenTenant(stack);
     expectError(await api.charges(stranger, id), 403, 'FORBIDDEN');
+  });
+});
+
+describe('streams sharing one budget', () => {
+  it('keeps it exact while 6 clients each charge a stream in parts, commit it whole, and some are refunded', async () => {
+    const t = await givenTenantWith(stack, { '': 100_000, 'workspace:w': 20_000 });
+    const ids = await Promise.all(
+      Array.from({ length: 6 }, async (_, client) => {
+        const r = await api.reserve(t, {
+          estimate: usd(800),
+          overage_policy: 'ALLOW_IF_AVAILABLE',
+        });
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        const id = String(r.body.reservation_id);
+        // Four parts of 250: the last one past the hold, from remaining (ALLOW_IF_AVAILABLE).
+        for (let part = 0; part < 4; part++) {
+          const charged = await api.charge(t, id, { amount: usd(250) });
+          expect(charged.status, JSON.stringify(charged.body)).toBe(200);
+          expect(charged.body.held).toEqual(usd(Math.max(0, 800 - 250 * (part + 1))));
+        }
+        const total = 1_000 + client;
+        const committed = await api.commit(t, id, { actual: usd(total) });
+        expect(committed.body).toMatchObject({ charged: usd(total), released: usd(0) });
+        return id;
+      }),
+    );
+    const refunds = await Promise.all(
+      ids
+        .filter((_, i) => i % 2 === 0)
+        .map((id) => api.refund(t, id, { amount: usd(300), reason: 'failed chunk' }, adminHeaders)),
+    );
+
+    for (const r of refunds) expect(r.body).toMatchObject({ amount: usd(300) });
+    // 6 × 1,000 + (0 + 1 + … + 5) spent, less 3 refunds of 300.
+    const spent = 6_000 + 15 - 900;
+    expect(await ledgers(stack, t)).toEqual({
+      '': L(100_000, spent, 0, 0, 100_000 - spent),
+      'workspace:w': L(20_000, spent, 0, 0, 20_000 - spent),
+    });
   });
 });
 
