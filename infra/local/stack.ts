@@ -87,8 +87,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const endpoint = process.env.DYNAMODB_ENDPOINT ?? '';
     const client = localClient(endpoint, config.AWS_REGION);
     const webhooks = config.WEBHOOK_URLS.length;
-    // The stream is read only when something needs it: DynamoDB Local keeps every record in
-    // memory for a day (docs/decisions.md § Estimate accuracy: the cost, measured).
+    // The stream is on only when something reads it: DynamoDB Local keeps every record for a
+    // day, in its database (docs/decisions.md § Estimate accuracy: the cost, measured).
     const streamed = webhooks > 0 || config.ESTIMATE_ACCURACY;
     const table = await ensureTable(client, config.TABLE_NAME, streamed).catch((error: unknown) => {
       throw dynamo ? error : unreachable(endpoint, error);
