@@ -4,6 +4,7 @@ import { build, type Metafile } from 'esbuild';
 import {
   adminKeyRotation,
   budgetEventsConsumer,
+  estimateAccuracyConsumer,
   type Route,
   routeEntries,
   sweeper,
@@ -21,6 +22,7 @@ export const functionEntries = (): FunctionEntry[] => [
   ...routeEntries().map(([name, route]) => ({ name, entry: route.entry, route })),
   { name: 'sweeper', entry: sweeper.entry },
   { name: 'budgetEvents', entry: budgetEventsConsumer.entry },
+  { name: 'estimateAccuracy', entry: estimateAccuracyConsumer.entry },
   { name: 'adminKeyRotation', entry: adminKeyRotation.entry },
 ];
 
