@@ -73,6 +73,8 @@ export const AUDIT_OPERATIONS = complete<AuditOperation>()([
   'unfreezeBudget',
   'closeBudget',
   'releaseReservation',
+  'refundReservation',
+  'refundEvent',
 ]);
 
 export const AUDIT_RESOURCE_TYPES = complete<AuditResourceType>()([
@@ -80,6 +82,7 @@ export const AUDIT_RESOURCE_TYPES = complete<AuditResourceType>()([
   'budget',
   'api_key',
   'reservation',
+  'event',
 ]);
 
 /** `value` when it is one of `values`, else undefined: a filter read from a URL or a file. */

@@ -162,7 +162,7 @@ export const eventView = (e: EventApplied) => ({
 });
 
 /** Every listing ends the same way: `has_more`, and `next_cursor` only when there is more. */
-const pageTail = (p: Page<unknown>) => ({
+export const pageTail = (p: Page<unknown>) => ({
   has_more: p.nextCursor !== undefined,
   ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
 });
@@ -311,8 +311,15 @@ export const budgetView = ({ tenant, budget, createdAt }: BudgetRecord) => ({
   unit: budget.ref.unit,
   ...periodView(budget),
   ...(budget.thresholds && { thresholds: [...budget.thresholds] }),
+  ...maxReservationView(budget),
   created_at: createdAt,
 });
+
+/** The cap of one reservation (ours, the admin plane only), when the budget has one. */
+const maxReservationView = (b: Budget) =>
+  b.maxReservationAmount !== undefined && {
+    max_reservation_amount: { unit: b.ref.unit, amount: b.maxReservationAmount },
+  };
 
 /** The reference's BudgetLedger; `caps` (ours) only when the budget has caps. */
 export const budgetLedgerView = ({ tenant, budget: b, createdAt, updatedAt }: BudgetRecord) => ({
@@ -332,6 +339,7 @@ export const budgetLedgerView = ({ tenant, budget: b, createdAt, updatedAt }: Bu
   ...(b.thresholds && { thresholds: [...b.thresholds] }),
   // Ours, only when split (set by the operator or grown under contention: docs/scaling.md).
   ...(shardCount(b) > 1 && { shards: shardCount(b) }),
+  ...maxReservationView(b),
   created_at: createdAt,
   ...(updatedAt !== undefined && { updated_at: updatedAt }),
 });

@@ -54,19 +54,26 @@ const THROTTLED = new Set(['ThrottlingError', 'ProvisionedThroughputExceeded']);
  * `retarget` gives the items of retry n (≥ 1): a hold on a sharded budget tries another shard
  * instead of racing again for the one that was busy; undefined, none is worth sending (a write
  * conditioned on every shard as read, which the conflicting write moved): the cancellation is
- * answered, for the caller to read again.
+ * answered, for the caller to read again. `token`: DynamoDB's ClientRequestToken, so the same
+ * transaction sent again within 10 minutes (a retried stream batch) is applied once.
  */
 export async function transact(
   items: TransactItem[],
   priority: WritePriority = 'admit',
   retarget?: (attempt: number) => TransactItem[] | undefined,
+  token?: string,
 ): Promise<TransactOutcome> {
   const budget = CONFLICT_RETRY_BUDGET[priority];
   let sent = items;
   for (let attempt = 0; ; attempt++) {
     try {
       noteAttempt(sent);
-      await documentClient.send(new TransactWriteCommand({ TransactItems: sent }));
+      await documentClient.send(
+        new TransactWriteCommand({
+          TransactItems: sent,
+          ...(token !== undefined && { ClientRequestToken: token }),
+        }),
+      );
       return { kind: 'committed' };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;

@@ -78,3 +78,21 @@ export function expectBusyHeaders(res: Response<object>): void {
   // A Unix second of this run (the answer may have been checked well after it came).
   expect(Math.abs(reset * 1000 - Date.now())).toBeLessThan(600_000);
 }
+
+/**
+ * Sends until the answer is not busy (at most `attempts` times), as a client retries a write
+ * with its key: many writers of one record win one at a time, and one that keeps losing is
+ * answered 429 LIMIT_EXCEEDED (reason CONTENTION) with Retry-After, nothing written. The wait
+ * Retry-After asks for is skipped: the test only needs the retry.
+ */
+export async function untilNotBusy<R extends Response<object>>(
+  send: () => Promise<R>,
+  attempts = 10,
+): Promise<R> {
+  for (let attempt = 1; ; attempt++) {
+    const res = await send();
+    if (res.status !== 429 || attempt === attempts) return res;
+    const error = expectError(res, 429, 'LIMIT_EXCEEDED');
+    expect(error.details, JSON.stringify(res.body)).toMatchObject({ reason: 'CONTENTION' });
+  }
+}

@@ -22,7 +22,7 @@ import { useTestStack } from '../helpers/scaffold.js';
 // items are read straight from the table to see that the load really spreads.
 const clock = testClock();
 const stack = useTestStack({ clock });
-const { reserve, commit, release } = reservationsApi(stack);
+const { reserve, commit, release, charge, refund } = reservationsApi(stack);
 
 let table: DynamoDBDocumentClient | undefined;
 afterAll(() => table?.destroy());
@@ -198,6 +198,70 @@ describe('a budget split into shards', () => {
       expect((root.reserved as Json).amount).toBeGreaterThanOrEqual(0);
     }
     expect((await ledgers(stack, t))['']).toEqual(L(10_000, 480, 0, 0, 9_520));
+  });
+
+  it('answers charges and refunds with whole balances when their shards were cached before the holds and the charges', async () => {
+    // As when another process took the holds and charged them: this process's shard cache shows
+    // the shards as they were before (store/budgets/shard-cache.ts). A charge gives part of a
+    // hold back on its shard, a refund takes spent back there.
+    const { rememberShard } = await import('../../functions/store/budgets/shard-cache.js');
+    const { readHeldShards } = await import('../../functions/store/budgets/read.js');
+    const { readReservation } = await import('../../functions/store/reservation-queries.js');
+    const { shardKey } = await import('../../functions/store/entities/ledger.js');
+    const t = await shardedTenant(10_000, 4);
+    const ref = { scope: scopeOf(t, ''), unit: 'USD_MICROCENTS' as const };
+    const cache = (shards: readonly (Json | undefined)[]) => {
+      for (let k = 1; k < 4; k++) {
+        const stale = shards[k];
+        if (stale) rememberShard(ref, k, stale);
+      }
+    };
+    const root = (res: { body: Json }) =>
+      (res.body.balances as Json[]).find((b) => b.scope === ref.scope) as Json;
+    const before = await shardsOf(t, '', 4);
+    const held = await Promise.all(
+      Array.from({ length: 8 }, () => reserve(t, { estimate: usd(100) })),
+    );
+    expect(held.map((r) => r.status)).toEqual(held.map(() => 200));
+    const ids = held.map((r) => String(r.body.reservation_id));
+    const holding = await shardsOf(t, '', 4);
+
+    cache(before);
+    for (const id of ids) {
+      const charged = await charge(t, id, { amount: usd(30) });
+      expect(charged.status).toBe(200);
+      expect((root(charged).reserved as Json).amount).toBeGreaterThanOrEqual(0);
+    }
+    for (const id of ids) expect((await commit(t, id, { actual: usd(60) })).status).toBe(200);
+
+    // Cached with the holds but before the charges: room for the hold, none of its spent. The
+    // refund's read takes its hold's shard afresh.
+    let onShards = 0;
+    for (const id of ids) {
+      const r = await readReservation(id);
+      const hold = r?.holds.find((h) => h.scope === ref.scope);
+      if (!r || !hold || hold.shard < 1) continue;
+      cache(holding); // the cache keeps a shard a second
+      const items = new Map();
+      await readHeldShards(items, r);
+      expect([...items.keys()], id).toEqual([shardKey(ref.scope, ref.unit, hold.shard).pk]);
+      onShards++;
+    }
+    expect(onShards).toBeGreaterThan(0);
+    cache(holding);
+    for (const id of ids) {
+      const refunded = await refund(
+        t,
+        id,
+        { amount: usd(20), reason: 'provider refunded it' },
+        adminHeaders,
+      );
+      expect(refunded.status).toBe(200);
+      // Spent taken back, never credited to the allocation as if spent had been reset since.
+      expect((root(refunded).allocated as Json).amount).toBe(10_000);
+      expect((root(refunded).spent as Json).amount).toBeGreaterThanOrEqual(0);
+    }
+    expect((await ledgers(stack, t))['']).toEqual(L(10_000, 320, 0, 0, 9_680));
   });
 
   it('charges an overage beyond one shard from the whole budget, and refuses what no shard sum covers', async () => {

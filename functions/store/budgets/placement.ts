@@ -189,6 +189,9 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
     case 'maxAllocated':
       guarded.push(attr('allocated').lte(guard.atMost));
       break;
+    case 'returns':
+      guarded.push(attr('spent').gte(guard.spent), attr('debt').gte(guard.debt));
+      break;
     case 'snapshot':
       for (const [field, value] of Object.entries(guard.values)) {
         guarded.push(attr(ATTRIBUTE[field as keyof typeof ATTRIBUTE]).eq(value));
@@ -230,6 +233,8 @@ function shardUpdate(change: LedgerChange, k: number, covers: number | undefined
       change.guard.kind === 'admit' && openBudget(),
       // Every shard of a rolling budget carries its period (store/budgets/periods.ts).
       inCurrentPeriod(change),
+      // A refund's spent comes off this shard: it must still hold that much.
+      change.guard.kind === 'returns' && attr('spent').gte(change.guard.spent),
     ),
   });
 }

@@ -11,7 +11,7 @@ import {
 } from '../../domain/budget.js';
 import { RetryLaterError } from '../../domain/errors.js';
 import { sumShards } from '../../domain/escrow.js';
-import type { Reservation } from '../../domain/reservation.js';
+import { chargedSoFar, heldAmount, type Reservation } from '../../domain/reservation.js';
 import { documentClient, tableName } from '../client.js';
 import {
   BUDGET_ALLOCATED,
@@ -103,20 +103,29 @@ export async function completeShards(items: Map<string, Item>): Promise<void> {
 }
 
 /**
- * A reservation's holds on shards k ≥ 1 that the shard cache shows without room for them (a
- * cached `reserved` below the hold: read before the hold landed, or the hold taken by another
- * process), read afresh into `items`: a commit, release or expiry gives the hold back there, and
- * the balances it answers with would otherwise show a negative `reserved`. A cached shard that
- * has room for the hold stays, its staleness bounded as every cached shard's is.
+ * A reservation's holds on shards k ≥ 1 that the shard cache shows without room for them, read
+ * afresh into `items`: a cached `reserved` below what the reservation still holds there, or a
+ * cached `spent` below what its charges and commit spent there and no refund took back (read
+ * before they landed, or written by another process). A commit, release, expiry or charge gives
+ * the hold back there, a refund takes spent back there, and the balances it answers with would
+ * otherwise show a negative `reserved` (or a refund decide on spent the shard does not show). A
+ * cached shard that has room for them stays, its staleness bounded as every cached shard's is.
  */
 export async function readHeldShards(items: Map<string, Item>, r: Reservation): Promise<void> {
   const at = Date.now();
   const unit = r.reserved.unit;
+  const held = r.status === 'ACTIVE' ? heldAmount(r).amount : 0;
+  const charged = r.status === 'COMMITTED' ? (r.committed?.amount ?? 0) : chargedSoFar(r);
+  const refunded = r.refunded?.amount ?? 0;
   const stale = r.holds
     .filter((h) => {
       if (h.shard < 1 || items.has(shardKey(h.scope, unit, h.shard).pk)) return false;
       const cached = cachedShard({ scope: h.scope, unit }, h.shard, at);
-      return cached !== undefined && Number(cached.reserved) < r.reserved.amount;
+      if (cached === undefined) return false;
+      // Of what it charged, the debt it ran up is on shard 0, and a refund returns that first.
+      const debt = h.debtIncurred ?? 0;
+      const spentHere = charged - debt - Math.max(0, refunded - debt);
+      return Number(cached.reserved) < held || Number(cached.spent) < spentHere;
     })
     .map((h) => shardKey(h.scope, unit, h.shard));
   if (stale.length > 0) addRead(items, await getItems(stale));
