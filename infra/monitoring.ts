@@ -376,10 +376,10 @@ export class ServiceMonitoring extends Construct {
             }),
             this.emf('ConflictRetries', 'Sum', {}, s).with({ label: 'transactions retried' }),
             this.emf('BusyAnswers', 'Sum', { Reason: 'CONTENTION' }, s).with({
-              label: '503: contention outlasted retries',
+              label: '429: contention outlasted retries',
             }),
             this.emf('BusyAnswers', 'Sum', { Reason: 'THROTTLED' }, s).with({
-              label: '503: throttling outlasted retries',
+              label: '429: throttling outlasted retries',
             }),
             this.emf('BusyAnswers', 'Sum', { Reason: 'TIMEOUT' }, s).with({
               label: '503: the table did not answer in time',

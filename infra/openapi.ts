@@ -159,7 +159,10 @@ const SECURITY: Record<Auth['kind'], Record<string, string[]>[]> = {
 const takesKey = (route: Route) => route.auth.kind !== 'none';
 const takesTenantKey = (route: Route) =>
   route.auth.kind === 'tenant' || route.auth.kind === 'tenantOrAdmin';
-/** Reading the table (a tenant key is read from it too) can meet throttling: 503, retry. */
+/**
+ * Reading the table (a tenant key is read from it too) can meet throttling or contention: 429
+ * (nothing written, retry after Retry-After), or a table that does not answer: 503.
+ */
 const readsTable = (route: Route) =>
   route.table.items !== undefined ||
   (route.table.indexes?.length ?? 0) > 0 ||
@@ -173,9 +176,16 @@ export function errorStatuses(route: Route, contract: Contract): number[] {
   if (takesKey(route)) statuses.add(401);
   if (takesTenantKey(route)) statuses.add(403);
   statuses.add(500);
-  if (readsTable(route) && contract.alsoAnswers?.status !== 503) statuses.add(503);
+  // Health answers a table in trouble with its own 503 (DOWN), never busy.
+  if (readsTable(route) && contract.alsoAnswers?.status !== 503) {
+    statuses.add(429);
+    statuses.add(503);
+  }
   return [...statuses].sort((a, b) => a - b);
 }
+
+/** The response components of the statuses that are not a plain refusal. */
+const RESPONSE_OF_STATUS: Readonly<Record<number, string>> = { 429: 'Busy', 503: 'RetryLater' };
 
 /** OpenAPI's path template of a route: the contract's, where API Gateway's is not one. */
 export const documentPath = (route: Route, contract: Contract): string =>
@@ -237,7 +247,7 @@ function operation(
   }
   for (const status of errorStatuses(route, contract)) {
     responses[status] = {
-      $ref: `#/components/responses/${status === 503 ? 'RetryLater' : 'Error'}`,
+      $ref: `#/components/responses/${RESPONSE_OF_STATUS[status] ?? 'Error'}`,
     };
   }
 
@@ -342,9 +352,20 @@ export function openApiDocument(server: Server): OpenApiDocument {
       headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } },
       content: { 'application/json': { schema: ref('ErrorResponse') } },
     },
+    Busy: {
+      description:
+        'Busy (error LIMIT_EXCEEDED, details.reason CONTENTION or THROTTLED): contention or throttling outlasted the retries; nothing was written. Retry after Retry-After seconds; a reserve with a new idempotency key is as safe as with the same one',
+      headers: {
+        'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+        'Retry-After': { $ref: '#/components/headers/Retry-After' },
+        'X-RateLimit-Reset': { $ref: '#/components/headers/X-RateLimit-Reset' },
+        'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' },
+      },
+      content: { 'application/json': { schema: ref('ErrorResponse') } },
+    },
     RetryLater: {
       description:
-        'Contention or throttling: nothing was written; retry after Retry-After seconds (error INTERNAL_ERROR)',
+        'The table did not answer in time (error INTERNAL_ERROR, details.reason TIMEOUT): a write may have landed; retry after Retry-After seconds with the same idempotency key, which replays it',
       headers: {
         'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
         'Retry-After': { $ref: '#/components/headers/Retry-After' },
@@ -398,10 +419,18 @@ export function openApiDocument(server: Server): OpenApiDocument {
         'X-Request-Id': headerSchema('This request’s id, also in error bodies and the logs'),
         'X-Cycles-Tenant': headerSchema('The tenant of the key that authenticated the request'),
         'X-Service-Tenant': headerSchema('The tenant of the key that authenticated the request'),
-        'Retry-After': headerSchema('Seconds to wait before retrying', {
+        'Retry-After': headerSchema('Seconds to wait before retrying (delta-seconds)', {
           type: 'integer',
           minimum: 1,
         }),
+        'X-RateLimit-Reset': headerSchema(
+          'When the request may be retried, in Unix seconds (now + Retry-After, or when the limit resets)',
+          { type: 'integer', format: 'int64' },
+        ),
+        'X-RateLimit-Remaining': headerSchema(
+          'Requests left in the current window of a limit that applies to the caller; sent only where one does',
+          { type: 'integer' },
+        ),
       },
       securitySchemes: {
         ServiceApiKeyAuth: { type: 'apiKey', in: 'header', name: 'X-Service-API-Key' },

@@ -36,8 +36,20 @@ const settings = {
    * call answers 503 with Retry-After well inside the function's timeout (docs/deploy.md).
    */
   DYNAMODB_ATTEMPT_TIMEOUT_MS: int(IN_LAMBDA ? 1_000 : 10_000, 50, 10_000),
+  /**
+   * Opening a connection: 0.5 s in Lambda; locally 5 s, where a connection to DynamoDB Local on
+   * loopback is slow only when the machine is starved, and a burst opens a hundred at once.
+   */
   DYNAMODB_CONNECT_TIMEOUT_MS: int(IN_LAMBDA ? 500 : 5_000, 50, 10_000),
   DYNAMODB_MAX_ATTEMPTS: int(3, 1, 5),
+  /**
+   * How long a request may go on starting DynamoDB calls of its retry loops (a retry after a
+   * conflict, a read after a stale write); past it, it answers 429 with nothing written, and a
+   * call already sent is always waited for (functions/deadline.ts). 0: the function's remaining
+   * time less one call's worst case (in a 10 s function: 10 − 3 × 1 − 0.5 = 6.5 s). Locally 20 s: nothing
+   * times a local function out, and DynamoDB Local queues a burst's calls for seconds.
+   */
+  REQUEST_DEADLINE_MS: int(IN_LAMBDA ? 0 : 20_000, 0, 900_000),
   AWS_REGION: text('us-east-1'),
   LOG_LEVEL: oneOf(['debug', 'info', 'warn', 'error', 'silent'], 'info'),
   /** Powertools' own variables (it reads them too): `service` of logs and metrics. */
@@ -51,6 +63,12 @@ const settings = {
   HOST: text('127.0.0.1', { min: 1 }),
   RUNTIME_PORT: int(7878, 0, 65_535),
   ADMIN_PORT: int(7979, 0, 65_535),
+  /**
+   * Local servers: requests handled at once per server, as a function's concurrency caps them in
+   * AWS; more are answered 429 at once (0: no cap). DynamoDB Local runs one call at a time, so
+   * without it a flood queues there until every request's deadline passes.
+   */
+  LOCAL_MAX_IN_FLIGHT: int(256, 0, 100_000),
   EXPIRY_SWEEP_INTERVAL_MS: int(5_000, 100, 3_600_000),
   DATA_DIR: text('.data'),
   DYNAMODB_IN_MEMORY: flag(false),
@@ -81,6 +99,16 @@ const settings = {
   REFUSAL_EVENTS: flag(true),
   /** At most one refusal record per tenant, scope, unit and code per this interval (0: all). */
   REFUSAL_EVENT_INTERVAL_MS: int(1_000, 0, 3_600_000),
+  // Budgets that shard themselves (docs/decisions.md § Escrow shards).
+  /** The most escrow shards contention gives a budget by itself (1: never; an operator's PATCH may go to 64). */
+  AUTO_SHARDS_MAX: int(16, 1, 64),
+  /**
+   * A budget grows when, in one process within the window, at least this many of the
+   * transactions on its items met a conflict, and at least AUTO_SHARDS_CONFLICT_PERCENT of them.
+   */
+  AUTO_SHARDS_CONFLICTS: int(20, 1, 100_000),
+  AUTO_SHARDS_CONFLICT_PERCENT: int(10, 1, 100),
+  AUTO_SHARDS_WINDOW_MS: int(10_000, 1_000, 600_000),
   /** The operator console's built files (default: beside the bundle in AWS, console/dist locally). */
   CONSOLE_DIR: optionalText(),
 } satisfies Record<string, Setting<unknown>>;

@@ -2,10 +2,19 @@ import type { ApiKey } from './api-keys.js';
 import { type Budget, budgetKey } from './budget.js';
 import type { Tenant } from './tenant.js';
 
-/** Who changed something: the operator's admin key, or a tenant API key by its id. */
-export type Actor = { readonly kind: 'admin' } | { readonly kind: 'key'; readonly keyId: string };
+/**
+ * Who changed something: the operator's admin key, a tenant API key by its id, or the system
+ * itself (a budget that grew its escrow shards under contention).
+ */
+export type Actor =
+  | { readonly kind: 'admin' }
+  | { readonly kind: 'key'; readonly keyId: string }
+  | { readonly kind: 'system' };
 
-export const actorName = (a: Actor): string => (a.kind === 'admin' ? 'admin' : a.keyId);
+export const actorName = (a: Actor): string => (a.kind === 'key' ? a.keyId : a.kind);
+
+/** Actor names that are no key id (what the trail shows as `key_id` is a key's). */
+export const NOT_A_KEY: readonly string[] = ['admin', 'system'];
 
 interface AuditBase {
   readonly tenant: string;

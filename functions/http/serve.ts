@@ -6,6 +6,7 @@ import type {
   Context,
 } from 'aws-lambda';
 import { serverNow } from '../clock.js';
+import { deadlineBudgetMs, startDeadline } from '../deadline.js';
 import { DomainError, RetryLaterError } from '../domain/errors.js';
 import { exactJson } from '../domain/json.js';
 import { log } from '../log.js';
@@ -37,18 +38,26 @@ export function serve(
   options: { readonly errorDetails?: ErrorDetails },
   answer: (event: Event, now: number, invocation: Invocation | undefined) => Promise<Result>,
 ) {
-  const handle = middy<Event, Result, Error, Context>().handler((event) =>
-    answer(event, serverNow(), currentInvocation()),
+  // No early timeout answer: it would answer 500 while a write is in flight and may still land.
+  // The request's deadline (functions/deadline.ts) stops its loops between attempts instead.
+  const handle = middy<Event, Result, Error, Context>({ timeoutEarlyInMillis: 0 }).handler(
+    (event) => answer(event, serverNow(), currentInvocation()),
   );
   let coldStart = true;
   return (event: Event, context: Context): Promise<Result> =>
     runInvocation(event.requestContext?.requestId || randomUUID(), async (invocation) => {
       const cold = coldStart;
       coldStart = false;
+      startDeadline(deadlineBudgetMs(context?.getRemainingTimeInMillis?.()));
       try {
         return finish(await handle(event, context), { invocation, routeId, event, cold });
       } catch (error) {
-        const response = errorResponse(error, invocation.requestId, options.errorDetails);
+        const response = errorResponse(
+          error,
+          invocation.requestId,
+          options.errorDetails,
+          serverNow(),
+        );
         return finish(response, { invocation, routeId, event, cold, error });
       }
     });
@@ -135,7 +144,7 @@ function finish(response: Result, outcome: Outcome): Result {
     log.info('request', fields);
   } else if (error instanceof RetryLaterError) {
     recordMetric('BusyAnswers', 1, { Reason: error.reason });
-    log.warn('request', { ...fields, busy_reason: error.reason });
+    log.warn('request', { ...fields, busy_reason: error.reason, ...busyCause(error) });
   } else if (error !== undefined) {
     // Logged with its cause and stack; its message never reaches the client (errors.ts).
     log.error('request', { ...fields, error });
@@ -144,4 +153,11 @@ function finish(response: Result, outcome: Outcome): Result {
   }
   publishMetrics(invocation);
   return { ...response, headers };
+}
+
+/** What made a request busy, as the SDK said it (a timeout's kind, a code): no key material. */
+function busyCause(error: RetryLaterError) {
+  const cause = error.cause;
+  if (!(cause instanceof Error)) return {};
+  return { busy_cause: `${cause.name}: ${cause.message}`.slice(0, 200) };
 }

@@ -1,6 +1,6 @@
 import type { Amount } from '../domain/amounts.js';
 import { type ApiKey, keyStatus } from '../domain/api-keys.js';
-import type { AuditRecord } from '../domain/audit.js';
+import { type AuditRecord, NOT_A_KEY } from '../domain/audit.js';
 import {
   type Budget,
   type BudgetRecord,
@@ -8,6 +8,7 @@ import {
   budgetKey,
   isOverLimit,
   type Ledger,
+  shardCount,
 } from '../domain/budget.js';
 import type { Caps } from '../domain/caps.js';
 import type { DomainError } from '../domain/errors.js';
@@ -220,7 +221,7 @@ export const auditRecordView = (r: AuditRecord) => ({
   log_id: r.logId,
   timestamp: new Date(r.atMs).toISOString(),
   tenant_id: r.tenant,
-  ...(r.actor !== 'admin' && { key_id: r.actor }),
+  ...(!NOT_A_KEY.includes(r.actor) && { key_id: r.actor }),
   operation: r.operation,
   resource_type: r.resourceType,
   resource_id: r.resourceId,
@@ -336,6 +337,8 @@ export const budgetLedgerView = ({ tenant, budget: b, createdAt, updatedAt }: Bu
   }),
   // Ours, only when not the default [50, 80, 100] (docs/decisions.md § Budget events).
   ...(b.thresholds && { thresholds: [...b.thresholds] }),
+  // Ours, only when split (set by the operator or grown under contention: docs/scaling.md).
+  ...(shardCount(b) > 1 && { shards: shardCount(b) }),
   ...maxReservationView(b),
   created_at: createdAt,
   ...(updatedAt !== undefined && { updated_at: updatedAt }),

@@ -94,6 +94,8 @@ export interface UpdateParts {
   readonly set?: Readonly<Record<string, unknown>>;
   /** SET a = a + delta. */
   readonly add?: Readonly<Record<string, number>>;
+  /** SET a = b: the value another attribute of the item has as the write applies. */
+  readonly copy?: Readonly<Record<string, string>>;
   /** ADD a :set (a string set). */
   readonly addToSet?: Readonly<Record<string, ReadonlySet<string>>>;
   /** ADD a :n (a number: an absent attribute starts at 0, unlike `add`). */
@@ -111,6 +113,7 @@ export function updateExpression(parts: UpdateParts, p: Placeholders): string {
       const name = p.name(a);
       return `${name} = ${name} + ${p.value(a, d)}`;
     }),
+    ...Object.entries(parts.copy ?? {}).map(([a, from]) => `${p.name(a)} = ${p.name(from)}`),
   ];
   const adds = [
     ...Object.entries(parts.addToSet ?? {}),

@@ -32,6 +32,17 @@ export const keys = {
     pk: ledgerIndexPartition(tenant, segment),
     sk: budgetKey({ scope, unit }),
   }),
+  /**
+   * The budget of a ledger item's or a shard's pk, undefined for any other: parsed from the end,
+   * where the unit (which holds no '#') and a shard's number are, so a scope may hold '#'.
+   */
+  budgetOfLedgerPk: (pk: string): { scope: string; unit: Unit } | undefined => {
+    if (!pk.startsWith('LEDGER#')) return undefined;
+    const parts = pk.slice('LEDGER#'.length).split('#');
+    if (/^\d+$/.test(parts[parts.length - 1] ?? '')) parts.pop();
+    const unit = parts.pop();
+    return unit && parts.length > 0 ? { scope: parts.join('#'), unit: unit as Unit } : undefined;
+  },
   reservation: (reservationId: string) => ({ pk: `RESERVATION#${reservationId}`, sk: SK }),
   /** The reservation id of a reservation item's pk. */
   reservationIdOfPk: (pk: string) => pk.slice('RESERVATION#'.length),

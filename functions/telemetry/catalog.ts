@@ -31,7 +31,10 @@ export const METRICS = {
   ConflictRetries: { unit: 'Count', dimensions: [] },
   /** Requests answered with an error code (4xx), by code. */
   Refusals: { unit: 'Count', dimensions: ['Reason'], perTenant: true },
-  /** 503 answers: contention or throttling outlasted the retry budget, or the table timed out. */
+  /**
+   * Busy answers: 429 when contention or throttling outlasted the retries or the deadline, 503
+   * when the table timed out (`Reason`).
+   */
   BusyAnswers: { unit: 'Count', dimensions: ['Reason'] },
   /** Live reservations decided: ALLOW, ALLOW_WITH_CAPS or DENY (replays are not counted). */
   Reservations: { unit: 'Count', dimensions: ['Decision'], perTenant: true },

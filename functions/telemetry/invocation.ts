@@ -28,6 +28,11 @@ export interface Invocation {
   readonly dynamoOps: string[];
   conflictRetries: number;
   readonly points: MetricPoint[];
+  /**
+   * `performance.now()` past which the request starts no new DynamoDB call of a retry loop
+   * (functions/deadline.ts); absent: no deadline but the loops' own bounds.
+   */
+  deadlineAt?: number;
 }
 
 const storage = new AsyncLocalStorage<Invocation>();

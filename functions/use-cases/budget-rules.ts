@@ -16,9 +16,6 @@ export const noBudget = (scope: string, unit: Unit) =>
 export const budgetClosed = (scope: string, unit: Unit) =>
   new DomainError('BUDGET_CLOSED', `the budget of ${scope} in ${unit} is closed`, { scope, unit });
 
-export const noShardsForRolling = () =>
-  invalidRequest('a rolling budget (period) cannot be split into shards', { field: 'shards' });
-
 /** Scopes of sharded budgets a tenant item may list (docs/decisions.md § Escrow shards). */
 const MAX_SHARDED_MAP_CHARS = 100_000;
 

@@ -24,13 +24,7 @@ import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
 import { queryClosedPeriods } from '../store/budgets/periods.js';
 import { applyFunding, insertLedger } from '../store/budgets/writes.js';
 import { budgetSource, readRecords, viewBudgets } from './budget-reader.js';
-import {
-  budgetClosed,
-  noBudget,
-  noShardsForRolling,
-  noTenant,
-  shardedBudgetsWithRoom,
-} from './budget-rules.js';
+import { budgetClosed, noBudget, noTenant, shardedBudgetsWithRoom } from './budget-rules.js';
 import { type WriteContext, writableScope } from './context.js';
 import { guardedWrite, readAgain, whileStale } from './guarded-write.js';
 import { outcomeToStore } from './outcomes.js';
@@ -77,7 +71,6 @@ export async function createBudget(
     }
   }
   const shards = request.shards ?? 1;
-  if (request.period && shards > 1) throw noShardsForRolling();
   const allocated = request.allocated.amount;
   const counters = { allocated, spent: 0, reserved: 0, debt: 0, remaining: allocated };
   const thresholds = storedThresholds(request.thresholds);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
+import type { ContentionSettings } from '../../infra/local/contention.js';
 import type { LocalStack } from '../../infra/local/stack.js';
 import type { TestClock } from './clock.js';
 import { holdToDocuments } from './http.js';
@@ -9,6 +10,8 @@ export interface TestStackOptions {
   readonly env?: Record<string, string>;
   /** Server time for every handler and the sweeper (default: the system clock). */
   readonly clock?: TestClock;
+  /** The contention emulator on the servers' DynamoDB client (infra/local/contention.ts). */
+  readonly contention?: Partial<ContentionSettings>;
 }
 
 /**
@@ -19,6 +22,7 @@ export interface TestStackOptions {
 export async function startTestStack({
   env = {},
   clock,
+  contention,
 }: TestStackOptions = {}): Promise<LocalStack> {
   const endpoint = inject('dynamoEndpoint');
   if (!/^http:\/\/(127\.0\.0\.1|localhost):\d+$/.test(endpoint))
@@ -42,6 +46,7 @@ export async function startTestStack({
     adminPort: 0,
     sweeper: false,
     ...(clock && { clock: clock.now }),
+    ...(contention && { contention }),
   });
   holdToDocuments({ runtime: stack.runtimeUrl, admin: stack.adminUrl });
   return stack;

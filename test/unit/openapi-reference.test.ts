@@ -21,8 +21,10 @@ const REFERENCE = new URL(
 
 const NO_EVIDENCE =
   'CyclesEvidence (signed, content-addressed envelopes) is not implemented: SPEC v0 has no evidence surface';
-const RETRY_LATER =
-  'contention or DynamoDB throttling past the retry budget: 503 with Retry-After and the INTERNAL_ERROR body, nothing written (docs/decisions.md, "Contention")';
+const BUSY_AND_TIMEOUT =
+  'busy — contention or DynamoDB throttling past the retries or the request deadline — is the reference\'s 429 LIMIT_EXCEEDED with Retry-After and X-RateLimit-Reset, nothing written (ERROR SEMANTICS, revision 2026-07-04), on every operation that reads the table; a table that did not answer is 503 INTERNAL_ERROR with Retry-After, its outcome unknown (docs/decisions.md, "Contention")';
+const TIMEOUT =
+  'a table that did not answer in time: 503 INTERNAL_ERROR with Retry-After, a write\'s outcome unknown and replayed by the same key (docs/decisions.md, "Contention")';
 const NO_BUDGET_IS_409 =
   'a scope without a budget has zero allocation and is refused 409 BUDGET_EXCEEDED (SPEC.md, core behaviour 6), never 404';
 const SPEC_DEFAULT =
@@ -39,10 +41,10 @@ const NO_ADMIN_READS =
 const ALLOWED: readonly (readonly [difference: string, reason: string])[] = [
   ['getEvidence: not implemented (GET /v1/evidence/{evidence_id})', NO_EVIDENCE],
   ['getEvidenceJwks: not implemented (GET /v1/.well-known/cycles-jwks.json)', NO_EVIDENCE],
-  ['decide errors: also 503', RETRY_LATER],
+  ['decide errors: also 429, 503', BUSY_AND_TIMEOUT],
   ['decide 200.retry_after_ms: never sent', 'no DENY is rate-limited, so none has a retry hint'],
   ['decide 200.cycles_evidence: never sent', NO_EVIDENCE],
-  ['createReservation errors: also 503', RETRY_LATER],
+  ['createReservation errors: also 429, 503', BUSY_AND_TIMEOUT],
   ['createReservation errors: never 404', NO_BUDGET_IS_409],
   [
     'createReservation request.overage_policy: default "REJECT", the reference\'s "ALLOW_IF_AVAILABLE"',
@@ -53,7 +55,7 @@ const ALLOWED: readonly (readonly [difference: string, reason: string])[] = [
     'no DENY is rate-limited, so none has a retry hint',
   ],
   ['createReservation 200.cycles_evidence: never sent', NO_EVIDENCE],
-  ['listReservations errors: also 503', RETRY_LATER],
+  ['listReservations errors: also 429, 503', BUSY_AND_TIMEOUT],
   ['listReservations parameter query from: ignored', IGNORED_FILTER],
   ['listReservations parameter query to: ignored', IGNORED_FILTER],
   ['listReservations parameter query expires_from: ignored', IGNORED_FILTER],
@@ -72,24 +74,20 @@ const ALLOWED: readonly (readonly [difference: string, reason: string])[] = [
     "a commit's metadata is recorded with the settlement but views.ts does not render it on the reservation",
   ],
   ['listReservations 200.reservations[].evidence: never sent', NO_EVIDENCE],
-  ['getReservation errors: also 503', RETRY_LATER],
+  ['getReservation errors: also 429, 503', BUSY_AND_TIMEOUT],
   ['getReservation auth: X-Admin-API-Key not accepted', NO_ADMIN_READS],
   [
     'getReservation 200.committed_metadata: never sent',
     "a commit's metadata is recorded with the settlement but views.ts does not render it on the reservation",
   ],
   ['getReservation 200.evidence: never sent', NO_EVIDENCE],
-  ['commitReservation errors: also 503', RETRY_LATER],
+  ['commitReservation errors: also 429, 503', BUSY_AND_TIMEOUT],
   ['commitReservation 200.cycles_evidence: never sent', NO_EVIDENCE],
-  ['releaseReservation errors: also 503', RETRY_LATER],
+  ['releaseReservation errors: also 429, 503', BUSY_AND_TIMEOUT],
   ['releaseReservation 200.cycles_evidence: never sent', NO_EVIDENCE],
-  ['extendReservation errors: also 503', RETRY_LATER],
-  [
-    'extendReservation errors: never 429',
-    'no extension limit (MAX_EXTENSIONS_EXCEEDED) and no rate limiting in the service (API Gateway throttles with its own 429 body)',
-  ],
-  ['getBalances errors: also 503', RETRY_LATER],
-  ['createEvent errors: also 503', RETRY_LATER],
+  ['extendReservation errors: also 503', TIMEOUT],
+  ['getBalances errors: also 429, 503', BUSY_AND_TIMEOUT],
+  ['createEvent errors: also 429, 503', BUSY_AND_TIMEOUT],
   ['createEvent errors: never 404', NO_BUDGET_IS_409],
   [
     'createEvent request.overage_policy: default "REJECT", the reference\'s "ALLOW_IF_AVAILABLE"',

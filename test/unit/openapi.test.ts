@@ -205,18 +205,18 @@ describe('the webhooks of the admin OpenAPI document', () => {
 describe('errorStatuses', () => {
   const routeOf = (id: RouteId) => [routes[id], contracts[id] as Contract] as const;
 
-  it('gives a tenant route with a body 400, 401, 403, its refusals, 500 and 503', () => {
+  it('gives a tenant route with a body 400, 401, 403, its refusals, 429, 500 and 503', () => {
     expect(errorStatuses(...routeOf('commitReservation'))).toEqual([
-      400, 401, 403, 404, 409, 410, 500, 503,
+      400, 401, 403, 404, 409, 410, 429, 500, 503,
     ]);
   });
 
-  it('gives an admin-key route no 403, and a route that reads nothing no 503', () => {
-    expect(errorStatuses(...routeOf('validateKey'))).toEqual([400, 401, 500, 503]);
+  it('gives an admin-key route no 403, and a route that reads nothing no 429 or 503', () => {
+    expect(errorStatuses(...routeOf('validateKey'))).toEqual([400, 401, 429, 500, 503]);
     expect(errorStatuses(...routeOf('runtimeOpenApi'))).toEqual([500]);
   });
 
-  it('leaves 503 to health, whose 503 is its DOWN answer', () => {
+  it('leaves 503 to health, whose 503 is its DOWN answer, and never answers it busy', () => {
     expect(errorStatuses(...routeOf('runtimeHealth'))).toEqual([500]);
   });
 });

@@ -245,6 +245,14 @@ function BudgetCard({
             {b.is_over_limit && <strong class="alert-text"> (over it)</strong>}
           </dd>
         </div>
+        {b.shards !== undefined && (
+          <div>
+            <dt>Escrow shards</dt>
+            <dd title="Set by an operator, or grown by the service when the budget met contention (see the audit trail)">
+              {b.shards}
+            </dd>
+          </div>
+        )}
         {b.max_reservation_amount && (
           <div>
             <dt>Most one reservation may hold</dt>

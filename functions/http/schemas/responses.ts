@@ -3,6 +3,7 @@ import { AUDIT_OPERATION_NAMES, AUDIT_RESOURCE_TYPES } from '../../domain/audit.
 import { MAX_THRESHOLDS } from '../../domain/budget-events.js';
 import { CAPABILITIES, type Capability } from '../../domain/capabilities.js';
 import { BPS } from '../../domain/caps.js';
+import { MAX_SHARDS } from '../../domain/escrow.js';
 import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../domain/ledger.js';
 import { PERIOD_KINDS } from '../../domain/period.js';
 import { PERMISSIONS } from '../../domain/permissions.js';
@@ -318,6 +319,15 @@ export const BudgetLedger = z.strictObject({
   caps: Caps.optional(),
   caps_when_remaining_below_bps: z.number().int().min(1).max(BPS).optional(),
   ...thresholdsField,
+  shards: z
+    .number()
+    .int()
+    .min(2)
+    .max(MAX_SHARDS)
+    .optional()
+    .describe(
+      'Ours: the escrow shards the budget is split into (docs/scaling.md), only when more than one — set by the operator (`shards`) or grown by the service under contention (audited as the system).',
+    ),
   ...maxReservationField,
   created_at: Timestamp,
   updated_at: Timestamp.optional(),

@@ -31,6 +31,7 @@ import {
   writeAudited,
 } from '../write.js';
 import { openBudget, placeChanges, shardCountIs } from './placement.js';
+import { forgetShards } from './shard-cache.js';
 
 // A budget's writes of the control plane: its creation, a funding, its settings, its status.
 // Each carries its audit record in the same transaction.
@@ -65,7 +66,9 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
         : undefined,
     ),
     auditPut(n.audit),
-    ...(shards ?? []).slice(1).map((s, i) => putIfAbsent(shardItem(budget.ref, i + 1, s))),
+    ...(shards ?? [])
+      .slice(1)
+      .map((s, i) => putIfAbsent(shardItem(budget.ref, i + 1, s, 'ACTIVE', budget.period))),
   ];
 }
 
@@ -97,7 +100,7 @@ export function fundingTransaction(
       putIfAbsent(idempotencyItem(idempotency.scope, idempotency.outcome, audit.atMs)),
       auditPut(audit),
     ],
-    layout: { recordAt: placed.items.length, proofs: placed.proofs },
+    layout: { recordAt: placed.items.length, proofs: placed.proofs, touches: placed.touches },
   };
 }
 
@@ -168,6 +171,7 @@ export async function updateBudgetSettings(
     ],
     audit,
   );
+  forgetShards(before.ref);
   return written === 'written' ? 'updated' : 'stale';
 }
 
@@ -202,5 +206,6 @@ export async function setBudgetStatus(
     ],
     audit,
   );
+  forgetShards(before.ref);
   return written === 'written' ? 'updated' : 'stale';
 }
