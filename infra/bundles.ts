@@ -9,7 +9,7 @@ import {
   routeEntries,
   sweeper,
 } from '../functions/routes.js';
-import { entryFile, esbuildOptions, repoRoot } from './service-function.js';
+import { entryFile, esbuildOptions, repoRoot, routeDefines } from './service-function.js';
 
 /** Every function the app deploys: its name, handler module, and route if it is one. */
 export interface FunctionEntry {
@@ -59,6 +59,10 @@ export async function bundle(f: FunctionEntry, write = true): Promise<Bundle> {
     ...esbuildOptions,
     external: [...esbuildOptions.external],
     mainFields: [...esbuildOptions.mainFields],
+    define: {
+      ...esbuildOptions.define,
+      ...(f.route && routeDefines(f.name, f.route)),
+    },
     banner: { js: esbuildOptions.banner },
     entryPoints: [entryFile(f.entry)],
     bundle: true,
