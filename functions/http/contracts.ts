@@ -21,6 +21,7 @@ import {
   UpdateTenantBody,
   ValidateKeyBody,
 } from './schemas/admin.js';
+import * as events from './schemas/event-responses.js';
 import * as res from './schemas/responses.js';
 import {
   CommitBody,
@@ -33,6 +34,21 @@ import {
   ReleaseBody,
   ReservationIdParams,
 } from './schemas/runtime.js';
+import {
+  CreateWebhookQuery,
+  EventParams,
+  ListDeliveriesQuery,
+  ListEventsQuery,
+  ListTenantEventsQuery,
+  ListTenantWebhooksQuery,
+  ListWebhooksQuery,
+  ReplayEventsRequest,
+  SubscriptionParams,
+  WebhookBulkActionRequest,
+  WebhookCreateRequest,
+  WebhookSecurityConfigRequest,
+  WebhookUpdateRequest,
+} from './schemas/webhooks.js';
 
 /**
  * What each route takes and answers, beside the route table (which must stay free of schemas:
@@ -43,11 +59,11 @@ import {
 export interface Contract {
   readonly summary: string;
   readonly tag: string;
-  readonly params?: z.ZodType;
-  readonly query?: z.ZodType;
-  readonly body?: z.ZodType;
+  readonly params?: z.core.$ZodType;
+  readonly query?: z.core.$ZodType;
+  readonly body?: z.core.$ZodType;
   /** The success body, answered with the route's status. @default - the route never succeeds */
-  readonly response?: z.ZodType;
+  readonly response?: z.core.$ZodType;
   /**
    * Refusals particular to the route. Those any route of its kind may answer are derived from
    * the route table: 400 (it takes input), 401 and 403 (it takes a key), 500, 503 (it reads).
@@ -57,11 +73,11 @@ export interface Contract {
   /** A second answer that is not an error body. @default - none */
   readonly alsoAnswers?: {
     readonly status: number;
-    readonly body: z.ZodType;
+    readonly body: z.core.$ZodType;
     readonly description: string;
   };
   /** The path a client fills in, where the route table's is API Gateway's own (`{x+}`). */
-  readonly documentPath?: { readonly path: string; readonly params: z.ZodType };
+  readonly documentPath?: { readonly path: string; readonly params: z.core.$ZodType };
   /** The reference's name for the operation, where ours differs. @default - the route id */
   readonly operationId?: string;
   /**
@@ -88,6 +104,7 @@ const notFound = {
   refusals: [404],
 } as const satisfies Contract;
 const budget = { tag: 'Budgets', query: BudgetQuery } as const;
+const subscription = { tag: 'Webhooks', params: SubscriptionParams } as const;
 
 export const contracts = {
   createReservation: {
@@ -305,6 +322,141 @@ export const contracts = {
     summary: 'Describe the calling key (the admin key, or a tenant key)',
     tag: 'Auth',
     response: res.Introspection,
+  },
+  listEvents: {
+    summary: 'Query the event log (every tenant, or one)',
+    tag: 'Events',
+    query: ListEventsQuery,
+    response: events.EventListResponse,
+  },
+  getEvent: {
+    summary: 'Get one event: the document its deliveries carried',
+    tag: 'Events',
+    params: EventParams,
+    response: events.Event,
+    refusals: [404],
+  },
+  listTenantEvents: {
+    summary: "Query the calling tenant's events (budget, reservation, tenant)",
+    tag: 'Events',
+    query: ListTenantEventsQuery,
+    response: events.EventListResponse,
+  },
+  createWebhookSubscription: {
+    summary: 'Create a webhook subscription (a tenant’s, or the operator’s own without tenant_id)',
+    tag: 'Webhooks',
+    query: CreateWebhookQuery,
+    body: WebhookCreateRequest,
+    response: events.WebhookCreateResponse,
+    refusals: [404, 409],
+  },
+  listWebhookSubscriptions: {
+    summary: 'List webhook subscriptions',
+    tag: 'Webhooks',
+    query: ListWebhooksQuery,
+    response: events.WebhookListResponse,
+  },
+  getWebhookSubscription: {
+    ...subscription,
+    summary: 'Get a webhook subscription',
+    response: events.WebhookSubscription,
+    refusals: [404],
+  },
+  updateWebhookSubscription: {
+    ...subscription,
+    summary: 'Change, pause or resume a webhook subscription',
+    body: WebhookUpdateRequest,
+    response: events.WebhookSubscription,
+    refusals: [404, 409],
+  },
+  deleteWebhookSubscription: {
+    ...subscription,
+    summary: 'Delete a webhook subscription',
+    response: events.NoContent,
+    refusals: [404, 409],
+  },
+  testWebhookSubscription: {
+    ...subscription,
+    summary: 'Send a system.webhook_test event to the subscription’s URL, now',
+    response: events.WebhookTestResponse,
+    refusals: [404, 409],
+  },
+  listWebhookDeliveries: {
+    ...subscription,
+    summary: 'List a subscription’s deliveries, newest first',
+    query: ListDeliveriesQuery,
+    response: events.WebhookDeliveryListResponse,
+    refusals: [404],
+  },
+  replayEvents: {
+    ...subscription,
+    summary: 'Deliver every selected event of a window again (all or nothing: else 400)',
+    body: ReplayEventsRequest,
+    response: events.ReplayEventsResponse,
+    refusals: [404, 409],
+  },
+  bulkActionWebhooks: {
+    summary: 'Pause, resume or delete every subscription a filter matches',
+    tag: 'Webhooks',
+    body: WebhookBulkActionRequest,
+    response: events.WebhookBulkActionResponse,
+    refusals: [409],
+  },
+  getWebhookSecurityConfig: {
+    summary: 'Where webhooks may point: blocked ranges, URL patterns, http',
+    tag: 'Webhooks',
+    response: events.WebhookSecurityConfig,
+  },
+  updateWebhookSecurityConfig: {
+    summary: 'Replace the webhook security configuration',
+    tag: 'Webhooks',
+    body: WebhookSecurityConfigRequest,
+    response: events.WebhookSecurityConfig,
+  },
+  createTenantWebhook: {
+    summary: 'Create a webhook for the calling tenant',
+    tag: 'Webhooks',
+    body: WebhookCreateRequest,
+    response: events.WebhookCreateResponse,
+    refusals: [409],
+  },
+  listTenantWebhooks: {
+    summary: 'List a tenant’s webhooks (the admin key names the tenant)',
+    tag: 'Webhooks',
+    query: ListTenantWebhooksQuery,
+    response: events.WebhookListResponse,
+  },
+  getTenantWebhook: {
+    ...subscription,
+    summary: 'Get a tenant’s webhook',
+    response: events.WebhookSubscription,
+    refusals: [404],
+  },
+  updateTenantWebhook: {
+    ...subscription,
+    summary: 'Change, pause or resume a tenant’s webhook',
+    body: WebhookUpdateRequest,
+    response: events.WebhookSubscription,
+    refusals: [404, 409],
+  },
+  deleteTenantWebhook: {
+    ...subscription,
+    summary: 'Delete a tenant’s webhook',
+    response: events.NoContent,
+    refusals: [404, 409],
+  },
+  testTenantWebhook: {
+    ...subscription,
+    summary: 'Send a system.webhook_test event to a tenant’s webhook, now',
+    response: events.WebhookTestResponse,
+    refusals: [404, 409],
+  },
+  listTenantWebhookDeliveries: {
+    ...subscription,
+    summary: 'List a tenant’s webhook deliveries, newest first',
+    query: ListDeliveriesQuery,
+    response: events.WebhookDeliveryListResponse,
+    refusals: [404],
   },
   console: { summary: 'The operator console', tag: 'Console', page: true },
   adminHealth: health,

@@ -19,6 +19,8 @@ export const STATUS = {
   BUDGET_FROZEN: 409,
   BUDGET_CLOSED: 409,
   KEY_REVOKED: 409,
+  REPLAY_IN_PROGRESS: 409,
+  COUNT_MISMATCH: 409,
   RESERVATION_EXPIRED: 410,
   INTERNAL_ERROR: 500,
 } as const satisfies Record<ErrorCode, number>;

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type {
   APIGatewayProxyEventV2,
@@ -6,10 +6,12 @@ import type {
   Context,
 } from 'aws-lambda';
 import type { z } from 'zod';
+import { safeParse } from 'zod/v4/core';
 import { serverNow } from '../clock.js';
 import { config } from '../config/settings.js';
 import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
 import { exactJson, illFormedStringAt, parseExactJson } from '../domain/json.js';
+import { type Trace, traceOf, traceparentOf } from '../domain/trace.js';
 import { log } from '../log.js';
 import { type RouteId, routes } from '../routes.js';
 import {
@@ -29,11 +31,11 @@ export type Event = APIGatewayProxyEventV2;
 export type Result = APIGatewayProxyStructuredResultV2;
 
 interface Schemas {
-  readonly body?: z.ZodType;
-  readonly query?: z.ZodType;
-  readonly params?: z.ZodType;
+  readonly body?: z.core.$ZodType;
+  readonly query?: z.core.$ZodType;
+  readonly params?: z.core.$ZodType;
 }
-type Parsed<S extends Schemas, K extends keyof Schemas> = S[K] extends z.ZodType
+type Parsed<S extends Schemas, K extends keyof Schemas> = S[K] extends z.core.$ZodType
   ? z.output<S[K]>
   : undefined;
 type ContractOf<R extends RouteId> = (typeof contracts)[R];
@@ -49,7 +51,7 @@ type Wire<T> = T extends readonly (infer E)[]
   : T extends object
     ? { readonly [K in keyof T]: Wire<T[K]> }
     : T;
-type InputOf<S> = S extends z.ZodType ? Wire<z.input<S>> : never;
+type InputOf<S> = S extends z.core.$ZodType ? Wire<z.input<S>> : never;
 type AlsoOf<C> = C extends { readonly alsoAnswers: { readonly body: infer S } }
   ? InputOf<S>
   : never;
@@ -71,7 +73,9 @@ type CallerOf<R extends RouteId> =
     ? TenantCaller
     : AuthKind<R> extends 'tenantOrAdmin'
       ? TenantCaller | { readonly kind: 'admin' }
-      : RouteCaller;
+      : AuthKind<R> extends 'admin'
+        ? { readonly kind: 'admin' }
+        : RouteCaller;
 
 export interface RouteInput<R extends RouteId, S extends Schemas> {
   readonly body: Parsed<S, 'body'>;
@@ -79,6 +83,8 @@ export interface RouteInput<R extends RouteId, S extends Schemas> {
   readonly params: Parsed<S, 'params'>;
   readonly caller: CallerOf<R>;
   readonly requestId: string;
+  /** The request's W3C trace (echoed on the answer, stamped on what it writes). */
+  readonly trace: Trace;
   readonly now: number;
   readonly event: Event;
 }
@@ -112,6 +118,7 @@ export function httpHandler<R extends RouteId>(
       params: s.params ? parse(s.params, event.pathParameters ?? {}, 'path parameter ') : undefined,
       caller,
       requestId: invocation?.requestId ?? randomUUID(),
+      trace: invocation?.trace ?? requestTrace(headers),
       now,
       event,
     } as RouteInput<R, RouteSchemas<R>>;
@@ -120,12 +127,14 @@ export function httpHandler<R extends RouteId>(
     return {
       statusCode: reply.statusCode ?? route.status,
       headers: { ...reply.headers },
-      body: exactJson(reply.body),
+      // 204 (a delete) has no body at all.
+      body: route.status === 204 ? '' : exactJson(reply.body),
     };
   });
   let coldStart = true;
   return (event: Event, context: Context): Promise<Result> =>
     runInvocation(event.requestContext?.requestId || randomUUID(), async (invocation) => {
+      invocation.trace = requestTrace(event.headers ?? {});
       const cold = coldStart;
       coldStart = false;
       try {
@@ -136,6 +145,21 @@ export function httpHandler<R extends RouteId>(
       }
     });
 }
+
+const freshHex = (bytes: number) => randomBytes(bytes).toString('hex');
+
+/** The request's trace, from its `traceparent` or `X-Cycles-Trace-Id`, else a new one. */
+export const requestTrace = (headers: Record<string, string | undefined>): Trace =>
+  traceOf(headers.traceparent, headers['x-cycles-trace-id'], () => freshHex(16));
+
+/**
+ * Every answer names its trace (CORRELATION AND TRACING: 2xx, 4xx and 5xx alike): the id, and a
+ * `traceparent` of it with this hop's span.
+ */
+export const traceHeaders = (trace: Trace): Record<string, string> => ({
+  'x-cycles-trace-id': trace.traceId,
+  traceparent: traceparentOf(trace, freshHex(8)),
+});
 
 /** Who called, for the log line (key id, never the secret) and the metrics. */
 function identify(invocation: Invocation, caller: RouteCaller): void {
@@ -162,6 +186,7 @@ function finish(response: Result, outcome: Outcome): Result {
     ...(response.headers as Record<string, string> | undefined),
     'content-type': 'application/json',
     'x-request-id': requestId,
+    ...(invocation.trace && traceHeaders(invocation.trace)),
   };
   if (tenant) {
     headers['x-service-tenant'] = tenant;
@@ -170,6 +195,7 @@ function finish(response: Result, outcome: Outcome): Result {
   const latencyMs = Math.round((performance.now() - invocation.startedAt) * 100) / 100;
   const fields = {
     request_id: requestId,
+    ...(invocation.trace && { trace_id: invocation.trace.traceId }),
     route: routeId,
     method: outcome.event.requestContext?.http?.method,
     status: response.statusCode,
@@ -200,7 +226,7 @@ function finish(response: Result, outcome: Outcome): Result {
 }
 
 function parseBody(
-  schema: z.ZodType,
+  schema: z.core.$ZodType,
   event: Event,
   headers: Record<string, string | undefined>,
 ): unknown {
@@ -248,14 +274,14 @@ function withHeaderIdempotencyKey(
   return body;
 }
 
-function parse(schema: z.ZodType, value: unknown, what: string): unknown {
+function parse(schema: z.core.$ZodType, value: unknown, what: string): unknown {
   const illFormed = illFormedStringAt(value);
   if (illFormed !== undefined) {
     throw invalidRequest(`${what}${illFormed}: is not well-formed Unicode (a lone surrogate)`, {
       field: illFormed,
     });
   }
-  const parsed = schema.safeParse(value);
+  const parsed = safeParse(schema, value);
   if (parsed.success) return parsed.data;
   const issues = parsed.error.issues.map((i) => ({
     field: i.path.map(String).join('.') || '(root)',

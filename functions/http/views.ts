@@ -161,7 +161,7 @@ export const eventView = (e: EventApplied) => ({
 });
 
 /** Every listing ends the same way: `has_more`, and `next_cursor` only when there is more. */
-const pageTail = (p: Page<unknown>) => ({
+export const pageTail = (p: Page<unknown>) => ({
   has_more: p.nextCursor !== undefined,
   ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
 });
@@ -220,14 +220,20 @@ export const auditRecordView = (r: AuditRecord) => ({
   log_id: r.logId,
   timestamp: new Date(r.atMs).toISOString(),
   tenant_id: r.tenant,
-  ...(r.actor !== 'admin' && { key_id: r.actor }),
+  ...(r.actorType === 'api_key' && { key_id: r.actor }),
   operation: r.operation,
   resource_type: r.resourceType,
   resource_id: r.resourceId,
   request_id: r.requestId,
-  status: r.operation.startsWith('create') ? (201 as const) : (200 as const),
+  ...(r.traceId !== undefined && { trace_id: r.traceId }),
+  status: r.operation.startsWith('create')
+    ? (201 as const)
+    : r.operation.startsWith('delete')
+      ? (204 as const)
+      : (200 as const),
   metadata: {
     actor: r.actor,
+    actor_type: r.actorType,
     ...(r.before !== undefined && { before: r.before }),
     ...(r.after !== undefined && { after: r.after }),
     ...(r.detail !== undefined && { detail: r.detail }),

@@ -49,11 +49,14 @@ export const tableDefinition = {
 export type IndexName = (typeof tableDefinition.indexes)[number]['name'];
 
 /**
- * The item types budget events come from (store/stream.ts decodes them): the filters of the
- * consumer's event source mapping (infra/jobs-stack.ts), so Lambda is not invoked for the others.
+ * The item types events come from (store/stream.ts decodes them): the filters of the consumer's
+ * event source mapping (infra/jobs-stack.ts), so Lambda is not invoked for the others.
  */
 export const EVENT_ITEM_TYPES = {
   ledgers: ['ledger', 'ledger-shard', 'ledger-period'],
   reservation: 'reservation',
+  /** Reservations turned into one of these make an event (expired; committed over estimate). */
+  reservationStatuses: ['EXPIRED', 'COMMITTED'],
   refusal: 'refusal',
+  audit: 'audit',
 } as const;

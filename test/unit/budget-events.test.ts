@@ -13,7 +13,7 @@ import {
   reservationEvents,
 } from '../../functions/domain/budget-events.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
-import { budgetEventMessage } from '../../functions/outbound/messages.js';
+import { budgetEventMessage } from '../../functions/domain/event-documents.js';
 import { BudgetEventMessage, EVENT_SCHEMAS } from '../../functions/outbound/schemas.js';
 import { aReservation } from '../helpers/budgets.js';
 

@@ -6,7 +6,7 @@ import { DomainError } from '../../domain/errors.js';
 import { MAX_SHARDS } from '../../domain/escrow.js';
 import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../domain/ledger.js';
 import { PERIOD_KINDS, validAnchor } from '../../domain/period.js';
-import { PERMISSIONS } from '../../domain/permissions.js';
+import { DEFAULT_PERMISSIONS, PERMISSIONS } from '../../domain/permissions.js';
 import { MAX_SCOPE_LENGTH } from '../../domain/scopes.js';
 import { TENANT_STATUSES } from '../../domain/tenant.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
@@ -44,7 +44,7 @@ export const CreateApiKeyBody = z
     permissions: z
       .array(z.enum(PERMISSIONS))
       .max(PERMISSIONS.length)
-      .default([...PERMISSIONS]),
+      .default([...DEFAULT_PERMISSIONS]),
     expires_at: z.iso.datetime({ offset: true }).optional(),
   })
   .transform((b): ApiKeyRequest => camel(b));
@@ -254,7 +254,9 @@ export const ListAuditLogsQuery = z
     /** The actor: a key id, or `admin` for the operator. */
     key_id: z.string().min(1).max(64).optional(),
     operation: z.enum(AUDIT_OPERATION_NAMES as [string, ...string[]]).optional(),
-    resource_type: z.enum(['tenant', 'budget', 'api_key', 'reservation']).optional(),
+    resource_type: z
+      .enum(['tenant', 'budget', 'api_key', 'reservation', 'webhook', 'config'])
+      .optional(),
     resource_id: z.string().min(1).max(4200).optional(),
     from: Instant.optional(),
     to: Instant.optional(),
