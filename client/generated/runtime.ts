@@ -382,7 +382,7 @@ export interface components {
         };
         ErrorResponse: {
             /** @enum {string} */
-            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
+            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "REPLAY_IN_PROGRESS" | "COUNT_MISMATCH" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
             message: string;
             request_id: string;
             details?: {
@@ -555,7 +555,7 @@ export interface components {
             authenticated: true;
             /** @constant */
             auth_type: "tenant";
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
             capabilities: {
                 view_overview: boolean;
                 view_budgets: boolean;
@@ -581,6 +581,7 @@ export interface components {
         Error: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -591,6 +592,7 @@ export interface components {
         RetryLater: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                 "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
@@ -607,6 +609,8 @@ export interface components {
     headers: {
         /** @description This request’s id, also in error bodies and the logs */
         "X-Request-Id": string;
+        /** @description The request's W3C trace id: from its traceparent, else its X-Cycles-Trace-Id, else a new one; on every answer, and on the audit records, events and webhook deliveries it causes */
+        "X-Cycles-Trace-Id": string;
         /** @description The tenant of the key that authenticated the request */
         "X-Cycles-Tenant": string;
         /** @description The tenant of the key that authenticated the request */
@@ -642,6 +646,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -677,6 +682,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -708,6 +714,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -747,6 +754,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -787,6 +795,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -827,6 +836,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -865,6 +875,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -904,6 +915,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -939,6 +951,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -968,6 +981,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -995,6 +1009,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1027,6 +1042,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -132,6 +132,8 @@ export interface AuditRecord {
   readonly actorType: ReturnType<typeof actorTypeOf>;
   readonly requestId: string;
   readonly traceId?: string | undefined;
+  /** The inbound `traceparent`'s flags, when the request carried a valid one (kept downstream). */
+  readonly traceFlags?: string | undefined;
   /** What was done (the entry's action); records older than the field have only `operation`. */
   readonly action?: AuditAction | undefined;
   readonly operation: string;

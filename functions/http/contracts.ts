@@ -1,4 +1,4 @@
-import type * as z from 'zod';
+import * as z from 'zod';
 import type { RouteId } from '../routes.js';
 import {
   BudgetQuery,
@@ -105,6 +105,8 @@ const notFound = {
 } as const satisfies Contract;
 const budget = { tag: 'Budgets', query: BudgetQuery } as const;
 const subscription = { tag: 'Webhooks', params: SubscriptionParams } as const;
+/** A 204's (absent) body: what its handler answers; the documents describe no content. */
+const NoContent = z.undefined();
 
 export const contracts = {
   createReservation: {
@@ -372,7 +374,7 @@ export const contracts = {
   deleteWebhookSubscription: {
     ...subscription,
     summary: 'Delete a webhook subscription',
-    response: events.NoContent,
+    response: NoContent,
     refusals: [404, 409],
   },
   testWebhookSubscription: {
@@ -442,7 +444,7 @@ export const contracts = {
   deleteTenantWebhook: {
     ...subscription,
     summary: 'Delete a tenant’s webhook',
-    response: events.NoContent,
+    response: NoContent,
     refusals: [404, 409],
   },
   testTenantWebhook: {

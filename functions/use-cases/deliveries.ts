@@ -74,6 +74,7 @@ function pendingDelivery(
   origin: DeliveryOrigin,
   deliveryId: string,
   createdAtMs: number,
+  traceFlags?: string,
 ): Delivery {
   return {
     deliveryId,
@@ -87,6 +88,7 @@ function pendingDelivery(
     attemptedAtMs: createdAtMs,
     attempts: 0,
     ...(e.trace_id !== undefined && { traceId: e.trace_id }),
+    ...(traceFlags !== undefined && { traceFlags, traceparentInboundValid: true }),
   };
 }
 
@@ -131,6 +133,8 @@ export async function dispatchEvents(
   events: readonly EventDocument[],
   queue: DeliveryQueue,
   now: number,
+  /** The inbound traceparent flags of the requests they came from, by event id. */
+  flags: ReadonlyMap<string, string> = new Map(),
 ): Promise<number> {
   const deliveries: Delivery[] = [];
   for (const e of events) {
@@ -140,7 +144,8 @@ export async function dispatchEvents(
       for (const s of await subscriptionsFor(owner, now)) {
         if (!deliverable(s, e)) continue;
         const id = derivedId('dlv', s.subscriptionId, e.event_id);
-        deliveries.push(pendingDelivery(s, e, 'event', id, Date.parse(e.timestamp)));
+        const at = Date.parse(e.timestamp);
+        deliveries.push(pendingDelivery(s, e, 'event', id, at, flags.get(e.event_id)));
       }
     }
   }

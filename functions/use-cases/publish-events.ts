@@ -69,6 +69,7 @@ export async function publishEvents(
       done.map((f) => f.event),
       ports.queue,
       ports.clock(),
+      inboundFlags(changes, derived.events),
     );
   } catch (error) {
     log.error('events: deliveries could not be queued, retried', { error });
@@ -76,6 +77,23 @@ export async function publishEvents(
   }
   report(records.length, found.length, done, failedAt);
   return { retryFrom: failedAt };
+}
+
+/**
+ * The `traceparent` flags of the requests events came from, by event id, where a request came
+ * with one (admin changes: their audit records keep it): deliveries preserve the sampling choice.
+ */
+function inboundFlags(
+  changes: readonly TableChange[],
+  events: readonly (readonly EventDocument[])[],
+): ReadonlyMap<string, string> {
+  const flags = new Map<string, string>();
+  events.forEach((list, i) => {
+    const change = changes[i];
+    if (change?.kind !== 'audit' || change.record.traceFlags === undefined) return;
+    for (const e of list) flags.set(e.event_id, change.record.traceFlags);
+  });
+  return flags;
 }
 
 /** A subscription created or changed: its owner's next events read the subscriptions again. */

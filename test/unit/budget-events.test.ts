@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Ledger } from '../../functions/domain/budget.js';
 import {
+  type BudgetEventType,
   type BudgetEvent,
   type BudgetState,
   DEFAULT_THRESHOLDS,
@@ -265,7 +266,7 @@ describe('budgetEventMessage', () => {
       'reservation.denied',
     ]);
     for (const m of messages) {
-      expect(() => EVENT_SCHEMAS[m.event_type].parse(m), m.event_type).not.toThrow();
+      expect(() => EVENT_SCHEMAS[m.event_type as BudgetEventType].parse(m), m.event_type).not.toThrow();
       expect(BudgetEventMessage.parse(JSON.parse(JSON.stringify(m)))).toEqual(m);
     }
     expect(messages[1]?.data).toMatchObject({ threshold: 0.8, threshold_percent: 80 });

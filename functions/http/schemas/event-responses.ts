@@ -133,6 +133,3 @@ export const WebhookBulkActionResponse = z.strictObject({
   skipped: z.array(BulkActionRowOutcome),
   idempotency_key: z.string(),
 });
-
-/** A 204: no body. */
-export const NoContent = z.undefined();

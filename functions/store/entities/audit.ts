@@ -111,10 +111,17 @@ export function auditItem(e: AuditEntry): Item {
   };
 }
 
-/** The request's trace id: the entry's, else that of the request being served. */
+/**
+ * The request's trace id: the entry's, else that of the request being served; and the flags of
+ * its `traceparent` when it came with a valid one (webhook deliveries keep them).
+ */
 function traceOf(e: AuditEntry) {
-  const traceId = e.traceId ?? currentTrace()?.traceId;
-  return traceId ? { trace_id: traceId } : {};
+  const current = currentTrace();
+  const traceId = e.traceId ?? current?.traceId;
+  return {
+    ...(traceId && { trace_id: traceId }),
+    ...(e.traceId === undefined && current?.fromTraceparent && { trace_flags: current.flags }),
+  };
 }
 
 const ACTOR_TYPES = ['admin', 'api_key', 'admin_on_behalf_of', 'system'] as const;
@@ -132,6 +139,7 @@ export function auditRecordOf(stored: Item): AuditRecord {
     actorType: actorType ?? (actor === 'admin' ? 'admin' : 'api_key'),
     requestId: String(item.request_id),
     ...(typeof item.trace_id === 'string' && { traceId: item.trace_id }),
+    ...(typeof item.trace_flags === 'string' && { traceFlags: item.trace_flags }),
     ...(typeof item.action === 'string' &&
       item.action in AUDIT_OPERATIONS && { action: item.action as AuditAction }),
     operation: String(item.operation),
