@@ -11,6 +11,9 @@ const GROUPS: Readonly<Record<string, string>> = {
   budgets:
     'Budgets: create, fund, freeze, change limits, caps, shards and thresholds, periods, watch',
   reservations: 'Reservations: list, show, force-release',
+  events: 'The event log: list (filters), show one',
+  webhooks:
+    'Webhook subscriptions: create (the secret shown once), list, show, update, pause, resume, delete, test, deliveries, replay, bulk, security',
   config: 'The CLI’s own configuration: where it looks, what it uses',
 };
 

@@ -1201,7 +1201,13 @@ export interface components {
             event_categories?: ("budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook")[];
             scope_filter?: string;
             thresholds?: {
-                [key: string]: unknown;
+                budget_utilization?: number[];
+                burn_rate_multiplier?: number;
+                burn_rate_window_seconds?: number;
+                denial_rate_threshold?: number;
+                expiry_rate_threshold?: number;
+                auth_failure_rate_threshold?: number;
+                rate_window_seconds?: number;
             };
             headers?: {
                 [key: string]: string;

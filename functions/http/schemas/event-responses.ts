@@ -38,6 +38,18 @@ export const Event = z.strictObject({
 });
 export const EventListResponse = page('events', Event);
 
+const Ratio = z.number().min(0).max(1);
+/** The reference's WebhookThresholdConfig, as it was given. */
+const ThresholdConfig = z.strictObject({
+  budget_utilization: z.array(Ratio).optional(),
+  burn_rate_multiplier: z.number().min(1.5).optional(),
+  burn_rate_window_seconds: z.number().int().min(60).max(86_400).optional(),
+  denial_rate_threshold: Ratio.optional(),
+  expiry_rate_threshold: Ratio.optional(),
+  auth_failure_rate_threshold: Ratio.optional(),
+  rate_window_seconds: z.number().int().min(60).max(86_400).optional(),
+});
+
 const RetryPolicy = z.strictObject({
   max_retries: z.number().int().min(0).max(10),
   initial_delay_ms: z.number().int().min(100).max(60_000),
@@ -55,7 +67,7 @@ export const WebhookSubscription = z.strictObject({
   event_types: z.array(z.enum(EVENT_TYPES)),
   event_categories: z.array(z.enum(EVENT_CATEGORIES)).optional(),
   scope_filter: z.string().optional(),
-  thresholds: JsonObject.optional(),
+  thresholds: ThresholdConfig.optional(),
   headers: z.record(z.string(), z.string()).optional(),
   status: z.enum(SUBSCRIPTION_STATUSES),
   retry_policy: RetryPolicy,
