@@ -106,7 +106,11 @@ export const EVENT_CATEGORIES = complete<EventCategory>()([
   'webhook',
 ]);
 /** What a tenant's own subscriptions and event listing may name. */
-export const TENANT_EVENT_CATEGORIES: readonly EventCategory[] = ['budget', 'reservation', 'tenant'];
+export const TENANT_EVENT_CATEGORIES: readonly EventCategory[] = [
+  'budget',
+  'reservation',
+  'tenant',
+];
 
 export const EVENT_TYPES = complete<EventType>()([
   'budget.created',
@@ -162,7 +166,11 @@ export const EVENT_TYPES = complete<EventType>()([
   'system.webhook_test',
 ]);
 
-export const SUBSCRIPTION_STATUSES = complete<SubscriptionStatus>()(['ACTIVE', 'PAUSED', 'DISABLED']);
+export const SUBSCRIPTION_STATUSES = complete<SubscriptionStatus>()([
+  'ACTIVE',
+  'PAUSED',
+  'DISABLED',
+]);
 export const DELIVERY_STATUSES = complete<DeliveryStatus>()([
   'PENDING',
   'SUCCESS',

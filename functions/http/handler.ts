@@ -274,6 +274,15 @@ function withHeaderIdempotencyKey(
   return body;
 }
 
+type StandardResult =
+  | { readonly value: unknown; readonly issues?: undefined }
+  | {
+      readonly issues: readonly {
+        readonly message: string;
+        readonly path?: readonly (PropertyKey | { readonly key: PropertyKey })[];
+      }[];
+    };
+
 function parse(schema: z.core.$ZodType, value: unknown, what: string): unknown {
   const illFormed = illFormedStringAt(value);
   if (illFormed !== undefined) {
@@ -281,10 +290,13 @@ function parse(schema: z.core.$ZodType, value: unknown, what: string): unknown {
       field: illFormed,
     });
   }
-  const parsed = safeParse(schema, value);
-  if (parsed.success) return parsed.data;
-  const issues = parsed.error.issues.map((i) => ({
-    field: i.path.map(String).join('.') || '(root)',
+  // Standard Schema's interface (every zod schema, classic and mini, has it): no zod import
+  // here, so a route without request schemas (health, not found) bundles none.
+  const parsed = schema['~standard'].validate(value) as StandardResult;
+  if (!('issues' in parsed) || parsed.issues === undefined) return parsed.value;
+  const issues = parsed.issues.map((i) => ({
+    field:
+      (i.path ?? []).map((p) => String(typeof p === 'object' ? p.key : p)).join('.') || '(root)',
     message: i.message,
   }));
   const first = issues[0];
