@@ -25,7 +25,8 @@ export const SAMPLE = {
   /** Ids the service makes up: replace them with the ones it answered. */
   eventId: 'evt_00000000000000000000000000000000',
   subscriptionId: 'whsub_000000000000000000000000',
-  webhookUrl: 'https://hooks.example.com/budget-events',
+  /** `npm run webhook-receiver`'s address: the fixtures run against the local stack. */
+  webhookUrl: 'http://localhost:8787/events',
 } as const;
 
 /** Reservation ids are derived from (tenant, idempotency key), so fixtures can name them. */
@@ -90,7 +91,27 @@ const EXAMPLES: Record<RouteId, Example> = {
   runtimeOpenApi: {},
   runtimeNotFound: { rawPath: '/v1/no-such-endpoint' },
   createTenant: { body: { tenant_id: SAMPLE.tenant, name: 'Acme Corp' } },
-  createApiKey: { body: { tenant_id: SAMPLE.tenant, name: 'agents' } },
+  createApiKey: {
+    body: {
+      tenant_id: SAMPLE.tenant,
+      name: 'agents',
+      // SPEC's eight and budgets:write (a key's default), and the events and webhooks ones.
+      permissions: [
+        'reservations:create',
+        'reservations:commit',
+        'reservations:release',
+        'reservations:extend',
+        'reservations:list',
+        'balances:read',
+        'decide',
+        'events:create',
+        'budgets:write',
+        'events:read',
+        'webhooks:read',
+        'webhooks:write',
+      ],
+    },
+  },
   createBudget: {
     body: {
       scope: `tenant:${SAMPLE.tenant}`,
