@@ -596,6 +596,19 @@ export const routes = {
     table: { items: 'read' },
     webhooks: ['probe'],
   },
+  replayTenantWebhook: {
+    // Ours: the reference has replay on the admin plane only; a tenant replays its own.
+    ...eventsRoute(
+      'POST',
+      `${TENANT_SUBSCRIPTION}/replay`,
+      'admin/replay-tenant-webhook',
+      webhooksWrite,
+    ),
+    status: 202,
+    table: { items: 'write', indexes: ['directory'] },
+    webhooks: ['enqueue'],
+    timeoutSeconds: 29,
+  },
   listTenantWebhookDeliveries: {
     ...eventsRoute(
       'GET',

@@ -198,6 +198,10 @@ const EXAMPLES: Record<RouteId, Example> = {
   },
   deleteTenantWebhook: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
   testTenantWebhook: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
+  replayTenantWebhook: {
+    pathParameters: { subscription_id: SAMPLE.subscriptionId },
+    body: { from: '2025-01-15T00:00:00Z', max_events: 100 },
+  },
   listTenantWebhookDeliveries: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
   console: {},
   adminHealth: {},

@@ -395,18 +395,22 @@ export const replayWebhook = defineCommand<{
   examples: [
     `${CLI_NAME} webhooks replay whsub_0123456789abcdef01234567 --from 2026-12-01T00:00:00Z --max-events 500`,
   ],
-  operations: ['admin:replayEvents'],
+  operations: ['admin:replayEvents', 'admin:replayTenantWebhook'],
   async run(ctx, [id], o) {
+    const api = ctx.admin('either');
+    const request = {
+      ...path(id),
+      body: {
+        ...(o.from && { from: o.from }),
+        ...(o.to && { to: o.to }),
+        ...(o.types && { event_types: o.types }),
+        ...(o.maxEvents !== undefined && { max_events: o.maxEvents }),
+      },
+    };
     const r = await unwrap(
-      ctx.admin().POST('/v1/admin/webhooks/{subscription_id}/replay', {
-        ...path(id),
-        body: {
-          ...(o.from && { from: o.from }),
-          ...(o.to && { to: o.to }),
-          ...(o.types && { event_types: o.types }),
-          ...(o.maxEvents !== undefined && { max_events: o.maxEvents }),
-        },
-      }),
+      ctx.asTenant()
+        ? api.POST('/v1/webhooks/{subscription_id}/replay', request)
+        : api.POST('/v1/admin/webhooks/{subscription_id}/replay', request),
     );
     return { json: r, human: [`Replay ${r.replay_id}: ${r.events_queued} events queued.`] };
   },

@@ -508,6 +508,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{subscription_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deliver every selected event of a window again to a tenant’s webhook (ours: the reference replays on the admin plane only) */
+        post: operations["replayTenantWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/{subscription_id}/deliveries": {
         parameters: {
             query?: never;
@@ -2757,6 +2774,43 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookTestResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    replayTenantWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayEventsRequest"];
+            };
+        };
+        responses: {
+            /** @description Deliver every selected event of a window again to a tenant’s webhook (ours: the reference replays on the admin plane only) */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayEventsResponse"];
                 };
             };
             400: components["responses"]["Error"];

@@ -7,8 +7,8 @@ import { replayEvents } from '../use-cases/webhook-bulk.js';
 export const handler = httpHandler(
   'replayEvents',
   { params: SubscriptionParams, body: ReplayEventsRequest },
-  async ({ params, body, now, requestId }) =>
+  async ({ caller, params, body, now, requestId }) =>
     replayView(
-      await replayEvents(params.subscription_id, body, { now, requestId }, deliveryQueue()),
+      await replayEvents(caller, params.subscription_id, body, { now, requestId }, deliveryQueue()),
     ),
 );

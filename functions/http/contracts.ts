@@ -453,6 +453,14 @@ export const contracts = {
     response: events.WebhookTestResponse,
     refusals: [404, 409],
   },
+  replayTenantWebhook: {
+    ...subscription,
+    summary:
+      'Deliver every selected event of a window again to a tenant’s webhook (ours: the reference replays on the admin plane only)',
+    body: ReplayEventsRequest,
+    response: events.ReplayEventsResponse,
+    refusals: [404, 409],
+  },
   listTenantWebhookDeliveries: {
     ...subscription,
     summary: 'List a tenant’s webhook deliveries, newest first',

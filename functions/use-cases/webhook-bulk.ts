@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Credential } from '../domain/caller.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { type EventDocument, type EventType, SYSTEM_TENANT } from '../domain/events.js';
 import { fingerprint } from '../domain/fingerprint.js';
@@ -42,15 +43,17 @@ const REPLAY_HOLD_MS = 60_000;
  * the subscription selects (and `event_types` narrows) is queued again as a new delivery, or
  * the request is refused with 400 before anything is queued — more than `max_events` of them,
  * or more than REPLAY_SCAN_LIMIT events in the window. One replay per subscription at a time
- * (409 REPLAY_IN_PROGRESS). Oldest first.
+ * (409 REPLAY_IN_PROGRESS). Oldest first. A tenant replays its own subscriptions (another's is
+ * not found), and they select only its own events.
  */
 export async function replayEvents(
+  caller: Credential,
   subscriptionId: string,
   request: ReplayRequest,
   context: WriteContext,
   queue: DeliveryQueue,
 ): Promise<ReplayAccepted> {
-  const { subscription } = await readSubscription({ kind: 'admin' }, subscriptionId);
+  const { subscription } = await readSubscription(caller, subscriptionId);
   if (!(await holdForReplay(subscriptionId, context.now, context.now + REPLAY_HOLD_MS))) {
     throw new DomainError('REPLAY_IN_PROGRESS', `a replay to ${subscriptionId} is in progress`, {
       subscription_id: subscriptionId,

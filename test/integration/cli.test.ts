@@ -410,6 +410,8 @@ describe('budget-reservations, as a process', () => {
     );
     const list = await json<{ subscriptions: Json[] }>(['webhooks', 'list', '--as', 'tenant'], own);
     const events = await json<{ events: Json[] }>(['events', 'list', '--as', 'tenant'], own);
+    const id = String(created.subscription.subscription_id);
+    const replayed = await json<Json>(['webhooks', 'replay', id, '--as', 'tenant'], own);
     const forbidden = await br(['webhooks', 'list', '--as', 'tenant'], asTenant);
 
     expect(created.subscription.tenant_id).toBe(tenant);
@@ -417,6 +419,7 @@ describe('budget-reservations, as a process', () => {
     expect(list.subscriptions.map((s) => s.tenant_id)).toEqual([tenant]);
     answers('admin', 'GET', '/v1/events', 200, events);
     expect(events.events.every((e) => e.tenant_id === tenant)).toBe(true);
+    answers('admin', 'POST', `/v1/webhooks/${id}/replay`, 202, replayed);
     expect(forbidden.code).not.toBe(0);
   });
 

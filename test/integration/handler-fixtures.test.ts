@@ -74,6 +74,7 @@ const SCENARIO: readonly (readonly [RouteId, number])[] = [
   ['listWebhookDeliveries', 404],
   ['listTenantWebhookDeliveries', 404],
   ['replayEvents', 404],
+  ['replayTenantWebhook', 404],
   ['deleteWebhookSubscription', 404],
   ['deleteTenantWebhook', 404],
   ['bulkActionWebhooks', 200],

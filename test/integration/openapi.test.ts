@@ -273,6 +273,7 @@ describe('every operation of both documents', () => {
       await request('GET', ad(`${adminSub}/deliveries`), as(adminHeaders)),
       await request('GET', ad(`${tenantSub}/deliveries`), tenantKey),
       await request('POST', ad(`${adminSub}/replay`), { ...as(adminHeaders), body: {} }),
+      await request('POST', ad(`${tenantSub}/replay`), { ...tenantKey, body: {} }),
       await request('POST', ad('/v1/admin/webhooks/bulk-action'), {
         ...as(adminHeaders),
         body: { filter: { tenant_id: t.tenant }, action: 'PAUSE', idempotency_key: randomUUID() },

@@ -431,6 +431,31 @@ describe('replay (all or narrow)', () => {
     expect(ids.slice(3).sort()).toEqual(ids.slice(0, 3).sort());
     expect((await deliveries(id)).length).toBe(before + 3);
   });
+
+  it('lets a tenant replay its own subscription, its own events only, and not another tenant’s', async () => {
+    const [t, other] = await Promise.all([
+      givenTenant(stack, EVENT_PERMISSIONS),
+      givenTenant(stack, EVENT_PERMISSIONS),
+    ]);
+    const url = own(ok);
+    const { id } = await subscribe(t, { url, event_types: ['budget.created'] });
+    const from = new Date().toISOString();
+    await Promise.all([
+      givenBudget(stack, t, 'workspace:a', 100),
+      givenBudget(stack, other, 'workspace:a', 100),
+    ]);
+    await eventually(() => at(ok, url).length >= 1, 'the first delivery');
+
+    const path = admin(`/v1/webhooks/${id}/replay`);
+    const foreign = await request('POST', path, { ...asTenant(other), body: { from } });
+    const replayed = await request<Json>('POST', path, { ...asTenant(t), body: { from } });
+    await eventually(() => at(ok, url).length >= 2, 'the replayed delivery');
+
+    expectError(foreign, 404, 'NOT_FOUND');
+    expect(replayed.status).toBe(202);
+    expect(replayed.body).toMatchObject({ events_queued: 1 });
+    expect(at(ok, url).map((r) => r.event.tenant_id)).toEqual([t.tenant, t.tenant]);
+  });
 });
 
 describe('the test probe', () => {
