@@ -6,7 +6,6 @@ import type {
   Context,
 } from 'aws-lambda';
 import type { z } from 'zod';
-import { safeParse } from 'zod/v4/core';
 import { serverNow } from '../clock.js';
 import { config } from '../config/settings.js';
 import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
