@@ -78,7 +78,7 @@ export class DataStack extends Stack {
       removalPolicy,
       // Only idempotency records carry it; DynamoDB deletes them when due.
       timeToLiveAttribute: tableDefinition.timeToLiveAttribute,
-      // Budget events are derived from it (the jobs stack's consumer, docs/decisions.md).
+      // Budget events are derived from it (the jobs stack's consumer, docs/decisions.md § Events and webhooks).
       stream: StreamViewType[tableDefinition.stream],
     });
     for (const index of tableDefinition.indexes) {

@@ -102,7 +102,7 @@ export class JobsStack extends Stack {
     Validations.of(this.budgetEventsDlq).acknowledge({
       id: 'AwsSolutions-SQS3',
       reason:
-        'this queue is itself a dead-letter queue: the on-failure destination of the stream mapping (docs/deploy.md § Budget events); nothing consumes it to need one',
+        'this queue is itself a dead-letter queue: the on-failure destination of the stream mapping (docs/deploy.md § Events and webhooks); nothing consumes it to need one',
     });
     this.budgetEvents = this.eventsConsumer(props);
     if (props.adminApiKeySecret) {

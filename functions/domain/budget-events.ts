@@ -7,7 +7,7 @@ import type { Action, Reservation } from './reservation.js';
 import type { Subject } from './scopes.js';
 
 /**
- * Budget events (docs/decisions.md § Budget events): what a change of the table means to someone
+ * Budget events (docs/decisions.md § Events and webhooks): what a change of the table means to someone
  * watching a budget, derived from an item as it was and as it became. Pure: the stream consumer
  * (jobs/budget-events.ts) decodes the images, these functions decide, the edge renders.
  *

@@ -333,7 +333,7 @@ export const budgetLedgerView = ({ tenant, budget: b, createdAt, updatedAt }: Bu
       caps_when_remaining_below_bps: b.caps.belowRemainingBps,
     }),
   }),
-  // Ours, only when not the default [50, 80, 100] (docs/decisions.md § Budget events).
+  // Ours, only when not the default [50, 80, 100] (docs/decisions.md § Events and webhooks).
   ...(b.thresholds && { thresholds: [...b.thresholds] }),
   created_at: createdAt,
   ...(updatedAt !== undefined && { updated_at: updatedAt }),

@@ -14,7 +14,7 @@ export const tableDefinition = {
   sortKey: 'sk',
   /** Epoch seconds; idempotency and refusal records carry it (retention: docs/idempotency.md). */
   timeToLiveAttribute: 'ttl',
-  /** The stream budget events are derived from (docs/decisions.md § Budget events). */
+  /** The stream budget events are derived from (docs/decisions.md § Events and webhooks). */
   stream: 'NEW_AND_OLD_IMAGES',
   indexes: [
     // Reservation listings. KEYS_ONLY: a status change rewrites no index copy, and pages are
