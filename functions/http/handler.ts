@@ -1,40 +1,26 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import middy from '@middy/core';
-import type {
-  APIGatewayProxyEventV2,
-  APIGatewayProxyStructuredResultV2,
-  Context,
-} from 'aws-lambda';
-import type { z } from 'zod';
-import { serverNow } from '../clock.js';
+import { randomUUID } from 'node:crypto';
+import type * as z from 'zod/mini';
 import { config } from '../config/settings.js';
-import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
-import { exactJson, illFormedStringAt, parseExactJson } from '../domain/json.js';
-import { type Trace, traceOf, traceparentOf } from '../domain/trace.js';
-import { log } from '../log.js';
+import { invalidRequest } from '../domain/errors.js';
+import { illFormedStringAt, parseExactJson } from '../domain/json.js';
+import type { Trace } from '../domain/trace.js';
 import { type RouteId, routes } from '../routes.js';
-import {
-  currentInvocation,
-  dynamoFields,
-  type Invocation,
-  recordMetric,
-  runInvocation,
-} from '../telemetry/invocation.js';
-import { publishMetrics } from '../telemetry/metrics.js';
+import type { Invocation } from '../telemetry/invocation.js';
 import { authenticate, type RouteCaller, type TenantCaller } from './auth.js';
 import type { contracts } from './contracts.js';
-import { type ErrorDetails, errorResponse } from './errors.js';
-import { Reply } from './reply.js';
+import type { ErrorDetails } from './errors.js';
+import type { Reply } from './reply.js';
+import { type Event, requestTrace, respond, serve } from './serve.js';
 
-export type Event = APIGatewayProxyEventV2;
-export type Result = APIGatewayProxyStructuredResultV2;
+export type { Event, Result } from './serve.js';
 
+/** Request schemas are zod/mini (docs/architecture.md § Request schemas). */
 interface Schemas {
-  readonly body?: z.core.$ZodType;
-  readonly query?: z.core.$ZodType;
-  readonly params?: z.core.$ZodType;
+  readonly body?: z.ZodMiniType;
+  readonly query?: z.ZodMiniType;
+  readonly params?: z.ZodMiniType;
 }
-type Parsed<S extends Schemas, K extends keyof Schemas> = S[K] extends z.core.$ZodType
+type Parsed<S extends Schemas, K extends keyof Schemas> = S[K] extends z.ZodMiniType
   ? z.output<S[K]>
   : undefined;
 type ContractOf<R extends RouteId> = (typeof contracts)[R];
@@ -66,7 +52,7 @@ export type RouteAnswer<R extends RouteId> =
   | Reply<SuccessOf<ContractOf<R>>>
   | Reply<AlsoOf<ContractOf<R>>>;
 
-type AuthKind<R extends RouteId> = (typeof routes)[R]['auth']['kind'];
+export type AuthKind<R extends RouteId> = (typeof routes)[R]['auth']['kind'];
 type CallerOf<R extends RouteId> =
   AuthKind<R> extends 'tenant'
     ? TenantCaller
@@ -89,11 +75,12 @@ export interface RouteInput<R extends RouteId, S extends Schemas> {
 }
 
 /**
- * The one way to build an HTTP Lambda: request id → authenticate → validate → run → respond,
- * with every failure mapped to SPEC's error body and one log line and one set of metrics per
- * request. `run` returns the wire body, answered with the route's success status. Each
- * invocation runs in its own telemetry scope (telemetry/invocation.ts), so DynamoDB calls and
- * business metrics are counted on the request that made them.
+ * The way to build an HTTP Lambda: request id → authenticate → validate → run → respond, with
+ * every failure mapped to SPEC's error body and one log line and one set of metrics per request
+ * (http/serve.ts; a route with no key and no input is built by its plainHandler). `run` returns
+ * the wire body, answered with the route's success status. Each invocation runs in its own
+ * telemetry scope (telemetry/invocation.ts), so DynamoDB calls and business metrics are counted
+ * on the request that made them.
  */
 export function httpHandler<R extends RouteId>(
   routeId: R,
@@ -102,9 +89,7 @@ export function httpHandler<R extends RouteId>(
   options: { readonly errorDetails?: ErrorDetails } = {},
 ) {
   const route = routes[routeId];
-  const handle = middy<Event, Result, Error, Context>().handler(async (event) => {
-    const invocation = currentInvocation();
-    const now = serverNow();
+  return serve(routeId, options, async (event, now, invocation) => {
     const headers = event.headers ?? {};
     const caller = await authenticate(headers, route.auth, now);
     if (invocation) identify(invocation, caller);
@@ -121,44 +106,9 @@ export function httpHandler<R extends RouteId>(
       now,
       event,
     } as RouteInput<R, RouteSchemas<R>>;
-    const answer = await run(input);
-    const reply = answer instanceof Reply ? answer : new Reply(undefined, answer);
-    return {
-      statusCode: reply.statusCode ?? route.status,
-      headers: { ...reply.headers },
-      // 204 (a delete) has no body at all.
-      body: route.status === 204 ? '' : exactJson(reply.body),
-    };
+    return respond(await run(input), route.status);
   });
-  let coldStart = true;
-  return (event: Event, context: Context): Promise<Result> =>
-    runInvocation(event.requestContext?.requestId || randomUUID(), async (invocation) => {
-      invocation.trace = requestTrace(event.headers ?? {});
-      const cold = coldStart;
-      coldStart = false;
-      try {
-        return finish(await handle(event, context), { invocation, routeId, event, cold });
-      } catch (error) {
-        const response = errorResponse(error, invocation.requestId, options.errorDetails);
-        return finish(response, { invocation, routeId, event, cold, error });
-      }
-    });
 }
-
-const freshHex = (bytes: number) => randomBytes(bytes).toString('hex');
-
-/** The request's trace, from its `traceparent` or `X-Cycles-Trace-Id`, else a new one. */
-export const requestTrace = (headers: Record<string, string | undefined>): Trace =>
-  traceOf(headers.traceparent, headers['x-cycles-trace-id'], () => freshHex(16));
-
-/**
- * Every answer names its trace (CORRELATION AND TRACING: 2xx, 4xx and 5xx alike): the id, and a
- * `traceparent` of it with this hop's span.
- */
-export const traceHeaders = (trace: Trace): Record<string, string> => ({
-  'x-cycles-trace-id': trace.traceId,
-  traceparent: traceparentOf(trace, freshHex(8)),
-});
 
 /** Who called, for the log line (key id, never the secret) and the metrics. */
 function identify(invocation: Invocation, caller: RouteCaller): void {
@@ -168,64 +118,8 @@ function identify(invocation: Invocation, caller: RouteCaller): void {
   invocation.keyId = caller.keyId;
 }
 
-interface Outcome {
-  readonly invocation: Invocation;
-  readonly routeId: RouteId;
-  readonly event: Event;
-  readonly cold: boolean;
-  /** What the handler threw, when it did. */
-  readonly error?: unknown;
-}
-
-/** Response headers, then the request's one log line and its metrics. */
-function finish(response: Result, outcome: Outcome): Result {
-  const { invocation, routeId, error } = outcome;
-  const { requestId, tenant } = invocation;
-  const headers: Record<string, string> = {
-    ...(response.headers as Record<string, string> | undefined),
-    'content-type': 'application/json',
-    'x-request-id': requestId,
-    ...(invocation.trace && traceHeaders(invocation.trace)),
-  };
-  if (tenant) {
-    headers['x-service-tenant'] = tenant;
-    headers['x-cycles-tenant'] = tenant;
-  }
-  const latencyMs = Math.round((performance.now() - invocation.startedAt) * 100) / 100;
-  const fields = {
-    request_id: requestId,
-    ...(invocation.trace && { trace_id: invocation.trace.traceId }),
-    route: routeId,
-    method: outcome.event.requestContext?.http?.method,
-    status: response.statusCode,
-    ...(error !== undefined && {
-      error_code: error instanceof DomainError ? error.code : 'INTERNAL_ERROR',
-    }),
-    ...(tenant && { tenant }),
-    ...(invocation.keyId && { key_id: invocation.keyId }),
-    latency_ms: latencyMs,
-    ...dynamoFields(invocation),
-    ...(outcome.cold && { cold_start: true }),
-  };
-  recordMetric('Latency', latencyMs, { Route: routeId });
-  if (error instanceof DomainError) {
-    recordMetric('Refusals', 1, { Reason: error.code });
-    log.info('request', fields);
-  } else if (error instanceof RetryLaterError) {
-    recordMetric('BusyAnswers', 1, { Reason: error.reason });
-    log.warn('request', { ...fields, busy_reason: error.reason });
-  } else if (error !== undefined) {
-    // Logged with its cause and stack; its message never reaches the client (errors.ts).
-    log.error('request', { ...fields, error });
-  } else {
-    log.info('request', fields);
-  }
-  publishMetrics(invocation);
-  return { ...response, headers };
-}
-
 function parseBody(
-  schema: z.core.$ZodType,
+  schema: z.ZodMiniType,
   event: Event,
   headers: Record<string, string | undefined>,
 ): unknown {
@@ -273,29 +167,17 @@ function withHeaderIdempotencyKey(
   return body;
 }
 
-type StandardResult =
-  | { readonly value: unknown; readonly issues?: undefined }
-  | {
-      readonly issues: readonly {
-        readonly message: string;
-        readonly path?: readonly (PropertyKey | { readonly key: PropertyKey })[];
-      }[];
-    };
-
-function parse(schema: z.core.$ZodType, value: unknown, what: string): unknown {
+function parse(schema: z.ZodMiniType, value: unknown, what: string): unknown {
   const illFormed = illFormedStringAt(value);
   if (illFormed !== undefined) {
     throw invalidRequest(`${what}${illFormed}: is not well-formed Unicode (a lone surrogate)`, {
       field: illFormed,
     });
   }
-  // Standard Schema's interface (every zod schema, classic and mini, has it): no zod import
-  // here, so a route without request schemas (health, not found) bundles none.
-  const parsed = schema['~standard'].validate(value) as StandardResult;
-  if (!('issues' in parsed) || parsed.issues === undefined) return parsed.value;
-  const issues = parsed.issues.map((i) => ({
-    field:
-      (i.path ?? []).map((p) => String(typeof p === 'object' ? p.key : p)).join('.') || '(root)',
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((i) => ({
+    field: i.path.map(String).join('.') || '(root)',
     message: i.message,
   }));
   const first = issues[0];

@@ -20,7 +20,7 @@ export interface Invocation {
   readonly requestId: string;
   readonly startedAt: number;
   /**
-   * The request's W3C trace (http/handler.ts): echoed on the answer, and stamped on the audit
+   * The request's W3C trace (http/serve.ts): echoed on the answer, and stamped on the audit
    * records, refusal records and webhook deliveries the request writes.
    */
   trace?: Trace;
