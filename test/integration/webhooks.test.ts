@@ -577,6 +577,11 @@ describe('tracing', () => {
       headers: { ...adminHeaders, traceparent: 'nonsense', 'x-cycles-trace-id': 'XYZ' },
     });
     const runtime = await request('GET', `${stack.runtimeUrl}/v1/balances`, {});
+    // The plain handlers (health, not found: http/serve.ts) answer with it too.
+    const health = await request('GET', `${stack.runtimeUrl}/actuator/health`, {
+      headers: { 'x-cycles-trace-id': '0af7651916cd43dd8448eb211c80319c' },
+    });
+    const notFound = await request('GET', admin('/v1/admin/no-such-route'), {});
 
     expect(given.status).toBe(404);
     expect(given.headers.get('x-cycles-trace-id')).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
@@ -587,6 +592,10 @@ describe('tracing', () => {
     expect(malformed.headers.get('x-cycles-trace-id')).toMatch(/^[0-9a-f]{32}$/);
     expect(runtime.status).toBe(401);
     expect(runtime.headers.get('x-cycles-trace-id')).toMatch(/^[0-9a-f]{32}$/);
+    expect(health.status).toBe(200);
+    expect(health.headers.get('x-cycles-trace-id')).toBe('0af7651916cd43dd8448eb211c80319c');
+    expect(notFound.status).toBe(404);
+    expect(notFound.headers.get('traceparent')).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
   });
 });
 
