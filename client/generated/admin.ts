@@ -2138,6 +2138,7 @@ export interface operations {
                 from?: string;
                 to?: string;
                 cursor?: string;
+                /** @description More is served as 100. */
                 limit?: number;
                 tenant_id?: string;
                 trace_id?: string;
@@ -2208,6 +2209,7 @@ export interface operations {
                 from?: string;
                 to?: string;
                 cursor?: string;
+                /** @description More is served as 100. */
                 limit?: number;
             };
             header?: never;
@@ -2246,6 +2248,7 @@ export interface operations {
                 sort_by?: "url" | "tenant_id" | "status" | "consecutive_failures";
                 sort_dir?: "asc" | "desc";
                 cursor?: string;
+                /** @description More is served as 100. */
                 limit?: number;
             };
             header?: never;
@@ -2433,6 +2436,7 @@ export interface operations {
                 from?: string;
                 to?: string;
                 cursor?: string;
+                /** @description More is served as 100. */
                 limit?: number;
             };
             header?: never;
@@ -2590,6 +2594,7 @@ export interface operations {
                 tenant?: string;
                 status?: "ACTIVE" | "PAUSED" | "DISABLED";
                 cursor?: string;
+                /** @description More is served as 100. */
                 limit?: number;
             };
             header?: never;
@@ -2829,6 +2834,7 @@ export interface operations {
                 from?: string;
                 to?: string;
                 cursor?: string;
+                /** @description More is served as 100. */
                 limit?: number;
             };
             header?: never;
