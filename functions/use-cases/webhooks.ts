@@ -3,7 +3,7 @@ import { config } from '../config/settings.js';
 import { type Actor, type AuditContext, TENANT_CLOSED_CASCADE } from '../domain/audit.js';
 import type { Credential } from '../domain/caller.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
-import { type EventType, SYSTEM_TENANT } from '../domain/events.js';
+import { EVENT_CATEGORIES, type EventType, SYSTEM_TENANT } from '../domain/events.js';
 import { derivedId } from '../domain/fingerprint.js';
 import { tenantClosed } from '../domain/tenant.js';
 import {
@@ -320,17 +320,6 @@ export async function replaceWebhookSecurity(
   return checked;
 }
 
-/** Every category: what the environment's bootstrap subscriptions select. */
-const ALL_CATEGORIES = [
-  'budget',
-  'tenant',
-  'api_key',
-  'policy',
-  'reservation',
-  'system',
-  'webhook',
-] as const;
-
 /** A bootstrap subscription's id: fixed by its URL, so a restart finds it. */
 export const bootstrapId = (url: string): string =>
   derivedId('whsub', 'bootstrap', url).replace('whsub_', 'whsub_env');
@@ -357,7 +346,8 @@ export async function bootstrapSubscriptions(
         name: 'WEBHOOK_URLS',
         url,
         eventTypes: [],
-        eventCategories: [...ALL_CATEGORIES],
+        // Every category: the environment's subscriptions take everything.
+        eventCategories: [...EVENT_CATEGORIES],
         signingSecret: secret,
       },
       context,
