@@ -9,9 +9,9 @@ const GROUPS: Readonly<Record<string, string>> = {
   tenants: 'Tenants: create, list, show, rename, suspend, resume, close',
   keys: 'Tenant API keys: create (the secret shown once), list, show, update, revoke, validate',
   budgets:
-    'Budgets: create, fund, freeze, change limits, caps, shards and thresholds, periods, watch',
-  reservations: 'Reservations: list, show, force-release',
-  events: 'The event log: list (filters), show one',
+    'Budgets: create, fund, freeze, change limits, caps, shards and thresholds, periods, watch, estimate accuracy',
+  reservations: 'Reservations: list, show, force-release, charges, refund',
+  events: 'The event log: list (filters), show one; refund a usage event',
   webhooks:
     'Webhook subscriptions: create (the secret shown once), list, show, update, pause, resume, delete, test, deliveries, replay, bulk, security',
   config: 'The CLI’s own configuration: where it looks, what it uses',

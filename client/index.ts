@@ -56,3 +56,9 @@ export type WebhookTestResult = AdminSchemas['WebhookTestResponse'];
 export type WebhookSecurityConfig = AdminSchemas['WebhookSecurityConfig'];
 export type ReplayAccepted = AdminSchemas['ReplayEventsResponse'];
 export type WebhookBulkResult = AdminSchemas['WebhookBulkActionResponse'];
+// Ours (x-extension budget-reservations): charges, refunds, estimate accuracy.
+export type Charge = AdminSchemas['Charge'];
+export type ChargePage = AdminSchemas['ChargeListResponse'];
+export type Refunded = AdminSchemas['RefundResponse'];
+export type EstimateAccuracy = AdminSchemas['EstimateAccuracyResponse'];
+export type AccuracyFigures = AdminSchemas['AccuracyFigures'];

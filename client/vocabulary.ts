@@ -85,6 +85,8 @@ export const AUDIT_OPERATIONS = complete<AuditOperation>()([
   'deleteWebhookSubscription',
   'disableWebhookSubscription',
   'updateWebhookSecurityConfig',
+  'refundReservation',
+  'refundEvent',
 ]);
 
 export const AUDIT_RESOURCE_TYPES = complete<AuditResourceType>()([
@@ -94,6 +96,7 @@ export const AUDIT_RESOURCE_TYPES = complete<AuditResourceType>()([
   'reservation',
   'webhook',
   'config',
+  'event',
 ]);
 
 export const EVENT_CATEGORIES = complete<EventCategory>()([
@@ -164,6 +167,7 @@ export const EVENT_TYPES = complete<EventType>()([
   'system.high_latency',
   'system.webhook_delivery_failed',
   'system.webhook_test',
+  'custom.refund',
 ]);
 
 export const SUBSCRIPTION_STATUSES = complete<SubscriptionStatus>()([

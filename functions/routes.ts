@@ -127,6 +127,9 @@ const LISTING_INDEXES: readonly IndexName[] = [
   'byToolset',
 ];
 
+/** The stack of our settlement extensions' routes: `<prefix>SettlementApi`. */
+const SETTLEMENT = 'settlement';
+
 const tenant = (
   permission?: Permission,
 ): { readonly kind: 'tenant'; readonly permission?: Permission } =>
@@ -238,6 +241,56 @@ export const routes = {
     // Frees expired holds before refusing: reads the due index.
     table: { items: 'write', indexes: ['dueForExpiry'] },
   },
+  // Ours (x-extension budget-reservations): charges while a hold is open, refunds, estimate
+  // accuracy (docs/decisions.md). A stack of their own, so the servers' stacks keep their room.
+  chargeReservation: {
+    server: 'runtime',
+    method: 'POST',
+    path: '/v1/reservations/{reservation_id}/charges',
+    entry: 'runtime/charge-reservation',
+    // A charge is part of a commit: the same permission.
+    auth: tenant('reservations:commit'),
+    status: 200,
+    table: { items: 'write' },
+    stack: SETTLEMENT,
+  },
+  listCharges: {
+    server: 'runtime',
+    method: 'GET',
+    path: '/v1/reservations/{reservation_id}/charges',
+    entry: 'runtime/list-charges',
+    // The admin key lists any tenant's (the console, before a refund).
+    auth: { kind: 'tenantOrAdmin', permission: 'reservations:list' },
+    status: 200,
+    table: { items: 'read' },
+    paginates: true,
+    mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/charges' }],
+    stack: SETTLEMENT,
+  },
+  refundReservation: {
+    server: 'runtime',
+    method: 'POST',
+    path: '/v1/reservations/{reservation_id}/refunds',
+    entry: 'runtime/refund-reservation',
+    // A refund raises what an agent may spend: the operator's, or budgets:write, never a
+    // runtime permission.
+    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+    status: 200,
+    table: { items: 'write' },
+    mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/refunds' }],
+    stack: SETTLEMENT,
+  },
+  refundEvent: {
+    server: 'runtime',
+    method: 'POST',
+    path: '/v1/events/{event_id}/refunds',
+    entry: 'runtime/refund-event',
+    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+    status: 200,
+    table: { items: 'write' },
+    mounts: [{ server: 'admin', path: '/v1/events/{event_id}/refunds' }],
+    stack: SETTLEMENT,
+  },
   /** Any valid key may describe itself; the runtime plane does not know the admin key. */
   runtimeIntrospectAuth: {
     server: 'runtime',
@@ -309,6 +362,16 @@ export const routes = {
     auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
     status: 200,
     table: { items: 'read' },
+  },
+  getEstimateAccuracy: {
+    server: 'admin',
+    method: 'GET',
+    path: '/v1/admin/budgets/accuracy',
+    entry: 'admin/get-estimate-accuracy',
+    auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
+    status: 200,
+    table: { items: 'read' },
+    stack: SETTLEMENT,
   },
   listBudgetPeriods: {
     server: 'admin',
@@ -655,6 +718,17 @@ export const adminKeyRotation = {
   table: {},
   memoryMb: 256,
   timeoutSeconds: 30,
+} as const satisfies Pick<Route, 'entry' | 'table' | 'memoryMb' | 'timeoutSeconds'>;
+
+/**
+ * The estimate accuracy consumer (functions/jobs/estimate-accuracy.ts), fed by the table's stream
+ * (its own event source mapping): reads and writes the accuracy items only.
+ */
+export const estimateAccuracyConsumer = {
+  entry: 'jobs/estimate-accuracy',
+  table: { items: 'write' },
+  memoryMb: 256,
+  timeoutSeconds: 60,
 } as const satisfies Pick<Route, 'entry' | 'table' | 'memoryMb' | 'timeoutSeconds'>;
 
 /**

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import {
   adminKeyRotation,
+  estimateAccuracyConsumer,
   type Route,
   routeEntries,
   streamEventsConsumer,
@@ -23,6 +24,7 @@ export const functionEntries = (): FunctionEntry[] => [
   { name: 'sweeper', entry: sweeper.entry },
   { name: 'streamEvents', entry: streamEventsConsumer.entry },
   { name: 'webhookDelivery', entry: webhookDelivery.entry },
+  { name: 'estimateAccuracy', entry: estimateAccuracyConsumer.entry },
   { name: 'adminKeyRotation', entry: adminKeyRotation.entry },
 ];
 

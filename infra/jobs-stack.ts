@@ -16,6 +16,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import {
   adminKeyRotation,
+  estimateAccuracyConsumer,
   streamEventsConsumer,
   sweeper,
   webhookDelivery,
@@ -60,6 +61,7 @@ export interface JobsStackProps extends StackProps, FunctionDefaults {
 export class JobsStack extends Stack {
   readonly sweeper: ServiceFunction;
   readonly budgetEvents: ServiceFunction;
+  readonly estimateAccuracy: ServiceFunction;
   /** @default - none when the admin key is a secret of yours */
   readonly adminKeyRotation?: ServiceFunction;
   /** Stream batches that never went through (their metadata: shard and sequence numbers). */
@@ -105,6 +107,7 @@ export class JobsStack extends Stack {
         'this queue is itself a dead-letter queue: the on-failure destination of the stream mapping (docs/deploy.md § Events and webhooks); nothing consumes it to need one',
     });
     this.budgetEvents = this.eventsConsumer(props);
+    this.estimateAccuracy = this.estimateAccuracyConsumer(props);
     if (props.adminApiKeySecret) {
       this.adminKeyRotation = this.rotateAdminKey(props, props.adminApiKeySecret);
     }
@@ -195,6 +198,51 @@ export class JobsStack extends Stack {
         maxConcurrency: props.deliveryConcurrency ?? 20,
       }),
     );
+    return fn;
+  }
+
+  /**
+   * The table's stream → the estimate accuracy consumer (docs/decisions.md § Estimate
+   * accuracy): a second event source mapping, invoked only for reservations leaving ACTIVE, in
+   * batches of up to 1,000 gathered for up to 30 s (statistics: fewer, larger batches are fewer
+   * writes). The stream's second reader, the most AWS recommends per shard. A batch that keeps
+   * failing is dropped after 5 tries or an hour, logged: a few settlements missing from the
+   * statistics, never a ledger.
+   */
+  private estimateAccuracyConsumer(props: JobsStackProps): ServiceFunction {
+    const fn = new ServiceFunction(this, 'EstimateAccuracyConsumer', {
+      ...functionLogs(props),
+      entry: estimateAccuracyConsumer.entry,
+      description:
+        'aggregates how good the estimates of settled reservations were, per budget and kind',
+      ...sizingOf(estimateAccuracyConsumer),
+      environment: commonEnvironment(props),
+    });
+    fn.grantTable(props.table, estimateAccuracyConsumer.table);
+    fn.grantStreamRead(props.table);
+    const streamArn = props.table.tableStreamArn;
+    if (!streamArn) throw new Error('estimate accuracy needs the table stream (DataStack)');
+    fn.addEventSourceMapping('TableStream', {
+      eventSourceArn: streamArn,
+      startingPosition: StartingPosition.TRIM_HORIZON,
+      batchSize: 1_000,
+      maxBatchingWindow: Duration.seconds(30),
+      reportBatchItemFailures: true,
+      retryAttempts: 5,
+      maxRecordAge: Duration.hours(1),
+      filters: [
+        FilterCriteria.filter({
+          eventName: FilterRule.isEqual('MODIFY'),
+          dynamodb: {
+            NewImage: {
+              type: { S: FilterRule.isEqual(EVENT_ITEM_TYPES.reservation) },
+              status: { S: ['COMMITTED', 'RELEASED', 'EXPIRED'] },
+            },
+            OldImage: { status: { S: ['ACTIVE'] } },
+          },
+        }),
+      ],
+    });
     return fn;
   }
 

@@ -7,8 +7,10 @@ import { type Contract, contracts } from '../functions/http/contracts.js';
 import * as adminSchemas from '../functions/http/schemas/admin.js';
 import { Metadata } from '../functions/http/schemas/common.js';
 import * as eventResponseSchemas from '../functions/http/schemas/event-responses.js';
+import * as extensionSchemas from '../functions/http/schemas/extensions.js';
 import * as responseSchemas from '../functions/http/schemas/responses.js';
 import * as runtimeSchemas from '../functions/http/schemas/runtime.js';
+import * as tenantSchemas from '../functions/http/schemas/tenants.js';
 import * as webhookSchemas from '../functions/http/schemas/webhooks.js';
 import {
   type Auth,
@@ -54,6 +56,20 @@ const SERVERS: Record<Server, { title: string; port: number; description: string
 };
 
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+
+/**
+ * Operations and tags of ours, not the protocol's, are marked with this (docs/decisions.md §
+ * OpenAPI): a client generated from the reference ignores them, and nothing it knows changed.
+ */
+const EXTENSION = { 'x-extension': 'budget-reservations' } as const;
+const EXTENSION_TAGS: Record<string, string> = {
+  Charges:
+    'Ours: charge parts of the actual while a reservation stays ACTIVE (streaming, long tasks); its commit’s actual is the total.',
+  Refunds:
+    'Ours: give back part of what a reservation or an event charged (the admin key, or budgets:write); audited, and announced as a custom.refund event.',
+  'Estimate accuracy':
+    'Ours: how the estimates of settled reservations compared with their actuals, per budget and action kind, aggregated from the table’s stream.',
+};
 const uri = (id: string) => `#/components/schemas/${id}`;
 
 /** Zod has no JSON Schema for a custom schema: Metadata is any JSON object. */
@@ -84,7 +100,13 @@ function namesOf(...modules: Record<string, unknown>[]): Map<z.core.$ZodType, st
   }
   return names;
 }
-const requestNames = namesOf(runtimeSchemas, adminSchemas, webhookSchemas);
+const requestNames = namesOf(
+  runtimeSchemas,
+  adminSchemas,
+  tenantSchemas,
+  webhookSchemas,
+  extensionSchemas,
+);
 const responseNames = namesOf(responseSchemas, eventResponseSchemas);
 
 function nameOf(
@@ -235,6 +257,7 @@ function operation(
     operationId: contract.operationId ?? id,
     summary: contract.summary,
     tags: [contract.tag],
+    ...(contract.extension && EXTENSION),
     security: SECURITY[route.auth.kind],
     ...(params.length > 0 && { parameters: params }),
     ...(bodyName && {
@@ -366,7 +389,10 @@ export function openApiDocument(server: Server): OpenApiDocument {
         },
       },
     ],
-    tags: tags.map((name) => ({ name })),
+    tags: tags.map((name) => {
+      const description = EXTENSION_TAGS[name];
+      return description === undefined ? { name } : { name, description, ...EXTENSION };
+    }),
     paths,
     ...(webhooks && { webhooks }),
     components: {

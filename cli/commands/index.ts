@@ -7,6 +7,7 @@ import * as events from './events.js';
 import * as keys from './keys.js';
 import * as reservations from './reservations.js';
 import { balances, introspect } from './runtime.js';
+import * as settlement from './settlement.js';
 import { health, openapi, showConfig } from './system.js';
 import * as tenants from './tenants.js';
 import * as webhooks from './webhooks.js';
@@ -42,9 +43,13 @@ export const commands: readonly AnyCommand[] = [
   budgets.unfreezeBudget,
   budgetPeriods,
   watchBudget,
+  settlement.budgetAccuracy,
   reservations.listReservations,
   reservations.getReservation,
   reservations.releaseReservation,
+  settlement.listCharges,
+  settlement.refundReservation,
+  settlement.refundEvent,
   balances,
   introspect,
   audit,

@@ -35,6 +35,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reservations/{reservation_id}/charges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A reservation’s charges, in order, and its running totals */
+        get: operations["listCharges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reservations/{reservation_id}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Refund part of what a reservation charged (the admin key or budgets:write) */
+        post: operations["refundReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{event_id}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Refund part of what an event charged (the admin key or budgets:write) */
+        post: operations["refundEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/tenants": {
         parameters: {
             query?: never;
@@ -116,6 +167,23 @@ export interface paths {
         };
         /** Get the budget of a scope and unit */
         get: operations["lookupBudget"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/budgets/accuracy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How good the estimates of the reservations settled on a budget were, per action kind */
+        get: operations["getEstimateAccuracy"];
         put?: never;
         post?: never;
         delete?: never;
@@ -601,6 +669,30 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        AccuracyFigures: {
+            /** @description Reservations settled with an actual: committed, or released or expired after charges */
+            settled: number;
+            /** @description Σ of their estimates */
+            estimate_total: components["schemas"]["Amount"];
+            /** @description Σ of their actuals */
+            actual_total: components["schemas"]["Amount"];
+            /** @description Σ actual ÷ Σ estimate */
+            actual_to_estimate?: number;
+            /** @description How many fell in each bucket of actual ÷ estimate (ratio_bounds; the last: above) */
+            histogram: number[];
+            /** @description The smallest bucket bound that 95 % of actual ÷ estimate fell under */
+            coverage_95_ratio?: number;
+            /** @description The mean estimate × coverage_95_ratio: an estimate that would have covered 95 % of the actuals */
+            suggested_estimate?: components["schemas"]["Amount"];
+            /** @description Σ (estimate − actual)⁺ × time held: budget kept from everyone else, never spent */
+            held_unspent_unit_seconds: number;
+            /** @description Released without spending anything */
+            released: number;
+            /** @description Expired without spending anything */
+            expired: number;
+            /** Format: date-time */
+            last_settled_at?: string;
+        };
         Action: {
             kind: string;
             name: string;
@@ -653,9 +745,9 @@ export interface components {
             tenant_id: string;
             key_id?: string;
             /** @enum {string} */
-            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig";
+            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent";
             /** @enum {string} */
-            resource_type: "tenant" | "budget" | "api_key" | "reservation" | "webhook" | "config";
+            resource_type: "budget" | "tenant" | "api_key" | "reservation" | "webhook" | "config" | "event";
             resource_id: string;
             request_id: string;
             trace_id?: string;
@@ -714,6 +806,8 @@ export interface components {
             /** Format: date-time */
             period_end?: string;
             thresholds?: number[];
+            /** @description Ours (x-extension budget-reservations): the most one reservation may hold on this budget; a larger estimate is refused with 409 BUDGET_EXCEEDED (details.reason MAX_RESERVATION_AMOUNT_EXCEEDED). */
+            max_reservation_amount?: components["schemas"]["Amount"];
             /** Format: date-time */
             created_at: string;
         };
@@ -743,6 +837,8 @@ export interface components {
             caps?: components["schemas"]["Caps"];
             caps_when_remaining_below_bps?: number;
             thresholds?: number[];
+            /** @description Ours (x-extension budget-reservations): the most one reservation may hold on this budget; a larger estimate is refused with 409 BUDGET_EXCEEDED (details.reason MAX_RESERVATION_AMOUNT_EXCEEDED). */
+            max_reservation_amount?: components["schemas"]["Amount"];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -759,6 +855,29 @@ export interface components {
             tool_allowlist?: string[];
             tool_denylist?: string[];
             cooldown_ms?: number;
+        };
+        Charge: {
+            charge_id: string;
+            sequence: number;
+            amount: components["schemas"]["Amount"];
+            created_at_ms: number;
+            metrics?: {
+                [key: string]: unknown;
+            };
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        ChargeListResponse: {
+            reservation_id: string;
+            status: components["schemas"]["ReservationStatus"];
+            charged_total: components["schemas"]["Amount"];
+            /** @description What the reservation still holds on each scope: 0 once not ACTIVE */
+            held: components["schemas"]["Amount"];
+            refunded_total: components["schemas"]["Amount"];
+            charges: components["schemas"]["Charge"][];
+            has_more: boolean;
+            next_cursor?: string;
         };
         ClosedPeriod: {
             /** Format: date-time */
@@ -829,6 +948,12 @@ export interface components {
             period?: "DAILY" | "WEEKLY" | "MONTHLY";
             period_anchor_day?: number;
             thresholds?: number[];
+            /** @description Ours: the most one reservation may hold on this budget; a larger estimate is refused (409 BUDGET_EXCEEDED, details.reason MAX_RESERVATION_AMOUNT_EXCEEDED; decide and dry runs answer DENY with reason_code MAX_RESERVATION_AMOUNT_EXCEEDED). Charges and commits are not capped. */
+            max_reservation_amount?: {
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                amount: number;
+            };
         };
         CreateTenantBody: {
             tenant_id: string;
@@ -843,10 +968,46 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** @description How the estimates of the reservations settled on this budget compared with their actuals, per action kind (the 16 most recent kinds; the rest in other) */
+        EstimateAccuracyResponse: {
+            scope: string;
+            /** @enum {string} */
+            unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+            /** @description Upper bounds (inclusive) of the histogram buckets of actual ÷ estimate */
+            ratio_bounds: number[];
+            kinds: {
+                kind: string;
+                /** @description Reservations settled with an actual: committed, or released or expired after charges */
+                settled: number;
+                /** @description Σ of their estimates */
+                estimate_total: components["schemas"]["Amount"];
+                /** @description Σ of their actuals */
+                actual_total: components["schemas"]["Amount"];
+                /** @description Σ actual ÷ Σ estimate */
+                actual_to_estimate?: number;
+                /** @description How many fell in each bucket of actual ÷ estimate (ratio_bounds; the last: above) */
+                histogram: number[];
+                /** @description The smallest bucket bound that 95 % of actual ÷ estimate fell under */
+                coverage_95_ratio?: number;
+                /** @description The mean estimate × coverage_95_ratio: an estimate that would have covered 95 % of the actuals */
+                suggested_estimate?: components["schemas"]["Amount"];
+                /** @description Σ (estimate − actual)⁺ × time held: budget kept from everyone else, never spent */
+                held_unspent_unit_seconds: number;
+                /** @description Released without spending anything */
+                released: number;
+                /** @description Expired without spending anything */
+                expired: number;
+                /** Format: date-time */
+                last_settled_at?: string;
+            }[];
+            /** @description Every kind without figures of its own */
+            other: components["schemas"]["AccuracyFigures"];
+            total: components["schemas"]["AccuracyFigures"];
+        };
         Event: {
             event_id: string;
             /** @enum {string} */
-            event_type: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test";
+            event_type: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
             /** @enum {string} */
             category: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook";
             /** Format: date-time */
@@ -961,6 +1122,36 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        RefundBody: {
+            idempotency_key: string;
+            /** @description At most what was charged and not yet refunded */
+            amount: {
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                amount: number;
+            };
+            /** @description Why: kept in the audit trail and the event */
+            reason: string;
+        };
+        RefundResponse: {
+            reservation_id: string;
+            refund_id: string;
+            amount: components["schemas"]["Amount"];
+            /** @description Refunded so far, this refund included */
+            refunded_total: components["schemas"]["Amount"];
+            /** @description What is left to refund */
+            refundable: components["schemas"]["Amount"];
+            balances: components["schemas"]["Balance"][];
+        } | {
+            event_id: string;
+            refund_id: string;
+            amount: components["schemas"]["Amount"];
+            /** @description Refunded so far, this refund included */
+            refunded_total: components["schemas"]["Amount"];
+            /** @description What is left to refund */
+            refundable: components["schemas"]["Amount"];
+            balances: components["schemas"]["Balance"][];
+        };
         ReleaseBody: {
             idempotency_key: string;
             reason?: string;
@@ -976,7 +1167,7 @@ export interface components {
             from?: string;
             /** Format: date-time */
             to?: string;
-            event_types?: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test")[];
+            event_types?: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund")[];
             /** @default 100 */
             max_events?: number;
         };
@@ -1084,6 +1275,11 @@ export interface components {
             caps_when_remaining_below_bps?: number;
             thresholds?: number[] | null;
             shards?: number;
+            max_reservation_amount?: {
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                amount: number;
+            } | null;
         };
         UpdateTenantBody: {
             name?: string;
@@ -1099,7 +1295,7 @@ export interface components {
                 /** @enum {string} */
                 status?: "ACTIVE" | "PAUSED" | "DISABLED";
                 /** @enum {string} */
-                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test";
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
                 search?: string;
             };
             /** @enum {string} */
@@ -1160,7 +1356,7 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            event_types: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test")[];
+            event_types: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund")[];
         };
         WebhookCreateResponse: {
             subscription: components["schemas"]["WebhookSubscription"];
@@ -1171,7 +1367,7 @@ export interface components {
             subscription_id: string;
             event_id: string;
             /** @enum {string} */
-            event_type: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test";
+            event_type: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
             /** @enum {string} */
             status: "PENDING" | "SUCCESS" | "FAILED" | "RETRYING";
             /** Format: date-time */
@@ -1214,7 +1410,7 @@ export interface components {
             name?: string;
             description?: string;
             url: string;
-            event_types: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test")[];
+            event_types: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund")[];
             event_categories?: ("budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook")[];
             scope_filter?: string;
             thresholds?: {
@@ -1289,7 +1485,7 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            event_types?: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test")[];
+            event_types?: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund")[];
             /** @enum {string} */
             status?: "ACTIVE" | "PAUSED";
         };
@@ -1417,6 +1613,121 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             410: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listCharges: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                reservation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A reservation’s charges, in order, and its running totals */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChargeListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    refundReservation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path: {
+                reservation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundBody"];
+            };
+        };
+        responses: {
+            /** @description Refund part of what a reservation charged (the admin key or budgets:write) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    refundEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundBody"];
+            };
+        };
+        responses: {
+            /** @description Refund part of what an event charged (the admin key or budgets:write) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1719,6 +2030,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BudgetLedger"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getEstimateAccuracy: {
+        parameters: {
+            query: {
+                scope: string;
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How good the estimates of the reservations settled on a budget were, per action kind */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateAccuracyResponse"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2036,8 +2380,8 @@ export interface operations {
             query?: {
                 tenant_id?: string;
                 key_id?: string;
-                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig";
-                resource_type?: "tenant" | "budget" | "api_key" | "reservation" | "webhook" | "config";
+                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent";
+                resource_type?: "budget" | "tenant" | "api_key" | "reservation" | "webhook" | "config" | "event";
                 resource_id?: string;
                 from?: string;
                 to?: string;
@@ -2131,7 +2475,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test";
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
                 category?: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook";
                 scope?: string;
                 correlation_id?: string;
@@ -2202,7 +2546,7 @@ export interface operations {
     listTenantEvents: {
         parameters: {
             query?: {
-                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test";
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
                 category?: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook";
                 scope?: string;
                 correlation_id?: string;
@@ -2243,7 +2587,7 @@ export interface operations {
             query?: {
                 tenant_id?: string;
                 status?: "ACTIVE" | "PAUSED" | "DISABLED";
-                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test";
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
                 search?: string;
                 sort_by?: "url" | "tenant_id" | "status" | "consecutive_failures";
                 sort_dir?: "asc" | "desc";

@@ -90,6 +90,11 @@ const settings = {
   /** Local worker pool: deliveries in flight at once, and per subscription. */
   WEBHOOK_WORKERS: int(16, 1, 256),
   WEBHOOK_WORKERS_PER_SUBSCRIPTION: int(2, 1, 64),
+  /**
+   * Local runner: estimate accuracy is aggregated from the table's stream (on by default; off,
+   * and without webhooks, the table has no stream: docs/decisions.md § Estimate accuracy).
+   */
+  ESTIMATE_ACCURACY: flag(true),
   /** Local runner: how often the table's stream is read. */
   STREAM_POLL_INTERVAL_MS: int(250, 10, 60_000),
   /** Refused reservations are recorded for reservation.denied (the local runner: with webhooks). */

@@ -32,6 +32,9 @@ type Rule = (r: AuditRecord) => readonly EventSpec[];
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+/** Absent rather than undefined: a document never carries an undefined field. */
+const definedOnly = (o: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 const cascaded = (r: AuditRecord) => r.detail?.cascade === TENANT_CLOSED_CASCADE;
 const tenantCloseCorrelation = (r: AuditRecord) => `tenant_close:${r.tenant}:${r.requestId}`;
 
@@ -237,6 +240,34 @@ const reservationRelease: Rule = (r) => {
   ];
 };
 
+// --- refunds -----------------------------------------------------------------------------
+
+/**
+ * A refund (docs/decisions.md § Refunds) as our `custom.refund`, category budget: what it gave
+ * back on every scope charged (the record's detail, written by use-cases/refunds.ts), the scope
+ * the leaf of those.
+ */
+const refund: Rule = (r) => {
+  const d = r.detail ?? {};
+  const scopes = Array.isArray(d.scopes) ? d.scopes.map(String) : [];
+  return [
+    {
+      type: 'custom.refund',
+      scope: scopes.at(-1),
+      data: definedOnly({
+        refund_id: str(d.refund_id) ?? '',
+        [r.resourceType === 'event' ? 'event_id' : 'reservation_id']: r.resourceId,
+        unit: str(d.unit),
+        amount: num(d.amount),
+        refunded_total: num(d.refunded_total),
+        charged: num(d.charged),
+        reason: str(d.reason) ?? '',
+        scopes,
+      }),
+    },
+  ];
+};
+
 // --- webhooks ----------------------------------------------------------------------------
 
 const webhookData = (r: AuditRecord, extra: Record<string, unknown> = {}) => ({
@@ -331,6 +362,8 @@ export const AUDIT_EVENTS: { readonly [A in AuditAction]: Rule } = {
   'budget.unfreeze': budgetEvent('budget.unfrozen', 'STATUS_CHANGE'),
   'budget.close': budgetClose,
   'reservation.release': reservationRelease,
+  'reservation.refund': refund,
+  'event.refund': refund,
   'webhook.create': (r) => [
     {
       type: 'webhook.created',

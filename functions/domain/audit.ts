@@ -83,6 +83,9 @@ export type AuditEntry = AuditBase &
         readonly before: WebhookSecurity;
         readonly after: WebhookSecurity;
       }
+    /** A refund of what a reservation or an event charged (docs/decisions.md § Refunds). */
+    | { readonly action: 'reservation.refund'; readonly reservationId: string }
+    | { readonly action: 'event.refund'; readonly eventId: string }
   );
 
 export type AuditAction = AuditEntry['action'];
@@ -106,15 +109,23 @@ export const AUDIT_OPERATIONS = {
   'webhook.delete': { operation: 'deleteWebhookSubscription', resourceType: 'webhook' },
   'webhook.disable': { operation: 'disableWebhookSubscription', resourceType: 'webhook' },
   'webhook_security.update': { operation: 'updateWebhookSecurityConfig', resourceType: 'config' },
+  'reservation.refund': { operation: 'refundReservation', resourceType: 'reservation' },
+  'event.refund': { operation: 'refundEvent', resourceType: 'event' },
 } as const satisfies Record<AuditAction, { operation: string; resourceType: string }>;
 
 export type AuditOperation = (typeof AUDIT_OPERATIONS)[AuditAction]['operation'];
 export type AuditResourceType = (typeof AUDIT_OPERATIONS)[AuditAction]['resourceType'];
 export const AUDIT_OPERATION_NAMES = Object.values(AUDIT_OPERATIONS).map((o) => o.operation);
+export const AUDIT_RESOURCE_TYPES = [
+  ...new Set(Object.values(AUDIT_OPERATIONS).map((o) => o.resourceType)),
+] as [AuditResourceType, ...AuditResourceType[]];
 
 /** The id of what an entry changed: a tenant id, a key id, `<scope>#<unit>`, a reservation id. */
 export function resourceIdOf(e: AuditEntry): string {
-  if (e.action === 'reservation.release') return e.reservationId;
+  if (e.action === 'reservation.release' || e.action === 'reservation.refund') {
+    return e.reservationId;
+  }
+  if (e.action === 'event.refund') return e.eventId;
   if (e.action === 'webhook.delete') return e.before.subscriptionId;
   if (e.action === 'webhook_security.update') return 'webhook-security';
   const { after } = e;

@@ -21,7 +21,10 @@ export const EVENT_CATEGORIES = [
 ] as const;
 export type EventCategory = (typeof EVENT_CATEGORIES)[number];
 
-/** The reference's EventType enum, in its order. */
+/**
+ * The reference's EventType enum, in its order, then ours (`custom.`, below). One literal list:
+ * a spread would keep it in every bundle that imports this module.
+ */
 export const EVENT_TYPES = [
   'budget.created',
   'budget.updated',
@@ -74,12 +77,29 @@ export const EVENT_TYPES = [
   'system.high_latency',
   'system.webhook_delivery_failed',
   'system.webhook_test',
+  'custom.refund',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** The category of a type: the part before its first dot. */
+/**
+ * Ours, under the reference's `custom.` prefix ("custom event types MUST use a custom. prefix";
+ * consumers ignore types they do not know), each in the reference category it belongs to: a
+ * refund gives budget back (docs/decisions.md § Refunds).
+ */
+export const CUSTOM_EVENT_CATEGORIES = { 'custom.refund': 'budget' } as const satisfies Record<
+  Extract<EventType, `custom.${string}`>,
+  EventCategory
+>;
+export type CustomEventType = keyof typeof CUSTOM_EVENT_CATEGORIES;
+
+const isCustomType = (type: EventType): type is CustomEventType =>
+  Object.hasOwn(CUSTOM_EVENT_CATEGORIES, type);
+
+/** The category of a type: the part before its first dot (a custom type's: its table's). */
 export const categoryOf = (type: EventType): EventCategory =>
-  type.slice(0, type.indexOf('.')) as EventCategory;
+  isCustomType(type)
+    ? CUSTOM_EVENT_CATEGORIES[type]
+    : (type.slice(0, type.indexOf('.')) as EventCategory);
 
 /**
  * What a tenant may see and subscribe to (the reference's TENANT-ACCESSIBLE BOUNDARY): its

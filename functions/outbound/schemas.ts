@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { MAX_AMOUNT, UNITS } from '../domain/amounts.js';
-import { BUDGET_EVENT_TYPES, type BudgetEventType } from '../domain/budget-events.js';
-import { EVENT_SOURCE } from '../domain/events.js';
+import { BUDGET_EVENT_TYPES } from '../domain/budget-events.js';
+import { categoryOf, EVENT_SOURCE } from '../domain/events.js';
 import { REFUSAL_CODES } from '../domain/refusals.js';
 
 /**
@@ -141,6 +141,23 @@ export const CommitOverageData = z
   })
   .meta({ description: 'A reservation was committed for more than it held.' });
 
+export const RefundData = z
+  .looseObject({
+    refund_id: z.string(),
+    reservation_id: z.string().optional().describe('The reservation refunded (or event_id)'),
+    event_id: z.string().optional().describe('The usage event refunded (or reservation_id)'),
+    unit: Unit,
+    amount: Amount.min(1).describe('What this refund gave back on every scope charged'),
+    refunded_total: Amount.describe('Refunded so far, this refund included'),
+    charged: Amount.describe('What the reservation or event charged'),
+    reason: z.string(),
+    scopes: z.array(z.string()).describe('The scopes refunded, root first'),
+  })
+  .meta({
+    description:
+      'Ours (x-extension budget-reservations): part of what a reservation or an event charged was given back (docs/decisions.md § Refunds).',
+  });
+
 export const DATA_SCHEMAS = {
   'budget.threshold_crossed': ThresholdCrossedData,
   'budget.exhausted': ExhaustedData,
@@ -150,13 +167,18 @@ export const DATA_SCHEMAS = {
   'reservation.expired': ReservationExpiredData,
   'reservation.denied': ReservationDeniedData,
   'reservation.commit_overage': CommitOverageData,
-} as const satisfies Record<BudgetEventType, z.ZodType>;
+  'custom.refund': RefundData,
+} as const satisfies Record<PublishedEventType, z.ZodType>;
 
-const categoryOf = (type: BudgetEventType) =>
-  type.startsWith('budget.') ? ('budget' as const) : ('reservation' as const);
+/**
+ * The types published here: the budget-state events, and our `custom.refund` (derived from a
+ * refund's audit record: domain/audit-events.ts). Its category is the reference's `budget`.
+ */
+const PUBLISHED_EVENT_TYPES = [...BUDGET_EVENT_TYPES, 'custom.refund'] as const;
+type PublishedEventType = (typeof PUBLISHED_EVENT_TYPES)[number];
 
 /** The reference's Event envelope around one type's data. */
-function envelope<T extends BudgetEventType>(type: T) {
+function envelope<T extends PublishedEventType>(type: T) {
   return z
     .strictObject({
       event_id: z
@@ -169,7 +191,10 @@ function envelope<T extends BudgetEventType>(type: T) {
       tenant_id: z.string(),
       scope: z.string().optional(),
       actor: z
-        .strictObject({ type: z.enum(['api_key', 'system']), key_id: z.string().optional() })
+        .strictObject({
+          type: z.enum(['admin', 'api_key', 'system']),
+          key_id: z.string().optional(),
+        })
         .optional(),
       source: z.literal(EVENT_SOURCE),
       data: DATA_SCHEMAS[type],
@@ -184,8 +209,8 @@ function envelope<T extends BudgetEventType>(type: T) {
 }
 
 export const EVENT_SCHEMAS = Object.fromEntries(
-  BUDGET_EVENT_TYPES.map((type) => [type, envelope(type)]),
-) as { readonly [T in BudgetEventType]: ReturnType<typeof envelope<T>> };
+  PUBLISHED_EVENT_TYPES.map((type) => [type, envelope(type)]),
+) as { readonly [T in PublishedEventType]: ReturnType<typeof envelope<T>> };
 
 /** Any budget event. */
 export const BudgetEventMessage = z
@@ -198,6 +223,7 @@ export const BudgetEventMessage = z
     EVENT_SCHEMAS['reservation.expired'],
     EVENT_SCHEMAS['reservation.denied'],
     EVENT_SCHEMAS['reservation.commit_overage'],
+    EVENT_SCHEMAS['custom.refund'],
   ])
   .meta({ title: 'budget event', description: 'Any event of the budget reservation service.' });
 export type BudgetEventMessage = z.infer<typeof BudgetEventMessage>;
@@ -207,7 +233,7 @@ export function jsonSchemaFiles(): Record<string, unknown> {
   const files: Record<string, unknown> = {
     'budget-event.schema.json': z.toJSONSchema(BudgetEventMessage, { io: 'output' }),
   };
-  for (const type of BUDGET_EVENT_TYPES) {
+  for (const type of PUBLISHED_EVENT_TYPES) {
     files[`${type}.schema.json`] = z.toJSONSchema(EVENT_SCHEMAS[type], { io: 'output' });
   }
   return files;

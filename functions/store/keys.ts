@@ -35,6 +35,11 @@ export const keys = {
   reservation: (reservationId: string) => ({ pk: `RESERVATION#${reservationId}`, sk: SK }),
   /** The reservation id of a reservation item's pk. */
   reservationIdOfPk: (pk: string) => pk.slice('RESERVATION#'.length),
+  /** A reservation's charges (POST …/charges) in the order they were made: one Query lists them. */
+  charge: (reservationId: string, sequence: number) => ({
+    pk: chargesPartition(reservationId),
+    sk: pad(sequence),
+  }),
   event: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: SK }),
   /**
    * An emitted event (the protocol's Event: budget state, lifecycle, …), kept for the retention.
@@ -59,6 +64,14 @@ export const keys = {
     pk: auditPartition(tenant),
     sk: `${pad(atMs)}#${requestId}#${hashOf(target).toString(36)}`,
   }),
+  /**
+   * A budget's estimate accuracy (domain/accuracy.ts), one partition per budget (`budgetKey`):
+   * its tracked kinds (`KINDS`), one item per tracked kind, and `OTHER`. One Query reads it all.
+   */
+  accuracy: (budget: string, part: 'KINDS' | 'OTHER' | { readonly kind: string }) => ({
+    pk: `ACCURACY#${budget}`,
+    sk: typeof part === 'string' ? part : `KIND#${part.kind}`,
+  }),
   idempotency: (tenant: string, operation: string, key: string) => ({
     pk: `IDEMPOTENCY#${tenant}#${operation}#${key}`,
     sk: SK,
@@ -81,6 +94,11 @@ export const isTimePosition = (position: string): boolean =>
 
 /** `<ms, 15 digits>#<id>`: what events and deliveries are ordered by. */
 export const timeKey = (atMs: number, id: string): string => `${pad(atMs)}#${id}`;
+
+export const chargesPartition = (reservationId: string): string => `CHARGES#${reservationId}`;
+export const reservationIdOfCharges = (pk: string): string => pk.slice('CHARGES#'.length);
+/** A charge's position in its listing (its sequence, as the sort key holds it). */
+export const isChargePosition = (position: string): boolean => /^\d{15}$/.test(position);
 
 /** The audit sort key bounds of a time range [from, to] (either open). */
 export const auditRange = (fromMs = 0, toMs = 999_999_999_999_999) => ({

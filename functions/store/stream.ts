@@ -55,7 +55,7 @@ export type TableChange = RecordBase &
         readonly after: Reservation;
       }
     | { readonly kind: 'refusal'; readonly refusal: Refusal }
-    /** An admin change's audit record, written in the change's own transaction. */
+    /** An audit record, written in its change's own transaction (a refund's included). */
     | { readonly kind: 'audit'; readonly record: AuditRecord }
     | { readonly kind: 'other' }
   );

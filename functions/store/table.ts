@@ -58,5 +58,6 @@ export const EVENT_ITEM_TYPES = {
   /** Reservations turned into one of these make an event (expired; committed over estimate). */
   reservationStatuses: ['EXPIRED', 'COMMITTED'],
   refusal: 'refusal',
+  /** Every audit record: lifecycle events, refunds' custom.refund (domain/audit-events.ts). */
   audit: 'audit',
 } as const;

@@ -2,7 +2,12 @@ import type { Amount } from '../domain/amounts.js';
 import type { Caller } from '../domain/caller.js';
 import type { Caps } from '../domain/caps.js';
 import { fingerprint } from '../domain/fingerprint.js';
-import { type RefusalCode, refusalError, type ScopeRefusal } from '../domain/refusals.js';
+import {
+  type ReasonCode,
+  reasonCodeOf,
+  refusalError,
+  type ScopeRefusal,
+} from '../domain/refusals.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
 import { putIdempotencyRecord } from '../store/idempotency.js';
@@ -19,7 +24,7 @@ export interface DecideRequest {
 }
 export interface Decision {
   /** Undefined: ALLOW. */
-  readonly refusal?: RefusalCode | undefined;
+  readonly refusal?: ReasonCode | undefined;
   readonly affectedScopes: readonly string[];
   /** Present: ALLOW_WITH_CAPS (never with a refusal). */
   readonly caps?: Caps;
@@ -49,7 +54,7 @@ export async function decide(
     decide: (snapshot) => {
       const { refusal, caps } = admission.judge(snapshot);
       const result: Decision = {
-        refusal: refusal?.code,
+        refusal: refusal && reasonCodeOf(refusal),
         affectedScopes: admission.scopes,
         ...(caps && { caps }),
       };

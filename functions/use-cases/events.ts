@@ -7,7 +7,7 @@ import { inPeriodsOf, ledgersAfter, type OveragePolicy } from '../domain/ledger.
 import { budgetRefusal, refusalError } from '../domain/refusals.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
-import type { UsageEvent } from '../domain/settlement.js';
+import { debtIncurredBy, type UsageEvent } from '../domain/settlement.js';
 import { insertEvent } from '../store/events.js';
 import { admit } from './admission.js';
 import { guardedWrite } from './guarded-write.js';
@@ -73,6 +73,7 @@ export async function createEvent(
         metrics: request.metrics,
         metadata: request.metadata,
         clientTimeMs: request.clientTimeMs,
+        debtIncurred: debtIncurredBy(changes),
       };
       const outcome = outcomeToStore(print, result, appliedCodec, { event });
       return insertEvent({ event, charges: changes, budgets, outcome });

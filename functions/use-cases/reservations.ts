@@ -10,7 +10,7 @@ import {
   type OveragePolicy,
   presentLedgers,
 } from '../domain/ledger.js';
-import { isRefusal, type RefusalCode, refusalError } from '../domain/refusals.js';
+import { isRefusal, type ReasonCode, reasonCodeOf, refusalError } from '../domain/refusals.js';
 import { type Action, affectedScopes, type Reservation } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
 import { insertReservation } from '../store/reservation-writes.js';
@@ -47,7 +47,7 @@ export interface Reserved extends Placement {
 }
 export interface DryRun extends Placement {
   readonly kind: 'dryRun';
-  readonly refusal?: RefusalCode | undefined;
+  readonly refusal?: ReasonCode | undefined;
 }
 
 /**
@@ -153,7 +153,7 @@ async function dryRun(admission: Admission, request: ReservationRequest): Promis
   return {
     kind: 'dryRun',
     ...placementOf(admission, request, balances),
-    refusal: refusal?.code,
+    refusal: refusal && reasonCodeOf(refusal),
     ...(caps && { caps }),
   };
 }

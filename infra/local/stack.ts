@@ -68,14 +68,14 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   }
   const servers: HttpServer[] = [];
   let timer: NodeJS.Timeout | undefined;
-  let poller: StreamPoller | undefined;
+  const pollers: StreamPoller[] = [];
   let deliveries: DeliveryWorker | undefined;
   const stop = async () => {
     if (timer) clearInterval(timer);
     const closed = Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
     for (const s of servers) s.closeAllConnections(); // keep-alive sockets would hold close() open
     await closed;
-    await poller?.stop();
+    await Promise.all(pollers.map((p) => p.stop()));
     deliveries?.stop();
     await deliveries?.settled(5_000);
     await dynamo?.stop();
@@ -98,10 +98,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const client = localClient(endpoint, config.AWS_REGION);
     const webhooks = config.WEBHOOK_URLS.length;
     const events = config.EVENTS_ENABLED;
-    const table = await ensureTable(client, config.TABLE_NAME, events).catch((error: unknown) => {
+    // The stream is on only when something reads it: DynamoDB Local keeps every record for a
+    // day, in its database (docs/decisions.md § Estimate accuracy: the cost, measured).
+    const streamed = events || config.ESTIMATE_ACCURACY;
+    const table = await ensureTable(client, config.TABLE_NAME, streamed).catch((error: unknown) => {
       throw dynamo ? error : unreachable(endpoint, error);
     });
-    const streamArn = events ? await ensureStream(client, config.TABLE_NAME) : undefined;
+    const streamArn = streamed ? await ensureStream(client, config.TABLE_NAME) : undefined;
     client.destroy();
 
     const runtime = createLocalServer('runtime');
@@ -138,25 +141,38 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }
 
     if (streamArn) {
+      // The table's stream, read as Lambda's event source mappings would: one poller per
+      // consumer, each with its own place in the stream (as each mapping has in AWS).
       const { log } = await import('../../functions/log.js');
-      // Webhook deliveries: the local worker takes the delivery queue's part, and resumes the
-      // deliveries a previous run left unfinished.
-      deliveries = await startDeliveryWorker(config, log);
-      // Events: the table's stream, read as Lambda's event source mapping would.
-      const consumer = await import('../../functions/jobs/stream-events.js');
-      await consumer.bootstrapOnce();
-      poller = startStreamPoller({
-        endpoint: process.env.DYNAMODB_ENDPOINT ?? '',
-        region: config.AWS_REGION,
-        streamArn,
-        intervalMs: config.STREAM_POLL_INTERVAL_MS,
-        // A new table's stream is read from its start; an existing one's from now, or from
-        // where the last run left off (the checkpoint in DATA_DIR).
-        from: table === 'created' ? 'TRIM_HORIZON' : 'LATEST',
-        checkpointFile: dataDir && join(dataDir, 'stream-checkpoint.json'),
-        handle: (event) => consumer.handler(event),
-        log,
-      });
+      const poll = (
+        checkpoint: string,
+        handle: Parameters<typeof startStreamPoller>[0]['handle'],
+      ) =>
+        startStreamPoller({
+          endpoint: process.env.DYNAMODB_ENDPOINT ?? '',
+          region: config.AWS_REGION,
+          streamArn,
+          intervalMs: config.STREAM_POLL_INTERVAL_MS,
+          // A new table's stream is read from its start; an existing one's from now, or from
+          // where the last run left off (the checkpoint in DATA_DIR).
+          from: table === 'created' ? 'TRIM_HORIZON' : 'LATEST',
+          checkpointFile: dataDir && join(dataDir, checkpoint),
+          handle,
+          log,
+        });
+      if (events) {
+        // Webhook deliveries: the local worker takes the delivery queue's part, and resumes the
+        // deliveries a previous run left unfinished.
+        deliveries = await startDeliveryWorker(config, log);
+        // Events: the log, the bus and the delivery queue.
+        const consumer = await import('../../functions/jobs/stream-events.js');
+        await consumer.bootstrapOnce();
+        pollers.push(poll('stream-checkpoint.json', (event) => consumer.handler(event)));
+      }
+      if (config.ESTIMATE_ACCURACY) {
+        const accuracy = await import('../../functions/jobs/estimate-accuracy.js');
+        pollers.push(poll('accuracy-checkpoint.json', (event) => accuracy.handler(event)));
+      }
     }
 
     const stack = {
@@ -198,6 +214,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           : webhooks > 0
             ? `  events: kept ${config.EVENT_RETENTION_DAYS} days (GET /v1/admin/events); ${webhooks} WEBHOOK_URLS subscribed, signed (X-Cycles-Signature)`
             : `  events: kept ${config.EVENT_RETENTION_DAYS} days (GET /v1/admin/events); webhooks: POST /v1/admin/webhooks, or WEBHOOK_URLS`,
+      );
+      console.log(
+        config.ESTIMATE_ACCURACY
+          ? '  estimate accuracy: from the table stream (ESTIMATE_ACCURACY=false turns it off)'
+          : '  estimate accuracy: off (ESTIMATE_ACCURACY=false)',
       );
       if (options.contention) {
         const { DEFAULT_SETTINGS } = await import('./contention.js');

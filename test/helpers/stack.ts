@@ -34,6 +34,9 @@ export async function startTestStack({
     // Events read the table's stream: only the files that test them turn it on (DynamoDB Local
     // keeps every stream record in memory, and the suite shares one).
     EVENTS_ENABLED: 'false',
+    // No stream on the shared DynamoDB Local unless a file reads it (docs/decisions.md §
+    // Estimate accuracy): test/integration/accuracy.test.ts turns it on.
+    ESTIMATE_ACCURACY: 'false',
     ...env,
   });
   const { startLocalStack } = await import('../../infra/local/stack.js');

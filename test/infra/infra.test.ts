@@ -42,6 +42,8 @@ describe('CDK app', () => {
         'BudgetReservationsJobs',
         'BudgetReservationsAdminApi',
         'BudgetReservationsRuntimeApi',
+        // Our settlement extensions' routes (charges, refunds, estimate accuracy).
+        'BudgetReservationsSettlementApi',
         'BudgetReservationsEventsApi',
         'BudgetReservationsMonitoring',
       ]);
@@ -139,15 +141,15 @@ describe('CDK app', () => {
   });
 
   describe('functions', () => {
-    it('has one function per route in its server’s stack, the background ones in the jobs stack', () => {
+    it('has one function per route in its stack, the background ones in the jobs stack', () => {
       const functionsIn = (key: string) => resourceCounts(s.template(routeStack(key)));
       const count = (key: string) =>
         routeEntries().filter(([, r]) => (r.stack ?? r.server) === key).length;
 
-      expect(functionsIn('runtime')['AWS::Lambda::Function']).toBe(count('runtime'));
-      expect(functionsIn('admin')['AWS::Lambda::Function']).toBe(count('admin'));
-      expect(functionsIn('events')['AWS::Lambda::Function']).toBe(count('events'));
-      s.template(s.stacks.jobs).resourceCountIs('AWS::Lambda::Function', 4);
+      for (const key of s.stacks.routes.keys()) {
+        expect(functionsIn(key)['AWS::Lambda::Function'], key).toBe(count(key));
+      }
+      s.template(s.stacks.jobs).resourceCountIs('AWS::Lambda::Function', 5);
       s.template(s.stacks.data).resourceCountIs('AWS::Lambda::Function', 0);
     });
 
@@ -204,7 +206,7 @@ describe('CDK app', () => {
       }
       const routes = (key: string) =>
         resourceCounts(s.template(routeStack(key)))['AWS::ApiGatewayV2::Route'] ?? 0;
-      expect(routes('runtime') + routes('admin') + routes('events')).toBe(places);
+      expect([...s.stacks.routes.keys()].reduce((n, key) => n + routes(key), 0)).toBe(places);
     });
 
     it('mounts the console and the two runtime routes it calls on the admin API', () => {
@@ -402,7 +404,7 @@ describe('CDK app', () => {
       const jobs = s.template(s.stacks.jobs);
       const queueId = logicalId(s.stacks.jobs, s.stacks.jobs.budgetEventsDlq);
       const mappings = Object.values(jobs.findResources('AWS::Lambda::EventSourceMapping')).filter(
-        (m) => JSON.stringify(m.Properties.EventSourceArn).includes('StreamArn'),
+        (m) => m.Properties.FunctionName.Ref === s.fn('budgetEvents').logicalId,
       );
 
       expect(mappings).toHaveLength(1);
@@ -432,6 +434,43 @@ describe('CDK app', () => {
         },
         { eventName: ['INSERT'], dynamodb: { NewImage: { type: { S: ['refusal', 'audit'] } } } },
       ]);
+    });
+
+    it('feeds the reservations that leave ACTIVE to the estimate accuracy consumer, in large batches', () => {
+      const jobs = s.template(s.stacks.jobs);
+      const { logicalId: fnId, resources } = s.fn('estimateAccuracy');
+      const [mapping, ...others] = Object.values(
+        jobs.findResources('AWS::Lambda::EventSourceMapping'),
+      ).filter((m) => m.Properties.FunctionName.Ref === fnId);
+
+      expect(others).toEqual([]);
+      expect(mapping?.Properties).toMatchObject({
+        BatchSize: 1_000,
+        MaximumBatchingWindowInSeconds: 30,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+        MaximumRetryAttempts: 5,
+        MaximumRecordAgeInSeconds: 3_600,
+      });
+      expect(
+        ((mapping?.Properties.FilterCriteria.Filters ?? []) as { Pattern: string }[]).map((f) =>
+          JSON.parse(f.Pattern),
+        ),
+      ).toEqual([
+        {
+          eventName: ['MODIFY'],
+          dynamodb: {
+            NewImage: {
+              type: { S: ['reservation'] },
+              status: { S: ['COMMITTED', 'RELEASED', 'EXPIRED'] },
+            },
+            OldImage: { status: { S: ['ACTIVE'] } },
+          },
+        },
+      ]);
+      // It reads and writes items (its own), and reads the stream.
+      const actions = statementsOf(resources, fnId).flatMap(actionsOf);
+      expect(actions).toContain('dynamodb:GetRecords');
+      expect(actions).toContain('dynamodb:UpdateItem');
     });
 
     it('lets the consumer read the stream, write the table (the log, deliveries), put on the bus and send to the delivery queue, and nothing else', () => {
@@ -963,13 +1002,13 @@ describe('CDK app', () => {
         },
         "BudgetReservationsJobs": {
           "AWS::Events::Rule": 1,
-          "AWS::IAM::Policy": 4,
-          "AWS::IAM::Role": 4,
+          "AWS::IAM::Policy": 5,
+          "AWS::IAM::Role": 5,
           "AWS::Lambda::EventInvokeConfig": 1,
-          "AWS::Lambda::EventSourceMapping": 2,
-          "AWS::Lambda::Function": 4,
+          "AWS::Lambda::EventSourceMapping": 3,
+          "AWS::Lambda::Function": 5,
           "AWS::Lambda::Permission": 2,
-          "AWS::Logs::LogGroup": 4,
+          "AWS::Logs::LogGroup": 5,
           "AWS::SQS::Queue": 3,
           "AWS::SQS::QueuePolicy": 3,
           "AWS::SecretsManager::RotationSchedule": 1,
@@ -991,6 +1030,15 @@ describe('CDK app', () => {
           "AWS::Lambda::Function": 13,
           "AWS::Lambda::Permission": 15,
           "AWS::Logs::LogGroup": 14,
+        },
+        "BudgetReservationsSettlementApi": {
+          "AWS::ApiGatewayV2::Integration": 8,
+          "AWS::ApiGatewayV2::Route": 8,
+          "AWS::IAM::Policy": 5,
+          "AWS::IAM::Role": 5,
+          "AWS::Lambda::Function": 5,
+          "AWS::Lambda::Permission": 8,
+          "AWS::Logs::LogGroup": 5,
         },
       }
     `);

@@ -60,7 +60,9 @@ const readBody = (req: IncomingMessage) =>
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
   });
 
-const isBudgetEvent = (type: unknown) => BUDGET_EVENT_TYPES.includes(type as BudgetEventType);
+/** The budget-state events, and a refund's (derived from its audit record). */
+const isBudgetEvent = (type: unknown) =>
+  type === 'custom.refund' || BUDGET_EVENT_TYPES.includes(type as BudgetEventType);
 
 const receiver = createServer(async (req: IncomingMessage, res: ServerResponse) => {
   const body = await readBody(req);
@@ -358,6 +360,78 @@ describe('budget events on webhooks', () => {
         }),
       ]);
     }
+  });
+
+  it('reports a refund as custom.refund, derived from its audit record', async () => {
+    const t = await givenTenantWith(stack, { '': 100_000, 'workspace:w': 10_000 });
+    const w = scopeOf(t, 'workspace:w');
+    const r = await api.reserve(t, { estimate: usd(100) });
+    await api.commit(t, r.body.reservation_id, { actual: usd(80) });
+
+    const refunded = await api.refund(t, r.body.reservation_id, {
+      amount: usd(30),
+      reason: 'provider refunded a failed call',
+    });
+    await receivedUntil(() => deliveriesOf(w, 'custom.refund').length >= 1);
+
+    expect(refunded.status, JSON.stringify(refunded.body)).toBe(200);
+    const refunds = deliveriesOf(w, 'custom.refund');
+    expect(distinctIds(refunds).size).toBe(1);
+    expect(refunds[0]?.signed).toBe(true);
+    expect(refunds[0]?.event).toMatchObject({
+      tenant_id: t.tenant,
+      category: 'budget',
+      source: 'budget-reservations',
+      actor: { type: 'api_key', key_id: t.keyId },
+      data: {
+        refund_id: refunded.body.refund_id,
+        reservation_id: r.body.reservation_id,
+        unit: 'USD_MICROCENTS',
+        amount: 30,
+        refunded_total: 30,
+        charged: 80,
+        reason: 'provider refunded a failed call',
+        scopes: [scopeOf(t, ''), w],
+      },
+    });
+    // Kept in the event log like every event (its row of AUDIT_EVENTS): listed by its type.
+    const logged = await request<Json>(
+      'GET',
+      `${stack.adminUrl}/v1/admin/events?tenant_id=${t.tenant}&event_type=custom.refund`,
+      { headers: adminHeaders },
+    );
+    expect(logged.status).toBe(200);
+    expect((logged.body.events as Json[]).map((e) => e.event_id)).toEqual([
+      refunds[0]?.event.event_id,
+    ]);
+  });
+
+  it("logs a change of a budget's cap of one reservation as budget.updated, from its audit record", async () => {
+    const t = await givenTenant(stack);
+    const w = scopeOf(t, 'workspace:w');
+    await givenBudget(stack, t, 'workspace:w', 10_000);
+    const query = `scope=${encodeURIComponent(w)}&unit=USD_MICROCENTS`;
+
+    const capped = await request('PATCH', `${stack.adminUrl}/v1/admin/budgets?${query}`, {
+      headers: adminHeaders,
+      body: { max_reservation_amount: usd(500) },
+    });
+    const updated = async () => {
+      const page = await request<Json>(
+        'GET',
+        `${stack.adminUrl}/v1/admin/events?tenant_id=${t.tenant}&event_type=budget.updated`,
+        { headers: adminHeaders },
+      );
+      return page.body.events as Json[];
+    };
+    const deadline = Date.now() + 20_000;
+    while ((await updated()).length === 0 && Date.now() < deadline) await sleep(50);
+
+    expect(capped.status, JSON.stringify(capped.body)).toBe(200);
+    const [event, ...others] = await updated();
+    expect(others).toEqual([]);
+    expect(event).toMatchObject({ scope: w, data: { scope: w, operation: 'UPDATE' } });
+    expect(eventErrors(event)).toEqual([]);
   });
 
   it('delivers on the third attempt to a receiver that answers 500 twice (1 s, then 2 s: the default retry policy)', async () => {

@@ -24,8 +24,16 @@ import { useTestStack } from '../helpers/scaffold.js';
  * reaches does not have: they run when RUNCYCLES_TARBALL names a packed copy of it (then
  * `npm install runcycles` installs that file); otherwise the test lists them as left out.
  */
-// Events on, as `npm start` has them: README § Events and webhooks lists them and makes webhooks.
-const stack = useTestStack({ env: { ADMIN_API_KEY: 'change-me', EVENTS_ENABLED: 'true' } });
+// Events on, as `npm start` has them: README § Events and webhooks lists them and makes webhooks;
+// the estimate accuracy block reads the same stream and shows figures.
+const stack = useTestStack({
+  env: {
+    ADMIN_API_KEY: 'change-me',
+    EVENTS_ENABLED: 'true',
+    ESTIMATE_ACCURACY: 'true',
+    STREAM_POLL_INTERVAL_MS: '100',
+  },
+});
 const tarball = process.env.RUNCYCLES_TARBALL;
 
 let home: string | undefined;
@@ -115,6 +123,11 @@ describe('README.md', { timeout: 300_000 }, () => {
     expect(refusals, `error bodies in the block at line ${blockOf(result.stdout)}`).toEqual([]);
     // The walkthroughs did what they say: the reservation committed, the CLI's tenant funded.
     expect(result.stdout).toContain('"status":"COMMITTED"');
+    // The streamed call: charged in parts, committed whole, refunded in part; its accuracy.
+    expect(result.stdout).toContain('"charged_total":{"unit":"USD_MICROCENTS","amount":5500000}');
+    expect(result.stdout).toContain('"refunded_total":{"unit":"USD_MICROCENTS","amount":2500000}');
+    expect(result.stdout).toContain('"reason_code":"MAX_RESERVATION_AMOUNT_EXCEEDED"');
+    expect(result.stdout).toMatch(/"kind":"llm\.stream","settled":1,/);
     expect(result.stdout).toMatch(/tenant:globex\/workspace:prod/);
     if (tarball) expect(result.stdout).toContain('summary of 15 characters');
   });

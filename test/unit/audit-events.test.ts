@@ -12,6 +12,7 @@ import type { Budget } from '../../functions/domain/budget.js';
 import type { Tenant } from '../../functions/domain/tenant.js';
 import { defaultWebhookSecurity } from '../../functions/domain/webhook-security.js';
 import { newSubscription } from '../../functions/domain/webhooks.js';
+import { EVENT_SCHEMAS } from '../../functions/outbound/schemas.js';
 import { auditItem, auditRecordOf } from '../../functions/store/entities/audit.js';
 import { budgetOf } from '../helpers/budgets.js';
 import { eventErrors } from '../helpers/reference-schemas.js';
@@ -59,6 +60,16 @@ const subscription = newSubscription(
   '2026-01-01T00:00:00.000Z',
 );
 const cascade = { detail: { cascade: TENANT_CLOSED_CASCADE } };
+/** What a refund's audit record keeps (use-cases/refunds.ts). */
+const refundDetail = {
+  refund_id: 'rfd_1',
+  amount: 30,
+  unit: 'USD_MICROCENTS',
+  reason: 'provider refunded a failed call',
+  refunded_total: 30,
+  charged: 80,
+  scopes: ['tenant:acme', 'tenant:acme/workspace:w'],
+};
 
 /** One audit entry per action (and the variants that mean other events). */
 const ENTRIES: readonly [AuditAction, AuditEntry, readonly string[]][] = [
@@ -174,6 +185,22 @@ const ENTRIES: readonly [AuditAction, AuditEntry, readonly string[]][] = [
     },
     ['reservation.released_via_tenant_cascade'],
   ],
+  ...(
+    [
+      ['reservation.refund', { reservationId: 'rsv_1' }],
+      ['event.refund', { eventId: 'evt_usage_1' }],
+    ] as const
+  ).map(([action, target]): [AuditAction, AuditEntry, readonly string[]] => [
+    action,
+    {
+      ...by,
+      actor: { kind: 'key', keyId: 'key_1' },
+      action,
+      ...target,
+      detail: refundDetail,
+    } as AuditEntry,
+    ['custom.refund'],
+  ]),
   ['webhook.create', { ...by, action: 'webhook.create', after: subscription }, ['webhook.created']],
   [
     'webhook.update',
@@ -298,5 +325,36 @@ describe('lifecycle events from audit records', () => {
 
     expect(JSON.stringify(created)).not.toContain('secret-path');
     expect(key1?.data).toMatchObject({ permissions: ['reservations:create', 'webhooks:read'] });
+  });
+
+  it('makes a refund our custom.refund, category budget, on the deepest scope refunded, in the published schema', () => {
+    const [reservation] = eventsOf({
+      ...by,
+      actor: { kind: 'key', keyId: 'key_1' },
+      action: 'reservation.refund',
+      reservationId: 'rsv_1',
+      detail: refundDetail,
+    });
+    const [usage] = eventsOf({
+      ...by,
+      action: 'event.refund',
+      eventId: 'evt_usage_1',
+      detail: refundDetail,
+    });
+
+    expect(reservation).toMatchObject({
+      event_type: 'custom.refund',
+      category: 'budget',
+      scope: 'tenant:acme/workspace:w',
+      actor: { type: 'api_key', key_id: 'key_1' },
+      data: { ...refundDetail, reservation_id: 'rsv_1' },
+    });
+    expect(reservation?.data).not.toHaveProperty('event_id');
+    expect(usage).toMatchObject({
+      actor: { type: 'admin' },
+      data: { event_id: 'evt_usage_1', refund_id: 'rfd_1' },
+    });
+    expect(usage?.data).not.toHaveProperty('reservation_id');
+    expect(EVENT_SCHEMAS['custom.refund'].parse(reservation)).toEqual(reservation);
   });
 });

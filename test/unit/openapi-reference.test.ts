@@ -269,7 +269,25 @@ const WRITE_ONLY =
 const HEADER_KEY =
   'ours, as on every operation whose body has an idempotency_key: the X-Idempotency-Key header may carry it (they must agree)';
 
+const CUSTOM_TYPE =
+  'ours: a refund is the event custom.refund (issue 28), under the custom. prefix the reference reserves for custom event types, which consumers must ignore when unknown';
+
 const GOVERNANCE_ALLOWED: readonly (readonly [difference: string, reason: string])[] = [
+  ...[
+    'createTenantWebhook 201.subscription.event_types[]',
+    'createWebhookSubscription 201.subscription.event_types[]',
+    'getEvent 200.event_type',
+    'getTenantWebhook 200.event_types[]',
+    'getWebhookSubscription 200.event_types[]',
+    'listEvents 200.events[].event_type',
+    'listTenantEvents 200.events[].event_type',
+    'listTenantWebhookDeliveries 200.deliveries[].event_type',
+    'listTenantWebhooks 200.subscriptions[].event_types[]',
+    'listWebhookDeliveries 200.deliveries[].event_type',
+    'listWebhookSubscriptions 200.subscriptions[].event_types[]',
+    'updateTenantWebhook 200.event_types[]',
+    'updateWebhookSubscription 200.event_types[]',
+  ].map((field) => [`${field}: also custom.refund`, CUSTOM_TYPE] as const),
   ['bulkActionWebhooks errors: also 503', RETRY_503],
   ['bulkActionWebhooks errors: never 403', ADMIN_NEVER_403],
   ['bulkActionWebhooks parameter header X-Idempotency-Key: not in the reference', HEADER_KEY],

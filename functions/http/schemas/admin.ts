@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { AUDIT_OPERATION_NAMES } from '../../domain/audit.js';
+import { AUDIT_OPERATION_NAMES, AUDIT_RESOURCE_TYPES } from '../../domain/audit.js';
 import { MAX_THRESHOLDS } from '../../domain/budget-events.js';
 import { BPS, type Caps, MAX_CAPS_BYTES, mergeCaps } from '../../domain/caps.js';
 import { DomainError } from '../../domain/errors.js';
@@ -8,29 +8,23 @@ import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../domain/ledger.js';
 import { PERIOD_KINDS, validAnchor } from '../../domain/period.js';
 import { DEFAULT_PERMISSIONS, PERMISSIONS } from '../../domain/permissions.js';
 import { MAX_SCOPE_LENGTH } from '../../domain/scopes.js';
-import { TENANT_STATUSES } from '../../domain/tenant.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
 import type { BudgetChange } from '../../use-cases/budget-settings.js';
 import type { BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
-import type { TenantRequest } from '../../use-cases/tenants.js';
-import { Amount, Chars, Cursor, camel, IdempotencyKey, Int, Unit } from './common.js';
+import {
+  AdminPageLimit,
+  Amount,
+  Chars,
+  Cursor,
+  camel,
+  IdempotencyKey,
+  Int,
+  Unit,
+} from './common.js';
+import { TenantId } from './tenants.js';
 
-/** Tenant ids: 1 to 64 of letters, digits, '_', '.', '-', starting with a letter or digit. */
 /** A scope path: it is part of DynamoDB keys, so at most MAX_SCOPE_LENGTH characters. */
 const Scope = Chars(1, MAX_SCOPE_LENGTH);
-
-export const TenantId = Chars(1, 64).check(
-  z.regex(
-    /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
-    "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'",
-  ),
-);
-
-export const CreateTenantBody = z.pipe(
-  z.object({ tenant_id: TenantId, name: Chars(1, 256) }),
-  z.transform((b): TenantRequest => camel(b)),
-);
-export type CreateTenantBody = z.infer<typeof CreateTenantBody>;
 
 const Permissions = z.array(z.enum(PERMISSIONS)).check(z.maxLength(PERMISSIONS.length));
 
@@ -109,6 +103,13 @@ const Thresholds = z
 
 const Shards = z.number().check(z.int(), z.gte(1), z.lte(MAX_SHARDS));
 
+/** Ours (x-extension budget-reservations): the most one reservation may hold on the budget. */
+const MaxReservationAmount = Amount.check(
+  z.describe(
+    'Ours: the most one reservation may hold on this budget; a larger estimate is refused (409 BUDGET_EXCEEDED, details.reason MAX_RESERVATION_AMOUNT_EXCEEDED; decide and dry runs answer DENY with reason_code MAX_RESERVATION_AMOUNT_EXCEEDED). Charges and commits are not capped.',
+  ),
+);
+
 export const CreateBudgetBody = z.pipe(
   z
     .object({
@@ -126,6 +127,7 @@ export const CreateBudgetBody = z.pipe(
       period_anchor_day: z.optional(z.number().check(z.int(), z.gte(1), z.lte(28))),
       /** Budget events at these percents of allocated used (domain/budget-events.ts). */
       thresholds: z.optional(Thresholds),
+      max_reservation_amount: z.optional(MaxReservationAmount),
     })
     .check(
       z.refine((b) => b.caps_when_remaining_below_bps === undefined || b.caps !== undefined, {
@@ -217,29 +219,6 @@ export const ValidateKeyBody = z.object({ key_secret: Chars(1, 512) });
 
 // ---- the operator's control plane (docs/decisions.md § Control plane) ------------------------
 
-/** Reference admin listings: 1 to 100 per page, 50 by default. */
-const AdminPageLimit = z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(100)), 50);
-
-export const TenantParams = z.object({ tenant_id: TenantId });
-
-export const ListTenantsQuery = z.object({
-  status: z.optional(z.enum(TENANT_STATUSES)),
-  limit: AdminPageLimit,
-  cursor: z.optional(Cursor),
-});
-
-/** Strict: a field we do not implement would change what the request means (issue 13 § 5). */
-export const UpdateTenantBody = z
-  .strictObject({
-    name: z.optional(Chars(1, 256)),
-    status: z.optional(z.enum(TENANT_STATUSES)),
-  })
-  .check(
-    z.refine((b) => b.name !== undefined || b.status !== undefined, {
-      message: 'name or status is required',
-    }),
-  );
-
 export const KeyParams = z.object({
   key_id: Chars(1, 64).check(z.regex(/^key_[0-9a-f]+$/, 'is not a key id')),
 });
@@ -279,9 +258,7 @@ export const ListAuditLogsQuery = z.pipe(
     /** The actor: a key id, or `admin` for the operator. */
     key_id: z.optional(Chars(1, 64)),
     operation: z.optional(z.enum(AUDIT_OPERATION_NAMES as [string, ...string[]])),
-    resource_type: z.optional(
-      z.enum(['tenant', 'budget', 'api_key', 'reservation', 'webhook', 'config']),
-    ),
+    resource_type: z.optional(z.enum(AUDIT_RESOURCE_TYPES)),
     resource_id: z.optional(Chars(1, 4200)),
     from: z.optional(Instant),
     to: z.optional(Instant),
@@ -317,10 +294,13 @@ export const UpdateBudgetBody = z.pipe(
       thresholds: z.optional(z.nullable(Thresholds)),
       /** More escrow shards for a budget that got busy (docs/scaling.md); never fewer. */
       shards: z.optional(Shards),
+      /** null removes the cap. */
+      max_reservation_amount: z.optional(z.nullable(MaxReservationAmount)),
     })
     .check(
       z.refine((b) => Object.keys(b).length > 0, {
-        message: 'one of overdraft_limit, caps, thresholds, shards is required',
+        message:
+          'one of overdraft_limit, caps, thresholds, shards, max_reservation_amount is required',
       }),
       z.refine((b) => b.shards === undefined || Object.keys(b).length === 1, {
         // Two changes of one budget, each with its own transaction and audit record: one at a time.
@@ -342,6 +322,9 @@ export const UpdateBudgetBody = z.pipe(
       ...(b.shards !== undefined && { shards: b.shards }),
       ...(b.overdraft_limit !== undefined && { overdraftLimit: b.overdraft_limit }),
       ...(b.thresholds !== undefined && { thresholds: b.thresholds }),
+      ...(b.max_reservation_amount !== undefined && {
+        maxReservationAmount: b.max_reservation_amount,
+      }),
       ...(b.caps !== undefined && {
         caps:
           b.caps === null

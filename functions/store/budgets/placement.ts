@@ -111,6 +111,9 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
     case 'maxAllocated':
       guarded.push(attr('allocated').lte(guard.atMost));
       break;
+    case 'returns':
+      guarded.push(attr('spent').gte(guard.spent), attr('debt').gte(guard.debt));
+      break;
     case 'snapshot':
       for (const [field, value] of Object.entries(guard.values)) {
         guarded.push(attr(ATTRIBUTE[field as keyof typeof ATTRIBUTE]).eq(value));
@@ -145,6 +148,8 @@ function shardUpdate(change: LedgerChange, k: number, covers: number | undefined
       covers !== undefined && attr('remaining').gte(covers),
       covers !== undefined && attr('gated').eq(false),
       change.guard.kind === 'admit' && openBudget(),
+      // A refund's spent comes off this shard: it must still hold that much.
+      change.guard.kind === 'returns' && attr('spent').gte(change.guard.spent),
     ),
   });
 }

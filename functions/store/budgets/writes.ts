@@ -111,10 +111,13 @@ export function applyFunding(
 }
 
 /** What an operator may change on a budget (its counters change only by funding). */
-export type BudgetSettings = Pick<Budget, 'overdraftLimit' | 'caps' | 'thresholds'>;
+export type BudgetSettings = Pick<
+  Budget,
+  'overdraftLimit' | 'caps' | 'thresholds' | 'maxReservationAmount'
+>;
 
 /**
- * New overdraft limit, caps and thresholds on the budget's ledger item (shard 0 holds them), if
+ * New overdraft limit, caps, thresholds and cap of one reservation on the budget's ledger item (shard 0 holds them), if
  * they are still what was read and the budget is not closed, with the audit record; 'stale'
  * otherwise.
  */
@@ -137,11 +140,13 @@ export async function updateBudgetSettings(
             caps: caps?.caps,
             caps_bps: caps?.caps_bps,
             thresholds: after.thresholds && thresholdsAttribute(after.thresholds),
+            max_hold: after.maxReservationAmount,
           },
           remove: [
             ...(caps ? [] : ['caps']),
             ...(caps?.caps_bps === undefined ? ['caps_bps'] : []),
             ...(after.thresholds ? [] : ['thresholds']),
+            ...(after.maxReservationAmount === undefined ? ['max_hold'] : []),
           ],
         },
         {
@@ -153,6 +158,9 @@ export async function updateBudgetSettings(
             before.thresholds
               ? attr('thresholds').eq(thresholdsAttribute(before.thresholds))
               : attr('thresholds').notExists(),
+            before.maxReservationAmount === undefined
+              ? attr('max_hold').notExists()
+              : attr('max_hold').eq(before.maxReservationAmount),
             or(attr('status').notExists(), attr('status').ne('CLOSED')),
           ),
         },

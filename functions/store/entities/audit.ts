@@ -81,8 +81,9 @@ const state = (x: Recorded): Item =>
 
 /** What a record keeps of the thing changed, before (absent: created) and after (absent: deleted). */
 function recordedStates(e: AuditEntry): { before?: Item; after?: Item } {
-  if (e.action === 'reservation.release') return {};
   if (e.action === 'webhook.delete') return { before: state(e.before) };
+  // A release or a refund records what it did in its detail; the reservation is not copied.
+  if (!('after' in e)) return {};
   return { ...(e.before && { before: state(e.before) }), after: state(e.after) };
 }
 
