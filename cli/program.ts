@@ -11,7 +11,9 @@ const GROUPS: Readonly<Record<string, string>> = {
   budgets:
     'Budgets: create, fund, freeze, change limits, caps, shards and thresholds, periods, watch, estimate accuracy',
   reservations: 'Reservations: list, show, force-release, charges, refund',
-  events: 'Usage events: refund',
+  events: 'The event log: list (filters), show one; refund a usage event',
+  webhooks:
+    'Webhook subscriptions: create (the secret shown once), list, show, update, pause, resume, delete, test, deliveries, replay, bulk, security',
   config: 'The CLI’s own configuration: where it looks, what it uses',
 };
 

@@ -25,15 +25,22 @@ export interface TableAccess {
   readonly describe?: boolean;
 }
 
+/**
+ * What of the webhook machinery a function uses beyond the table (its IAM grant): sealing
+ * signing secrets (KMS Encrypt), sending to the delivery queue, invoking the delivery function
+ * for a /test probe (the one function that may open a secret: KMS Decrypt).
+ */
+export type WebhookGrant = 'seal' | 'enqueue' | 'probe';
+
 export interface Route {
   readonly server: Server;
-  readonly method: 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'ANY';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'ANY';
   /** API Gateway route path; `$default` catches whatever no other route of the server matches. */
   readonly path: string;
   readonly entry: string;
   readonly auth: Auth;
-  /** The status of a success. */
-  readonly status: 200 | 201;
+  /** The status of a success (204: no body). */
+  readonly status: 200 | 201 | 202 | 204;
   readonly table: TableAccess;
   /** @default 512 */
   readonly memoryMb?: number;
@@ -41,6 +48,8 @@ export interface Route {
   readonly timeoutSeconds?: number;
   /** Signs pagination cursors, so it reads the cursor secret. @default false */
   readonly paginates?: boolean;
+  /** @default - none */
+  readonly webhooks?: readonly WebhookGrant[];
   /**
    * The same function also answers the route's method at these (server, path) pairs: the
    * console, served by the admin server, reaches the runtime calls it needs on its own origin.
@@ -125,6 +134,21 @@ const tenant = (
   permission?: Permission,
 ): { readonly kind: 'tenant'; readonly permission?: Permission } =>
   permission ? { kind: 'tenant', permission } : { kind: 'tenant' };
+
+/** An events-and-webhooks route: the admin server, the `events` stack (docs/deploy.md § Stacks). */
+const eventsRoute = <M extends Route['method'], P extends string, E extends string, A extends Auth>(
+  method: M,
+  path: P,
+  entry: E,
+  auth: A,
+) => ({ server: 'admin', stack: 'events', method, path, entry, auth, status: 200 }) as const;
+
+const SUBSCRIPTION = '/v1/admin/webhooks/{subscription_id}';
+const TENANT_SUBSCRIPTION = '/v1/webhooks/{subscription_id}';
+const WEBHOOK_SECURITY = '/v1/admin/config/webhook-security';
+/** The tenants' webhook routes: a key with the permission, or the operator on its behalf. */
+const webhooksRead = { kind: 'tenantOrAdmin', permission: 'webhooks:read' } as const;
+const webhooksWrite = { kind: 'tenantOrAdmin', permission: 'webhooks:write' } as const;
 
 // Built inside a call marked pure: a deployed function is built with its own route's facts
 // (functions/http/route-facts.ts), and the marker lets the bundler drop the unused table, whose
@@ -517,6 +541,159 @@ const table = () =>
       assets: 'console',
       ...small,
     },
+
+    // Events and webhooks (docs/decisions.md § Events and webhooks): a stack of their own, their
+    // routes on the admin API. Events are read from the log (directory: one tenant's; byTenant:
+    // every tenant's event spreads); subscriptions are listed on the directory.
+    listEvents: {
+      ...eventsRoute('GET', '/v1/admin/events', 'admin/list-events', { kind: 'admin' }),
+      table: { items: 'read', indexes: ['directory', 'byTenant'] },
+      paginates: true,
+    },
+    getEvent: {
+      ...eventsRoute('GET', '/v1/admin/events/{event_id}', 'admin/get-event', { kind: 'admin' }),
+      table: { items: 'read' },
+    },
+    listTenantEvents: {
+      ...eventsRoute('GET', '/v1/events', 'admin/list-tenant-events', tenant('events:read')),
+      table: { items: 'read', indexes: ['directory'] },
+      paginates: true,
+    },
+    createWebhookSubscription: {
+      ...eventsRoute('POST', '/v1/admin/webhooks', 'admin/create-webhook-subscription', {
+        kind: 'admin',
+      }),
+      status: 201,
+      table: { items: 'write' },
+      webhooks: ['seal'],
+    },
+    listWebhookSubscriptions: {
+      ...eventsRoute('GET', '/v1/admin/webhooks', 'admin/list-webhook-subscriptions', {
+        kind: 'admin',
+      }),
+      table: { items: 'read', indexes: ['directory'] },
+      paginates: true,
+    },
+    getWebhookSubscription: {
+      ...eventsRoute('GET', SUBSCRIPTION, 'admin/get-webhook-subscription', { kind: 'admin' }),
+      table: { items: 'read' },
+    },
+    updateWebhookSubscription: {
+      ...eventsRoute('PATCH', SUBSCRIPTION, 'admin/update-webhook-subscription', { kind: 'admin' }),
+      table: { items: 'write' },
+      webhooks: ['seal'],
+    },
+    deleteWebhookSubscription: {
+      ...eventsRoute('DELETE', SUBSCRIPTION, 'admin/delete-webhook-subscription', {
+        kind: 'admin',
+      }),
+      status: 204,
+      table: { items: 'write' },
+    },
+    testWebhookSubscription: {
+      ...eventsRoute('POST', `${SUBSCRIPTION}/test`, 'admin/test-webhook-subscription', {
+        kind: 'admin',
+      }),
+      // The probe runs in the delivery function, which records it.
+      table: { items: 'read' },
+      webhooks: ['probe'],
+    },
+    listWebhookDeliveries: {
+      ...eventsRoute('GET', `${SUBSCRIPTION}/deliveries`, 'admin/list-webhook-deliveries', {
+        kind: 'admin',
+      }),
+      table: { items: 'read' },
+      paginates: true,
+    },
+    replayEvents: {
+      ...eventsRoute('POST', `${SUBSCRIPTION}/replay`, 'admin/replay-events', { kind: 'admin' }),
+      status: 202,
+      table: { items: 'write', indexes: ['directory', 'byTenant'] },
+      webhooks: ['enqueue'],
+      timeoutSeconds: 29,
+    },
+    bulkActionWebhooks: {
+      ...eventsRoute('POST', '/v1/admin/webhooks/bulk-action', 'admin/bulk-action-webhooks', {
+        kind: 'admin',
+      }),
+      table: { items: 'write', indexes: ['directory'] },
+      timeoutSeconds: 29,
+    },
+    getWebhookSecurityConfig: {
+      ...eventsRoute('GET', WEBHOOK_SECURITY, 'admin/get-webhook-security-config', {
+        kind: 'admin',
+      }),
+      table: { items: 'read' },
+    },
+    updateWebhookSecurityConfig: {
+      ...eventsRoute('PUT', WEBHOOK_SECURITY, 'admin/update-webhook-security-config', {
+        kind: 'admin',
+      }),
+      table: { items: 'write' },
+    },
+    createTenantWebhook: {
+      ...eventsRoute(
+        'POST',
+        '/v1/webhooks',
+        'admin/create-tenant-webhook',
+        tenant('webhooks:write'),
+      ),
+      status: 201,
+      table: { items: 'write' },
+      webhooks: ['seal'],
+    },
+    listTenantWebhooks: {
+      ...eventsRoute('GET', '/v1/webhooks', 'admin/list-tenant-webhooks', webhooksRead),
+      table: { items: 'read', indexes: ['directory'] },
+      paginates: true,
+    },
+    getTenantWebhook: {
+      ...eventsRoute('GET', TENANT_SUBSCRIPTION, 'admin/get-tenant-webhook', webhooksRead),
+      table: { items: 'read' },
+    },
+    updateTenantWebhook: {
+      ...eventsRoute('PATCH', TENANT_SUBSCRIPTION, 'admin/update-tenant-webhook', webhooksWrite),
+      table: { items: 'write' },
+      webhooks: ['seal'],
+    },
+    deleteTenantWebhook: {
+      ...eventsRoute('DELETE', TENANT_SUBSCRIPTION, 'admin/delete-tenant-webhook', webhooksWrite),
+      status: 204,
+      table: { items: 'write' },
+    },
+    testTenantWebhook: {
+      ...eventsRoute(
+        'POST',
+        `${TENANT_SUBSCRIPTION}/test`,
+        'admin/test-tenant-webhook',
+        webhooksWrite,
+      ),
+      table: { items: 'read' },
+      webhooks: ['probe'],
+    },
+    replayTenantWebhook: {
+      // Ours: the reference has replay on the admin plane only; a tenant replays its own.
+      ...eventsRoute(
+        'POST',
+        `${TENANT_SUBSCRIPTION}/replay`,
+        'admin/replay-tenant-webhook',
+        webhooksWrite,
+      ),
+      status: 202,
+      table: { items: 'write', indexes: ['directory'] },
+      webhooks: ['enqueue'],
+      timeoutSeconds: 29,
+    },
+    listTenantWebhookDeliveries: {
+      ...eventsRoute(
+        'GET',
+        `${TENANT_SUBSCRIPTION}/deliveries`,
+        'admin/list-tenant-webhook-deliveries',
+        webhooksRead,
+      ),
+      table: { items: 'read' },
+      paginates: true,
+    },
     adminHealth: healthRoute('admin'),
     adminOpenApi: openApiRoute('admin'),
     adminNotFound: notFoundRoute('admin'),
@@ -569,13 +746,27 @@ export const estimateAccuracyConsumer = {
 } as const satisfies Pick<Route, 'entry' | 'table' | 'memoryMb' | 'timeoutSeconds'>;
 
 /**
- * The budget events consumer (functions/jobs/budget-events.ts), fed by the table's stream: reads
- * the shards of a sharded budget, writes nothing (docs/decisions.md § Budget events).
+ * The events consumer (functions/jobs/stream-events.ts), fed by the table's stream: reads the
+ * shards of a sharded budget, writes the event log and the deliveries it queues, matches events
+ * to subscriptions (the directory index) (docs/decisions.md § Events and webhooks).
  */
-export const budgetEventsConsumer = {
-  entry: 'jobs/budget-events',
-  table: { items: 'read' },
+export const streamEventsConsumer = {
+  entry: 'jobs/stream-events',
+  table: { items: 'write', indexes: ['directory'] },
+  webhooks: ['enqueue'],
   memoryMb: 512,
-  // A batch waits for its webhook deliveries (bounded retries) before Lambda freezes it.
-  timeoutSeconds: 120,
+  timeoutSeconds: 60,
+} as const satisfies Pick<Route, 'entry' | 'table' | 'memoryMb' | 'timeoutSeconds' | 'webhooks'>;
+
+/**
+ * The delivery function (functions/jobs/deliver-webhooks.ts), fed by the delivery queue and
+ * invoked by /test probes: reads subscriptions and events, records attempts, disables a
+ * subscription after its run of failures (audited). The only function that opens secrets.
+ */
+export const webhookDelivery = {
+  entry: 'jobs/deliver-webhooks',
+  table: { items: 'write' },
+  memoryMb: 256,
+  // A batch's attempts run side by side, each bounded by WEBHOOK_TIMEOUT_MS (≤ 60 s).
+  timeoutSeconds: 90,
 } as const satisfies Pick<Route, 'entry' | 'table' | 'memoryMb' | 'timeoutSeconds'>;

@@ -3,11 +3,12 @@ import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import {
   adminKeyRotation,
-  budgetEventsConsumer,
   estimateAccuracyConsumer,
   type Route,
   routeEntries,
+  streamEventsConsumer,
   sweeper,
+  webhookDelivery,
 } from '../functions/routes.js';
 import { entryFile, esbuildOptions, repoRoot, routeDefines } from './service-function.js';
 
@@ -21,7 +22,8 @@ export interface FunctionEntry {
 export const functionEntries = (): FunctionEntry[] => [
   ...routeEntries().map(([name, route]) => ({ name, entry: route.entry, route })),
   { name: 'sweeper', entry: sweeper.entry },
-  { name: 'budgetEvents', entry: budgetEventsConsumer.entry },
+  { name: 'streamEvents', entry: streamEventsConsumer.entry },
+  { name: 'webhookDelivery', entry: webhookDelivery.entry },
   { name: 'estimateAccuracy', entry: estimateAccuracyConsumer.entry },
   { name: 'adminKeyRotation', entry: adminKeyRotation.entry },
 ];

@@ -22,6 +22,11 @@ export const SAMPLE = {
   releaseKey: 'run-1-step-2',
   /** Funded through the greedy route: three levels, so the path spans several segments. */
   nestedScope: 'tenant:acme/workspace:prod/agent:summarizer',
+  /** Ids the service makes up: replace them with the ones it answered. */
+  eventId: 'evt_00000000000000000000000000000000',
+  subscriptionId: 'whsub_000000000000000000000000',
+  /** `npm run webhook-receiver`'s address: the fixtures run against the local stack. */
+  webhookUrl: 'http://localhost:8787/events',
 } as const;
 
 /** Reservation ids are derived from (tenant, idempotency key), so fixtures can name them. */
@@ -106,7 +111,27 @@ const EXAMPLES: Record<RouteId, Example> = {
   runtimeOpenApi: {},
   runtimeNotFound: { rawPath: '/v1/no-such-endpoint' },
   createTenant: { body: { tenant_id: SAMPLE.tenant, name: 'Acme Corp' } },
-  createApiKey: { body: { tenant_id: SAMPLE.tenant, name: 'agents' } },
+  createApiKey: {
+    body: {
+      tenant_id: SAMPLE.tenant,
+      name: 'agents',
+      // SPEC's eight and budgets:write (a key's default), and the events and webhooks ones.
+      permissions: [
+        'reservations:create',
+        'reservations:commit',
+        'reservations:release',
+        'reservations:extend',
+        'reservations:list',
+        'balances:read',
+        'decide',
+        'events:create',
+        'budgets:write',
+        'events:read',
+        'webhooks:read',
+        'webhooks:write',
+      ],
+    },
+  },
   createBudget: {
     body: {
       scope: `tenant:${SAMPLE.tenant}`,
@@ -149,6 +174,56 @@ const EXAMPLES: Record<RouteId, Example> = {
   listAuditLogs: { query: { tenant_id: SAMPLE.tenant, operation: 'fundBudget' } },
   validateKey: { body: { key_secret: SAMPLE.apiKeySecret } },
   adminIntrospectAuth: {},
+  listEvents: { query: { tenant_id: SAMPLE.tenant, category: 'budget', limit: '20' } },
+  getEvent: { pathParameters: { event_id: SAMPLE.eventId } },
+  listTenantEvents: { query: { event_type: 'budget.threshold_crossed' } },
+  createWebhookSubscription: {
+    query: { tenant_id: SAMPLE.tenant },
+    body: { url: SAMPLE.webhookUrl, event_types: ['budget.threshold_crossed', 'budget.exhausted'] },
+  },
+  listWebhookSubscriptions: { query: { status: 'ACTIVE' } },
+  getWebhookSubscription: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
+  updateWebhookSubscription: {
+    pathParameters: { subscription_id: SAMPLE.subscriptionId },
+    body: { status: 'PAUSED' },
+  },
+  deleteWebhookSubscription: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
+  testWebhookSubscription: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
+  listWebhookDeliveries: {
+    pathParameters: { subscription_id: SAMPLE.subscriptionId },
+    query: { status: 'FAILED' },
+  },
+  replayEvents: {
+    pathParameters: { subscription_id: SAMPLE.subscriptionId },
+    body: { from: '2025-01-15T00:00:00Z', to: '2025-01-15T12:00:00Z', max_events: 100 },
+  },
+  bulkActionWebhooks: {
+    body: { filter: { tenant_id: SAMPLE.tenant }, action: 'PAUSE', idempotency_key: 'bulk-1' },
+  },
+  getWebhookSecurityConfig: {},
+  updateWebhookSecurityConfig: {
+    body: { blocked_cidr_ranges: ['10.0.0.0/8', '169.254.0.0/16'], allow_http: false },
+  },
+  createTenantWebhook: {
+    body: {
+      url: SAMPLE.webhookUrl,
+      event_types: ['budget.exhausted'],
+      event_categories: ['tenant'],
+    },
+  },
+  listTenantWebhooks: { query: { status: 'ACTIVE' } },
+  getTenantWebhook: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
+  updateTenantWebhook: {
+    pathParameters: { subscription_id: SAMPLE.subscriptionId },
+    body: { event_types: ['budget.exhausted', 'budget.threshold_crossed'] },
+  },
+  deleteTenantWebhook: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
+  testTenantWebhook: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
+  replayTenantWebhook: {
+    pathParameters: { subscription_id: SAMPLE.subscriptionId },
+    body: { from: '2025-01-15T00:00:00Z', max_events: 100 },
+  },
+  listTenantWebhookDeliveries: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
   console: {},
   adminHealth: {},
   adminOpenApi: {},

@@ -203,6 +203,26 @@ export class ServiceFunction extends NodejsFunction {
     );
   }
 
+  /**
+   * Encrypt (seal) or Decrypt (open) with the webhook key, and only with a subscription's
+   * encryption context (outbound/sealing.ts binds every value to its subscription id).
+   */
+  grantSealing(keyArn: string, action: 'kms:Encrypt' | 'kms:Decrypt'): void {
+    this.addToRolePolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: [action],
+        resources: [keyArn],
+        conditions: { StringLike: { 'kms:EncryptionContext:subscription_id': 'whsub_*' } },
+      }),
+    );
+  }
+
+  /** Lets the function invoke one other function (a /test probe in the delivery function). */
+  grantInvokeOf(functionArn: string): void {
+    this.allow(['lambda:InvokeFunction'], [functionArn]);
+  }
+
   /** Lets the function read one secret: GetSecretValue on that ARN, nothing else. */
   grantSecretRead(secretPolicyArn: string): void {
     this.allow(['secretsmanager:GetSecretValue'], [secretPolicyArn]);

@@ -3,12 +3,14 @@ import { audit } from './audit.js';
 import { budgetPeriods, watchBudget } from './budget-history.js';
 import * as budgets from './budgets.js';
 import { createBudgetsMany, createKeysMany, createTenantsMany, fundMany } from './bulk.js';
+import * as events from './events.js';
 import * as keys from './keys.js';
 import * as reservations from './reservations.js';
 import { balances, introspect } from './runtime.js';
 import * as settlement from './settlement.js';
 import { health, openapi, showConfig } from './system.js';
 import * as tenants from './tenants.js';
+import * as webhooks from './webhooks.js';
 
 /**
  * Every command, in the order --help lists them. A new operation's command is one more
@@ -51,6 +53,20 @@ export const commands: readonly AnyCommand[] = [
   balances,
   introspect,
   audit,
+  events.listEvents,
+  events.getEvent,
+  webhooks.listWebhooks,
+  webhooks.getWebhook,
+  webhooks.createWebhook,
+  webhooks.updateWebhook,
+  webhooks.pauseWebhook,
+  webhooks.resumeWebhook,
+  webhooks.deleteWebhook,
+  webhooks.testWebhook,
+  webhooks.listDeliveries,
+  webhooks.replayWebhook,
+  webhooks.bulkWebhooks,
+  webhooks.webhookSecurity,
   health,
   openapi,
   showConfig,

@@ -348,6 +348,268 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Query the event log (every tenant, or one) */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get one event: the document its deliveries carried */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Query the calling tenant's events (budget, reservation, tenant) */
+        get: operations["listTenantEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List webhook subscriptions */
+        get: operations["listWebhookSubscriptions"];
+        put?: never;
+        /** Create a webhook subscription (a tenant’s, or the operator’s own without tenant_id) */
+        post: operations["createWebhookSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhooks/{subscription_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a webhook subscription */
+        get: operations["getWebhookSubscription"];
+        put?: never;
+        post?: never;
+        /** Delete a webhook subscription */
+        delete: operations["deleteWebhookSubscription"];
+        options?: never;
+        head?: never;
+        /** Change, pause or resume a webhook subscription */
+        patch: operations["updateWebhookSubscription"];
+        trace?: never;
+    };
+    "/v1/admin/webhooks/{subscription_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a system.webhook_test event to the subscription’s URL, now */
+        post: operations["testWebhookSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhooks/{subscription_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a subscription’s deliveries, newest first */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhooks/{subscription_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deliver every selected event of a window again (all or nothing: else 400) */
+        post: operations["replayEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhooks/bulk-action": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause, resume or delete every subscription a filter matches */
+        post: operations["bulkActionWebhooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/config/webhook-security": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Where webhooks may point: blocked ranges, URL patterns, http */
+        get: operations["getWebhookSecurityConfig"];
+        /** Replace the webhook security configuration */
+        put: operations["updateWebhookSecurityConfig"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a tenant’s webhooks (the admin key names the tenant) */
+        get: operations["listTenantWebhooks"];
+        put?: never;
+        /** Create a webhook for the calling tenant */
+        post: operations["createTenantWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{subscription_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a tenant’s webhook */
+        get: operations["getTenantWebhook"];
+        put?: never;
+        post?: never;
+        /** Delete a tenant’s webhook */
+        delete: operations["deleteTenantWebhook"];
+        options?: never;
+        head?: never;
+        /** Change, pause or resume a tenant’s webhook */
+        patch: operations["updateTenantWebhook"];
+        trace?: never;
+    };
+    "/v1/webhooks/{subscription_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a system.webhook_test event to a tenant’s webhook, now */
+        post: operations["testTenantWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{subscription_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deliver every selected event of a window again to a tenant’s webhook (ours: the reference replays on the admin plane only) */
+        post: operations["replayTenantWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{subscription_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a tenant’s webhook deliveries, newest first */
+        get: operations["listTenantWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/actuator/health": {
         parameters: {
             query?: never;
@@ -384,7 +646,7 @@ export interface paths {
     };
 }
 export interface webhooks {
-    budgetEvent: {
+    event: {
         parameters: {
             query?: never;
             header?: never;
@@ -394,10 +656,10 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * A budget event, delivered to each configured webhook URL
-         * @description At least once: a delivery that does not get a 2xx within the timeout is retried with backoff and jitter, in order per URL, with the same body and event id. Deduplicate on `event_id`.
+         * An event, delivered to each webhook subscription that selects it
+         * @description At least once: an attempt without a 2xx answer within the timeout is retried per the subscription's retry_policy (initial_delay_ms × backoff_multiplier^n, at most max_delay_ms, max_retries times), with the same body and event id; every attempt is listed by the subscription's deliveries operation. Deduplicate on `event_id`. The body is the reference protocol's Event, byte for byte as GET /v1/admin/events/{event_id} answers it.
          */
-        post: operations["budgetEvent"];
+        post: operations["event"];
         delete?: never;
         options?: never;
         head?: never;
@@ -447,7 +709,7 @@ export interface components {
             key_prefix: string;
             name: string;
             description?: string;
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -464,7 +726,7 @@ export interface components {
             key_prefix: string;
             name: string;
             description?: string;
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -483,15 +745,18 @@ export interface components {
             tenant_id: string;
             key_id?: string;
             /** @enum {string} */
-            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "refundReservation" | "refundEvent";
+            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent";
             /** @enum {string} */
-            resource_type: "budget" | "tenant" | "api_key" | "reservation" | "event";
+            resource_type: "budget" | "tenant" | "api_key" | "reservation" | "webhook" | "config" | "event";
             resource_id: string;
             request_id: string;
+            trace_id?: string;
             /** @enum {integer} */
-            status: 200 | 201;
+            status: 200 | 201 | 204;
             metadata: {
                 actor: string;
+                /** @enum {string} */
+                actor_type: "admin" | "api_key" | "admin_on_behalf_of" | "system";
                 before?: {
                     [key: string]: unknown;
                 };
@@ -545,311 +810,6 @@ export interface components {
             max_reservation_amount?: components["schemas"]["Amount"];
             /** Format: date-time */
             created_at: string;
-        };
-        /**
-         * budget event
-         * @description Any event of the budget reservation service.
-         */
-        BudgetEvent: {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "budget.threshold_crossed";
-            /** @constant */
-            category: "budget";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
-                /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
-            };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description Usage (spent + reserved) reached a threshold of the allocation. */
-            data: {
-                scope: string;
-                /** @enum {string} */
-                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                /** @description (spent + reserved) / allocated; absent when nothing is allocated. May exceed 1. */
-                utilization?: number;
-                allocated: number;
-                remaining: number;
-                spent: number;
-                reserved: number;
-                /** @description Ours: the budget's debt. */
-                debt: number;
-                /** @constant */
-                direction: "rising";
-                /**
-                 * Format: date-time
-                 * @description Ours: a rolling budget's current period.
-                 */
-                period_start?: string;
-                /**
-                 * Format: date-time
-                 * @description Ours: the end of a rolling budget's period.
-                 */
-                period_end?: string;
-                /** @description The threshold as a ratio: 0.5, 0.8, 1. */
-                threshold: number;
-                /** @description Ours: the same threshold as configured, in percent. */
-                threshold_percent: number;
-            } & {
-                [key: string]: unknown;
-            };
-            request_id?: string;
-        } | {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "budget.exhausted";
-            /** @constant */
-            category: "budget";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
-                /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
-            };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description Remaining went from above 0 to 0 or below. */
-            data: {
-                scope: string;
-                /** @enum {string} */
-                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                /** @description (spent + reserved) / allocated; absent when nothing is allocated. May exceed 1. */
-                utilization?: number;
-                allocated: number;
-                remaining: number;
-                spent: number;
-                reserved: number;
-                /** @description Ours: the budget's debt. */
-                debt: number;
-                /** @constant */
-                direction: "rising";
-                /**
-                 * Format: date-time
-                 * @description Ours: a rolling budget's current period.
-                 */
-                period_start?: string;
-                /**
-                 * Format: date-time
-                 * @description Ours: the end of a rolling budget's period.
-                 */
-                period_end?: string;
-                /** @constant */
-                threshold: 1;
-            } & {
-                [key: string]: unknown;
-            };
-            request_id?: string;
-        } | {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "budget.debt_incurred";
-            /** @constant */
-            category: "budget";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
-                /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
-            };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description A commit or event charged past remaining (ALLOW_WITH_OVERDRAFT). */
-            data: {
-                scope: string;
-                /** @enum {string} */
-                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                /** @description The debt this change added. */
-                debt_incurred: number;
-                total_debt: number;
-                overdraft_limit: number;
-            } & {
-                [key: string]: unknown;
-            };
-            request_id?: string;
-        } | {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "budget.over_limit_entered";
-            /** @constant */
-            category: "budget";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
-                /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
-            };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description Debt went above the overdraft limit: new holds are refused. */
-            data: {
-                scope: string;
-                /** @enum {string} */
-                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                debt: number;
-                overdraft_limit: number;
-                /** @constant */
-                is_over_limit: true;
-                /** @description debt / overdraft_limit; absent when the limit is 0. */
-                debt_utilization?: number;
-            } & {
-                [key: string]: unknown;
-            };
-            request_id?: string;
-        } | {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "reservation.expired";
-            /** @constant */
-            category: "reservation";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
-                /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
-            };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description A reservation expired unsettled: its hold went back to its budgets. */
-            data: {
-                reservation_id: string;
-                scope: string;
-                /** @enum {string} */
-                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                /** @description What was held and never committed. */
-                estimated_amount: number;
-                /** Format: date-time */
-                created_at: string;
-                /**
-                 * Format: date-time
-                 * @description When the reservation's TTL ran out (its expires_at_ms).
-                 */
-                expired_at: string;
-                ttl_ms: number;
-                /**
-                 * Format: date-time
-                 * @description Ours: when the hold was returned.
-                 */
-                finalized_at?: string;
-                /** @description Ours: the subject of the reservation. */
-                subject: {
-                    [key: string]: unknown;
-                };
-                action: {
-                    kind: string;
-                    name: string;
-                    tags?: string[];
-                };
-            } & {
-                [key: string]: unknown;
-            };
-            request_id?: string;
-        } | {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "reservation.denied";
-            /** @constant */
-            category: "reservation";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
-                /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
-            };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description A reservation was refused: a live one with 409, a dry run or a decide with DENY (not on a replay). */
-            data: {
-                scope: string;
-                /** @enum {string} */
-                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                /**
-                 * @description The error code the refusal answered (409).
-                 * @enum {string}
-                 */
-                reason_code: "BUDGET_CLOSED" | "BUDGET_FROZEN" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "BUDGET_EXCEEDED";
-                requested_amount: number;
-                remaining: number;
-                action: {
-                    kind: string;
-                    name: string;
-                    tags?: string[];
-                };
-                subject: {
-                    [key: string]: unknown;
-                };
-                /** @description Ours: refusals of the same kind the process did not report since the one before this. */
-                suppressed_count?: number;
-            } & {
-                [key: string]: unknown;
-            };
-            request_id?: string;
-        } | {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "custom.refund";
-            /** @constant */
-            category: "budget";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
-                /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
-            };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description Ours (x-extension budget-reservations): part of what a reservation or an event charged was given back (docs/decisions.md § Refunds). */
-            data: {
-                refund_id: string;
-                /** @description The reservation refunded (or event_id) */
-                reservation_id?: string;
-                /** @description The usage event refunded (or reservation_id) */
-                event_id?: string;
-                /** @enum {string} */
-                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                /** @description What this refund gave back on every scope charged */
-                amount: number;
-                /** @description Refunded so far, this refund included */
-                refunded_total: number;
-                /** @description What the reservation or event charged */
-                charged: number;
-                reason: string;
-                /** @description The scopes refunded, root first */
-                scopes: string[];
-            } & {
-                [key: string]: unknown;
-            };
-            request_id?: string;
         };
         BudgetLedger: {
             ledger_id: string;
@@ -959,7 +919,7 @@ export interface components {
              *       "budgets:write"
              *     ]
              */
-            permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
             /** Format: date-time */
             expires_at?: string;
         };
@@ -1003,7 +963,7 @@ export interface components {
         };
         ErrorResponse: {
             /** @enum {string} */
-            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "RESERVATION_EXPIRED" | "LIMIT_EXCEEDED" | "INTERNAL_ERROR";
+            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "REPLAY_IN_PROGRESS" | "COUNT_MISMATCH" | "RESERVATION_EXPIRED" | "LIMIT_EXCEEDED" | "INTERNAL_ERROR";
             message: string;
             request_id: string;
             details?: {
@@ -1045,6 +1005,38 @@ export interface components {
             /** @description Every kind without figures of its own */
             other: components["schemas"]["AccuracyFigures"];
             total: components["schemas"]["AccuracyFigures"];
+        };
+        Event: {
+            event_id: string;
+            /** @enum {string} */
+            event_type: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
+            /** @enum {string} */
+            category: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook";
+            /** Format: date-time */
+            timestamp: string;
+            tenant_id: string;
+            scope?: string;
+            actor?: {
+                /** @enum {string} */
+                type: "admin" | "api_key" | "admin_on_behalf_of" | "system" | "scheduler";
+                key_id?: string;
+                source_ip?: string;
+            };
+            source: string;
+            data?: {
+                [key: string]: unknown;
+            };
+            correlation_id?: string;
+            request_id?: string;
+            trace_id?: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        EventListResponse: {
+            events: components["schemas"]["Event"][];
+            has_more: boolean;
+            next_cursor?: string;
         };
         FundBudgetBody: {
             /** @enum {string} */
@@ -1109,7 +1101,7 @@ export interface components {
             valid: true;
             tenant_id: string;
             key_id: string;
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
             /** Format: date-time */
             expires_at?: string;
         } | {
@@ -1172,6 +1164,20 @@ export interface components {
             released: components["schemas"]["Amount"];
             balances: components["schemas"]["Balance"][];
         };
+        ReplayEventsRequest: {
+            /** Format: date-time */
+            from?: string;
+            /** Format: date-time */
+            to?: string;
+            event_types?: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund")[];
+            /** @default 100 */
+            max_events?: number;
+        };
+        ReplayEventsResponse: {
+            replay_id: string;
+            events_queued: number;
+            estimated_completion_seconds: number;
+        };
         ReservationListResponse: {
             reservations: components["schemas"]["ReservationSummary"][];
             has_more: boolean;
@@ -1225,7 +1231,7 @@ export interface components {
             authenticated: true;
             /** @constant */
             auth_type: "tenant";
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
             capabilities: {
                 view_overview: boolean;
                 view_budgets: boolean;
@@ -1253,7 +1259,7 @@ export interface components {
         UpdateApiKeyBody: {
             name?: string;
             description?: string;
-            permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
         };
         UpdateBudgetBody: {
             overdraft_limit?: {
@@ -1285,12 +1291,213 @@ export interface components {
         ValidateKeyBody: {
             key_secret: string;
         };
+        WebhookBulkActionRequest: {
+            filter: {
+                tenant_id?: string;
+                /** @enum {string} */
+                status?: "ACTIVE" | "PAUSED" | "DISABLED";
+                /** @enum {string} */
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
+                search?: string;
+            };
+            /** @enum {string} */
+            action: "PAUSE" | "RESUME" | "DELETE";
+            expected_count?: number;
+            idempotency_key: string;
+        };
+        WebhookBulkActionResponse: {
+            /** @enum {string} */
+            action: "PAUSE" | "RESUME" | "DELETE";
+            total_matched: number;
+            succeeded: {
+                id: string;
+                error_code?: string;
+                message?: string;
+                reason?: string;
+            }[];
+            failed: {
+                id: string;
+                error_code?: string;
+                message?: string;
+                reason?: string;
+            }[];
+            skipped: {
+                id: string;
+                error_code?: string;
+                message?: string;
+                reason?: string;
+            }[];
+            idempotency_key: string;
+        };
+        WebhookCreateRequest: {
+            name?: string;
+            description?: string;
+            url: string;
+            event_categories?: ("budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook")[];
+            scope_filter?: string;
+            thresholds?: {
+                budget_utilization?: number[];
+                burn_rate_multiplier?: number;
+                burn_rate_window_seconds?: number;
+                denial_rate_threshold?: number;
+                expiry_rate_threshold?: number;
+                auth_failure_rate_threshold?: number;
+                rate_window_seconds?: number;
+            };
+            signing_secret?: string;
+            headers?: {
+                [key: string]: string;
+            };
+            retry_policy?: {
+                max_retries?: number;
+                initial_delay_ms?: number;
+                backoff_multiplier?: number;
+                max_delay_ms?: number;
+            };
+            disable_after_failures?: number;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            event_types: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund")[];
+        };
+        WebhookCreateResponse: {
+            subscription: components["schemas"]["WebhookSubscription"];
+            signing_secret: string;
+        };
+        WebhookDelivery: {
+            delivery_id: string;
+            subscription_id: string;
+            event_id: string;
+            /** @enum {string} */
+            event_type: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
+            /** @enum {string} */
+            status: "PENDING" | "SUCCESS" | "FAILED" | "RETRYING";
+            /** Format: date-time */
+            attempted_at: string;
+            /** Format: date-time */
+            completed_at?: string;
+            attempts: number;
+            response_status?: number;
+            response_time_ms?: number;
+            error_message?: string;
+            /** Format: date-time */
+            next_retry_at?: string;
+            trace_id?: string;
+            trace_flags?: string;
+            traceparent_inbound_valid?: boolean;
+        };
+        WebhookDeliveryListResponse: {
+            deliveries: components["schemas"]["WebhookDelivery"][];
+            has_more: boolean;
+            next_cursor?: string;
+        };
+        WebhookListResponse: {
+            subscriptions: components["schemas"]["WebhookSubscription"][];
+            has_more: boolean;
+            next_cursor?: string;
+        };
+        WebhookSecurityConfig: {
+            blocked_cidr_ranges: string[];
+            allowed_url_patterns: string[];
+            allow_http: boolean;
+        };
+        WebhookSecurityConfigRequest: {
+            blocked_cidr_ranges?: string[];
+            allowed_url_patterns?: string[];
+            allow_http?: boolean;
+        };
+        WebhookSubscription: {
+            subscription_id: string;
+            tenant_id: string;
+            name?: string;
+            description?: string;
+            url: string;
+            event_types: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund")[];
+            event_categories?: ("budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook")[];
+            scope_filter?: string;
+            thresholds?: {
+                budget_utilization?: number[];
+                burn_rate_multiplier?: number;
+                burn_rate_window_seconds?: number;
+                denial_rate_threshold?: number;
+                expiry_rate_threshold?: number;
+                auth_failure_rate_threshold?: number;
+                rate_window_seconds?: number;
+            };
+            headers?: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            status: "ACTIVE" | "PAUSED" | "DISABLED";
+            retry_policy: {
+                max_retries: number;
+                initial_delay_ms: number;
+                backoff_multiplier: number;
+                max_delay_ms: number;
+            };
+            disable_after_failures: number;
+            consecutive_failures: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at?: string;
+            /** Format: date-time */
+            last_triggered_at?: string;
+            /** Format: date-time */
+            last_success_at?: string;
+            /** Format: date-time */
+            last_failure_at?: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        WebhookTestResponse: {
+            success: boolean;
+            response_status?: number;
+            response_time_ms?: number;
+            error_message?: string;
+            event_id?: string;
+        };
+        WebhookUpdateRequest: {
+            name?: string;
+            description?: string;
+            url?: string;
+            event_categories?: ("budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook")[];
+            scope_filter?: string;
+            thresholds?: {
+                budget_utilization?: number[];
+                burn_rate_multiplier?: number;
+                burn_rate_window_seconds?: number;
+                denial_rate_threshold?: number;
+                expiry_rate_threshold?: number;
+                auth_failure_rate_threshold?: number;
+                rate_window_seconds?: number;
+            };
+            signing_secret?: string;
+            headers?: {
+                [key: string]: string;
+            };
+            retry_policy?: {
+                max_retries?: number;
+                initial_delay_ms?: number;
+                backoff_multiplier?: number;
+                max_delay_ms?: number;
+            };
+            disable_after_failures?: number;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            event_types?: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund")[];
+            /** @enum {string} */
+            status?: "ACTIVE" | "PAUSED";
+        };
     };
     responses: {
         /** @description A refusal: SPEC's error body */
         Error: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1314,6 +1521,7 @@ export interface components {
         RetryLater: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                 "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
@@ -1330,6 +1538,8 @@ export interface components {
     headers: {
         /** @description This request’s id, also in error bodies and the logs */
         "X-Request-Id": string;
+        /** @description The request's W3C trace id: from its traceparent, else its X-Cycles-Trace-Id, else a new one; on every answer, and on the audit records, events and webhook deliveries it causes */
+        "X-Cycles-Trace-Id": string;
         /** @description The tenant of the key that authenticated the request */
         "X-Cycles-Tenant": string;
         /** @description The tenant of the key that authenticated the request */
@@ -1369,6 +1579,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1407,6 +1618,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1444,6 +1656,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1483,6 +1696,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1523,6 +1737,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1558,6 +1773,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1588,6 +1804,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1620,6 +1837,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1650,6 +1868,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1685,6 +1904,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1718,6 +1938,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1756,6 +1977,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1798,6 +2020,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1832,6 +2055,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1865,6 +2089,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1900,6 +2125,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1933,6 +2159,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1967,6 +2194,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -2008,6 +2236,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -2041,6 +2270,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2074,6 +2304,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2104,6 +2335,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2135,6 +2367,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2169,6 +2402,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2189,8 +2423,8 @@ export interface operations {
             query?: {
                 tenant_id?: string;
                 key_id?: string;
-                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "refundReservation" | "refundEvent";
-                resource_type?: "budget" | "tenant" | "api_key" | "reservation" | "event";
+                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent";
+                resource_type?: "budget" | "tenant" | "api_key" | "reservation" | "webhook" | "config" | "event";
                 resource_id?: string;
                 from?: string;
                 to?: string;
@@ -2207,6 +2441,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -2240,6 +2475,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2266,6 +2502,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -2276,6 +2513,766 @@ export interface operations {
             };
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
+                category?: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook";
+                scope?: string;
+                correlation_id?: string;
+                from?: string;
+                to?: string;
+                cursor?: string;
+                /** @description More is served as 100. */
+                limit?: number;
+                tenant_id?: string;
+                trace_id?: string;
+                request_id?: string;
+                search?: string;
+                sort_by?: "event_type" | "category" | "scope" | "tenant_id" | "timestamp";
+                sort_dir?: "asc" | "desc";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Query the event log (every tenant, or one) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get one event: the document its deliveries carried */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listTenantEvents: {
+        parameters: {
+            query?: {
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
+                category?: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook";
+                scope?: string;
+                correlation_id?: string;
+                from?: string;
+                to?: string;
+                cursor?: string;
+                /** @description More is served as 100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Query the calling tenant's events (budget, reservation, tenant) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listWebhookSubscriptions: {
+        parameters: {
+            query?: {
+                tenant_id?: string;
+                status?: "ACTIVE" | "PAUSED" | "DISABLED";
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
+                search?: string;
+                sort_by?: "url" | "tenant_id" | "status" | "consecutive_failures";
+                sort_dir?: "asc" | "desc";
+                cursor?: string;
+                /** @description More is served as 100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List webhook subscriptions */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    createWebhookSubscription: {
+        parameters: {
+            query?: {
+                tenant_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Create a webhook subscription (a tenant’s, or the operator’s own without tenant_id) */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreateResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get a webhook subscription */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    deleteWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete a webhook subscription */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    updateWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description Change, pause or resume a webhook subscription */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    testWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Send a system.webhook_test event to the subscription’s URL, now */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                status?: "PENDING" | "SUCCESS" | "FAILED" | "RETRYING";
+                from?: string;
+                to?: string;
+                cursor?: string;
+                /** @description More is served as 100. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List a subscription’s deliveries, newest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    replayEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayEventsRequest"];
+            };
+        };
+        responses: {
+            /** @description Deliver every selected event of a window again (all or nothing: else 400) */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayEventsResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    bulkActionWebhooks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookBulkActionRequest"];
+            };
+        };
+        responses: {
+            /** @description Pause, resume or delete every subscription a filter matches */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookBulkActionResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getWebhookSecurityConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Where webhooks may point: blocked ranges, URL patterns, http */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecurityConfig"];
+                };
+            };
+            401: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    updateWebhookSecurityConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookSecurityConfigRequest"];
+            };
+        };
+        responses: {
+            /** @description Replace the webhook security configuration */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecurityConfig"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listTenantWebhooks: {
+        parameters: {
+            query?: {
+                tenant?: string;
+                status?: "ACTIVE" | "PAUSED" | "DISABLED";
+                cursor?: string;
+                /** @description More is served as 100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List a tenant’s webhooks (the admin key names the tenant) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    createTenantWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Create a webhook for the calling tenant */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreateResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getTenantWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get a tenant’s webhook */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    deleteTenantWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete a tenant’s webhook */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    updateTenantWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description Change, pause or resume a tenant’s webhook */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    testTenantWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Send a system.webhook_test event to a tenant’s webhook, now */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    replayTenantWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayEventsRequest"];
+            };
+        };
+        responses: {
+            /** @description Deliver every selected event of a window again to a tenant’s webhook (ours: the reference replays on the admin plane only) */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayEventsResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listTenantWebhookDeliveries: {
+        parameters: {
+            query?: {
+                status?: "PENDING" | "SUCCESS" | "FAILED" | "RETRYING";
+                from?: string;
+                to?: string;
+                cursor?: string;
+                /** @description More is served as 100. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List a tenant’s webhook deliveries, newest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
@@ -2294,6 +3291,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2326,6 +3324,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2335,17 +3334,23 @@ export interface operations {
             500: components["responses"]["Error"];
         };
     };
-    budgetEvent: {
+    event: {
         parameters: {
             query?: never;
             header: {
-                /** @description HMAC-SHA256 of the raw body keyed with the webhook secret (WEBHOOK_SECRET, or the secret the stack generates), as `sha256=<hex>`: the reference protocol’s header. Check it in constant time before trusting the body. */
+                /** @description HMAC-SHA256 of the raw body keyed with the subscription’s signing secret (answered once, when it was created), as `sha256=<hex>`: the reference protocol’s header. Check it in constant time before trusting the body. */
                 "X-Cycles-Signature": string;
                 /** @description The body’s event_id. */
                 "X-Cycles-Event-Id": string;
                 /** @description The body’s event_type. */
                 "X-Cycles-Event-Type": string;
-                /** @description 1 for the first delivery, then 2, 3, … */
+                /** @description The event’s trace id (the request that caused it). */
+                "X-Cycles-Trace-Id": string;
+                /** @description W3C Trace Context of the delivery: the trace id, a new span. */
+                traceparent: string;
+                /** @description The delivery (its record in the deliveries listing). */
+                "X-Cycles-Delivery-Id": string;
+                /** @description 1 for the first attempt, then 2, 3, … */
                 "X-Cycles-Delivery-Attempt": number;
             };
             path?: never;
@@ -2353,7 +3358,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["BudgetEvent"];
+                "application/json": components["schemas"]["Event"];
             };
         };
         responses: {
@@ -2364,7 +3369,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not delivered: retried with backoff. */
+            /** @description Not delivered: retried per the retry policy. */
             default: {
                 headers: {
                     [name: string]: unknown;

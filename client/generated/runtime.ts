@@ -491,7 +491,7 @@ export interface components {
         };
         ErrorResponse: {
             /** @enum {string} */
-            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "RESERVATION_EXPIRED" | "LIMIT_EXCEEDED" | "INTERNAL_ERROR";
+            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "REPLAY_IN_PROGRESS" | "COUNT_MISMATCH" | "RESERVATION_EXPIRED" | "LIMIT_EXCEEDED" | "INTERNAL_ERROR";
             message: string;
             request_id: string;
             details?: {
@@ -694,7 +694,7 @@ export interface components {
             authenticated: true;
             /** @constant */
             auth_type: "tenant";
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
             capabilities: {
                 view_overview: boolean;
                 view_budgets: boolean;
@@ -720,6 +720,7 @@ export interface components {
         Error: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -743,6 +744,7 @@ export interface components {
         RetryLater: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                 "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
@@ -759,6 +761,8 @@ export interface components {
     headers: {
         /** @description This request’s id, also in error bodies and the logs */
         "X-Request-Id": string;
+        /** @description The request's W3C trace id: from its traceparent, else its X-Cycles-Trace-Id, else a new one; on every answer, and on the audit records, events and webhook deliveries it causes */
+        "X-Cycles-Trace-Id": string;
         /** @description The tenant of the key that authenticated the request */
         "X-Cycles-Tenant": string;
         /** @description The tenant of the key that authenticated the request */
@@ -798,6 +802,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -834,6 +839,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -866,6 +872,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -906,6 +913,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -947,6 +955,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -988,6 +997,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1027,6 +1037,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1067,6 +1078,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1103,6 +1115,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1138,6 +1151,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1177,6 +1191,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1218,6 +1233,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1258,6 +1274,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1289,6 +1306,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1317,6 +1335,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1349,6 +1368,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {

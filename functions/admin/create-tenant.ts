@@ -1,5 +1,5 @@
 import { httpHandler } from '../http/handler.js';
-import { CreateTenantBody } from '../http/schemas/admin.js';
+import { CreateTenantBody } from '../http/schemas/tenants.js';
 import { tenantView } from '../http/views.js';
 import { createTenant } from '../use-cases/tenants.js';
 

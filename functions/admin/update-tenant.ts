@@ -1,5 +1,5 @@
 import { httpHandler } from '../http/handler.js';
-import { TenantParams, UpdateTenantBody } from '../http/schemas/admin.js';
+import { TenantParams, UpdateTenantBody } from '../http/schemas/tenants.js';
 import { tenantView } from '../http/views.js';
 import { changeTenant } from '../use-cases/tenants.js';
 

@@ -77,17 +77,37 @@ const settings = {
   CURSOR_SECRET_ID: text(''),
   MAX_BODY_BYTES: int(65_536, 1_024, 1_048_576),
   API_KEY_CACHE_TTL_MS: int(5_000, 0, 5_000),
-  // Budget events (docs/decisions.md § Budget events).
-  /** The EventBridge bus the stream consumer puts events on (set by the CDK stack). */
+  // Events and webhooks (docs/decisions.md § Events and webhooks).
+  /** Local runner: derive and store events (reads the table's stream). Always on in AWS. */
+  EVENTS_ENABLED: flag(true),
+  /** How long events and webhook deliveries are kept (DynamoDB TTL). */
+  EVENT_RETENTION_DAYS: int(30, 1, 3_650),
+  /** The EventBridge bus the stream consumer puts every event on (set by the CDK stack). */
   EVENT_BUS_NAME: text(''),
-  /** Comma-separated webhook URLs every event is POSTed to, signed with WEBHOOK_SECRET. */
+  /**
+   * The environment bootstrap: comma-separated URLs that get an operator (`__system__`)
+   * subscription to every event at start, signed with WEBHOOK_SECRET (created once, idempotent).
+   */
   WEBHOOK_URLS: urlList(),
   WEBHOOK_SECRET: text(''),
   WEBHOOK_SECRET_ID: text(''),
-  WEBHOOK_MAX_RETRIES: int(5, 0, 10),
-  WEBHOOK_RETRY_INITIAL_MS: int(1_000, 1, 60_000),
-  WEBHOOK_RETRY_MAX_MS: int(60_000, 1, 3_600_000),
+  /** Per delivery attempt, connection included. */
   WEBHOOK_TIMEOUT_MS: int(5_000, 100, 60_000),
+  /** How long the stream consumer reuses a tenant's subscription list (webhook changes clear it). */
+  WEBHOOK_CACHE_TTL_MS: int(5_000, 0, 60_000),
+  /** Local targets (loopback, http) allowed until an operator PUTs a security config: local runs. */
+  WEBHOOK_LOCAL_TARGETS: flag(false),
+  /** AWS: the delivery queue (SQS) the consumer and replays send to. */
+  WEBHOOK_QUEUE_URL: text(''),
+  /** AWS: the delivery function a /test probe invokes (the one reader of signing secrets). */
+  WEBHOOK_DELIVERY_FUNCTION: text(''),
+  /** AWS: the KMS key that seals signing secrets and custom headers. */
+  WEBHOOK_KMS_KEY_ID: text(''),
+  /** Local: the AES-256-GCM key (base64) that seals them; the local runner keeps one in DATA_DIR. */
+  WEBHOOK_SEALING_KEY: text(''),
+  /** Local worker pool: deliveries in flight at once, and per subscription. */
+  WEBHOOK_WORKERS: int(16, 1, 256),
+  WEBHOOK_WORKERS_PER_SUBSCRIPTION: int(2, 1, 64),
   /**
    * Local runner: estimate accuracy is aggregated from the table's stream (on by default; off,
    * and without webhooks, the table has no stream: docs/decisions.md § Estimate accuracy).

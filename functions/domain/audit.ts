@@ -1,26 +1,46 @@
 import type { ApiKey } from './api-keys.js';
 import { type Budget, budgetKey } from './budget.js';
+import { SYSTEM_TENANT } from './events.js';
 import type { Tenant } from './tenant.js';
+import type { WebhookSecurity } from './webhook-security.js';
+import type { Subscription } from './webhooks.js';
 
 /**
- * Who changed something: the operator's admin key, a tenant API key by its id, or the system
- * itself (a budget that grew its escrow shards under contention).
+ * Who changed something: the operator's admin key (`onBehalfOf`: on a tenant's route, acting for
+ * that tenant), a tenant API key by its id, or the service itself (a webhook auto-disabled, a
+ * budget that grew its escrow shards under contention).
  */
 export type Actor =
-  | { readonly kind: 'admin' }
+  | { readonly kind: 'admin'; readonly onBehalfOf?: boolean | undefined }
   | { readonly kind: 'key'; readonly keyId: string }
   | { readonly kind: 'system' };
 
-export const actorName = (a: Actor): string => (a.kind === 'key' ? a.keyId : a.kind);
+export const actorName = (a: Actor): string =>
+  a.kind === 'key' ? a.keyId : a.kind === 'system' ? 'system' : 'admin';
 
-/** Actor names that are no key id (what the trail shows as `key_id` is a key's). */
-export const NOT_A_KEY: readonly string[] = ['admin', 'system'];
+/** The reference's actor types (AuditLogEntry, Event.actor). */
+export const actorTypeOf = (a: Actor) =>
+  a.kind === 'key'
+    ? ('api_key' as const)
+    : a.kind === 'system'
+      ? ('system' as const)
+      : a.onBehalfOf
+        ? ('admin_on_behalf_of' as const)
+        : ('admin' as const);
+
+/**
+ * Why a change was made by the service rather than asked for: part of a tenant's close (the
+ * reference's `*_via_tenant_cascade` events). Kept in the record's `detail.cascade`.
+ */
+export const TENANT_CLOSED_CASCADE = 'tenant_closed' as const;
 
 interface AuditBase {
   readonly tenant: string;
   readonly atMs: number;
   readonly actor: Actor;
   readonly requestId: string;
+  /** The request's W3C trace id (domain/trace.ts), when it came in one. */
+  readonly traceId?: string | undefined;
   readonly detail?: Readonly<Record<string, unknown>> | undefined;
 }
 
@@ -52,6 +72,18 @@ export type AuditEntry = AuditBase &
         readonly after: ApiKey;
       }
     | { readonly action: 'reservation.release'; readonly reservationId: string }
+    | {
+        /** A subscription created, changed (PATCH, pause, resume) or disabled after failures. */
+        readonly action: 'webhook.create' | 'webhook.update' | 'webhook.disable';
+        readonly before?: Subscription | undefined;
+        readonly after: Subscription;
+      }
+    | { readonly action: 'webhook.delete'; readonly before: Subscription }
+    | {
+        readonly action: 'webhook_security.update';
+        readonly before: WebhookSecurity;
+        readonly after: WebhookSecurity;
+      }
     /** A refund of what a reservation or an event charged (docs/decisions.md § Refunds). */
     | { readonly action: 'reservation.refund'; readonly reservationId: string }
     | { readonly action: 'event.refund'; readonly eventId: string }
@@ -73,6 +105,11 @@ export const AUDIT_OPERATIONS = {
   'api_key.update': { operation: 'updateApiKey', resourceType: 'api_key' },
   'api_key.revoke': { operation: 'revokeApiKey', resourceType: 'api_key' },
   'reservation.release': { operation: 'releaseReservation', resourceType: 'reservation' },
+  'webhook.create': { operation: 'createWebhookSubscription', resourceType: 'webhook' },
+  'webhook.update': { operation: 'updateWebhookSubscription', resourceType: 'webhook' },
+  'webhook.delete': { operation: 'deleteWebhookSubscription', resourceType: 'webhook' },
+  'webhook.disable': { operation: 'disableWebhookSubscription', resourceType: 'webhook' },
+  'webhook_security.update': { operation: 'updateWebhookSecurityConfig', resourceType: 'config' },
   'reservation.refund': { operation: 'refundReservation', resourceType: 'reservation' },
   'event.refund': { operation: 'refundEvent', resourceType: 'event' },
 } as const satisfies Record<AuditAction, { operation: string; resourceType: string }>;
@@ -90,7 +127,10 @@ export function resourceIdOf(e: AuditEntry): string {
     return e.reservationId;
   }
   if (e.action === 'event.refund') return e.eventId;
+  if (e.action === 'webhook.delete') return e.before.subscriptionId;
+  if (e.action === 'webhook_security.update') return 'webhook-security';
   const { after } = e;
+  if ('subscriptionId' in after) return after.subscriptionId;
   if ('ref' in after) return budgetKey(after.ref);
   return 'keyId' in after ? after.keyId : after.tenantId;
 }
@@ -101,7 +141,13 @@ export interface AuditRecord {
   readonly tenant: string;
   readonly atMs: number;
   readonly actor: string;
+  readonly actorType: ReturnType<typeof actorTypeOf>;
   readonly requestId: string;
+  readonly traceId?: string | undefined;
+  /** The inbound `traceparent`'s flags, when the request carried a valid one (kept downstream). */
+  readonly traceFlags?: string | undefined;
+  /** What was done (the entry's action); records older than the field have only `operation`. */
+  readonly action?: AuditAction | undefined;
   readonly operation: string;
   readonly resourceType: AuditResourceType;
   readonly resourceId: string;
@@ -116,7 +162,11 @@ export interface AuditContext {
   readonly actor: Actor;
   readonly requestId: string;
   readonly atMs: number;
+  readonly traceId?: string | undefined;
 }
+
+/** The operator-wide records (webhook security, `__system__` subscriptions) live under this tenant. */
+export const SYSTEM_AUDIT_TENANT = SYSTEM_TENANT;
 
 type BudgetAction = Extract<AuditEntry, { readonly after: Budget }>['action'];
 

@@ -21,6 +21,9 @@ export type ErrorCode =
   | 'BUDGET_CLOSED'
   | 'KEY_REVOKED'
   | 'LIMIT_EXCEEDED'
+  /** The reference's webhook codes: a replay to the subscription runs; a bulk filter's count moved. */
+  | 'REPLAY_IN_PROGRESS'
+  | 'COUNT_MISMATCH'
   | 'INTERNAL_ERROR';
 
 /** A refusal the caller can act on. Carries an error code, never an HTTP status. */

@@ -16,8 +16,18 @@ export const SPEC_PERMISSIONS = [
  */
 export const BUDGETS_WRITE = 'budgets:write';
 
-export const PERMISSIONS = [...SPEC_PERMISSIONS, BUDGETS_WRITE] as const;
+/**
+ * The reference's event and webhook permissions (docs/decisions.md § Events and webhooks): read
+ * the tenant's events, read and manage its webhook subscriptions. Never held by default: a key
+ * gets them when its list names them.
+ */
+export const EVENT_PERMISSIONS = ['events:read', 'webhooks:read', 'webhooks:write'] as const;
+
+export const PERMISSIONS = [...SPEC_PERMISSIONS, BUDGETS_WRITE, ...EVENT_PERMISSIONS] as const;
 export type Permission = (typeof PERMISSIONS)[number];
+
+/** What a key made without a `permissions` list holds: SPEC's eight and `budgets:write`. */
+export const DEFAULT_PERMISSIONS: readonly Permission[] = [...SPEC_PERMISSIONS, BUDGETS_WRITE];
 
 /**
  * The permissions a key holds. SPEC's bootstrap creates budgets with a key made with no list

@@ -1,11 +1,10 @@
-import type * as z from 'zod/mini';
+import * as z from 'zod/mini';
 import type { RouteId } from '../routes.js';
 import {
   BudgetQuery,
   ClosedPeriodsQuery,
   CreateApiKeyBody,
   CreateBudgetBody,
-  CreateTenantBody,
   FundBudgetBody,
   FundPath,
   FundPathParams,
@@ -13,14 +12,12 @@ import {
   ListApiKeysQuery,
   ListAuditLogsQuery,
   ListBudgetsQuery,
-  ListTenantsQuery,
   RevokeApiKeyQuery,
-  TenantParams,
   UpdateApiKeyBody,
   UpdateBudgetBody,
-  UpdateTenantBody,
   ValidateKeyBody,
 } from './schemas/admin.js';
+import * as events from './schemas/event-responses.js';
 import { ChargeBody, EventIdParams, ListChargesQuery, RefundBody } from './schemas/extensions.js';
 import * as res from './schemas/responses.js';
 import {
@@ -34,6 +31,27 @@ import {
   ReleaseBody,
   ReservationIdParams,
 } from './schemas/runtime.js';
+import {
+  CreateTenantBody,
+  ListTenantsQuery,
+  TenantParams,
+  UpdateTenantBody,
+} from './schemas/tenants.js';
+import {
+  CreateWebhookQuery,
+  EventParams,
+  ListDeliveriesQuery,
+  ListEventsQuery,
+  ListTenantEventsQuery,
+  ListTenantWebhooksQuery,
+  ListWebhooksQuery,
+  ReplayEventsRequest,
+  SubscriptionParams,
+  WebhookBulkActionRequest,
+  WebhookCreateRequest,
+  WebhookSecurityConfigRequest,
+  WebhookUpdateRequest,
+} from './schemas/webhooks.js';
 
 /**
  * What each route takes and answers, beside the route table (which must stay free of schemas:
@@ -95,6 +113,9 @@ const notFound = {
   refusals: [404],
 } as const satisfies Contract;
 const budget = { tag: 'Budgets', query: BudgetQuery } as const;
+const subscription = { tag: 'Webhooks', params: SubscriptionParams } as const;
+/** A 204's (absent) body: what its handler answers; the documents describe no content. */
+const NoContent = z.undefined();
 
 export const contracts = {
   createReservation: {
@@ -356,6 +377,149 @@ export const contracts = {
     summary: 'Describe the calling key (the admin key, or a tenant key)',
     tag: 'Auth',
     response: res.Introspection,
+  },
+  listEvents: {
+    summary: 'Query the event log (every tenant, or one)',
+    tag: 'Events',
+    query: ListEventsQuery,
+    response: events.EventListResponse,
+  },
+  getEvent: {
+    summary: 'Get one event: the document its deliveries carried',
+    tag: 'Events',
+    params: EventParams,
+    response: events.Event,
+    refusals: [404],
+  },
+  listTenantEvents: {
+    summary: "Query the calling tenant's events (budget, reservation, tenant)",
+    tag: 'Events',
+    query: ListTenantEventsQuery,
+    response: events.EventListResponse,
+  },
+  createWebhookSubscription: {
+    summary: 'Create a webhook subscription (a tenant’s, or the operator’s own without tenant_id)',
+    tag: 'Webhooks',
+    query: CreateWebhookQuery,
+    body: WebhookCreateRequest,
+    response: events.WebhookCreateResponse,
+    refusals: [404, 409],
+  },
+  listWebhookSubscriptions: {
+    summary: 'List webhook subscriptions',
+    tag: 'Webhooks',
+    query: ListWebhooksQuery,
+    response: events.WebhookListResponse,
+  },
+  getWebhookSubscription: {
+    ...subscription,
+    summary: 'Get a webhook subscription',
+    response: events.WebhookSubscription,
+    refusals: [404],
+  },
+  updateWebhookSubscription: {
+    ...subscription,
+    summary: 'Change, pause or resume a webhook subscription',
+    body: WebhookUpdateRequest,
+    response: events.WebhookSubscription,
+    refusals: [404, 409],
+  },
+  deleteWebhookSubscription: {
+    ...subscription,
+    summary: 'Delete a webhook subscription',
+    response: NoContent,
+    refusals: [404, 409],
+  },
+  testWebhookSubscription: {
+    ...subscription,
+    summary: 'Send a system.webhook_test event to the subscription’s URL, now',
+    response: events.WebhookTestResponse,
+    refusals: [404, 409],
+  },
+  listWebhookDeliveries: {
+    ...subscription,
+    summary: 'List a subscription’s deliveries, newest first',
+    query: ListDeliveriesQuery,
+    response: events.WebhookDeliveryListResponse,
+    refusals: [404],
+  },
+  replayEvents: {
+    ...subscription,
+    summary: 'Deliver every selected event of a window again (all or nothing: else 400)',
+    body: ReplayEventsRequest,
+    response: events.ReplayEventsResponse,
+    refusals: [404, 409],
+  },
+  bulkActionWebhooks: {
+    summary: 'Pause, resume or delete every subscription a filter matches',
+    tag: 'Webhooks',
+    body: WebhookBulkActionRequest,
+    response: events.WebhookBulkActionResponse,
+    refusals: [409],
+  },
+  getWebhookSecurityConfig: {
+    summary: 'Where webhooks may point: blocked ranges, URL patterns, http',
+    tag: 'Webhooks',
+    response: events.WebhookSecurityConfig,
+  },
+  updateWebhookSecurityConfig: {
+    summary: 'Replace the webhook security configuration',
+    tag: 'Webhooks',
+    body: WebhookSecurityConfigRequest,
+    response: events.WebhookSecurityConfig,
+  },
+  createTenantWebhook: {
+    summary: 'Create a webhook for the calling tenant',
+    tag: 'Webhooks',
+    body: WebhookCreateRequest,
+    response: events.WebhookCreateResponse,
+    refusals: [409],
+  },
+  listTenantWebhooks: {
+    summary: 'List a tenant’s webhooks (the admin key names the tenant)',
+    tag: 'Webhooks',
+    query: ListTenantWebhooksQuery,
+    response: events.WebhookListResponse,
+  },
+  getTenantWebhook: {
+    ...subscription,
+    summary: 'Get a tenant’s webhook',
+    response: events.WebhookSubscription,
+    refusals: [404],
+  },
+  updateTenantWebhook: {
+    ...subscription,
+    summary: 'Change, pause or resume a tenant’s webhook',
+    body: WebhookUpdateRequest,
+    response: events.WebhookSubscription,
+    refusals: [404, 409],
+  },
+  deleteTenantWebhook: {
+    ...subscription,
+    summary: 'Delete a tenant’s webhook',
+    response: NoContent,
+    refusals: [404, 409],
+  },
+  testTenantWebhook: {
+    ...subscription,
+    summary: 'Send a system.webhook_test event to a tenant’s webhook, now',
+    response: events.WebhookTestResponse,
+    refusals: [404, 409],
+  },
+  replayTenantWebhook: {
+    ...subscription,
+    summary:
+      'Deliver every selected event of a window again to a tenant’s webhook (ours: the reference replays on the admin plane only)',
+    body: ReplayEventsRequest,
+    response: events.ReplayEventsResponse,
+    refusals: [404, 409],
+  },
+  listTenantWebhookDeliveries: {
+    ...subscription,
+    summary: 'List a tenant’s webhook deliveries, newest first',
+    query: ListDeliveriesQuery,
+    response: events.WebhookDeliveryListResponse,
+    refusals: [404],
   },
   console: { summary: 'The operator console', tag: 'Console', page: true },
   adminHealth: health,

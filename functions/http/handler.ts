@@ -3,6 +3,7 @@ import type * as z from 'zod/mini';
 import { config } from '../config/settings.js';
 import { invalidRequest } from '../domain/errors.js';
 import { illFormedStringAt, parseExactJson } from '../domain/json.js';
+import type { Trace } from '../domain/trace.js';
 import type { RouteId, routes } from '../routes.js';
 import type { Invocation } from '../telemetry/invocation.js';
 import { authenticate, type RouteCaller, type TenantCaller } from './auth.js';
@@ -10,7 +11,7 @@ import type { contracts } from './contracts.js';
 import type { ErrorDetails } from './errors.js';
 import type { Reply } from './reply.js';
 import { routeFacts } from './route-facts.js';
-import { type Event, respond, serve } from './serve.js';
+import { type Event, requestTrace, respond, serve } from './serve.js';
 
 export type { Event, Result } from './serve.js';
 
@@ -58,7 +59,9 @@ type CallerOf<R extends RouteId> =
     ? TenantCaller
     : AuthKind<R> extends 'tenantOrAdmin'
       ? TenantCaller | { readonly kind: 'admin' }
-      : RouteCaller;
+      : AuthKind<R> extends 'admin'
+        ? { readonly kind: 'admin' }
+        : RouteCaller;
 
 export interface RouteInput<R extends RouteId, S extends Schemas> {
   readonly body: Parsed<S, 'body'>;
@@ -66,6 +69,8 @@ export interface RouteInput<R extends RouteId, S extends Schemas> {
   readonly params: Parsed<S, 'params'>;
   readonly caller: CallerOf<R>;
   readonly requestId: string;
+  /** The request's W3C trace (echoed on the answer, stamped on what it writes). */
+  readonly trace: Trace;
   readonly now: number;
   readonly event: Event;
 }
@@ -98,6 +103,7 @@ export function httpHandler<R extends RouteId>(
       params: s.params ? parse(s.params, event.pathParameters ?? {}, 'path parameter ') : undefined,
       caller,
       requestId: invocation?.requestId ?? randomUUID(),
+      trace: invocation?.trace ?? requestTrace(headers),
       now,
       event,
     } as RouteInput<R, RouteSchemas<R>>;

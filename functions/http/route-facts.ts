@@ -1,11 +1,11 @@
-import { type Auth, type RouteId, routes } from '../routes.js';
+import { type Auth, type Route, type RouteId, routes } from '../routes.js';
 
 /** What a function needs of its route while it runs: who may call it, and how it answers. */
 export interface RouteFacts {
   /** The route id (a string: the build writes it from the table's keys). */
   readonly id: string;
   readonly auth: Auth;
-  readonly status: 200 | 201;
+  readonly status: Route['status'];
   readonly path: string;
 }
 

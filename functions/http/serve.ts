@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type {
   APIGatewayProxyEventV2,
@@ -9,6 +9,7 @@ import { serverNow } from '../clock.js';
 import { deadlineBudgetMs, startDeadline } from '../deadline.js';
 import { DomainError, RetryLaterError } from '../domain/errors.js';
 import { exactJson } from '../domain/json.js';
+import { type Trace, traceOf, traceparentOf } from '../domain/trace.js';
 import { log } from '../log.js';
 import type { RouteId, routes } from '../routes.js';
 import {
@@ -46,6 +47,7 @@ export function serve(
   let coldStart = true;
   return (event: Event, context: Context): Promise<Result> =>
     runInvocation(event.requestContext?.requestId || randomUUID(), async (invocation) => {
+      invocation.trace = requestTrace(event.headers ?? {});
       const cold = coldStart;
       coldStart = false;
       startDeadline(deadlineBudgetMs(context?.getRemainingTimeInMillis?.()));
@@ -69,9 +71,25 @@ export const respond = (answer: unknown, status: number): Result => {
   return {
     statusCode: reply.statusCode ?? status,
     headers: { ...reply.headers },
-    body: exactJson(reply.body),
+    // 204 (a delete) has no body at all.
+    body: (reply.statusCode ?? status) === 204 ? '' : exactJson(reply.body),
   };
 };
+
+const freshHex = (bytes: number) => randomBytes(bytes).toString('hex');
+
+/** The request's trace, from its `traceparent` or `X-Cycles-Trace-Id`, else a new one. */
+export const requestTrace = (headers: Record<string, string | undefined>): Trace =>
+  traceOf(headers.traceparent, headers['x-cycles-trace-id'], () => freshHex(16));
+
+/**
+ * Every answer names its trace (CORRELATION AND TRACING: 2xx, 4xx and 5xx alike): the id, and a
+ * `traceparent` of it with this hop's span.
+ */
+export const traceHeaders = (trace: Trace): Record<string, string> => ({
+  'x-cycles-trace-id': trace.traceId,
+  traceparent: traceparentOf(trace, freshHex(8)),
+});
 
 /** Routes that take no key and no input, and answer 200: health checks, documents, not found. */
 type PlainRouteId = {
@@ -118,6 +136,7 @@ function finish(response: Result, outcome: Outcome): Result {
     ...(response.headers as Record<string, string> | undefined),
     'content-type': 'application/json',
     'x-request-id': requestId,
+    ...(invocation.trace && traceHeaders(invocation.trace)),
   };
   if (tenant) {
     headers['x-service-tenant'] = tenant;
@@ -126,6 +145,7 @@ function finish(response: Result, outcome: Outcome): Result {
   const latencyMs = Math.round((performance.now() - invocation.startedAt) * 100) / 100;
   const fields = {
     request_id: requestId,
+    ...(invocation.trace && { trace_id: invocation.trace.traceId }),
     route: routeId,
     method: outcome.event.requestContext?.http?.method,
     status: response.statusCode,

@@ -1,6 +1,6 @@
 import type { Amount } from '../domain/amounts.js';
 import { type ApiKey, keyStatus } from '../domain/api-keys.js';
-import { type AuditRecord, NOT_A_KEY } from '../domain/audit.js';
+import type { AuditRecord } from '../domain/audit.js';
 import {
   type Budget,
   type BudgetRecord,
@@ -221,14 +221,20 @@ export const auditRecordView = (r: AuditRecord) => ({
   log_id: r.logId,
   timestamp: new Date(r.atMs).toISOString(),
   tenant_id: r.tenant,
-  ...(!NOT_A_KEY.includes(r.actor) && { key_id: r.actor }),
+  ...(r.actorType === 'api_key' && { key_id: r.actor }),
   operation: r.operation,
   resource_type: r.resourceType,
   resource_id: r.resourceId,
   request_id: r.requestId,
-  status: r.operation.startsWith('create') ? (201 as const) : (200 as const),
+  ...(r.traceId !== undefined && { trace_id: r.traceId }),
+  status: r.operation.startsWith('create')
+    ? (201 as const)
+    : r.operation.startsWith('delete')
+      ? (204 as const)
+      : (200 as const),
   metadata: {
     actor: r.actor,
+    actor_type: r.actorType,
     ...(r.before !== undefined && { before: r.before }),
     ...(r.after !== undefined && { after: r.after }),
     ...(r.detail !== undefined && { detail: r.detail }),
@@ -335,7 +341,7 @@ export const budgetLedgerView = ({ tenant, budget: b, createdAt, updatedAt }: Bu
       caps_when_remaining_below_bps: b.caps.belowRemainingBps,
     }),
   }),
-  // Ours, only when not the default [50, 80, 100] (docs/decisions.md § Budget events).
+  // Ours, only when not the default [50, 80, 100] (docs/decisions.md § Events and webhooks).
   ...(b.thresholds && { thresholds: [...b.thresholds] }),
   // Ours, only when split (set by the operator or grown under contention: docs/scaling.md).
   ...(shardCount(b) > 1 && { shards: shardCount(b) }),

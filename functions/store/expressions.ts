@@ -174,6 +174,21 @@ export function conditionCheck(key: Key, condition: Condition): TransactItem {
   };
 }
 
+/** A Delete of one item inside a transaction, on its condition. */
+export function remove(key: Key, condition: Condition): TransactItem {
+  const p = new Placeholders();
+  const expression = condition(p);
+  return {
+    Delete: {
+      TableName: tableName(),
+      Key: key,
+      ConditionExpression: expression,
+      ExpressionAttributeNames: p.names,
+      ...withValues(p),
+    },
+  };
+}
+
 /**
  * A Put only where no item has that key; when one does, the existing item comes back (ALL_OLD):
  * for a record that doubles as idempotency record, that item is the outcome to replay.

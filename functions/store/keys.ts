@@ -52,6 +52,19 @@ export const keys = {
     sk: pad(sequence),
   }),
   event: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: SK }),
+  /**
+   * An emitted event (the protocol's Event: budget state, lifecycle, …), kept for the retention.
+   * Not `EVENT#`: those are the usage events clients record (POST /v1/events).
+   */
+  loggedEvent: (eventId: string) => ({ pk: `EVT#${eventId}`, sk: SK }),
+  webhook: (subscriptionId: string) => ({ pk: `WEBHOOK#${subscriptionId}`, sk: SK }),
+  /** A subscription's deliveries, newest last: its delivery log is one Query. */
+  delivery: (subscriptionId: string, createdAtMs: number, deliveryId: string) => ({
+    pk: deliveryPartition(subscriptionId),
+    sk: `${pad(createdAtMs)}#${deliveryId}`,
+  }),
+  /** The operator's webhook security settings (one item; the defaults while absent). */
+  webhookSecurity: () => ({ pk: 'CONFIG#webhook-security', sk: SK }),
   /** A refused reservation, kept a day for the stream to turn into reservation.denied. */
   refusal: (refusalId: string) => ({ pk: `REFUSAL#${refusalId}`, sk: SK }),
   /**
@@ -77,6 +90,22 @@ export const keys = {
 };
 
 export const auditPartition = (tenant: string): string => `AUDIT#${tenant}`;
+export const deliveryPartition = (subscriptionId: string): string =>
+  `WHDELIVERIES#${subscriptionId}`;
+
+/** The sort key bounds of a time range [from, to] (either open) of keys led by 15-digit ms. */
+export const timeRange = (fromMs = 0, toMs = 999_999_999_999_999) => ({
+  from: pad(fromMs),
+  to: `${pad(toMs)}#~`,
+});
+
+/** Positions of time-ordered listings (events, deliveries): `<ms>#<id>`. */
+export const isTimePosition = (position: string): boolean =>
+  /^\d{15}#[A-Za-z0-9_.-]+$/.test(position);
+
+/** `<ms, 15 digits>#<id>`: what events and deliveries are ordered by. */
+export const timeKey = (atMs: number, id: string): string => `${pad(atMs)}#${id}`;
+
 export const chargesPartition = (reservationId: string): string => `CHARGES#${reservationId}`;
 export const reservationIdOfCharges = (pk: string): string => pk.slice('CHARGES#'.length);
 /** A charge's position in its listing (its sequence, as the sort key holds it). */
@@ -104,7 +133,37 @@ export const directory = {
     sk: (tenant: string, auditSk: string) =>
       `${auditSk.slice(0, 15)}#${tenant}#${auditSk.slice(16)}`,
   },
+  /** One tenant's events by time (`timeKey`); all tenants' are in `eventSpreads` instead. */
+  events: { pk: (tenant: string) => `EVENTS#${tenant}` },
+  /** Webhook subscriptions by owner (a tenant, or `__system__`), then id. */
+  webhooks: {
+    pk: 'WEBHOOKS',
+    sk: (tenant: string, subscriptionId: string) => `${tenant}#${subscriptionId}`,
+    ownerPrefix: (tenant: string) => `${tenant}#`,
+  },
 } as const;
+
+/**
+ * Every tenant's events, by time, on the `byTenant` index (`tenant_pk` / `list_sk`, keys only),
+ * spread over EVENT_SPREAD partitions by event id: a busy deployment's events do not meet one
+ * index partition's 1,000 writes/s; the operator's listing queries all and merges.
+ */
+export const EVENT_SPREAD = 4;
+export const eventSpreads = (): string[] =>
+  Array.from({ length: EVENT_SPREAD }, (_, k) => `EVENTS~${k}`);
+export const eventSpreadOf = (eventId: string): string =>
+  `EVENTS~${hashOf(eventId) % EVENT_SPREAD}`;
+
+/**
+ * Unfinished webhook deliveries on the sparse due index (`due_pk` / `due_sk`, beside the
+ * reservations' `DUE#k`), by when they are next due: the local worker resumes them at start,
+ * and in AWS a delivery whose message was lost stays findable. Spread like the events.
+ */
+export const DELIVERY_DUE_SPREAD = 4;
+export const deliveryDuePartitions = (): string[] =>
+  Array.from({ length: DELIVERY_DUE_SPREAD }, (_, k) => `WEBHOOKDUE#${k}`);
+export const deliveryDuePartition = (deliveryId: string): string =>
+  `WEBHOOKDUE#${hashOf(deliveryId) % DELIVERY_DUE_SPREAD}`;
 
 export const ledgerIndexPartition = (tenant: string, segment: string): string =>
   `LEDGERINDEX#${tenant}#${segment}`;

@@ -114,6 +114,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Strongly consistent BatchGetItem of any number of keys; returns items by pk. */
 export async function getItems(keyList: readonly Key[]): Promise<Map<string, Item>> {
   const found = new Map<string, Item>();
+  for (const item of await getItemList(keyList)) found.set(String(item.pk), item);
+  return found;
+}
+
+/** Strongly consistent BatchGetItem of any number of keys (several may share a partition). */
+export async function getItemList(keyList: readonly Key[]): Promise<Item[]> {
+  const found: Item[] = [];
   const unique = [...new Map(keyList.map((k) => [`${k.pk}\u0000${k.sk}`, k])).values()];
   for (let i = 0; i < unique.length; i += 100) {
     let pending: Key[] | undefined = unique.slice(i, i + 100);
@@ -123,7 +130,7 @@ export async function getItems(keyList: readonly Key[]): Promise<Map<string, Ite
           RequestItems: { [tableName()]: { Keys: pending, ConsistentRead: true } },
         }),
       );
-      for (const item of result.Responses?.[tableName()] ?? []) found.set(String(item.pk), item);
+      found.push(...(result.Responses?.[tableName()] ?? []));
       pending = result.UnprocessedKeys?.[tableName()]?.Keys as Key[] | undefined;
       if (pending && pending.length > 0) {
         if (pastDeadline()) throw new RetryLaterError('THROTTLED', 500);

@@ -57,10 +57,10 @@ export const METRICS = {
   Sweeps: { unit: 'Count', dimensions: [] },
   /** How long past its deadline (expires_at + grace) the oldest due reservation was, per pass. */
   SweepLag: { unit: 'Milliseconds', dimensions: [] },
-  /** Budget events published by the stream consumer, by event type (docs/decisions.md). */
+  /** Events derived and published by the stream consumer, by event type (docs/decisions.md). */
   BudgetEvents: { unit: 'Count', dimensions: ['Type'] },
-  /** Webhook deliveries given up on: retries exhausted, refused, or the queue full. */
-  WebhookDeliveriesDropped: { unit: 'Count', dimensions: [] },
+  /** Webhook delivery attempts, by what came of them: SUCCESS, RETRYING or FAILED. */
+  WebhookDeliveries: { unit: 'Count', dimensions: ['Outcome'] },
 } as const satisfies Record<string, MetricSpec>;
 
 export type MetricName = keyof typeof METRICS;

@@ -1,4 +1,4 @@
-import type { Actor, AuditContext } from '../domain/audit.js';
+import type { Actor, AuditContext, TENANT_CLOSED_CASCADE } from '../domain/audit.js';
 import type { BudgetWriter } from '../domain/caller.js';
 import { requireOwnTenant } from '../domain/caller.js';
 import { parseScope, segmentText, tenantOfScope } from '../domain/scopes.js';
@@ -7,14 +7,20 @@ import { parseScope, segmentText, tenantOfScope } from '../domain/scopes.js';
 export interface WriteContext {
   readonly now: number;
   readonly requestId: string;
+  /** The change is part of a tenant's close (the `*_via_tenant_cascade` events). */
+  readonly cascade?: typeof TENANT_CLOSED_CASCADE | undefined;
 }
 
 /** The operator's change of one tenant's records, in this request: who it is by, for the trail. */
-export const byOperator = (tenant: string, { now, requestId }: WriteContext): AuditContext => ({
+export const byOperator = (
+  tenant: string,
+  { now, requestId, cascade }: WriteContext,
+): AuditContext & { readonly detail?: Readonly<Record<string, unknown>> } => ({
   tenant,
   actor: { kind: 'admin' },
   requestId,
   atMs: now,
+  ...(cascade && { detail: { cascade } }),
 });
 
 /**

@@ -131,7 +131,7 @@ export function releaseReservation(
   request: ReleaseRequest,
   now: number,
   /** An operator's forced release: audited in the release's transaction. */
-  forcedBy?: { readonly requestId: string },
+  forcedBy?: Pick<WriteContext, 'requestId' | 'cascade'>,
 ): Promise<Released> {
   return changeReservation(caller, reservationId, 'release', request, now, {
     codec: releasedCodec,
@@ -156,10 +156,17 @@ export function releaseReservation(
         detail: request.reason === undefined ? undefined : { reason: request.reason },
         idempotency,
         audit: forcedBy && {
-          ...byOperator(r.tenant, { now, requestId: forcedBy.requestId }),
+          ...byOperator(r.tenant, { now, ...forcedBy }),
           action: 'reservation.release',
           reservationId,
-          ...(request.reason !== undefined && { detail: { reason: request.reason } }),
+          // What the release gave back, for its event (reservation.released_via_tenant_cascade).
+          detail: {
+            ...(request.reason !== undefined && { reason: request.reason }),
+            ...(forcedBy.cascade && { cascade: forcedBy.cascade }),
+            scope: r.scopePath,
+            unit: r.reserved.unit,
+            released: heldAmount(r).amount,
+          },
         },
       }),
   });
@@ -179,11 +186,14 @@ const operatorOf = (tenant: string): Caller => ({
 export async function forceReleaseReservation(
   reservationId: string,
   request: ReleaseRequest,
-  { now, requestId }: WriteContext,
+  { now, requestId, cascade }: WriteContext,
 ): Promise<Released> {
   const r = await readReservation(reservationId);
   if (!r) throw new DomainError('NOT_FOUND', `reservation ${reservationId} does not exist`);
-  return releaseReservation(operatorOf(r.tenant), reservationId, request, now, { requestId });
+  return releaseReservation(operatorOf(r.tenant), reservationId, request, now, {
+    requestId,
+    cascade,
+  });
 }
 
 /**

@@ -1,3 +1,4 @@
+import { TENANT_CLOSED_CASCADE } from '../domain/audit.js';
 import { DomainError } from '../domain/errors.js';
 import {
   changedTenant,
@@ -12,6 +13,7 @@ import { byOperator, type WriteContext } from './context.js';
 import { readAgain, whileStale } from './guarded-write.js';
 import { type Page, type PageRequest, paged } from './pages.js';
 import { releaseOpenReservations } from './settlements.js';
+import { disableSubscriptionsOfTenant } from './webhooks.js';
 
 export interface TenantRequest {
   readonly tenantId: string;
@@ -79,9 +81,14 @@ export async function changeTenant(
   });
 }
 
-/** What a closed tenant must not keep: live keys, held budget, open budgets. Idempotent. */
+/**
+ * What a closed tenant must not keep: live keys, held budget, open budgets, live webhooks.
+ * Idempotent. Each change is audited as part of the cascade (its `*_via_tenant_cascade` event).
+ */
 async function closeCascade(tenantId: string, context: WriteContext): Promise<void> {
-  await revokeKeysOfTenant(tenantId, 'tenant closed', context);
-  await releaseOpenReservations(tenantId, 'tenant closed', context);
-  await closeBudgetsOfTenant(tenantId, context);
+  const cascade = { ...context, cascade: TENANT_CLOSED_CASCADE };
+  await revokeKeysOfTenant(tenantId, 'tenant closed', cascade);
+  await releaseOpenReservations(tenantId, 'tenant closed', cascade);
+  await closeBudgetsOfTenant(tenantId, cascade);
+  await disableSubscriptionsOfTenant(tenantId, cascade);
 }

@@ -8,6 +8,7 @@ import { buildConsole } from '../../infra/build-console.js';
 import { axeViolations, launchChromium, watchCsp } from '../helpers/browser.js';
 import { consoleTestDir } from '../helpers/console.js';
 import { request } from '../helpers/http.js';
+import { eventually, type Receiver, startReceiver } from '../helpers/receiver.js';
 import { useTestStack } from '../helpers/scaffold.js';
 import { ADMIN_KEY } from '../helpers/stack.js';
 
@@ -22,9 +23,15 @@ import { ADMIN_KEY } from '../helpers/stack.js';
  * be violated. Steps are generous with time: the machine is shared.
  */
 const consoleDir = consoleTestDir();
-// Estimate accuracy is read from the table's stream, as `npm start` does by default.
+// Events on: the Events and Webhooks pages show the log and real deliveries; estimate accuracy is
+// read from the same stream, as `npm start` does by default.
 const stack = useTestStack({
-  env: { CONSOLE_DIR: consoleDir, ESTIMATE_ACCURACY: 'true', STREAM_POLL_INTERVAL_MS: '100' },
+  env: {
+    CONSOLE_DIR: consoleDir,
+    EVENTS_ENABLED: 'true',
+    ESTIMATE_ACCURACY: 'true',
+    STREAM_POLL_INTERVAL_MS: '100',
+  },
 });
 // docs/console/ when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
 const screenshots =
@@ -501,6 +508,80 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     }
   });
 
+  it('webhooks: subscribes a receiver (its secret once), tests, pauses and resumes it, shows its deliveries, replays', async () => {
+    const receiver: Receiver = await startReceiver('/console-hooks');
+    try {
+      await nav('Webhooks').click();
+      await heading('Webhooks').waitFor();
+      await page.getByText('New webhook subscription').click();
+      await page.getByLabel('Owner').selectOption('acme');
+      await page.getByLabel('URL', { exact: true }).fill(receiver.url);
+      await page.getByLabel('Name (optional)').fill('finance alerts');
+      await page.getByLabel('Event types').selectOption(['budget.funded', 'budget.created']);
+      await page.getByRole('button', { name: 'Create subscription' }).click();
+      const dialog = page.getByRole('dialog', { name: /^Subscription whsub_\w+ created$/ });
+      const secret = await dialog.getByLabel('Signing secret').inputValue();
+      expect(secret).toMatch(/^whsec_/);
+      await dialog.getByRole('button', { name: 'I have stored it' }).click();
+      const row = page.getByRole('row').filter({ hasText: 'finance alerts' });
+      await row.getByText('ACTIVE').waitFor();
+      const listed = await admin('GET', '/v1/admin/webhooks?tenant_id=acme');
+      const id = String(
+        (listed.body.subscriptions as { subscription_id: string; name?: string }[]).find(
+          (x) => x.name === 'finance alerts',
+        )?.subscription_id,
+      );
+
+      await row.getByRole('button', { name: `Test ${id}` }).click();
+      await expect.poll(() => live().textContent()).toContain(`Test event delivered to ${id}`);
+      const funded = await admin(
+        'POST',
+        `/v1/admin/budgets/fund?scope=${encodeURIComponent('tenant:acme')}&unit=${USD}`,
+        { operation: 'CREDIT', amount: usd(1), idempotency_key: 'console-hook-fund' },
+      );
+      expect(funded.status).toBe(200);
+      await eventually(
+        () => receiver.received.some((r) => r.event.event_type === 'budget.funded'),
+        'budget.funded delivered',
+      );
+      await row.getByRole('link', { name: `Deliveries of ${id}` }).click();
+      const deliveries = page.getByRole('region', { name: 'Deliveries' });
+      await deliveries.getByRole('rowheader', { name: /budget\.funded/ }).waitFor();
+      await deliveries.getByRole('cell', { name: 'SUCCESS' }).first().waitFor();
+
+      await row.getByRole('button', { name: `Pause ${id}` }).click();
+      await row.getByText('PAUSED').waitFor();
+      await row.getByRole('button', { name: `Resume ${id}` }).click();
+      await row.getByText('ACTIVE').waitFor();
+      await row.getByRole('button', { name: `Replay… ${id}` }).click();
+      await page
+        .getByRole('dialog', { name: 'Replay events to finance alerts' })
+        .getByRole('button', { name: 'Replay' })
+        .click();
+      await expect
+        .poll(() => live().textContent())
+        .toMatch(new RegExp(`Replay to ${id}: \\d+ events queued`));
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('events: lists the log, newest first, filtered by type, each event opening to its document', async () => {
+    await nav('Events').click();
+    await heading('Events').waitFor();
+    await settled();
+    await page.getByLabel('Event type').selectOption('budget.funded');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    const row = page.getByRole('row').filter({ hasText: 'budget.funded' }).first();
+    await row.waitFor();
+    expect(page.url()).toContain('event_type=budget.funded');
+    await row.getByText('Document').click();
+    await row.getByText('"operation": "CREDIT"').waitFor();
+    expect(await page.getByRole('rowheader').filter({ hasNotText: 'budget.funded' }).count()).toBe(
+      0,
+    );
+  });
+
   it('overview: tenants, budgets near and over threshold, debt, expiries and changes', async () => {
     await nav('Overview').click();
     await heading('Overview').waitFor();
@@ -709,6 +790,16 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
         () => page.getByRole('row').filter({ hasText: ids.stuck }),
       ],
       ['keys', '#/keys?tenant=acme', () => page.getByRole('row').filter({ hasText: 'laptop' })],
+      [
+        'events',
+        '#/events?tenant_id=acme',
+        () => page.getByRole('rowheader', { name: 'budget.funded' }).first(),
+      ],
+      [
+        'webhooks',
+        '#/webhooks?tenant=acme',
+        () => page.getByRole('row').filter({ hasText: 'finance alerts' }),
+      ],
       [
         'audit',
         '#/audit?tenant_id=acme',

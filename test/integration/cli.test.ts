@@ -8,6 +8,7 @@ import { buildCli, type CliOptions, type CliRun, finished, startCli } from '../h
 import { reserveBody } from '../helpers/fixtures.js';
 import { type Json, request } from '../helpers/http.js';
 import { documentProblem } from '../helpers/openapi.js';
+import { eventually, type Receiver, startReceiver } from '../helpers/receiver.js';
 import { useTestStack } from '../helpers/scaffold.js';
 import { ADMIN_KEY } from '../helpers/stack.js';
 
@@ -15,7 +16,8 @@ import { ADMIN_KEY } from '../helpers/stack.js';
 // (the API's own bodies, checked against the OpenAPI documents), the exit code of each error
 // class, bulk files retried, profiles and the environment, and no key ever echoed.
 
-const stack = useTestStack();
+// Events on: the events and webhooks commands read the log and make deliveries.
+const stack = useTestStack({ env: { EVENTS_ENABLED: 'true', STREAM_POLL_INTERVAL_MS: '100' } });
 let cli: Awaited<ReturnType<typeof buildCli>>;
 let home: string;
 /** Everything every run printed, for the check that no key is ever echoed. */
@@ -297,6 +299,128 @@ describe('budget-reservations, as a process', () => {
     expect(audit.logs[0]).toMatchObject({ resource_id: id, metadata: { actor: 'admin' } });
     expect(human.stdout).toMatch(/^TIME\s+TENANT\s+OPERATION/);
     expect(human.stdout).toContain('More results: add --cursor');
+  });
+
+  it('events and webhooks: create (the secret alone with --field), list, update, pause, resume, test, deliveries, replay, bulk, security, delete only with --yes', async () => {
+    const receiver: Receiver = await startReceiver('/cli');
+    try {
+      const owner = `cli-hooks-${randomUUID().slice(0, 8)}`;
+      await json(['tenants', 'create', owner, '--name', 'Hooks']);
+      const secret = await br([
+        'webhooks',
+        'create',
+        receiver.url,
+        '--tenant',
+        owner,
+        '--types',
+        'budget.created',
+        '--categories',
+        'tenant',
+        '--field',
+        'signing_secret',
+      ]);
+      const list = await json<{ subscriptions: Json[] }>(['webhooks', 'list', '--tenant', owner]);
+      const id = String(list.subscriptions[0]?.subscription_id);
+      const refused = await br([
+        'webhooks',
+        'create',
+        receiver.url,
+        '--tenant',
+        owner,
+        '--types',
+        'api_key.created',
+      ]);
+      const got = await json(['webhooks', 'get', id]);
+      const updated = await json(['webhooks', 'update', id, '--max-retries', '2', '--name', 'ops']);
+      const paused = await json<Json>(['webhooks', 'pause', id]);
+      const resumed = await json<Json>(['webhooks', 'resume', id]);
+      const tested = await json<Json>(['webhooks', 'test', id]);
+      await json(['budgets', 'create', `tenant:${owner}`, '--allocated', '1000']);
+      await eventually(
+        () => receiver.received.some((r) => r.event.event_type === 'budget.created'),
+        'a delivery',
+      );
+      const deliveries = await json(['webhooks', 'deliveries', id]);
+      const events = await json<{ events: Json[] }>(['events', 'list', '--tenant', owner, '--all']);
+      const first = events.events.find((e) => e.event_type === 'budget.created');
+      const event = await json(['events', 'get', String(first?.event_id)]);
+      const replayed = await json<Json>(['webhooks', 'replay', id, '--types', 'budget.created']);
+      const security = await json(['webhooks', 'security']);
+      const bulk = await json<Json>([
+        'webhooks',
+        'bulk',
+        'PAUSE',
+        '--tenant',
+        owner,
+        '--expected-count',
+        '1',
+      ]);
+      const unconfirmed = await br(['webhooks', 'delete', id]);
+      const deleted = await br(['webhooks', 'delete', id, '--yes']);
+
+      expect(secret.code, secret.stderr).toBe(0);
+      expect(secret.stdout.trim()).toMatch(/^whsec_[A-Za-z0-9_-]+$/);
+      answers('admin', 'GET', '/v1/admin/webhooks', 200, list);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toContain('admin-only');
+      answers('admin', 'GET', `/v1/admin/webhooks/${id}`, 200, got);
+      answers('admin', 'PATCH', `/v1/admin/webhooks/${id}`, 200, updated);
+      expect([paused.status, resumed.status]).toEqual(['PAUSED', 'ACTIVE']);
+      expect(tested).toMatchObject({ success: true, response_status: 204 });
+      answers('admin', 'GET', `/v1/admin/webhooks/${id}/deliveries`, 200, deliveries);
+      answers('admin', 'GET', '/v1/admin/events', 200, events);
+      answers('admin', 'GET', `/v1/admin/events/${first?.event_id}`, 200, event);
+      answers('admin', 'POST', `/v1/admin/webhooks/${id}/replay`, 202, replayed);
+      expect(replayed.events_queued).toBe(1);
+      answers('admin', 'GET', '/v1/admin/config/webhook-security', 200, security);
+      answers('admin', 'POST', '/v1/admin/webhooks/bulk-action', 200, bulk);
+      expect(unconfirmed.code).toBe(2);
+      expect(deleted.code, deleted.stderr).toBe(0);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('webhooks and events with a tenant key: its own subscriptions, its own events', async () => {
+    const asTenant = { env: { CYCLES_API_KEY: tenantKey } };
+    const key = await br([
+      'keys',
+      'create',
+      tenant,
+      '--name',
+      'hooks',
+      '--permissions',
+      'webhooks:read,webhooks:write,events:read',
+      '--field',
+      'key_secret',
+    ]);
+    const own = { env: { CYCLES_API_KEY: key.stdout.trim() } };
+
+    const created = await json<{ subscription: Json }>(
+      [
+        'webhooks',
+        'create',
+        'http://127.0.0.1:9/own',
+        '--types',
+        'budget.exhausted',
+        '--as',
+        'tenant',
+      ],
+      own,
+    );
+    const list = await json<{ subscriptions: Json[] }>(['webhooks', 'list', '--as', 'tenant'], own);
+    const events = await json<{ events: Json[] }>(['events', 'list', '--as', 'tenant'], own);
+    const id = String(created.subscription.subscription_id);
+    const replayed = await json<Json>(['webhooks', 'replay', id, '--as', 'tenant'], own);
+    const forbidden = await br(['webhooks', 'list', '--as', 'tenant'], asTenant);
+
+    expect(created.subscription.tenant_id).toBe(tenant);
+    answers('admin', 'GET', '/v1/webhooks', 200, list);
+    expect(list.subscriptions.map((s) => s.tenant_id)).toEqual([tenant]);
+    answers('admin', 'GET', '/v1/events', 200, events);
+    expect(events.events.every((e) => e.tenant_id === tenant)).toBe(true);
+    answers('admin', 'POST', `/v1/webhooks/${id}/replay`, 202, replayed);
+    expect(forbidden.code).not.toBe(0);
   });
 
   it('watch prints the first reading and each change, then stops after --count or cleanly on Ctrl-C', async () => {

@@ -224,7 +224,11 @@ describe('POST /v1/reservations/{id}/release on the admin server', () => {
     expect(trail.body.logs).toEqual([
       expect.objectContaining({
         resource_id: id,
-        metadata: { actor: 'admin', detail: { reason: 'released from the console' } },
+        metadata: {
+          actor: 'admin',
+          actor_type: 'admin',
+          detail: expect.objectContaining({ reason: 'released from the console' }),
+        },
       }),
     ]);
   });

@@ -499,7 +499,17 @@ describe('audit trail', () => {
       expect.objectContaining({
         resource_type: 'reservation',
         resource_id: id,
-        metadata: { actor: 'admin', detail: { reason: 'stuck agent' } },
+        // What it gave back is recorded too: the event of a cascade's release is derived from it.
+        metadata: {
+          actor: 'admin',
+          actor_type: 'admin',
+          detail: {
+            reason: 'stuck agent',
+            scope: `tenant:${t.tenant}/workspace:w`,
+            unit: 'USD_MICROCENTS',
+            released: 300,
+          },
+        },
       }),
     ]);
     expect((await api.getReservation(t, id)).body.status).toBe('RELEASED');

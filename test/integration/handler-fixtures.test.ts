@@ -61,6 +61,31 @@ const SCENARIO: readonly (readonly [RouteId, number])[] = [
   ['updateApiKey', 404],
   ['revokeApiKey', 404],
   ['listAuditLogs', 200],
+  // Events and webhooks. The fixtures name an event and a subscription that do not exist (their
+  // ids are the service's to make up).
+  ['listEvents', 200],
+  ['getEvent', 404],
+  ['listTenantEvents', 200],
+  ['createWebhookSubscription', 201],
+  ['createTenantWebhook', 201],
+  ['listWebhookSubscriptions', 200],
+  ['listTenantWebhooks', 200],
+  ['getWebhookSubscription', 404],
+  ['getTenantWebhook', 404],
+  ['updateWebhookSubscription', 404],
+  ['updateTenantWebhook', 404],
+  ['testWebhookSubscription', 404],
+  ['testTenantWebhook', 404],
+  ['listWebhookDeliveries', 404],
+  ['listTenantWebhookDeliveries', 404],
+  ['replayEvents', 404],
+  ['replayTenantWebhook', 404],
+  ['deleteWebhookSubscription', 404],
+  ['deleteTenantWebhook', 404],
+  ['bulkActionWebhooks', 200],
+  ['getWebhookSecurityConfig', 200],
+  // After the creates: it refuses http (the local receiver's scheme).
+  ['updateWebhookSecurityConfig', 200],
   // The console's page (built into this file's own folder below).
   ['console', 200],
   // Last: it suspends the tenant.

@@ -170,11 +170,11 @@ describe.each(SERVERS)('the %s OpenAPI document', (server) => {
 
 describe('the webhooks of the admin OpenAPI document', () => {
   const document = openApiDocument('admin');
-  const post = ((document.webhooks as Json).budgetEvent as Json).post as Json;
+  const post = ((document.webhooks as Json).event as Json).post as Json;
 
-  it('describe what a receiver gets: a signed budget event, valid under the BudgetEvent schema', () => {
+  it('describe what a receiver gets: a signed event, valid under the Event schema', () => {
     const validate = componentsAjv(document).compile({
-      $ref: 'urn:openapi:components#/$defs/BudgetEvent',
+      $ref: 'urn:openapi:components#/$defs/Event',
     });
     const event = {
       event_id: `evt_${'0'.repeat(32)}`,
@@ -197,7 +197,9 @@ describe('the webhooks of the admin OpenAPI document', () => {
 
     expect(validate(event), JSON.stringify(validate.errors)).toBe(true);
     expect(validate({ ...event, event_type: 'budget.nope' })).toBe(false);
-    expect(((post.parameters as Json[]) ?? []).map((p) => p.name)).toContain('X-Cycles-Signature');
+    expect(((post.parameters as Json[]) ?? []).map((p) => p.name)).toEqual(
+      expect.arrayContaining(['X-Cycles-Signature', 'X-Cycles-Trace-Id', 'traceparent']),
+    );
     expect(openApiDocument('runtime').webhooks).toBeUndefined();
   });
 });

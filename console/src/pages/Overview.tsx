@@ -36,10 +36,9 @@ async function mapLimited<T, R>(items: readonly T[], task: (item: T) => Promise<
 // ---- the activity feed ----------------------------------------------------------------------
 
 /**
- * One thing that happened, from any source. The feed merges every source newest first. Budget
- * events (thresholds crossed, budgets exhausted, debt, refused reservations) are pushed to the
- * operator's webhooks or EventBridge bus, and no API lists them: should one come, it is one
- * more source here.
+ * One thing that happened, from any source. The feed merges every source newest first. Events
+ * (thresholds crossed, budgets exhausted, debt, refused reservations) have a page of their own
+ * (Events.tsx); GET /v1/admin/events would be one more source here.
  */
 export interface FeedItem {
   readonly at: number;
@@ -328,9 +327,9 @@ function Feed({
     <section aria-labelledby="activity">
       <h2 id="activity">Recent expiries and changes</h2>
       <p class="muted">
-        Refused reservations, thresholds crossed and exhausted budgets are budget events: the
-        service sends them to its webhooks or EventBridge bus as they happen (README, “Budget
-        events”).
+        Refused reservations, thresholds crossed and exhausted budgets are events: see them on the{' '}
+        <a href={hrefOf('events', { category: 'budget' })}>Events</a> page, or have them sent to a
+        webhook as they happen.
       </p>
       <div class="filters">
         <div class="field">

@@ -6,31 +6,25 @@ import { DomainError } from '../../domain/errors.js';
 import { MAX_SHARDS } from '../../domain/escrow.js';
 import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../domain/ledger.js';
 import { PERIOD_KINDS, validAnchor } from '../../domain/period.js';
-import { PERMISSIONS } from '../../domain/permissions.js';
+import { DEFAULT_PERMISSIONS, PERMISSIONS } from '../../domain/permissions.js';
 import { MAX_SCOPE_LENGTH } from '../../domain/scopes.js';
-import { TENANT_STATUSES } from '../../domain/tenant.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
 import type { BudgetChange } from '../../use-cases/budget-settings.js';
 import type { BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
-import type { TenantRequest } from '../../use-cases/tenants.js';
-import { Amount, Chars, Cursor, camel, IdempotencyKey, Int, Unit } from './common.js';
+import {
+  AdminPageLimit,
+  Amount,
+  Chars,
+  Cursor,
+  camel,
+  IdempotencyKey,
+  Int,
+  Unit,
+} from './common.js';
+import { TenantId } from './tenants.js';
 
-/** Tenant ids: 1 to 64 of letters, digits, '_', '.', '-', starting with a letter or digit. */
 /** A scope path: it is part of DynamoDB keys, so at most MAX_SCOPE_LENGTH characters. */
 const Scope = Chars(1, MAX_SCOPE_LENGTH);
-
-export const TenantId = Chars(1, 64).check(
-  z.regex(
-    /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
-    "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'",
-  ),
-);
-
-export const CreateTenantBody = z.pipe(
-  z.object({ tenant_id: TenantId, name: Chars(1, 256) }),
-  z.transform((b): TenantRequest => camel(b)),
-);
-export type CreateTenantBody = z.infer<typeof CreateTenantBody>;
 
 const Permissions = z.array(z.enum(PERMISSIONS)).check(z.maxLength(PERMISSIONS.length));
 
@@ -39,7 +33,7 @@ export const CreateApiKeyBody = z.pipe(
     tenant_id: TenantId,
     name: Chars(1, 256),
     description: z.optional(z.string().check(z.maxLength(1024))),
-    permissions: z._default(Permissions, [...PERMISSIONS]),
+    permissions: z._default(Permissions, [...DEFAULT_PERMISSIONS]),
     expires_at: z.optional(z.iso.datetime({ offset: true })),
   }),
   z.transform((b): ApiKeyRequest => camel(b)),
@@ -224,29 +218,6 @@ export type FundBudgetBody = z.infer<typeof FundBudgetBody>;
 export const ValidateKeyBody = z.object({ key_secret: Chars(1, 512) });
 
 // ---- the operator's control plane (docs/decisions.md § Control plane) ------------------------
-
-/** Reference admin listings: 1 to 100 per page, 50 by default. */
-const AdminPageLimit = z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(100)), 50);
-
-export const TenantParams = z.object({ tenant_id: TenantId });
-
-export const ListTenantsQuery = z.object({
-  status: z.optional(z.enum(TENANT_STATUSES)),
-  limit: AdminPageLimit,
-  cursor: z.optional(Cursor),
-});
-
-/** Strict: a field we do not implement would change what the request means (issue 13 § 5). */
-export const UpdateTenantBody = z
-  .strictObject({
-    name: z.optional(Chars(1, 256)),
-    status: z.optional(z.enum(TENANT_STATUSES)),
-  })
-  .check(
-    z.refine((b) => b.name !== undefined || b.status !== undefined, {
-      message: 'name or status is required',
-    }),
-  );
 
 export const KeyParams = z.object({
   key_id: Chars(1, 64).check(z.regex(/^key_[0-9a-f]+$/, 'is not a key id')),

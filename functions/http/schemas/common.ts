@@ -108,6 +108,11 @@ export const StandardMetrics = z.object({
 });
 
 export const PageLimit = z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(200)), 50);
+/** Reference admin listings: 1 to 100 per page, 50 by default. */
+export const AdminPageLimit = z._default(
+  z.coerce.number().check(z.int(), z.gte(1), z.lte(100)),
+  50,
+);
 export const Cursor = Chars(1, 2048);
 export const BooleanParam = z.pipe(
   z.enum(['true', 'false']),

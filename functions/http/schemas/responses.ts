@@ -166,7 +166,7 @@ export const ReservationDetail = z.strictObject({
 });
 
 /** A page of a listing: `next_cursor` exactly when `has_more`. */
-function page<K extends string, T extends z.ZodType>(key: K, item: T) {
+export function page<K extends string, T extends z.ZodType>(key: K, item: T) {
   const items = { [key]: z.array(item) } as { [P in K]: z.ZodArray<T> };
   return z.strictObject({
     ...items,
@@ -268,9 +268,14 @@ export const AuditLogEntry = z.strictObject({
   resource_type: z.enum(AUDIT_RESOURCE_TYPES),
   resource_id: z.string(),
   request_id: z.string(),
-  status: z.literal([200, 201]).meta({ type: 'integer' }),
+  trace_id: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .optional(),
+  status: z.literal([200, 201, 204]).meta({ type: 'integer' }),
   metadata: z.strictObject({
     actor: z.string(),
+    actor_type: z.enum(['admin', 'api_key', 'admin_on_behalf_of', 'system']),
     before: JsonObject.optional(),
     after: JsonObject.optional(),
     detail: JsonObject.optional(),

@@ -1,6 +1,7 @@
 import type { Unit } from '../../domain/amounts.js';
 import type { Refusal } from '../../domain/budget-events.js';
 import type { RefusalCode } from '../../domain/refusals.js';
+import { currentTrace } from '../../telemetry/invocation.js';
 import type { Item } from '../expressions.js';
 import { keys } from '../keys.js';
 
@@ -30,6 +31,7 @@ export const refusalItem = (r: Refusal): Item => ({
   action: r.action,
   key_id: r.keyId,
   request_id: r.requestId,
+  trace_id: r.traceId ?? currentTrace()?.traceId,
   ...(r.suppressed > 0 && { suppressed: r.suppressed }),
   ttl: Math.floor(r.atMs / 1000) + RETENTION_S,
 });
@@ -49,6 +51,7 @@ export function refusalOf(item: Item): Refusal {
     action: item.action as Refusal['action'],
     keyId: item.key_id === undefined ? undefined : String(item.key_id),
     requestId: item.request_id === undefined ? undefined : String(item.request_id),
+    traceId: typeof item.trace_id === 'string' ? item.trace_id : undefined,
     suppressed: Number(item.suppressed ?? 0),
   };
 }
