@@ -26,6 +26,7 @@ describe('function bundles (as the stacks build them)', () => {
       expect(contents(b), b.name).not.toContain('semver');
       expect(contents(b), b.name).not.toContain('@aws-lambda-powertools/tracer');
       expect(contents(b), b.name).not.toContain('@aws-lambda-powertools/metrics');
+      expect(contents(b), b.name).not.toContain('@aws-lambda-powertools/logger');
     }
   });
 
