@@ -8,12 +8,22 @@ import type { IndexName } from './store/table.js';
  * does to the table (and so its IAM grant), and its sizing where it differs from the default.
  */
 export type Server = 'runtime' | 'admin';
+/** A permission a tenant key must hold, or several of which it must hold one. */
+export type Required = Permission | readonly Permission[];
 export type Auth =
   | { readonly kind: 'none' }
-  | { readonly kind: 'admin' }
-  | { readonly kind: 'tenant'; readonly permission?: Permission }
+  /**
+   * X-Admin-API-Key: the bootstrap admin key, or a named operator credential holding `operator`
+   * (an `admin:*` permission; docs/decisions.md § Operators).
+   */
+  | { readonly kind: 'admin'; readonly operator?: Permission }
+  | { readonly kind: 'tenant'; readonly permission?: Required }
   /** The admin key (X-Admin-API-Key) for any tenant, or a tenant key (holding the permission). */
-  | { readonly kind: 'tenantOrAdmin'; readonly permission?: Permission };
+  | {
+      readonly kind: 'tenantOrAdmin';
+      readonly permission?: Required;
+      readonly operator?: Permission;
+    };
 
 /** What a function does to the table, checked against functions/store/*: its IAM grant. */
 export interface TableAccess {
@@ -118,6 +128,9 @@ const LISTING_INDEXES: readonly IndexName[] = [
   'byToolset',
 ];
 
+/** Budget reads: the reference's `budgets:read`, or SPEC's `balances:read` (keys made before it). */
+const BUDGET_READS: Required = ['budgets:read', 'balances:read'];
+
 const tenant = (
   permission?: Permission,
 ): { readonly kind: 'tenant'; readonly permission?: Permission } =>
@@ -140,7 +153,7 @@ export const routes = {
     path: '/v1/reservations',
     entry: 'runtime/list-reservations',
     // The admin key lists any tenant's, named by ?tenant= (required then): the console's view.
-    auth: { kind: 'tenantOrAdmin', permission: 'reservations:list' },
+    auth: { kind: 'tenantOrAdmin', permission: 'reservations:list', operator: 'admin:read' },
     status: 200,
     table: { items: 'read', indexes: LISTING_INDEXES },
     paginates: true,
@@ -170,7 +183,7 @@ export const routes = {
     path: '/v1/reservations/{reservation_id}/release',
     entry: 'runtime/release-reservation',
     // The admin key releases any tenant's reservation (audited): the operator's force-release.
-    auth: { kind: 'tenantOrAdmin', permission: 'reservations:release' },
+    auth: { kind: 'tenantOrAdmin', permission: 'reservations:release', operator: 'admin:write' },
     status: 200,
     table: { items: 'write' },
     mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/release' }],
@@ -234,7 +247,7 @@ export const routes = {
     method: 'POST',
     path: '/v1/admin/tenants',
     entry: 'admin/create-tenant',
-    auth: { kind: 'admin' },
+    auth: { kind: 'admin', operator: 'admin:tenants:write' },
     status: 201,
     table: { items: 'write' },
   },
@@ -243,7 +256,7 @@ export const routes = {
     method: 'POST',
     path: '/v1/admin/api-keys',
     entry: 'admin/create-api-key',
-    auth: { kind: 'admin' },
+    auth: { kind: 'admin', operator: 'admin:apikeys:write' },
     status: 201,
     table: { items: 'write' },
   },
@@ -252,7 +265,7 @@ export const routes = {
     method: 'POST',
     path: '/v1/admin/budgets',
     entry: 'admin/create-budget',
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
     status: 201,
     table: { items: 'write' },
   },
@@ -263,7 +276,7 @@ export const routes = {
     // several segments and only a greedy variable (last in the path) can hold it.
     path: '/v1/admin/budgets/{budget+}',
     entry: 'admin/fund-budget',
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
     status: 200,
     table: { items: 'write' },
   },
@@ -272,7 +285,7 @@ export const routes = {
     method: 'GET',
     path: '/v1/admin/budgets',
     entry: 'admin/list-budgets',
-    auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
+    auth: { kind: 'tenantOrAdmin', permission: BUDGET_READS, operator: 'admin:budgets:read' },
     status: 200,
     table: { items: 'read' },
     paginates: true,
@@ -282,7 +295,7 @@ export const routes = {
     method: 'GET',
     path: '/v1/admin/budgets/lookup',
     entry: 'admin/lookup-budget',
-    auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
+    auth: { kind: 'tenantOrAdmin', permission: BUDGET_READS, operator: 'admin:budgets:read' },
     status: 200,
     table: { items: 'read' },
   },
@@ -291,7 +304,7 @@ export const routes = {
     method: 'GET',
     path: '/v1/admin/budgets/periods',
     entry: 'admin/list-budget-periods',
-    auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
+    auth: { kind: 'tenantOrAdmin', permission: BUDGET_READS, operator: 'admin:budgets:read' },
     status: 200,
     table: { items: 'read' },
     paginates: true,
@@ -301,7 +314,7 @@ export const routes = {
     method: 'PATCH',
     path: '/v1/admin/budgets',
     entry: 'admin/update-budget',
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
     status: 200,
     table: { items: 'write' },
   },
@@ -310,7 +323,7 @@ export const routes = {
     method: 'POST',
     path: '/v1/admin/budgets/freeze',
     entry: 'admin/freeze-budget',
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
     status: 200,
     table: { items: 'write' },
   },
@@ -319,7 +332,7 @@ export const routes = {
     method: 'POST',
     path: '/v1/admin/budgets/unfreeze',
     entry: 'admin/unfreeze-budget',
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
     status: 200,
     table: { items: 'write' },
   },
@@ -329,7 +342,7 @@ export const routes = {
     // Beside SPEC's path form: a nested scope in a query parameter has no path-decoding trap.
     path: '/v1/admin/budgets/fund',
     entry: 'admin/fund-budget-by-query',
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
     status: 200,
     table: { items: 'write' },
   },
@@ -338,7 +351,7 @@ export const routes = {
     method: 'GET',
     path: '/v1/admin/tenants',
     entry: 'admin/list-tenants',
-    auth: { kind: 'admin' },
+    auth: { kind: 'admin', operator: 'admin:tenants:read' },
     status: 200,
     table: { items: 'read', indexes: ['directory'] },
     paginates: true,
@@ -348,7 +361,7 @@ export const routes = {
     method: 'GET',
     path: '/v1/admin/tenants/{tenant_id}',
     entry: 'admin/get-tenant',
-    auth: { kind: 'admin' },
+    auth: { kind: 'admin', operator: 'admin:tenants:read' },
     status: 200,
     table: { items: 'read' },
   },
@@ -357,7 +370,7 @@ export const routes = {
     method: 'PATCH',
     path: '/v1/admin/tenants/{tenant_id}',
     entry: 'admin/update-tenant',
-    auth: { kind: 'admin' },
+    auth: { kind: 'admin', operator: 'admin:tenants:write' },
     status: 200,
     // Closing revokes the tenant's keys (directory), releases its ACTIVE reservations and
     // closes its budgets (the ledger index, in the table).
@@ -369,7 +382,7 @@ export const routes = {
     method: 'GET',
     path: '/v1/admin/api-keys',
     entry: 'admin/list-api-keys',
-    auth: { kind: 'admin' },
+    auth: { kind: 'admin', operator: 'admin:apikeys:read' },
     status: 200,
     table: { items: 'read', indexes: ['directory'] },
     paginates: true,
@@ -379,7 +392,7 @@ export const routes = {
     method: 'GET',
     path: '/v1/admin/api-keys/{key_id}',
     entry: 'admin/get-api-key',
-    auth: { kind: 'admin' },
+    auth: { kind: 'admin', operator: 'admin:apikeys:read' },
     status: 200,
     table: { items: 'read' },
   },
@@ -388,7 +401,7 @@ export const routes = {
     method: 'PATCH',
     path: '/v1/admin/api-keys/{key_id}',
     entry: 'admin/update-api-key',
-    auth: { kind: 'admin' },
+    auth: { kind: 'admin', operator: 'admin:apikeys:write' },
     status: 200,
     table: { items: 'write' },
   },
@@ -397,7 +410,7 @@ export const routes = {
     method: 'DELETE',
     path: '/v1/admin/api-keys/{key_id}',
     entry: 'admin/revoke-api-key',
-    auth: { kind: 'admin' },
+    auth: { kind: 'admin', operator: 'admin:apikeys:write' },
     status: 200,
     table: { items: 'write' },
   },
@@ -407,7 +420,7 @@ export const routes = {
     path: '/v1/admin/audit/logs',
     entry: 'admin/list-audit-logs',
     // The operator reads every tenant's trail; a key with budgets:write its own tenant's.
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:audit:read' },
     status: 200,
     table: { items: 'read', indexes: ['directory'] },
     paginates: true,
@@ -417,7 +430,7 @@ export const routes = {
     method: 'POST',
     path: '/v1/auth/validate',
     entry: 'admin/validate-key',
-    auth: { kind: 'admin' },
+    auth: { kind: 'admin', operator: 'admin:apikeys:read' },
     status: 200,
     table: { items: 'read' },
   },

@@ -140,19 +140,25 @@ const SECURITY: Record<Auth['kind'], Record<string, string[]>[]> = {
 const takesKey = (route: Route) => route.auth.kind !== 'none';
 const takesTenantKey = (route: Route) =>
   route.auth.kind === 'tenant' || route.auth.kind === 'tenantOrAdmin';
-/** Reading the table (a tenant key is read from it too) can meet throttling: 503, retry. */
+/** A key that may lack a permission: a tenant key, or an operator credential (403). */
+const checksPermission = (route: Route) =>
+  takesTenantKey(route) || (route.auth.kind === 'admin' && route.auth.operator !== undefined);
+/**
+ * Reading the table can meet throttling: 503, retry. Every key is read from it (an operator
+ * credential too, sent as the admin key).
+ */
 const readsTable = (route: Route) =>
   route.table.items !== undefined ||
   (route.table.indexes?.length ?? 0) > 0 ||
   route.table.describe === true ||
-  takesTenantKey(route);
+  takesKey(route);
 
 /** The error statuses of a route: its own refusals, and those any route of its kind may answer. */
 export function errorStatuses(route: Route, contract: Contract): number[] {
   const statuses = new Set<number>(contract.refusals ?? []);
   if (contract.body || contract.query || contract.params) statuses.add(400);
   if (takesKey(route)) statuses.add(401);
-  if (takesTenantKey(route)) statuses.add(403);
+  if (checksPermission(route)) statuses.add(403);
   statuses.add(500);
   if (readsTable(route) && contract.alsoAnswers?.status !== 503) statuses.add(503);
   return [...statuses].sort((a, b) => a - b);

@@ -2,6 +2,16 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Permission } from './permissions.js';
 
 export const KEY_SECRET_PREFIX = 'cyc_live_';
+
+/**
+ * The owner of named operator credentials: the reference's sentinel for operator-owned records
+ * (`__system__`), which no tenant id can be (ids start with a letter or digit). Such a key is an
+ * admin-plane credential: it authenticates as X-Admin-API-Key and holds only `admin:*`
+ * permissions (docs/decisions.md § Operators).
+ */
+export const OPERATORS = '__system__';
+
+export const isOperatorKey = (key: Pick<ApiKey, 'tenant'>): boolean => key.tenant === OPERATORS;
 /** Shown in listings and logs; never enough to authenticate. */
 export const KEY_PREFIX_LENGTH = KEY_SECRET_PREFIX.length + 5;
 

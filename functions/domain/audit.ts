@@ -1,11 +1,23 @@
 import type { ApiKey } from './api-keys.js';
 import { type Budget, budgetKey } from './budget.js';
+import type { Operator } from './caller.js';
 import type { Tenant } from './tenant.js';
 
-/** Who changed something: the operator's admin key, or a tenant API key by its id. */
-export type Actor = { readonly kind: 'admin' } | { readonly kind: 'key'; readonly keyId: string };
+/**
+ * Who changed something: the bootstrap admin key, a named operator credential (its key id and
+ * name), or a tenant API key by its id.
+ */
+export type Actor =
+  | { readonly kind: 'admin' }
+  | { readonly kind: 'operator'; readonly keyId: string; readonly name: string }
+  | { readonly kind: 'key'; readonly keyId: string };
 
+/** The trail's `actor`: `admin`, or the key id of the operator credential or tenant key. */
 export const actorName = (a: Actor): string => (a.kind === 'admin' ? 'admin' : a.keyId);
+
+/** The actor of an operator's change: the credential it authenticated with. */
+export const operatorActor = (operator: Operator | undefined): Actor =>
+  operator ? { kind: 'operator', keyId: operator.keyId, name: operator.name } : { kind: 'admin' };
 
 interface AuditBase {
   readonly tenant: string;
@@ -81,6 +93,8 @@ export interface AuditRecord {
   readonly tenant: string;
   readonly atMs: number;
   readonly actor: string;
+  /** A named operator credential's name (the person), beside its key id in `actor`. */
+  readonly actorName?: string | undefined;
   readonly requestId: string;
   readonly operation: string;
   readonly resourceType: AuditResourceType;

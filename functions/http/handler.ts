@@ -20,7 +20,8 @@ import {
   runInvocation,
 } from '../telemetry/invocation.js';
 import { publishMetrics } from '../telemetry/metrics.js';
-import { authenticate, type RouteCaller, type TenantCaller } from './auth.js';
+import { actorOf, type WriteContext } from '../use-cases/context.js';
+import { type AdminCaller, authenticate, type RouteCaller, type TenantCaller } from './auth.js';
 import type { contracts } from './contracts.js';
 import { type ErrorDetails, errorResponse } from './errors.js';
 import { Reply } from './reply.js';
@@ -70,8 +71,10 @@ type CallerOf<R extends RouteId> =
   AuthKind<R> extends 'tenant'
     ? TenantCaller
     : AuthKind<R> extends 'tenantOrAdmin'
-      ? TenantCaller | { readonly kind: 'admin' }
-      : RouteCaller;
+      ? TenantCaller | AdminCaller
+      : AuthKind<R> extends 'admin'
+        ? AdminCaller
+        : RouteCaller;
 
 export interface RouteInput<R extends RouteId, S extends Schemas> {
   readonly body: Parsed<S, 'body'>;
@@ -80,6 +83,8 @@ export interface RouteInput<R extends RouteId, S extends Schemas> {
   readonly caller: CallerOf<R>;
   readonly requestId: string;
   readonly now: number;
+  /** Who writes, in which request, when: what an audited change records. */
+  readonly context: WriteContext;
   readonly event: Event;
 }
 
@@ -104,6 +109,7 @@ export function httpHandler<R extends RouteId>(
     const caller = await authenticate(headers, route.auth, now);
     if (invocation) identify(invocation, caller);
     const s: Schemas = schemas;
+    const requestId = invocation?.requestId ?? randomUUID();
     const input = {
       body: s.body ? parseBody(s.body, event, headers) : undefined,
       query: s.query
@@ -111,8 +117,13 @@ export function httpHandler<R extends RouteId>(
         : undefined,
       params: s.params ? parse(s.params, event.pathParameters ?? {}, 'path parameter ') : undefined,
       caller,
-      requestId: invocation?.requestId ?? randomUUID(),
+      requestId,
       now,
+      context: {
+        now,
+        requestId,
+        ...(caller.kind !== 'anonymous' && { actor: actorOf(caller) }),
+      },
       event,
     } as RouteInput<R, RouteSchemas<R>>;
     const answer = await run(input);
@@ -139,7 +150,7 @@ export function httpHandler<R extends RouteId>(
 
 /** Who called, for the log line (key id, never the secret) and the metrics. */
 function identify(invocation: Invocation, caller: RouteCaller): void {
-  if (caller.kind === 'admin') invocation.keyId = 'admin';
+  if (caller.kind === 'admin') invocation.keyId = caller.operator?.keyId ?? 'admin';
   if (caller.kind !== 'tenant') return;
   invocation.tenant = caller.tenant;
   invocation.keyId = caller.keyId;

@@ -228,6 +228,7 @@ export const auditRecordView = (r: AuditRecord) => ({
   status: r.operation.startsWith('create') ? (201 as const) : (200 as const),
   metadata: {
     actor: r.actor,
+    ...(r.actorName !== undefined && { actor_name: r.actorName }),
     ...(r.before !== undefined && { before: r.before }),
     ...(r.after !== undefined && { after: r.after }),
     ...(r.detail !== undefined && { detail: r.detail }),
@@ -269,12 +270,22 @@ export const keyValidationView = (v: KeyValidation) =>
  */
 export function introspectionView(i: Introspection) {
   if (i.authType === 'admin') {
-    return {
+    const { operator } = i;
+    const body = {
       authenticated: true as const,
       auth_type: 'admin' as const,
-      permissions: ['*' as const],
+      permissions: operator ? [...operator.permissions] : ['*' as const],
       capabilities: i.capabilities,
     };
+    // A named operator credential is a key: its id (and expiry) travel as a tenant key's do.
+    return operator
+      ? new Reply(undefined, body, {
+          'x-cycles-key-id': operator.keyId,
+          ...(operator.keyExpiresAt !== undefined && {
+            'x-cycles-key-expires-at': operator.keyExpiresAt,
+          }),
+        })
+      : body;
   }
   return tenantIntrospectionView(i);
 }

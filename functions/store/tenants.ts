@@ -7,7 +7,9 @@ import {
   shardedBudgetsOf,
   tenantExists,
   tenantItem,
+  tenantNotClosed,
   tenantOf,
+  tenantOpen,
 } from './entities/tenant.js';
 import { and, attr, type Item, putIfAbsent, type TransactItem, update } from './expressions.js';
 import { directory, keys } from './keys.js';
@@ -146,8 +148,12 @@ export function tenantWithDimensions(
   tenant: string,
   dimensionKeysOfScope: readonly string[],
   join?: ShardedBudgetJoin,
+  /** A new budget: the tenant must not be CLOSED either (the reference's Rule 2). */
+  open = false,
 ): TransactItem {
-  if (dimensionKeysOfScope.length === 0 && !join) return tenantExists(tenant);
+  if (dimensionKeysOfScope.length === 0 && !join) {
+    return open ? tenantOpen(tenant) : tenantExists(tenant);
+  }
   const { byUnit, version } = join?.read ?? { byUnit: {}, version: 0 };
   return update(
     keys.tenant(tenant),
@@ -168,6 +174,7 @@ export function tenantWithDimensions(
     {
       condition: and(
         attr('pk').exists(),
+        open && tenantNotClosed,
         join &&
           (version === 0
             ? attr('sharded_version').notExists()

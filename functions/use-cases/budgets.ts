@@ -20,6 +20,7 @@ import { emptyShards, respread } from '../domain/escrow.js';
 import { fingerprint } from '../domain/fingerprint.js';
 import { applyDelta, type FundOperation, fundChange, inPeriodsOf } from '../domain/ledger.js';
 import { type PeriodSpec, periodAt } from '../domain/period.js';
+import { tenantClosed } from '../domain/tenant.js';
 import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
 import { queryClosedPeriods } from '../store/budgets/periods.js';
 import { applyFunding, insertLedger } from '../store/budgets/writes.js';
@@ -110,6 +111,7 @@ export async function createBudget(
     return outcome === 'stale' ? readAgain : outcome;
   });
   if (inserted === 'noTenant') throw noTenant(tenant);
+  if (inserted === 'tenantClosed') throw tenantClosed(tenant);
   if (inserted === 'duplicate') {
     throw new DomainError(
       'DUPLICATE_RESOURCE',

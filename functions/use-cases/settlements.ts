@@ -123,7 +123,7 @@ export function releaseReservation(
   request: ReleaseRequest,
   now: number,
   /** An operator's forced release: audited in the release's transaction. */
-  forcedBy?: { readonly requestId: string },
+  forcedBy?: WriteContext,
 ): Promise<Released> {
   return changeReservation(caller, reservationId, 'release', request, now, {
     codec: releasedCodec,
@@ -148,7 +148,7 @@ export function releaseReservation(
         detail: request.reason === undefined ? undefined : { reason: request.reason },
         idempotency,
         audit: forcedBy && {
-          ...byOperator(r.tenant, { now, requestId: forcedBy.requestId }),
+          ...byOperator(r.tenant, forcedBy),
           action: 'reservation.release',
           reservationId,
           ...(request.reason !== undefined && { detail: { reason: request.reason } }),
@@ -171,11 +171,11 @@ const operatorOf = (tenant: string): Caller => ({
 export async function forceReleaseReservation(
   reservationId: string,
   request: ReleaseRequest,
-  { now, requestId }: WriteContext,
+  context: WriteContext,
 ): Promise<Released> {
   const r = await readReservation(reservationId);
   if (!r) throw new DomainError('NOT_FOUND', `reservation ${reservationId} does not exist`);
-  return releaseReservation(operatorOf(r.tenant), reservationId, request, now, { requestId });
+  return releaseReservation(operatorOf(r.tenant), reservationId, request, context.now, context);
 }
 
 /**

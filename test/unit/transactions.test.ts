@@ -539,7 +539,7 @@ describe('newLedgerTransaction', () => {
 });
 
 describe('newApiKeyTransaction and newTenantPut', () => {
-  it('stores a key only under an existing tenant, and a tenant only once', () => {
+  it('stores a key only under an existing tenant that is not closed, and a tenant only once', () => {
     const key = {
       keyId: 'key_1',
       keyPrefix: 'cyc_live_abcde',
@@ -553,7 +553,10 @@ describe('newApiKeyTransaction and newTenantPut', () => {
     const items = newApiKeyTransaction('hash', key);
     const tenant = newTenantPut({ tenantId: 't', name: 'T', status: 'ACTIVE', createdAt: 'x' });
 
-    expect(items[0]?.ConditionCheck?.ConditionExpression).toBe('attribute_exists(#pk)');
+    // Rule 2 of the reference's close: no new key for a CLOSED tenant.
+    expect(items[0]?.ConditionCheck?.ConditionExpression).toBe(
+      'attribute_exists(#pk) AND #status <> :status',
+    );
     expect(items[1]?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
     expect(items[2]?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
     expect(JSON.stringify(items)).not.toContain('cyc_live_abcdefgh');

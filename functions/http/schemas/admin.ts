@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { OPERATORS } from '../../domain/api-keys.js';
 import { AUDIT_OPERATION_NAMES } from '../../domain/audit.js';
 import { MAX_THRESHOLDS } from '../../domain/budget-events.js';
 import { BPS, type Caps, MAX_CAPS_BYTES, mergeCaps } from '../../domain/caps.js';
@@ -36,15 +37,16 @@ export const CreateTenantBody = z
   .transform((b): TenantRequest => camel(b));
 export type CreateTenantBody = z.infer<typeof CreateTenantBody>;
 
+/** A key's owner: a tenant, or OPERATORS for a named operator credential (docs/decisions.md § Operators). */
+export const KeyOwner = z.union([TenantId, z.literal(OPERATORS)]);
+
 export const CreateApiKeyBody = z
   .object({
-    tenant_id: TenantId,
+    tenant_id: KeyOwner,
     name: z.string().min(1).max(256),
     description: z.string().max(1024).optional(),
-    permissions: z
-      .array(z.enum(PERMISSIONS))
-      .max(PERMISSIONS.length)
-      .default([...PERMISSIONS]),
+    /** Absent: SPEC's eight and budgets:write for a tenant key; an operator credential names its own. */
+    permissions: z.array(z.enum(PERMISSIONS)).max(PERMISSIONS.length).optional(),
     expires_at: z.iso.datetime({ offset: true }).optional(),
   })
   .transform((b): ApiKeyRequest => camel(b));
@@ -227,7 +229,7 @@ export const KeyParams = z.object({
 
 export const ListApiKeysQuery = z
   .object({
-    tenant_id: TenantId.optional(),
+    tenant_id: KeyOwner.optional(),
     status: z.enum(['ACTIVE', 'REVOKED', 'EXPIRED']).optional(),
     limit: AdminPageLimit,
     cursor: Cursor.optional(),
@@ -250,7 +252,7 @@ const Instant = z.iso.datetime({ offset: true }).transform((t) => Date.parse(t))
 
 export const ListAuditLogsQuery = z
   .object({
-    tenant_id: TenantId.optional(),
+    tenant_id: KeyOwner.optional(),
     /** The actor: a key id, or `admin` for the operator. */
     key_id: z.string().min(1).max(64).optional(),
     operation: z.enum(AUDIT_OPERATION_NAMES as [string, ...string[]]).optional(),

@@ -194,7 +194,8 @@ export const Introspection = z.discriminatedUnion('auth_type', [
   z.strictObject({
     authenticated: z.literal(true),
     auth_type: z.literal('admin'),
-    permissions: z.array(z.literal('*')),
+    /** ["*"] for the bootstrap admin key; a named operator credential's own `admin:*` names. */
+    permissions: z.array(z.union([z.literal('*'), Permission])),
     capabilities: Capabilities,
   }),
   TenantIntrospection,
@@ -269,7 +270,10 @@ export const AuditLogEntry = z.strictObject({
   request_id: z.string(),
   status: z.literal([200, 201]).meta({ type: 'integer' }),
   metadata: z.strictObject({
+    /** `admin` (the bootstrap admin key), or the key id of an operator credential or tenant key. */
     actor: z.string(),
+    /** A named operator credential's name: the person who made the change. */
+    actor_name: z.string().optional(),
     before: JsonObject.optional(),
     after: JsonObject.optional(),
     detail: JsonObject.optional(),

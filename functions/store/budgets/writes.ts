@@ -63,6 +63,7 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
       shards && n.shardedBudgets
         ? { read: n.shardedBudgets, scope, unit, shards: shards.length }
         : undefined,
+      true,
     ),
     auditPut(n.audit),
     ...(shards ?? []).slice(1).map((s, i) => putIfAbsent(shardItem(budget.ref, i + 1, s))),
@@ -72,12 +73,13 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
 /** `stale`: another sharded budget of the tenant was created since its map was read. */
 export async function insertLedger(
   n: NewLedger,
-): Promise<'inserted' | 'duplicate' | 'noTenant' | 'stale'> {
+): Promise<'inserted' | 'duplicate' | 'noTenant' | 'tenantClosed' | 'stale'> {
   const outcome = await transact(newLedgerTransaction(n));
   if (outcome.kind === 'committed') return 'inserted';
   const tenant = outcome.reasons[n.segments.length + 1];
   if (tenant?.code !== 'ConditionalCheckFailed') return 'duplicate';
-  return tenant.item?.type === 'tenant' ? 'stale' : 'noTenant';
+  if (tenant.item?.type !== 'tenant') return 'noTenant';
+  return tenant.item.status === 'CLOSED' ? 'tenantClosed' : 'stale';
 }
 
 /**

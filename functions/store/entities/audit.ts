@@ -59,6 +59,8 @@ export function auditItem(e: AuditEntry): Item {
     tenant: e.tenant,
     at_ms: e.atMs,
     actor: actorName(e.actor),
+    // A named operator credential: the person, beside its key id (docs/decisions.md § Operators).
+    ...(e.actor.kind === 'operator' && { actor_name: e.actor.name }),
     request_id: e.requestId,
     action: e.action,
     operation,
@@ -78,6 +80,7 @@ export function auditRecordOf(stored: Item): AuditRecord {
     tenant: String(item.tenant),
     atMs: Number(item.at_ms),
     actor: String(item.actor),
+    actorName: item.actor_name === undefined ? undefined : String(item.actor_name),
     requestId: String(item.request_id),
     operation: String(item.operation),
     resourceType: String(item.resource_type) as AuditRecord['resourceType'],

@@ -1,6 +1,7 @@
 import type { Tenant, TenantStatus } from '../../domain/tenant.js';
-import { attr, conditionCheck, type Item, type TransactItem } from '../expressions.js';
+import { and, attr, conditionCheck, type Item, type TransactItem } from '../expressions.js';
 import { directory, keys } from '../keys.js';
+import type { TransactOutcome } from '../transact.js';
 
 // The tenant family: one item per tenant, which also carries the dimension keys its budgets
 // name (budget levels: domain/scopes.ts) and its map of sharded budgets (domain/escrow.ts).
@@ -31,6 +32,23 @@ export const tenantItem = (t: Tenant): Item => ({
 /** A ConditionCheck that the tenant record exists. */
 export const tenantExists = (tenant: string): TransactItem =>
   conditionCheck(keys.tenant(tenant), attr('pk').exists());
+
+/** A tenant is no longer open to changes of what it owns once CLOSED (the reference's Rule 2). */
+export const tenantNotClosed = attr('status').ne('CLOSED');
+
+/**
+ * A ConditionCheck that the tenant exists and is not CLOSED; on failure the tenant as it was
+ * comes back (ALL_OLD), so a closed tenant (409 TENANT_CLOSED) is told from a missing one.
+ */
+export const tenantOpen = (tenant: string): TransactItem =>
+  conditionCheck(keys.tenant(tenant), and(attr('pk').exists(), tenantNotClosed), {
+    returnOld: true,
+  });
+
+/** Whether a cancelled transaction failed on a CLOSED tenant's record. */
+export const closedTenantIn = (outcome: TransactOutcome): boolean =>
+  outcome.kind === 'cancelled' &&
+  outcome.reasons.some((r) => r.item?.type === 'tenant' && r.item.status === 'CLOSED');
 
 /**
  * No older format: tenants made before the directory listing existed lack `dir_pk` (they are
