@@ -99,6 +99,8 @@ export const AUDIT_OPERATIONS = complete<AuditOperation>()([
   'freezeBudget',
   'unfreezeBudget',
   'closeBudget',
+  'createPolicy',
+  'updatePolicy',
   'releaseReservation',
 ]);
 
@@ -106,6 +108,7 @@ export const AUDIT_RESOURCE_TYPES = complete<AuditResourceType>()([
   'tenant',
   'budget',
   'api_key',
+  'policy',
   'reservation',
 ]);
 

@@ -425,6 +425,51 @@ export const routes = {
     table: { items: 'read', indexes: ['directory'] },
     paginates: true,
   },
+  /**
+   * Policies (docs/decisions.md § Policies): caps and reservation limits by scope pattern, which
+   * admission applies. A family of their own stack (the admin stack nears its limits).
+   */
+  createPolicy: {
+    server: 'admin',
+    method: 'POST',
+    path: '/v1/admin/policies',
+    entry: 'admin/create-policy',
+    auth: { kind: 'tenantOrAdmin', permission: 'policies:write', operator: 'admin:policies:write' },
+    status: 201,
+    table: { items: 'write' },
+    stack: 'Governance',
+  },
+  listPolicies: {
+    server: 'admin',
+    method: 'GET',
+    path: '/v1/admin/policies',
+    entry: 'admin/list-policies',
+    auth: { kind: 'tenantOrAdmin', permission: 'policies:read', operator: 'admin:policies:read' },
+    status: 200,
+    table: { items: 'read' },
+    paginates: true,
+    stack: 'Governance',
+  },
+  getPolicy: {
+    server: 'admin',
+    method: 'GET',
+    path: '/v1/admin/policies/{policy_id}',
+    entry: 'admin/get-policy',
+    auth: { kind: 'tenantOrAdmin', permission: 'policies:read', operator: 'admin:policies:read' },
+    status: 200,
+    table: { items: 'read' },
+    stack: 'Governance',
+  },
+  updatePolicy: {
+    server: 'admin',
+    method: 'PATCH',
+    path: '/v1/admin/policies/{policy_id}',
+    entry: 'admin/update-policy',
+    auth: { kind: 'tenantOrAdmin', permission: 'policies:write', operator: 'admin:policies:write' },
+    status: 200,
+    table: { items: 'write' },
+    stack: 'Governance',
+  },
   validateKey: {
     server: 'admin',
     method: 'POST',

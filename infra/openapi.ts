@@ -6,6 +6,8 @@ import * as z from 'zod';
 import { type Contract, contracts } from '../functions/http/contracts.js';
 import * as adminSchemas from '../functions/http/schemas/admin.js';
 import { Metadata } from '../functions/http/schemas/common.js';
+import * as governanceSchemas from '../functions/http/schemas/governance.js';
+import * as governanceResponses from '../functions/http/schemas/governance-responses.js';
 import * as responseSchemas from '../functions/http/schemas/responses.js';
 import * as runtimeSchemas from '../functions/http/schemas/runtime.js';
 import { BudgetEventMessage } from '../functions/outbound/schemas.js';
@@ -73,20 +75,24 @@ function override({
 const conversion = { target: 'draft-2020-12', unrepresentable, override } as const;
 
 /** Component names are the schemas' export names (convention 4: named after the wire message). */
-function namesOf(...modules: Record<string, unknown>[]): Map<z.ZodType, string> {
-  const names = new Map<z.ZodType, string>();
+function namesOf(...modules: Record<string, unknown>[]): Map<z.core.$ZodType, string> {
+  const names = new Map<z.core.$ZodType, string>();
   for (const module of modules) {
     // Sorted: a module namespace's key order is the loader's (vitest's differs from Node's).
     for (const [name, value] of Object.entries(module).sort(([a], [b]) => a.localeCompare(b))) {
-      if (value instanceof z.ZodType && !names.has(value)) names.set(value, name);
+      if (value instanceof z.core.$ZodType && !names.has(value)) names.set(value, name);
     }
   }
   return names;
 }
-const requestNames = namesOf(runtimeSchemas, adminSchemas);
-const responseNames = namesOf(responseSchemas);
+const requestNames = namesOf(runtimeSchemas, adminSchemas, governanceSchemas);
+const responseNames = namesOf(responseSchemas, governanceResponses);
 
-function nameOf(names: Map<z.ZodType, string>, schema: z.ZodType, what: string): string {
+function nameOf(
+  names: Map<z.core.$ZodType, string>,
+  schema: z.core.$ZodType,
+  what: string,
+): string {
   const name = names.get(schema);
   if (!name) throw new Error(`${what} is not an exported schema of functions/http/schemas/`);
   return name;
@@ -114,7 +120,7 @@ function parameterSchema(schema: JsonSchema): JsonSchema {
   return schema;
 }
 
-function parameters(schema: z.ZodType, place: 'path' | 'query'): JsonSchema[] {
+function parameters(schema: z.core.$ZodType, place: 'path' | 'query'): JsonSchema[] {
   const json = z.toJSONSchema(schema, { ...conversion, io: 'input' }) as JsonSchema;
   const properties = (json.properties ?? {}) as Record<string, JsonSchema>;
   const required = (json.required ?? []) as string[];

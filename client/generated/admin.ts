@@ -246,6 +246,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a tenant’s policies */
+        get: operations["listPolicies"];
+        put?: never;
+        /** Create a policy: caps and reservation limits for the scopes its pattern matches */
+        post: operations["createPolicy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/policies/{policy_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a policy */
+        get: operations["getPolicy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change a policy (disable it with status DISABLED) */
+        patch: operations["updatePolicy"];
+        trace?: never;
+    };
     "/v1/auth/validate": {
         parameters: {
             query?: never;
@@ -391,9 +427,9 @@ export interface components {
             tenant_id: string;
             key_id?: string;
             /** @enum {string} */
-            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation";
+            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation";
             /** @enum {string} */
-            resource_type: "tenant" | "budget" | "api_key" | "reservation";
+            resource_type: "tenant" | "budget" | "api_key" | "policy" | "reservation";
             resource_id: string;
             request_id: string;
             /** @enum {integer} */
@@ -818,13 +854,55 @@ export interface components {
             period_anchor_day?: number;
             thresholds?: number[];
         };
+        CreatePolicyBody: {
+            tenant_id?: string;
+            name: string;
+            description?: string;
+            scope_pattern: string;
+            /** @default 0 */
+            priority?: number;
+            caps?: {
+                max_tokens?: number;
+                max_steps_remaining?: number;
+                tool_allowlist?: string[];
+                tool_denylist?: string[];
+                cooldown_ms?: number;
+            };
+            /** @enum {string} */
+            commit_overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            reservation_ttl_override?: {
+                default_ttl_ms?: number;
+                max_ttl_ms?: number;
+                max_extensions?: number;
+            };
+            rate_limits?: {
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
+            /** Format: date-time */
+            effective_from?: string;
+            /** Format: date-time */
+            effective_until?: string;
+        };
         CreateTenantBody: {
             tenant_id: string;
             name: string;
+            parent_tenant_id?: string;
+            metadata?: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            default_commit_overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            default_reservation_ttl_ms?: number;
+            max_reservation_ttl_ms?: number;
+            max_reservation_extensions?: number;
+            reservation_expiry_policy?: string;
+            /** @enum {string} */
+            unbudgeted_scopes?: "ZERO_ALLOCATION" | "SKIP";
         };
         ErrorResponse: {
             /** @enum {string} */
-            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
+            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "MAX_EXTENSIONS_EXCEEDED" | "COUNT_MISMATCH" | "LIMIT_EXCEEDED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
             message: string;
             request_id: string;
             details?: {
@@ -917,6 +995,40 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        Policy: {
+            policy_id: string;
+            name: string;
+            description?: string;
+            scope_pattern: string;
+            priority: number;
+            caps?: components["schemas"]["Caps"];
+            /** @enum {string} */
+            commit_overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            reservation_ttl_override?: {
+                default_ttl_ms?: number;
+                max_ttl_ms?: number;
+                max_extensions?: number;
+            };
+            rate_limits?: {
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
+            /** @enum {string} */
+            status: "ACTIVE" | "DISABLED";
+            /** Format: date-time */
+            effective_from?: string;
+            /** Format: date-time */
+            effective_until?: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at?: string;
+        };
+        PolicyListResponse: {
+            policies: components["schemas"]["Policy"][];
+            has_more: boolean;
+            next_cursor?: string;
+        };
         ReleaseBody: {
             idempotency_key: string;
             reason?: string;
@@ -970,10 +1082,27 @@ export interface components {
             name: string;
             /** @enum {string} */
             status: "ACTIVE" | "SUSPENDED" | "CLOSED";
+            parent_tenant_id?: string;
+            /** @enum {string} */
+            default_commit_overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            default_reservation_ttl_ms?: number;
+            max_reservation_ttl_ms?: number;
+            max_reservation_extensions?: number;
+            /** @enum {string} */
+            reservation_expiry_policy?: "AUTO_RELEASE" | "GRACE_ONLY";
+            /** @enum {string} */
+            unbudgeted_scopes?: "ZERO_ALLOCATION" | "SKIP";
+            metadata?: {
+                [key: string]: string;
+            };
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
             updated_at?: string;
+            /** Format: date-time */
+            suspended_at?: string;
+            /** Format: date-time */
+            closed_at?: string;
         };
         TenantIntrospection: {
             /** @constant */
@@ -1027,10 +1156,46 @@ export interface components {
             thresholds?: number[] | null;
             shards?: number;
         };
+        UpdatePolicyBody: {
+            name?: string;
+            description?: string | null;
+            scope_pattern?: string;
+            priority?: number;
+            /** @enum {string} */
+            status?: "ACTIVE" | "DISABLED";
+            caps?: {
+                max_tokens?: number;
+                max_steps_remaining?: number;
+                tool_allowlist?: string[];
+                tool_denylist?: string[];
+                cooldown_ms?: number;
+            } | null;
+            commit_overage_policy?: ("REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT") | null;
+            reservation_ttl_override?: {
+                default_ttl_ms?: number;
+                max_ttl_ms?: number;
+                max_extensions?: number;
+            } | null;
+            rate_limits?: {
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            } | null;
+            effective_from?: string | null;
+            effective_until?: string | null;
+        };
         UpdateTenantBody: {
             name?: string;
             /** @enum {string} */
             status?: "ACTIVE" | "SUSPENDED" | "CLOSED";
+            metadata?: {
+                [key: string]: string;
+            };
+            default_commit_overage_policy?: ("REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT") | null;
+            default_reservation_ttl_ms?: number | null;
+            max_reservation_ttl_ms?: number | null;
+            max_reservation_extensions?: number | null;
+            reservation_expiry_policy?: string | null;
+            unbudgeted_scopes?: ("ZERO_ALLOCATION" | "SKIP") | null;
         };
         ValidateKeyBody: {
             key_secret: string;
@@ -1763,8 +1928,8 @@ export interface operations {
             query?: {
                 tenant_id?: string | "__system__";
                 key_id?: string;
-                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation";
-                resource_type?: "tenant" | "budget" | "api_key" | "reservation";
+                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation";
+                resource_type?: "tenant" | "budget" | "api_key" | "policy" | "reservation";
                 resource_id?: string;
                 from?: string;
                 to?: string;
@@ -1792,6 +1957,141 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listPolicies: {
+        parameters: {
+            query?: {
+                tenant_id?: string;
+                scope_pattern?: string;
+                status?: "ACTIVE" | "DISABLED";
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List a tenant’s policies */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    createPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePolicyBody"];
+            };
+        };
+        responses: {
+            /** @description Create a policy: caps and reservation limits for the scopes its pattern matches */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Policy"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                policy_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get a policy */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Policy"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    updatePolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                policy_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePolicyBody"];
+            };
+        };
+        responses: {
+            /** @description Change a policy (disable it with status DISABLED) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Policy"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };

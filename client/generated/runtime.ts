@@ -278,7 +278,7 @@ export interface components {
                 amount: number;
             };
             /**
-             * @default REJECT
+             * @description Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise
              * @enum {string}
              */
             overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
@@ -319,12 +319,12 @@ export interface components {
                 unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
                 amount: number;
             };
-            /** @default 60000 */
+            /** @description Default 60000, unless the tenant (default_reservation_ttl_ms) or a policy says otherwise; capped to the tenant's and policies' maximum */
             ttl_ms?: number;
             /** @default 5000 */
             grace_period_ms?: number;
             /**
-             * @default REJECT
+             * @description Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise
              * @enum {string}
              */
             overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
@@ -375,14 +375,14 @@ export interface components {
         } | {
             /** @constant */
             decision: "DENY";
-            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN or BUDGET_CLOSED. Handle unknown values as a DENY. */
+            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY. */
             reason_code: string;
             /** @description Canonical scope identifiers, in canonical order */
             affected_scopes: string[];
         };
         ErrorResponse: {
             /** @enum {string} */
-            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
+            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "MAX_EXTENSIONS_EXCEEDED" | "COUNT_MISMATCH" | "LIMIT_EXCEEDED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
             message: string;
             request_id: string;
             details?: {
@@ -479,7 +479,7 @@ export interface components {
         } | {
             /** @constant */
             decision: "DENY";
-            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN or BUDGET_CLOSED. Handle unknown values as a DENY. */
+            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY. */
             reason_code: string;
             /** @description Canonical scope identifiers, in canonical order */
             affected_scopes: string[];
@@ -688,6 +688,7 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
@@ -950,6 +951,7 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];

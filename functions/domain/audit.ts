@@ -1,6 +1,7 @@
 import type { ApiKey } from './api-keys.js';
 import { type Budget, budgetKey } from './budget.js';
 import type { Operator } from './caller.js';
+import type { Policy } from './policies.js';
 import type { Tenant } from './tenant.js';
 
 /**
@@ -54,6 +55,11 @@ export type AuditEntry = AuditBase &
         readonly before?: ApiKey | undefined;
         readonly after: ApiKey;
       }
+    | {
+        readonly action: 'policy.create' | 'policy.update';
+        readonly before?: Policy | undefined;
+        readonly after: Policy;
+      }
     | { readonly action: 'reservation.release'; readonly reservationId: string }
   );
 
@@ -72,6 +78,8 @@ export const AUDIT_OPERATIONS = {
   'api_key.create': { operation: 'createApiKey', resourceType: 'api_key' },
   'api_key.update': { operation: 'updateApiKey', resourceType: 'api_key' },
   'api_key.revoke': { operation: 'revokeApiKey', resourceType: 'api_key' },
+  'policy.create': { operation: 'createPolicy', resourceType: 'policy' },
+  'policy.update': { operation: 'updatePolicy', resourceType: 'policy' },
   'reservation.release': { operation: 'releaseReservation', resourceType: 'reservation' },
 } as const satisfies Record<AuditAction, { operation: string; resourceType: string }>;
 
@@ -79,11 +87,15 @@ export type AuditOperation = (typeof AUDIT_OPERATIONS)[AuditAction]['operation']
 export type AuditResourceType = (typeof AUDIT_OPERATIONS)[AuditAction]['resourceType'];
 export const AUDIT_OPERATION_NAMES = Object.values(AUDIT_OPERATIONS).map((o) => o.operation);
 
-/** The id of what an entry changed: a tenant id, a key id, `<scope>#<unit>`, a reservation id. */
+/**
+ * The id of what an entry changed: a tenant id, a key id, `<scope>#<unit>`, a policy id, a
+ * reservation id.
+ */
 export function resourceIdOf(e: AuditEntry): string {
   if (e.action === 'reservation.release') return e.reservationId;
   const { after } = e;
   if ('ref' in after) return budgetKey(after.ref);
+  if ('policyId' in after) return after.policyId;
   return 'keyId' in after ? after.keyId : after.tenantId;
 }
 

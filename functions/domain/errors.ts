@@ -1,6 +1,8 @@
 /**
  * SPEC § Errors: the 12 codes, plus DUPLICATE_RESOURCE for the admin plane and the reference's
- * TENANT_CLOSED, BUDGET_FROZEN, BUDGET_CLOSED and KEY_REVOKED (see docs/decisions.md).
+ * TENANT_CLOSED, BUDGET_FROZEN, BUDGET_CLOSED, KEY_REVOKED, MAX_EXTENSIONS_EXCEEDED (its
+ * runtime's: a tenant's or policy's extension limit), COUNT_MISMATCH and LIMIT_EXCEEDED (its
+ * bulk actions' safety gates; see docs/decisions.md).
  */
 export type ErrorCode =
   | 'INVALID_REQUEST'
@@ -19,6 +21,9 @@ export type ErrorCode =
   | 'BUDGET_FROZEN'
   | 'BUDGET_CLOSED'
   | 'KEY_REVOKED'
+  | 'MAX_EXTENSIONS_EXCEEDED'
+  | 'COUNT_MISMATCH'
+  | 'LIMIT_EXCEEDED'
   | 'INTERNAL_ERROR';
 
 /** A refusal the caller can act on. Carries an error code, never an HTTP status. */

@@ -23,6 +23,13 @@ export const REFUSAL_CODES = [
 ] as const;
 export type RefusalCode = (typeof REFUSAL_CODES)[number];
 
+/**
+ * Why a decision (a decide, a dry run) is DENY: a budget's refusal, the tenant's close (the
+ * reference's closed-tenant rule), or no budget at any derived scope (the tenant's SKIP option
+ * for unbudgeted scopes; a live reserve or event answers 404 NOT_FOUND instead).
+ */
+export type DenyReason = RefusalCode | 'TENANT_CLOSED' | 'BUDGET_NOT_FOUND';
+
 /** A refusal of budget (not of the request): a reservation's DENY, a reservation.denied event. */
 export const isRefusal = (e: unknown): e is DomainError =>
   e instanceof DomainError && (REFUSAL_CODES as readonly string[]).includes(e.code);

@@ -33,6 +33,10 @@ export interface Reservation {
   readonly metadata?: Readonly<Record<string, unknown>> | undefined;
   /** The TTL it was reserved with: its first expiry was createdAtMs + ttlMs (extends move it). */
   readonly ttlMs: number;
+  /** Extensions it may have (its tenant's or a policy's limit when reserved); absent: no limit. */
+  readonly maxExtensions?: number | undefined;
+  /** Extensions it has had; absent: none. */
+  readonly extensions?: number | undefined;
 }
 
 /**

@@ -21,6 +21,13 @@ import {
   UpdateTenantBody,
   ValidateKeyBody,
 } from './schemas/admin.js';
+import {
+  CreatePolicyBody,
+  ListPoliciesQuery,
+  PolicyParams,
+  UpdatePolicyBody,
+} from './schemas/governance.js';
+import * as gov from './schemas/governance-responses.js';
 import * as res from './schemas/responses.js';
 import {
   CommitBody,
@@ -43,11 +50,11 @@ import {
 export interface Contract {
   readonly summary: string;
   readonly tag: string;
-  readonly params?: z.ZodType;
-  readonly query?: z.ZodType;
-  readonly body?: z.ZodType;
+  readonly params?: z.core.$ZodType;
+  readonly query?: z.core.$ZodType;
+  readonly body?: z.core.$ZodType;
   /** The success body, answered with the route's status. @default - the route never succeeds */
-  readonly response?: z.ZodType;
+  readonly response?: z.core.$ZodType;
   /**
    * Refusals particular to the route. Those any route of its kind may answer are derived from
    * the route table: 400 (it takes input), 401 and 403 (it takes a key), 500, 503 (it reads).
@@ -57,11 +64,11 @@ export interface Contract {
   /** A second answer that is not an error body. @default - none */
   readonly alsoAnswers?: {
     readonly status: number;
-    readonly body: z.ZodType;
+    readonly body: z.core.$ZodType;
     readonly description: string;
   };
   /** The path a client fills in, where the route table's is API Gateway's own (`{x+}`). */
-  readonly documentPath?: { readonly path: string; readonly params: z.ZodType };
+  readonly documentPath?: { readonly path: string; readonly params: z.core.$ZodType };
   /** The reference's name for the operation, where ours differs. @default - the route id */
   readonly operationId?: string;
   /**
@@ -95,7 +102,8 @@ export const contracts = {
     tag: 'Reservations',
     body: CreateReservationBody,
     response: res.ReservationCreateResponse,
-    refusals: [409],
+    // 404: a tenant that skips unbudgeted scopes, with none of the derived ones budgeted.
+    refusals: [404, 409],
   },
   listReservations: {
     summary: 'List reservations (the admin key lists those of the tenant it names)',
@@ -153,7 +161,7 @@ export const contracts = {
     tag: 'Events',
     body: CreateEventBody,
     response: res.EventCreateResponse,
-    refusals: [409],
+    refusals: [404, 409],
   },
   runtimeIntrospectAuth: {
     summary: 'Describe the calling key',
@@ -294,6 +302,34 @@ export const contracts = {
     tag: 'Audit',
     query: ListAuditLogsQuery,
     response: res.AuditLogListResponse,
+  },
+  createPolicy: {
+    summary: 'Create a policy: caps and reservation limits for the scopes its pattern matches',
+    tag: 'Policies',
+    body: CreatePolicyBody,
+    response: gov.Policy,
+    refusals: [404, 409],
+  },
+  listPolicies: {
+    summary: 'List a tenant’s policies',
+    tag: 'Policies',
+    query: ListPoliciesQuery,
+    response: gov.PolicyListResponse,
+  },
+  getPolicy: {
+    summary: 'Get a policy',
+    tag: 'Policies',
+    params: PolicyParams,
+    response: gov.Policy,
+    refusals: [404],
+  },
+  updatePolicy: {
+    summary: 'Change a policy (disable it with status DISABLED)',
+    tag: 'Policies',
+    params: PolicyParams,
+    body: UpdatePolicyBody,
+    response: gov.Policy,
+    refusals: [404, 409],
   },
   validateKey: {
     summary: 'Check whether a key secret is valid',

@@ -19,6 +19,10 @@ export const STATUS = {
   BUDGET_FROZEN: 409,
   BUDGET_CLOSED: 409,
   KEY_REVOKED: 409,
+  MAX_EXTENSIONS_EXCEEDED: 409,
+  COUNT_MISMATCH: 409,
+  // The reference's bulk row cap (and a tenant's policy count): a request too large, 400.
+  LIMIT_EXCEEDED: 400,
   RESERVATION_EXPIRED: 410,
   INTERNAL_ERROR: 500,
 } as const satisfies Record<ErrorCode, number>;

@@ -29,12 +29,23 @@ import { Reply } from './reply.js';
 export type Event = APIGatewayProxyEventV2;
 export type Result = APIGatewayProxyStructuredResultV2;
 
+/** A request or response schema: zod's classic API or zod/mini (the same core). */
+type Schema = z.core.$ZodType;
 interface Schemas {
-  readonly body?: z.ZodType;
-  readonly query?: z.ZodType;
-  readonly params?: z.ZodType;
+  readonly body?: Schema;
+  readonly query?: Schema;
+  readonly params?: Schema;
 }
-type Parsed<S extends Schemas, K extends keyof Schemas> = S[K] extends z.ZodType
+/** What both APIs' schemas answer at run time (the core type does not declare it). */
+interface Parser {
+  safeParse(value: unknown):
+    | { readonly success: true; readonly data: unknown }
+    | {
+        readonly success: false;
+        readonly error: { readonly issues: readonly { path: PropertyKey[]; message: string }[] };
+      };
+}
+type Parsed<S extends Schemas, K extends keyof Schemas> = S[K] extends Schema
   ? z.output<S[K]>
   : undefined;
 type ContractOf<R extends RouteId> = (typeof contracts)[R];
@@ -50,7 +61,7 @@ type Wire<T> = T extends readonly (infer E)[]
   : T extends object
     ? { readonly [K in keyof T]: Wire<T[K]> }
     : T;
-type InputOf<S> = S extends z.ZodType ? Wire<z.input<S>> : never;
+type InputOf<S> = S extends Schema ? Wire<z.input<S>> : never;
 type AlsoOf<C> = C extends { readonly alsoAnswers: { readonly body: infer S } }
   ? InputOf<S>
   : never;
@@ -211,7 +222,7 @@ function finish(response: Result, outcome: Outcome): Result {
 }
 
 function parseBody(
-  schema: z.ZodType,
+  schema: Schema,
   event: Event,
   headers: Record<string, string | undefined>,
 ): unknown {
@@ -259,14 +270,14 @@ function withHeaderIdempotencyKey(
   return body;
 }
 
-function parse(schema: z.ZodType, value: unknown, what: string): unknown {
+function parse(schema: Schema, value: unknown, what: string): unknown {
   const illFormed = illFormedStringAt(value);
   if (illFormed !== undefined) {
     throw invalidRequest(`${what}${illFormed}: is not well-formed Unicode (a lone surrogate)`, {
       field: illFormed,
     });
   }
-  const parsed = schema.safeParse(value);
+  const parsed = (schema as unknown as Parser).safeParse(value);
   if (parsed.success) return parsed.data;
   const issues = parsed.error.issues.map((i) => ({
     field: i.path.map(String).join('.') || '(root)',

@@ -92,7 +92,7 @@ export const expiredReservationDetails = (refusal: DomainError) =>
     : refusal.details;
 
 /** SPEC § Caps: only the constraints set. */
-const capsView = (c: Caps) => ({
+export const capsView = (c: Caps) => ({
   ...(c.maxTokens !== undefined && { max_tokens: c.maxTokens }),
   ...(c.maxStepsRemaining !== undefined && { max_steps_remaining: c.maxStepsRemaining }),
   ...(c.toolAllowlist !== undefined && { tool_allowlist: c.toolAllowlist }),
@@ -161,7 +161,7 @@ export const eventView = (e: EventApplied) => ({
 });
 
 /** Every listing ends the same way: `has_more`, and `next_cursor` only when there is more. */
-const pageTail = (p: Page<unknown>) => ({
+export const pageTail = (p: Page<unknown>) => ({
   has_more: p.nextCursor !== undefined,
   ...(p.nextCursor !== undefined && { next_cursor: p.nextCursor }),
 });
@@ -178,13 +178,33 @@ export const balancePageView = (p: Page<Ledger>) => ({
 
 // ---- admin ----------------------------------------------------------------------------------
 
-export const tenantView = (t: Tenant) => ({
-  tenant_id: t.tenantId,
-  name: t.name,
-  status: t.status,
-  created_at: t.createdAt,
-  ...(t.updatedAt !== undefined && { updated_at: t.updatedAt }),
-});
+/** The reference's Tenant: each setting only when set, `unbudgeted_scopes` (ours) only when SKIP. */
+export const tenantView = (t: Tenant) => {
+  const s = t.settings ?? {};
+  return {
+    tenant_id: t.tenantId,
+    name: t.name,
+    status: t.status,
+    ...(t.parentTenantId !== undefined && { parent_tenant_id: t.parentTenantId }),
+    ...(s.defaultCommitOveragePolicy && {
+      default_commit_overage_policy: s.defaultCommitOveragePolicy,
+    }),
+    ...(s.defaultReservationTtlMs !== undefined && {
+      default_reservation_ttl_ms: s.defaultReservationTtlMs,
+    }),
+    ...(s.maxReservationTtlMs !== undefined && { max_reservation_ttl_ms: s.maxReservationTtlMs }),
+    ...(s.maxReservationExtensions !== undefined && {
+      max_reservation_extensions: s.maxReservationExtensions,
+    }),
+    ...(s.reservationExpiryPolicy && { reservation_expiry_policy: s.reservationExpiryPolicy }),
+    ...(s.unbudgetedScopes === 'SKIP' && { unbudgeted_scopes: s.unbudgetedScopes }),
+    ...(t.metadata !== undefined && { metadata: { ...t.metadata } }),
+    created_at: t.createdAt,
+    ...(t.updatedAt !== undefined && { updated_at: t.updatedAt }),
+    ...(t.suspendedAt !== undefined && { suspended_at: t.suspendedAt }),
+    ...(t.closedAt !== undefined && { closed_at: t.closedAt }),
+  };
+};
 
 export const tenantPageView = (p: Page<Tenant>) => ({
   tenants: p.items.map(tenantView),

@@ -89,6 +89,8 @@ export interface UpdateParts {
   readonly add?: Readonly<Record<string, number>>;
   /** ADD a :set (a string set). */
   readonly addToSet?: Readonly<Record<string, ReadonlySet<string>>>;
+  /** ADD a :n — a counter that starts at 0 where the item has none. */
+  readonly count?: Readonly<Record<string, number>>;
   readonly remove?: readonly string[];
 }
 
@@ -103,7 +105,7 @@ export function updateExpression(parts: UpdateParts, p: Placeholders): string {
       return `${name} = ${name} + ${p.value(a, d)}`;
     }),
   ];
-  const adds = Object.entries(parts.addToSet ?? {}).map(
+  const adds = [...Object.entries(parts.addToSet ?? {}), ...Object.entries(parts.count ?? {})].map(
     ([a, v]) => `${p.name(a)} ${p.value(a, v)}`,
   );
   const removes = (parts.remove ?? []).map((a) => p.name(a));

@@ -4,12 +4,28 @@ import type { Level } from '../domain/scopes.js';
 
 /** Every key format of the table lives here (docs/table-design.md). */
 const SK = '-';
+export const POLICY_PREFIX = 'POLICY#';
 export const DUE_SHARDS = 16;
 
 const pad = (n: number): string => String(Math.max(0, Math.trunc(n))).padStart(15, '0');
 
 export const keys = {
   tenant: (tenant: string) => ({ pk: `TENANT#${tenant}`, sk: SK }),
+  /**
+   * A policy lives in its tenant's partition, so a tenant's state and policies are one Query
+   * (tenantState) and the listing is a strongly consistent Query too.
+   */
+  policy: (tenant: string, policyId: string) => ({
+    pk: `TENANT#${tenant}`,
+    sk: `${POLICY_PREFIX}${policyId}`,
+  }),
+  /** Holds a policy's name, so no two policies of a tenant share one (409 DUPLICATE_RESOURCE). */
+  policyName: (tenant: string, name: string) => ({
+    pk: `TENANT#${tenant}`,
+    sk: `POLICYNAME#${name}`,
+  }),
+  /** Points from a policy id to its tenant (GET and PATCH by id). */
+  policyId: (policyId: string) => ({ pk: `POLICYID#${policyId}`, sk: SK }),
   apiKey: (secretHash: string) => ({ pk: `APIKEY#${secretHash}`, sk: SK }),
   /** Points from a key id to its key item (keys are stored under the hash of their secret). */
   apiKeyId: (keyId: string) => ({ pk: `APIKEYID#${keyId}`, sk: SK }),

@@ -1,8 +1,13 @@
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { AuditEntry } from '../domain/audit.js';
-import type { Tenant, TenantStatus } from '../domain/tenant.js';
+import type { Policy } from '../domain/policies.js';
+import type { Tenant, TenantSettings, TenantStatus } from '../domain/tenant.js';
+import { documentClient, tableName } from './client.js';
+import { isPolicyItem, policyOf } from './entities/policy.js';
 import {
   dimensionKeysOf,
   isTenantItem,
+  optionalTenantAttributes,
   type ShardedBudgets,
   shardedBudgetsOf,
   tenantExists,
@@ -11,7 +16,15 @@ import {
   tenantOf,
   tenantOpen,
 } from './entities/tenant.js';
-import { and, attr, type Item, putIfAbsent, type TransactItem, update } from './expressions.js';
+import {
+  and,
+  attr,
+  type Item,
+  putIfAbsent,
+  queryExpressions,
+  type TransactItem,
+  update,
+} from './expressions.js';
 import { directory, keys } from './keys.js';
 import { queryPage } from './pages.js';
 import { getItems } from './transact.js';
@@ -72,6 +85,7 @@ export async function updateTenant(
   after: Tenant,
   audit: AuditEntry,
 ): Promise<'updated' | 'stale'> {
+  const optional = Object.entries(optionalTenantAttributes(after));
   const written = await writeAudited(
     [
       update(
@@ -80,13 +94,22 @@ export async function updateTenant(
           set: {
             status: after.status,
             name: after.name,
-            updated_at: after.updatedAt ?? after.createdAt,
+            ...Object.fromEntries(optional.filter(([, v]) => v !== undefined)),
             // The directory attributes too: a tenant made before the listing existed joins it.
             dir_pk: directory.tenants.pk,
             dir_sk: directory.tenants.sk(after.tenantId),
           },
+          remove: optional.filter(([, v]) => v === undefined).map(([a]) => a),
         },
-        { condition: and(attr('status').eq(before.status), attr('name').eq(before.name)) },
+        {
+          condition: and(
+            attr('status').eq(before.status),
+            attr('name').eq(before.name),
+            before.updatedAt === undefined
+              ? attr('updated_at').notExists()
+              : attr('updated_at').eq(before.updatedAt),
+          ),
+        },
       ),
     ],
     audit,
@@ -101,27 +124,58 @@ export async function updateTenant(
  */
 export const TENANT_STATE_TTL_MS = 5_000;
 
-/** What new work needs of its tenant: whether it may start, and its budgeted dimension keys. */
+/**
+ * What new work needs of its tenant: whether it may start, its budgeted dimension keys, its
+ * settings (defaults, limits, how unbudgeted scopes count) and its policies.
+ */
 export interface TenantState {
   /** Undefined when no tenant record exists (nothing to enforce). */
   readonly status?: TenantStatus | undefined;
   readonly dimensionKeys: ReadonlySet<string>;
+  readonly settings: TenantSettings;
+  readonly policies: readonly Policy[];
 }
 const states = new Map<string, { readonly state: TenantState; readonly at: number }>();
 const STATES_MAX = 10_000;
 
-/** The tenant's state (strongly consistent read, then cached for TENANT_STATE_TTL_MS). */
+/**
+ * The tenant's state: one strongly consistent Query of its partition (its record and its
+ * policies live there), then cached for TENANT_STATE_TTL_MS.
+ */
 export async function tenantState(tenant: string, now: number): Promise<TenantState> {
   const seen = states.get(tenant);
   if (seen && now >= seen.at && now - seen.at < TENANT_STATE_TTL_MS) return seen.state;
-  const item = await readTenantItem(tenant);
+  const items = await tenantPartition(tenant);
+  const item = items.find(isTenantItem);
+  const record = item && tenantOf(item);
   const state: TenantState = {
-    status: item && tenantOf(item).status,
+    status: record?.status,
     dimensionKeys: dimensionKeysOf(item),
+    settings: record?.settings ?? {},
+    policies: items.filter(isPolicyItem).map(policyOf),
   };
   if (states.size >= STATES_MAX) states.clear();
   states.set(tenant, { state, at: now });
   return state;
+}
+
+/** Every item of the tenant's partition: its record, its policies and their name locks. */
+async function tenantPartition(tenant: string): Promise<Item[]> {
+  const items: Item[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await documentClient.send(
+      new QueryCommand({
+        TableName: tableName(),
+        ...queryExpressions(attr('pk').eq(keys.tenant(tenant).pk)),
+        ConsistentRead: true,
+        ExclusiveStartKey: start,
+      }),
+    );
+    items.push(...((page.Items ?? []) as Item[]));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return items;
 }
 
 /** The tenant's sharded budgets, strongly consistent; undefined when there is no tenant. */

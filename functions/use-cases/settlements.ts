@@ -13,10 +13,12 @@ import {
   transition,
 } from '../domain/reservation.js';
 import { commitChanges } from '../domain/settlement.js';
+import { tenantClosed } from '../domain/tenant.js';
 import type { IdempotencyScope } from '../store/entities/idempotency.js';
 import type { OutcomeToStore } from '../store/entities/outcome.js';
 import { queryReservations, readReservation } from '../store/reservation-queries.js';
 import { moveReservationExpiry, settleReservation } from '../store/reservation-writes.js';
+import { getTenant, tenantState } from '../store/tenants.js';
 import type { WriteOutcome } from '../store/write.js';
 import { recordMetric } from '../telemetry/invocation.js';
 import { type Snapshot, settlingSource } from './budget-reader.js';
@@ -123,9 +125,10 @@ export function releaseReservation(
   request: ReleaseRequest,
   now: number,
   /** An operator's forced release: audited in the release's transaction. */
-  forcedBy?: WriteContext,
+  forcedBy?: WriteContext & { readonly cascade?: boolean },
 ): Promise<Released> {
   return changeReservation(caller, reservationId, 'release', request, now, {
+    cascade: forcedBy?.cascade,
     codec: releasedCodec,
     settled: (r) => ({ ...r, status: 'RELEASED' }),
     decide: (r, budgets) => {
@@ -172,10 +175,15 @@ export async function forceReleaseReservation(
   reservationId: string,
   request: ReleaseRequest,
   context: WriteContext,
+  /** The close cascade's own release, which its tenant's close does not refuse. */
+  cascade = false,
 ): Promise<Released> {
   const r = await readReservation(reservationId);
   if (!r) throw new DomainError('NOT_FOUND', `reservation ${reservationId} does not exist`);
-  return releaseReservation(operatorOf(r.tenant), reservationId, request, context.now, context);
+  return releaseReservation(operatorOf(r.tenant), reservationId, request, context.now, {
+    ...context,
+    cascade,
+  });
 }
 
 /**
@@ -203,6 +211,7 @@ export async function releaseOpenReservations(
           r.reservationId,
           { idempotencyKey: `tenant-close:${r.reservationId}`, reason },
           context,
+          true,
         ).catch((error: unknown) => {
           // Settled or expired meanwhile: nothing left to release.
           if (error instanceof DomainError) return;
@@ -237,13 +246,16 @@ export async function extendReservation(
   const lease = leaseAt(now);
   const extended = await changeReservation(caller, reservationId, 'extend', request, now, {
     onReplay: lease.onReplay,
-    decide: (r, budgets) => ({
-      result: {
-        status: 'ACTIVE' as const,
-        expiresAtMs: r.expiresAtMs + request.extendByMs,
-        balances: presentLedgers(affectedScopes(r), r.reserved.unit, budgets),
-      },
-    }),
+    decide: (r, budgets) => {
+      requireExtensionLeft(r);
+      return {
+        result: {
+          status: 'ACTIVE' as const,
+          expiresAtMs: r.expiresAtMs + request.extendByMs,
+          balances: presentLedgers(affectedScopes(r), r.reserved.unit, budgets),
+        },
+      };
+    },
     write: (r, { result }, idempotency) =>
       moveReservationExpiry({
         reservation: r,
@@ -256,6 +268,39 @@ export async function extendReservation(
   return { ...extended, ...lease.of(extended.expiresAtMs) };
 }
 
+/**
+ * The reference's closed-tenant rule: once its tenant is CLOSED, a fresh commit, release or
+ * extend is 409 TENANT_CLOSED, before any reservation-state error (a replay answered first, by
+ * the loop). The close closes every budget before the tenant's record (use-cases/tenants.ts), so
+ * an ACTIVE reservation's budgets, read anyway, show it at once; a reservation that is gone or no
+ * longer ACTIVE (about to be refused) has its tenant read afresh; otherwise the tenant's state
+ * (cached, store/tenants.ts) tells.
+ */
+async function requireTenantNotClosed(
+  tenant: string,
+  snapshot: Snapshot,
+  now: number,
+): Promise<void> {
+  const r = snapshot.reservation;
+  const budgetClosed = [...snapshot.budgets.values()].some((b) => b.status === 'CLOSED');
+  const status = budgetClosed
+    ? 'CLOSED'
+    : !r || r.status !== 'ACTIVE' || r.tenant !== tenant
+      ? (await getTenant(tenant))?.status
+      : (await tenantState(tenant, now)).status;
+  if (status === 'CLOSED') throw tenantClosed(tenant);
+}
+
+/** A reservation that has had as many extensions as its tenant or a policy allows: 409. */
+function requireExtensionLeft(r: Reservation): void {
+  if (r.maxExtensions === undefined || (r.extensions ?? 0) < r.maxExtensions) return;
+  throw new DomainError(
+    'MAX_EXTENSIONS_EXCEEDED',
+    `reservation ${r.reservationId} has had ${r.maxExtensions} extensions, the most it may have`,
+    { reservation_id: r.reservationId, max_extensions: r.maxExtensions },
+  );
+}
+
 /** What commit, release and extend each state: the decision on an ACTIVE reservation, and its write. */
 interface ReservationChange<P extends Plan<unknown>> {
   /** How the result is stored compactly on the reservation (commit, release). */
@@ -266,6 +311,8 @@ interface ReservationChange<P extends Plan<unknown>> {
   onReplay?(snapshot: { readonly reservation?: Reservation | undefined } | undefined): void;
   /** Told once the change was written (GuardedWrite.onWritten). */
   onWritten?(r: Reservation): void;
+  /** The close cascade's own release: the closed-tenant guard does not apply to it. */
+  readonly cascade?: boolean | undefined;
   /** `budgets`: those its holds settle on, as read (a closed period's where it has one). */
   decide(r: Reservation, budgets: Budgets): P;
   write(
@@ -304,6 +351,7 @@ function changeReservation<P extends Plan<unknown>>(
     // Only our own expiry proves that it expired: if something settled or extended it first,
     // read again.
     repair: async (snapshot) => {
+      if (!change.cascade) await requireTenantNotClosed(caller.tenant, snapshot, now);
       const t = transitionOf(snapshot.reservation);
       if (t.kind === 'settle') return source.repair(snapshot);
       if (await expireReservation(t.reservation, now)) throw expiredError(t.reservation);

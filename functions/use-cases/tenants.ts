@@ -3,6 +3,7 @@ import {
   changedTenant,
   type Tenant,
   type TenantChange,
+  type TenantSettings,
   type TenantStatus,
 } from '../domain/tenant.js';
 import { getTenant, insertTenant, queryTenants, updateTenant } from '../store/tenants.js';
@@ -16,14 +17,21 @@ import { releaseOpenReservations } from './settlements.js';
 export interface TenantRequest {
   readonly tenantId: string;
   readonly name: string;
+  readonly parentTenantId?: string | undefined;
+  readonly metadata?: Readonly<Record<string, string>> | undefined;
+  readonly settings?: TenantSettings | undefined;
 }
 
 /** POST /v1/admin/tenants; an existing id → 409 DUPLICATE_RESOURCE. Audited. */
 export async function createTenant(request: TenantRequest, context: WriteContext): Promise<Tenant> {
+  const settings = request.settings ?? {};
   const tenant: Tenant = {
     tenantId: request.tenantId,
     name: request.name,
     status: 'ACTIVE',
+    ...(request.parentTenantId !== undefined && { parentTenantId: request.parentTenantId }),
+    ...(request.metadata !== undefined && { metadata: request.metadata }),
+    ...(Object.keys(settings).length > 0 && { settings }),
     createdAt: new Date(context.now).toISOString(),
   };
   const audit = { ...byOperator(tenant.tenantId, context), action: 'tenant.create' as const };
@@ -56,32 +64,39 @@ export function listTenants(
 }
 
 /**
- * PATCH /v1/admin/tenants/{tenant_id}: name and status (ACTIVE ↔ SUSPENDED, → CLOSED), audited.
- * Closing flips the status first, then drives the cascade (keys revoked, open reservations
- * released); every close request, the first or a repeat, drives it to completion, so a crash
- * in the middle is finished by the next try (docs/decisions.md § Control plane).
+ * PATCH /v1/admin/tenants/{tenant_id}: name, status (ACTIVE ↔ SUSPENDED, → CLOSED), metadata and
+ * settings, audited. A close is driven to completion by every close request, the first or a
+ * repeat, so a crash in the middle is finished by the next try (docs/decisions.md § Closed
+ * tenants).
  */
 export async function changeTenant(
   tenantId: string,
   change: TenantChange,
   context: WriteContext,
 ): Promise<Tenant> {
-  return whileStale(async () => {
+  const closing = change.status === 'CLOSED';
+  // Every budget closed before the record flips: from the moment the tenant reads CLOSED, no
+  // write of its work can land (each hold and charge requires its budget ACTIVE), on any
+  // process, whatever its cached state says (the reference's Mode B, invariant (a)).
+  if (closing) await closeBudgetsOfTenant((await readTenant(tenantId)).tenantId, context);
+  const changed = await whileStale(async () => {
     const before = await readTenant(tenantId);
     const after = changedTenant(before, change, new Date(context.now).toISOString());
-    if (after !== before) {
-      const audit = { ...byOperator(tenantId, context), action: 'tenant.update' as const };
-      if ((await updateTenant(before, after, { ...audit, before, after })) === 'stale')
-        return readAgain;
-    }
-    if (after.status === 'CLOSED') await closeCascade(tenantId, context);
-    return after;
+    if (after === before) return after;
+    const audit = { ...byOperator(tenantId, context), action: 'tenant.update' as const };
+    const written = await updateTenant(before, after, { ...audit, before, after });
+    return written === 'stale' ? readAgain : after;
   });
+  if (changed.status === 'CLOSED') await closeCascade(tenantId, context);
+  return changed;
 }
 
-/** What a closed tenant must not keep: live keys, held budget, open budgets. Idempotent. */
+/**
+ * What a closed tenant must not keep, once its record reads CLOSED: open reservations (released),
+ * live keys (revoked), and any budget created while it was being closed. Idempotent.
+ */
 async function closeCascade(tenantId: string, context: WriteContext): Promise<void> {
-  await revokeKeysOfTenant(tenantId, 'tenant closed', context);
   await releaseOpenReservations(tenantId, 'tenant closed', context);
+  await revokeKeysOfTenant(tenantId, 'tenant closed', context);
   await closeBudgetsOfTenant(tenantId, context);
 }

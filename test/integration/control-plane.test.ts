@@ -235,7 +235,8 @@ describe('tenants', () => {
         idempotency_key: randomUUID(),
       },
     );
-    expectError(fundClosed, 409, 'BUDGET_CLOSED', 'admin');
+    // The reference's Rule 2: a closed tenant's objects refuse every change with TENANT_CLOSED.
+    expectError(fundClosed, 409, 'TENANT_CLOSED', 'admin');
     await pastCaches();
     expectError(await api.reserve(t), 401, 'UNAUTHORIZED', 'runtime');
     expectError(

@@ -56,6 +56,11 @@ const SCENARIO: readonly (readonly [RouteId, number])[] = [
   ['updateApiKey', 404],
   ['revokeApiKey', 404],
   ['listAuditLogs', 200],
+  ['createPolicy', 201],
+  ['listPolicies', 200],
+  // The fixtures name a policy id that does not exist (the created policy's id is random).
+  ['getPolicy', 404],
+  ['updatePolicy', 404],
   // The console's page (built into this file's own folder below).
   ['console', 200],
   // Last: it suspends the tenant.

@@ -56,6 +56,31 @@ describe.each(['runtime', 'admin'] as const)('GET /openapi.json on the %s server
   });
 });
 
+/** The policy operations: create, list, get and change one. */
+async function policyTour(t: { tenant: string }) {
+  const ad = (path: string) => url('admin', path);
+  const created = await request('POST', ad('/v1/admin/policies'), {
+    headers: adminHeaders,
+    body: {
+      tenant_id: t.tenant,
+      name: 'tour',
+      scope_pattern: `tenant:${t.tenant}/*`,
+      caps: { max_tokens: 10 },
+      reservation_ttl_override: { max_ttl_ms: 60_000 },
+    },
+  });
+  const id = String(created.body.policy_id);
+  return [
+    created,
+    await request('GET', ad(`/v1/admin/policies?tenant_id=${t.tenant}`), { headers: adminHeaders }),
+    await request('GET', ad(`/v1/admin/policies/${id}`), { headers: adminHeaders }),
+    await request('PATCH', ad(`/v1/admin/policies/${id}`), {
+      headers: adminHeaders,
+      body: { status: 'DISABLED' },
+    }),
+  ];
+}
+
 describe('every operation of both documents', () => {
   it('answers a success whose body validates against its document', async () => {
     const t = await givenTenant(stack);
@@ -213,6 +238,7 @@ describe('every operation of both documents', () => {
       }),
       await request('GET', ad('/v1/auth/introspect'), as(adminHeaders)),
       await request('GET', ad('/v1/auth/introspect'), as(t.headers)),
+      ...(await policyTour(t)),
       await request('GET', ad('/actuator/health')),
       await request('GET', ad('/openapi.json')),
     );

@@ -9,32 +9,35 @@ import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../domain/ledger.js';
 import { PERIOD_KINDS, validAnchor } from '../../domain/period.js';
 import { PERMISSIONS } from '../../domain/permissions.js';
 import { MAX_SCOPE_LENGTH } from '../../domain/scopes.js';
-import { TENANT_STATUSES } from '../../domain/tenant.js';
+import { TENANT_STATUSES, type TenantChange, type TenantSettings } from '../../domain/tenant.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
 import type { BudgetChange } from '../../use-cases/budget-settings.js';
 import type { BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
 import type { TenantRequest } from '../../use-cases/tenants.js';
-import { Amount, Cursor, camel, IdempotencyKey, Int, Unit } from './common.js';
+import { Amount, Cursor, camel, IdempotencyKey, Int, TenantId, Unit } from './common.js';
+import { settingsOf, TenantSettingsFields, TenantSettingsPatch } from './tenants.js';
 
-/** Tenant ids: 1 to 64 of letters, digits, '_', '.', '-', starting with a letter or digit. */
 /** A scope path: it is part of DynamoDB keys, so at most MAX_SCOPE_LENGTH characters. */
 const Scope = z.string().min(1).max(MAX_SCOPE_LENGTH);
 
-export const TenantId = z
-  .string()
-  .min(1)
-  .max(64)
-  .regex(
-    /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
-    "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'",
-  );
+export { TenantId };
 
+/** The reference's TenantCreateRequest, and our unbudgeted_scopes option. */
 export const CreateTenantBody = z
   .object({
     tenant_id: TenantId,
     name: z.string().min(1).max(256),
+    ...TenantSettingsFields,
   })
-  .transform((b): TenantRequest => camel(b));
+  .transform(
+    (b): TenantRequest => ({
+      tenantId: b.tenant_id,
+      name: b.name,
+      parentTenantId: b.parent_tenant_id,
+      metadata: b.metadata,
+      settings: settingsOf(b) as TenantSettings,
+    }),
+  );
 export type CreateTenantBody = z.infer<typeof CreateTenantBody>;
 
 /** A key's owner: a tenant, or OPERATORS for a named operator credential (docs/decisions.md § Operators). */
@@ -214,10 +217,17 @@ export const UpdateTenantBody = z
   .strictObject({
     name: z.string().min(1).max(256).optional(),
     status: z.enum(TENANT_STATUSES).optional(),
+    ...TenantSettingsPatch,
   })
-  .refine((b) => b.name !== undefined || b.status !== undefined, {
-    message: 'name or status is required',
-  });
+  .refine((b) => Object.keys(b).length > 0, { message: 'names no field to change' })
+  .transform(
+    (b): TenantChange => ({
+      name: b.name,
+      status: b.status,
+      metadata: b.metadata,
+      settings: settingsOf(b),
+    }),
+  );
 
 export const KeyParams = z.object({
   key_id: z
@@ -256,7 +266,7 @@ export const ListAuditLogsQuery = z
     /** The actor: a key id, or `admin` for the operator. */
     key_id: z.string().min(1).max(64).optional(),
     operation: z.enum(AUDIT_OPERATION_NAMES as [string, ...string[]]).optional(),
-    resource_type: z.enum(['tenant', 'budget', 'api_key', 'reservation']).optional(),
+    resource_type: z.enum(['tenant', 'budget', 'api_key', 'policy', 'reservation']).optional(),
     resource_id: z.string().min(1).max(4200).optional(),
     from: Instant.optional(),
     to: Instant.optional(),

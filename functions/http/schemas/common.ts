@@ -32,6 +32,16 @@ export type Amount = z.infer<typeof Amount>;
 
 export const IdempotencyKey = z.string().min(1).max(256);
 
+/** Tenant ids: 1 to 64 of letters, digits, '_', '.', '-', starting with a letter or digit. */
+export const TenantId = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
+    "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'",
+  );
+
 export const SegmentValue = z
   .string()
   .min(1)

@@ -6,7 +6,7 @@ import { BPS } from '../../domain/caps.js';
 import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../domain/ledger.js';
 import { PERIOD_KINDS } from '../../domain/period.js';
 import { PERMISSIONS } from '../../domain/permissions.js';
-import { TENANT_STATUSES } from '../../domain/tenant.js';
+import { EXPIRY_POLICIES, TENANT_STATUSES, UNBUDGETED_SCOPES } from '../../domain/tenant.js';
 import { STATUS } from '../errors.js';
 import { Unit } from './common.js';
 
@@ -78,7 +78,7 @@ export const ReservationStatus = z.enum(['ACTIVE', 'COMMITTED', 'RELEASED', 'EXP
 const ReasonCode = z
   .string()
   .describe(
-    'Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN or BUDGET_CLOSED. Handle unknown values as a DENY.',
+    'Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY.',
   );
 
 export const ErrorResponse = z.strictObject({
@@ -214,12 +214,25 @@ export const OpenApiDocument = z.looseObject({
 
 // ---- admin --------------------------------------------------------------------------------
 
+/** The reference's Tenant, each optional field only when set; `unbudgeted_scopes` (ours) only when SKIP. */
 export const Tenant = z.strictObject({
   tenant_id: z.string(),
   name: z.string(),
   status: z.enum(TENANT_STATUSES),
+  parent_tenant_id: z.string().optional(),
+  default_commit_overage_policy: z
+    .enum(['REJECT', 'ALLOW_IF_AVAILABLE', 'ALLOW_WITH_OVERDRAFT'])
+    .optional(),
+  default_reservation_ttl_ms: z.number().int().optional(),
+  max_reservation_ttl_ms: z.number().int().optional(),
+  max_reservation_extensions: z.number().int().optional(),
+  reservation_expiry_policy: z.enum(EXPIRY_POLICIES).optional(),
+  unbudgeted_scopes: z.enum(UNBUDGETED_SCOPES).optional(),
+  metadata: z.record(z.string(), z.string()).optional(),
   created_at: Timestamp,
   updated_at: Timestamp.optional(),
+  suspended_at: Timestamp.optional(),
+  closed_at: Timestamp.optional(),
 });
 export const TenantListResponse = page('tenants', Tenant);
 
@@ -265,7 +278,7 @@ export const AuditLogEntry = z.strictObject({
   /** Absent when the operator's admin key acted. */
   key_id: z.string().optional(),
   operation: z.enum(AUDIT_OPERATION_NAMES as [string, ...string[]]),
-  resource_type: z.enum(['tenant', 'budget', 'api_key', 'reservation']),
+  resource_type: z.enum(['tenant', 'budget', 'api_key', 'policy', 'reservation']),
   resource_id: z.string(),
   request_id: z.string(),
   status: z.literal([200, 201]).meta({ type: 'integer' }),

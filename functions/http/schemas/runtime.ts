@@ -54,9 +54,16 @@ export const CreateReservationBody = refusingUnimplemented(
       subject: Subject,
       action: Action,
       estimate: Amount,
-      ttl_ms: Int(1_000, 86_400_000).default(60_000),
+      // Absent: a policy's default, the tenant's, else SPEC's 60 000 (domain/policies.ts termsOf).
+      ttl_ms: Int(1_000, 86_400_000)
+        .optional()
+        .describe(
+          "Default 60000, unless the tenant (default_reservation_ttl_ms) or a policy says otherwise; capped to the tenant's and policies' maximum",
+        ),
       grace_period_ms: Int(0, 60_000).default(5_000),
-      overage_policy: OveragePolicy.default('REJECT'),
+      overage_policy: OveragePolicy.optional().describe(
+        'Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise',
+      ),
       dry_run: z.boolean().default(false),
       metadata: Metadata.optional(),
     })
@@ -113,7 +120,9 @@ export const CreateEventBody = refusingUnimplemented(
       subject: Subject,
       action: Action,
       actual: Amount,
-      overage_policy: OveragePolicy.default('REJECT'),
+      overage_policy: OveragePolicy.optional().describe(
+        'Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise',
+      ),
       metrics: StandardMetrics.optional(),
       client_time_ms: Int(0).optional(),
       metadata: Metadata.optional(),

@@ -7,6 +7,7 @@ import {
   resourceIdOf,
 } from '../../domain/audit.js';
 import { type Budget, budgetKey } from '../../domain/budget.js';
+import type { Policy } from '../../domain/policies.js';
 import type { Tenant } from '../../domain/tenant.js';
 import type { Item } from '../expressions.js';
 import { directory, keys } from '../keys.js';
@@ -29,7 +30,27 @@ const budgetAttributes = (b: Budget) => ({
   ...(b.status !== 'ACTIVE' && { status: b.status }),
 });
 
-const tenantAttributes = (t: Tenant) => ({ name: t.name, status: t.status });
+/** Its name and status, and its settings and metadata when it has any (changes of them are audited). */
+const tenantAttributes = (t: Tenant) => ({
+  name: t.name,
+  status: t.status,
+  ...(t.settings && { settings: { ...t.settings } }),
+  ...(t.metadata && { metadata: { ...t.metadata } }),
+});
+
+/** What decides a policy's effect, and its standing. */
+const policyAttributes = (p: Policy) => ({
+  name: p.name,
+  scope_pattern: p.scopePattern,
+  priority: p.priority,
+  status: p.status,
+  ...(p.caps && { caps: { ...p.caps } }),
+  ...(p.commitOveragePolicy && { commit_overage_policy: p.commitOveragePolicy }),
+  ...(p.ttl && { reservation_ttl_override: { ...p.ttl } }),
+  ...(p.rateLimits && { rate_limits: { ...p.rateLimits } }),
+  ...(p.effectiveFrom && { effective_from: p.effectiveFrom }),
+  ...(p.effectiveUntil && { effective_until: p.effectiveUntil }),
+});
 
 /** Never the secret or its hash: what an operator may see of a key. */
 const keyAttributes = (k: ApiKey) => ({
@@ -43,8 +64,14 @@ const keyAttributes = (k: ApiKey) => ({
 /** What a record keeps of the thing changed, before (absent: created) and after. */
 function recordedStates(e: AuditEntry): { before?: Item; after?: Item } {
   if (e.action === 'reservation.release') return {};
-  const state = (x: Budget | Tenant | ApiKey): Item =>
-    'ref' in x ? budgetAttributes(x) : 'keyId' in x ? keyAttributes(x) : tenantAttributes(x);
+  const state = (x: Budget | Tenant | ApiKey | Policy): Item =>
+    'ref' in x
+      ? budgetAttributes(x)
+      : 'keyId' in x
+        ? keyAttributes(x)
+        : 'policyId' in x
+          ? policyAttributes(x)
+          : tenantAttributes(x);
   return { ...(e.before && { before: state(e.before) }), after: state(e.after) };
 }
 
