@@ -285,7 +285,7 @@ async function requireTenantNotClosed(
   const budgetClosed = [...snapshot.budgets.values()].some((b) => b.status === 'CLOSED');
   const status = budgetClosed
     ? 'CLOSED'
-    : !r || r.status !== 'ACTIVE' || r.tenant !== tenant
+    : r?.status !== 'ACTIVE' || r.tenant !== tenant
       ? (await getTenant(tenant))?.status
       : (await tenantState(tenant, now)).status;
   if (status === 'CLOSED') throw tenantClosed(tenant);

@@ -22,8 +22,12 @@ import { useTestStack } from '../helpers/scaffold.js';
 // the tests move the server clock past it.
 const clock = testClock();
 const stack = useTestStack({ clock });
-const admin = (method: string, path: string, body?: Json, headers = adminHeaders) =>
-  request(method, `${stack.adminUrl}${path}`, { headers, ...(body !== undefined && { body }) });
+const admin = (
+  method: string,
+  path: string,
+  body?: Json,
+  headers: Record<string, string> = adminHeaders,
+) => request(method, `${stack.adminUrl}${path}`, { headers, ...(body !== undefined && { body }) });
 const runtime = (t: GivenTenant, method: string, path: string, body?: Json) =>
   request(method, `${stack.runtimeUrl}${path}`, { headers: t.headers, body });
 // Imported once the stack has set the environment the functions' configuration reads.
