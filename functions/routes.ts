@@ -67,6 +67,12 @@ export interface Route {
    * @default - the route's server
    */
   readonly stack?: string;
+  /**
+   * What a request path must look like beyond `path` (a regular expression), where a greedy
+   * variable matches more than the route answers: the 405 of another method is only for these.
+   * @default - `path` alone
+   */
+  readonly requestPaths?: string;
 }
 
 /** Another server and path at which a route's function answers (API Gateway: one more route). */
@@ -275,6 +281,7 @@ export const routes = {
     // <scope>/<unit>/fund: API Gateway decodes %2F before matching, so a nested scope spans
     // several segments and only a greedy variable (last in the path) can hold it.
     path: '/v1/admin/budgets/{budget+}',
+    requestPaths: '^/v1/admin/budgets/.+/[^/]+/fund$',
     entry: 'admin/fund-budget',
     auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
     status: 200,
@@ -287,7 +294,8 @@ export const routes = {
     entry: 'admin/list-budgets',
     auth: { kind: 'tenantOrAdmin', permission: BUDGET_READS, operator: 'admin:budgets:read' },
     status: 200,
-    table: { items: 'read' },
+    // Across tenants: the tenants (directory), and those in debt (the debt watch's partitions).
+    table: { items: 'read', indexes: ['directory', 'dueForExpiry'] },
     paginates: true,
   },
   lookupBudget: {
@@ -521,6 +529,30 @@ export const placesOf = (route: Route): Mount[] => [
   { server: route.server, path: route.path },
   ...(route.mounts ?? []),
 ];
+
+/** A route path as a pattern of request paths: `{x}` one segment, `{x+}` one or more (API Gateway's). */
+export const pathPattern = (path: string): RegExp =>
+  new RegExp(`^${path.replace(/\{[a-z_]+\+\}/g, '.+').replace(/\{[a-z_]+\}/g, '[^/]+')}$`);
+
+/**
+ * The methods a path of `server` answers, from the route table (routes and mounts): what a
+ * request with another method is told in `Allow` (405), instead of 404.
+ */
+export function methodsAt(server: Server, path: string): string[] {
+  const methods = new Set<string>();
+  for (const [, route] of routeEntries()) {
+    if (route.path === '$default') continue;
+    const shape = route.requestPaths === undefined ? undefined : new RegExp(route.requestPaths);
+    for (const place of placesOf(route)) {
+      if (place.server !== server || !pathPattern(place.path).test(path)) continue;
+      if (place.path === route.path && shape && !shape.test(path)) continue;
+      methods.add(route.method);
+    }
+  }
+  // API Gateway answers HEAD for a GET route's path the way it answers GET.
+  if (methods.has('GET')) methods.add('HEAD');
+  return [...methods].sort();
+}
 
 /** Routes that check X-Admin-API-Key (alone, or as an alternative to a tenant key). */
 export const acceptsAdminKey = (route: Route): boolean =>

@@ -1254,6 +1254,14 @@ export interface operations {
                 toolset?: string;
                 status?: "ACTIVE" | "COMMITTED" | "RELEASED" | "EXPIRED";
                 idempotency_key?: string;
+                from?: string;
+                to?: string;
+                expires_from?: string;
+                expires_to?: string;
+                finalized_from?: string;
+                finalized_to?: string;
+                sort_by?: "reservation_id" | "tenant" | "scope_path" | "status" | "reserved" | "created_at_ms" | "expires_at_ms";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -1326,6 +1334,10 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "ACTIVE" | "SUSPENDED" | "CLOSED";
+                parent_tenant_id?: string;
+                search?: string;
+                sort_by?: "tenant_id" | "name" | "status" | "created_at";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -1388,6 +1400,9 @@ export interface operations {
             query?: {
                 tenant_id?: string | "__system__";
                 status?: "ACTIVE" | "REVOKED" | "EXPIRED";
+                search?: string;
+                sort_by?: "key_id" | "name" | "tenant_id" | "status" | "created_at" | "expires_at";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -1453,6 +1468,13 @@ export interface operations {
                 scope_prefix?: string;
                 unit?: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
                 status?: "ACTIVE" | "FROZEN" | "CLOSED";
+                over_limit?: boolean;
+                has_debt?: boolean;
+                utilization_min?: number;
+                utilization_max?: number;
+                search?: string;
+                sort_by?: "tenant_id" | "scope" | "unit" | "status" | "commit_overage_policy" | "utilization" | "debt";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -1933,6 +1955,8 @@ export interface operations {
                 resource_id?: string;
                 from?: string;
                 to?: string;
+                sort_by?: "timestamp" | "operation" | "resource_type" | "tenant_id" | "key_id" | "status";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };

@@ -629,6 +629,14 @@ export interface operations {
                 toolset?: string;
                 status?: "ACTIVE" | "COMMITTED" | "RELEASED" | "EXPIRED";
                 idempotency_key?: string;
+                from?: string;
+                to?: string;
+                expires_from?: string;
+                expires_to?: string;
+                finalized_from?: string;
+                finalized_to?: string;
+                sort_by?: "reservation_id" | "tenant" | "scope_path" | "status" | "reserved" | "created_at_ms" | "expires_at_ms";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };

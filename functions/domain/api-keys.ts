@@ -35,6 +35,17 @@ export interface ApiKey {
 export const keyStatus = (key: ApiKey, nowMs: number): 'ACTIVE' | 'REVOKED' | 'EXPIRED' =>
   key.status === 'REVOKED' ? 'REVOKED' : isExpired(key, nowMs) ? 'EXPIRED' : 'ACTIVE';
 
+/** The reference's sort keys of the key listing. */
+export const KEY_SORT_KEYS = [
+  'key_id',
+  'name',
+  'tenant_id',
+  'status',
+  'created_at',
+  'expires_at',
+] as const;
+export type KeySortKey = (typeof KEY_SORT_KEYS)[number];
+
 /** What an operator may change on a live key (name, description, permissions); never its tenant or secret. */
 export interface ApiKeyChange {
   readonly name?: string | undefined;

@@ -99,6 +99,17 @@ export function resourceIdOf(e: AuditEntry): string {
   return 'keyId' in after ? after.keyId : after.tenantId;
 }
 
+/** The reference's sort keys of the audit listing. */
+export const AUDIT_SORT_KEYS = [
+  'timestamp',
+  'operation',
+  'resource_type',
+  'tenant_id',
+  'key_id',
+  'status',
+] as const;
+export type AuditSortKey = (typeof AUDIT_SORT_KEYS)[number];
+
 /** An audit record as read back: the wire view renders it. */
 export interface AuditRecord {
   readonly logId: string;

@@ -40,6 +40,27 @@ export class DomainError extends Error {
   }
 }
 
+/**
+ * A known path asked with a method it does not answer: 405 with `Allow`, and the reference's
+ * body for it (INVALID_REQUEST), rather than a 404 that says the path does not exist.
+ */
+export class MethodNotAllowedError extends DomainError {
+  constructor(
+    method: string,
+    path: string,
+    readonly allowed: readonly string[],
+  ) {
+    super(
+      'INVALID_REQUEST',
+      `${path} does not answer ${method}; it answers ${allowed.join(', ')}`,
+      {
+        method,
+        allowed: [...allowed],
+      },
+    );
+  }
+}
+
 export const invalidRequest = (message: string, details?: Record<string, unknown>) =>
   new DomainError('INVALID_REQUEST', message, details);
 

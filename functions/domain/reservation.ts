@@ -5,6 +5,18 @@ import { type LedgerChange, type OveragePolicy, releaseChange } from './ledger.j
 import type { Subject } from './scopes.js';
 
 export type ReservationStatus = 'ACTIVE' | 'COMMITTED' | 'RELEASED' | 'EXPIRED';
+
+/** The reference's sort keys of the reservation listing. */
+export const RESERVATION_SORT_KEYS = [
+  'reservation_id',
+  'tenant',
+  'scope_path',
+  'status',
+  'reserved',
+  'created_at_ms',
+  'expires_at_ms',
+] as const;
+export type ReservationSortKey = (typeof RESERVATION_SORT_KEYS)[number];
 export type Trigger = 'commit' | 'release' | 'extend' | 'expire';
 
 export interface Action {

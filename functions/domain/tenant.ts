@@ -5,6 +5,10 @@ import type { OveragePolicy } from './ledger.js';
 export const TENANT_STATUSES = ['ACTIVE', 'SUSPENDED', 'CLOSED'] as const;
 export type TenantStatus = (typeof TENANT_STATUSES)[number];
 
+/** The reference's sort keys of the tenant listing. */
+export const TENANT_SORT_KEYS = ['tenant_id', 'name', 'status', 'created_at'] as const;
+export type TenantSortKey = (typeof TENANT_SORT_KEYS)[number];
+
 /**
  * How a scope without a budget counts (docs/decisions.md § Unbudgeted scopes): SPEC's rule 6,
  * zero allocation (a reservation against it is refused 409 BUDGET_EXCEEDED), the default; or

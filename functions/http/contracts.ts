@@ -60,7 +60,7 @@ export interface Contract {
    * the route table: 400 (it takes input), 401 and 403 (it takes a key), 500, 503 (it reads).
    * @default []
    */
-  readonly refusals?: readonly (404 | 409 | 410)[];
+  readonly refusals?: readonly (404 | 405 | 409 | 410)[];
   /** A second answer that is not an error body. @default - none */
   readonly alsoAnswers?: {
     readonly status: number;
@@ -90,9 +90,10 @@ const openApi = {
   response: res.OpenApiDocument,
 } as const satisfies Contract;
 const notFound = {
-  summary: 'Any method and path no operation of the server matches',
+  summary:
+    'Any method and path no operation of the server matches: 405 with Allow where the path answers other methods, else 404',
   tag: 'Service',
-  refusals: [404],
+  refusals: [404, 405],
 } as const satisfies Contract;
 const budget = { tag: 'Budgets', query: BudgetQuery } as const;
 

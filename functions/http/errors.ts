@@ -1,5 +1,10 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { DomainError, type ErrorCode, RetryLaterError } from '../domain/errors.js';
+import {
+  DomainError,
+  type ErrorCode,
+  MethodNotAllowedError,
+  RetryLaterError,
+} from '../domain/errors.js';
 import { exactJson } from '../domain/json.js';
 
 // SPEC § Errors. `satisfies` turns a new code without a status into a type error.
@@ -45,9 +50,14 @@ export function errorResponse(
   const refusal = error instanceof DomainError ? error : undefined;
   const code: ErrorCode = refusal?.code ?? 'INTERNAL_ERROR';
   const details = refusal && detailsOf(refusal);
+  const wrongMethod = error instanceof MethodNotAllowedError ? error : undefined;
   return {
-    statusCode: STATUS[code],
-    headers: { 'content-type': 'application/json', 'x-request-id': requestId },
+    statusCode: wrongMethod ? 405 : STATUS[code],
+    headers: {
+      'content-type': 'application/json',
+      'x-request-id': requestId,
+      ...(wrongMethod && { allow: wrongMethod.allowed.join(', ') }),
+    },
     body: exactJson({
       error: code,
       // An unexpected error's message can name tables or echo key material: never send it.

@@ -55,9 +55,10 @@ export async function getTenant(tenant: string): Promise<Tenant | undefined> {
   return item && tenantOf(item);
 }
 
-/** Tenants by id, optionally of one status (the directory index). */
+/** Tenants by id, optionally of one status and matching a predicate (the directory index). */
 export async function queryTenants(q: {
   readonly status?: TenantStatus | undefined;
+  readonly matches?: ((t: Tenant) => boolean) | undefined;
   readonly after?: string | undefined;
   readonly limit: number;
 }) {
@@ -71,7 +72,8 @@ export async function queryTenants(q: {
     newestFirst: false,
     after: q.after,
     limit: q.limit,
-    matches: (item) => q.status === undefined || item.status === q.status,
+    matches: (item) =>
+      (q.status === undefined || item.status === q.status) && (q.matches?.(tenantOf(item)) ?? true),
   });
   return { tenants: page.items.map(tenantOf), nextPosition: page.nextPosition };
 }

@@ -5,6 +5,7 @@ import {
   generateKeySecret,
   hashKeySecret,
   isExpired,
+  type KeySortKey,
   keyPrefixOf,
   keyStatus,
   OPERATORS,
@@ -34,7 +35,15 @@ import {
 } from '../store/api-keys.js';
 import { byOperator, type WriteContext } from './context.js';
 import { readAgain, whileStale } from './guarded-write.js';
-import { type Page, type PageRequest, paged } from './pages.js';
+import {
+  allOf,
+  type Page,
+  type PageRequest,
+  paged,
+  type SortDirection,
+  type SortKey,
+  sortedPage,
+} from './pages.js';
 
 export interface ApiKeyRequest {
   /** A tenant's id, or OPERATORS for a named operator credential. */
@@ -157,24 +166,50 @@ export async function readApiKey(keyId: string): Promise<ApiKey> {
 
 export type KeyStatus = 'ACTIVE' | 'REVOKED' | 'EXPIRED';
 
-/** GET /v1/admin/api-keys: one tenant's keys or every tenant's, by tenant then id. */
-export function listApiKeys(
-  q: PageRequest & {
-    readonly tenantId?: string | undefined;
-    readonly status?: KeyStatus | undefined;
-  },
-  now: number,
-): Promise<Page<ApiKey>> {
-  const binding = { route: 'api-keys', tenant: q.tenantId, status: q.status };
-  return paged(binding, q, async (after) => {
-    const page = await queryApiKeys({
-      tenant: q.tenantId,
-      after,
-      limit: q.limit,
-      matches: (key) => q.status === undefined || keyStatus(key, now) === q.status,
-    });
+export interface KeyFilters extends PageRequest {
+  readonly tenantId?: string | undefined;
+  readonly status?: KeyStatus | undefined;
+  /** Case-insensitive substring of the key id or the name. */
+  readonly search?: string | undefined;
+  readonly sortBy?: KeySortKey | undefined;
+  readonly sortDir?: SortDirection | undefined;
+}
+
+/**
+ * GET /v1/admin/api-keys: one tenant's keys or every tenant's, by tenant then id; sorted on
+ * another key in memory (at most MAX_SORT_CANDIDATES matches), as the reference sorts.
+ */
+export function listApiKeys(q: KeyFilters, now: number): Promise<Page<ApiKey>> {
+  const needle = q.search?.toLowerCase();
+  const matches = (key: ApiKey) =>
+    (q.status === undefined || keyStatus(key, now) === q.status) &&
+    (needle === undefined ||
+      key.keyId.toLowerCase().includes(needle) ||
+      key.name.toLowerCase().includes(needle));
+  const binding = { route: 'api-keys', tenant: q.tenantId, status: q.status, search: q.search };
+  const walk = async (after: string | undefined, limit: number) => {
+    const page = await queryApiKeys({ tenant: q.tenantId, after, limit, matches });
     return { items: page.keys, nextPosition: page.nextPosition };
-  });
+  };
+  const { sortBy } = q;
+  if (sortBy === undefined) return paged(binding, q, (after) => walk(after, q.limit));
+  const keyOf = (k: ApiKey): SortKey => [
+    {
+      key_id: k.keyId,
+      name: k.name,
+      tenant_id: k.tenant,
+      status: keyStatus(k, now),
+      created_at: k.createdAt,
+      expires_at: k.expiresAt ?? '',
+    }[sortBy],
+    k.keyId,
+  ];
+  return sortedPage(
+    { ...binding, sortBy },
+    { ...q, direction: q.sortDir ?? 'desc' },
+    () => allOf((after) => walk(after, 1_000), 'keys'),
+    keyOf,
+  );
 }
 
 /**

@@ -209,49 +209,6 @@ export async function lookupBudget(
   return found;
 }
 
-export interface BudgetFilters extends PageRequest {
-  readonly tenantId?: string | undefined;
-  readonly scopePrefix?: string | undefined;
-  readonly unit?: Unit | undefined;
-  readonly status?: BudgetStatus | undefined;
-}
-
-/**
- * GET /v1/admin/budgets: one tenant's budgets by scope, filtered. The operator names the tenant
- * (budgets are indexed per tenant); a key lists its own.
- */
-export function listBudgets(
-  reader: BudgetWriter,
-  q: BudgetFilters,
-  now: number,
-): Promise<Page<BudgetRecord>> {
-  if (reader.kind === 'tenant' && q.tenantId !== undefined) {
-    requireOwnTenant(reader, q.tenantId, `tenant '${q.tenantId}'`, { tenant_id: q.tenantId });
-  }
-  const tenant = reader.kind === 'tenant' ? reader.tenant : q.tenantId;
-  if (tenant === undefined) {
-    throw invalidRequest('tenant_id is required with the admin key', { field: 'tenant_id' });
-  }
-  const { cursor: _cursor, limit, ...filters } = q;
-  return paged({ route: 'budgets', ...filters, tenantId: tenant }, q, async (after) => {
-    const page = await queryLedgerIndex({
-      tenant,
-      segment: `tenant:${tenant}`,
-      alsoContains: [],
-      scopePrefix: q.scopePrefix,
-      unit: q.unit,
-      after,
-      limit,
-    });
-    const records = await viewBudgets(page.entries, now);
-    const last = page.entries[page.entries.length - 1];
-    return {
-      items: records.filter((r) => q.status === undefined || r.budget.status === q.status),
-      nextPosition: page.hasMore && last ? last.position : undefined,
-    };
-  });
-}
-
 /**
  * GET /v1/admin/budgets/periods?scope=&unit=: a rolling budget's closed periods, newest first,
  * each with its counters (what was allocated, spent, and is still held there).

@@ -4,6 +4,7 @@ import {
   type Tenant,
   type TenantChange,
   type TenantSettings,
+  type TenantSortKey,
   type TenantStatus,
 } from '../domain/tenant.js';
 import { getTenant, insertTenant, queryTenants, updateTenant } from '../store/tenants.js';
@@ -11,7 +12,15 @@ import { revokeKeysOfTenant } from './api-keys.js';
 import { closeBudgetsOfTenant } from './budget-settings.js';
 import { byOperator, type WriteContext } from './context.js';
 import { readAgain, whileStale } from './guarded-write.js';
-import { type Page, type PageRequest, paged } from './pages.js';
+import {
+  allOf,
+  type Page,
+  type PageRequest,
+  paged,
+  type SortDirection,
+  type SortKey,
+  sortedPage,
+} from './pages.js';
 import { releaseOpenReservations } from './settlements.js';
 
 export interface TenantRequest {
@@ -53,14 +62,51 @@ export async function readTenant(tenantId: string): Promise<Tenant> {
   return tenant;
 }
 
-/** GET /v1/admin/tenants: by id, optionally of one status. */
-export function listTenants(
-  q: PageRequest & { readonly status?: TenantStatus | undefined },
-): Promise<Page<Tenant>> {
-  return paged({ route: 'tenants', status: q.status }, q, async (after) => {
-    const page = await queryTenants({ status: q.status, after, limit: q.limit });
+export interface TenantFilters extends PageRequest {
+  readonly status?: TenantStatus | undefined;
+  readonly parentTenantId?: string | undefined;
+  /** Case-insensitive substring of the id or the name. */
+  readonly search?: string | undefined;
+  readonly sortBy?: TenantSortKey | undefined;
+  readonly sortDir?: SortDirection | undefined;
+}
+
+const sortKeyOf =
+  (by: TenantSortKey) =>
+  (t: Tenant): SortKey => {
+    const value = {
+      tenant_id: t.tenantId,
+      name: t.name,
+      status: t.status,
+      created_at: t.createdAt,
+    }[by];
+    return [value, t.tenantId];
+  };
+
+/**
+ * GET /v1/admin/tenants: by id (the directory index), filtered; sorted on another key as the
+ * reference sorts (in memory, over at most MAX_SORT_CANDIDATES matches).
+ */
+export function listTenants(q: TenantFilters): Promise<Page<Tenant>> {
+  const needle = q.search?.toLowerCase();
+  const matches = (t: Tenant) =>
+    (q.parentTenantId === undefined || t.parentTenantId === q.parentTenantId) &&
+    (needle === undefined ||
+      t.tenantId.toLowerCase().includes(needle) ||
+      t.name.toLowerCase().includes(needle));
+  const { cursor: _c, limit: _l, sortBy, sortDir, ...filters } = q;
+  const binding = { route: 'tenants', ...filters };
+  const walk = async (after: string | undefined, limit: number) => {
+    const page = await queryTenants({ status: q.status, matches, after, limit });
     return { items: page.tenants, nextPosition: page.nextPosition };
-  });
+  };
+  if (sortBy === undefined) return paged(binding, q, (after) => walk(after, q.limit));
+  return sortedPage(
+    { ...binding, sortBy },
+    { ...q, direction: sortDir ?? 'desc' },
+    () => allOf((after) => walk(after, 1_000), 'tenants'),
+    sortKeyOf(sortBy),
+  );
 }
 
 /**

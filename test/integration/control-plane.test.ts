@@ -129,7 +129,9 @@ describe('tenants', () => {
         'admin',
       );
     }
-    expectError(await admin('GET', '/v1/admin/tenants?limit=0'), 400, 'INVALID_REQUEST', 'admin');
+    // A limit outside 1..100 is clamped, as the reference does (its dashboard asks for 1000).
+    expect((await admin('GET', '/v1/admin/tenants?limit=0')).status).toBe(200);
+    expectError(await admin('GET', '/v1/admin/tenants?limit=x'), 400, 'INVALID_REQUEST', 'admin');
     expectError(
       await admin('GET', '/v1/admin/tenants?cursor=forged.mac'),
       400,
@@ -576,7 +578,8 @@ describe('budgets', () => {
       created_at: expect.any(String),
     });
     expectError(await budgetAt(`${root}/workspace:zz`), 404, 'NOT_FOUND', 'admin');
-    expectError(await admin('GET', '/v1/admin/budgets'), 400, 'INVALID_REQUEST', 'admin');
+    // Without tenant_id the admin key lists every tenant's (the reference's).
+    expect((await admin('GET', '/v1/admin/budgets')).status).toBe(200);
     const other = await givenTenant(stack);
     expectError(await budgetAt(root, other.headers), 403, 'FORBIDDEN', 'admin');
   });

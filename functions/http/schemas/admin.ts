@@ -1,6 +1,7 @@
 import * as z from 'zod';
-import { OPERATORS } from '../../domain/api-keys.js';
-import { AUDIT_OPERATION_NAMES } from '../../domain/audit.js';
+import { KEY_SORT_KEYS, OPERATORS } from '../../domain/api-keys.js';
+import { AUDIT_OPERATION_NAMES, AUDIT_SORT_KEYS } from '../../domain/audit.js';
+import { BUDGET_SORT_KEYS } from '../../domain/budget.js';
 import { MAX_THRESHOLDS } from '../../domain/budget-events.js';
 import { BPS, type Caps, MAX_CAPS_BYTES, mergeCaps } from '../../domain/caps.js';
 import { DomainError } from '../../domain/errors.js';
@@ -9,12 +10,27 @@ import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../domain/ledger.js';
 import { PERIOD_KINDS, validAnchor } from '../../domain/period.js';
 import { PERMISSIONS } from '../../domain/permissions.js';
 import { MAX_SCOPE_LENGTH } from '../../domain/scopes.js';
-import { TENANT_STATUSES, type TenantChange, type TenantSettings } from '../../domain/tenant.js';
+import {
+  TENANT_SORT_KEYS,
+  TENANT_STATUSES,
+  type TenantChange,
+  type TenantSettings,
+} from '../../domain/tenant.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
 import type { BudgetChange } from '../../use-cases/budget-settings.js';
 import type { BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
 import type { TenantRequest } from '../../use-cases/tenants.js';
-import { Amount, Cursor, camel, IdempotencyKey, Int, TenantId, Unit } from './common.js';
+import {
+  Amount,
+  BooleanParam,
+  Cursor,
+  camel,
+  IdempotencyKey,
+  Int,
+  TenantId,
+  Unit,
+} from './common.js';
+import { clampedLimit, Search, SortDir } from './lists.js';
 import { settingsOf, TenantSettingsFields, TenantSettingsPatch } from './tenants.js';
 
 /** A scope path: it is part of DynamoDB keys, so at most MAX_SCOPE_LENGTH characters. */
@@ -201,16 +217,25 @@ export const ValidateKeyBody = z.object({ key_secret: z.string().min(1).max(512)
 
 // ---- the operator's control plane (docs/decisions.md § Control plane) ------------------------
 
-/** Reference admin listings: 1 to 100 per page, 50 by default. */
-const AdminPageLimit = z.coerce.number().int().min(1).max(100).default(50);
+/**
+ * Reference admin listings: 1 to 100 per page, 50 by default; a limit outside is clamped to that
+ * range, not refused, as the reference server does (its dashboard asks for 1000 or 2000).
+ */
+const AdminPageLimit = clampedLimit(100);
 
 export const TenantParams = z.object({ tenant_id: TenantId });
 
-export const ListTenantsQuery = z.object({
-  status: z.enum(TENANT_STATUSES).optional(),
-  limit: AdminPageLimit,
-  cursor: Cursor.optional(),
-});
+export const ListTenantsQuery = z
+  .object({
+    status: z.enum(TENANT_STATUSES).optional(),
+    parent_tenant_id: TenantId.optional(),
+    search: Search,
+    sort_by: z.enum(TENANT_SORT_KEYS).optional(),
+    sort_dir: SortDir,
+    limit: AdminPageLimit,
+    cursor: Cursor.optional(),
+  })
+  .transform(camel);
 
 /** Strict: a field we do not implement would change what the request means (issue 13 § 5). */
 export const UpdateTenantBody = z
@@ -241,6 +266,9 @@ export const ListApiKeysQuery = z
   .object({
     tenant_id: KeyOwner.optional(),
     status: z.enum(['ACTIVE', 'REVOKED', 'EXPIRED']).optional(),
+    search: Search,
+    sort_by: z.enum(KEY_SORT_KEYS).optional(),
+    sort_dir: SortDir,
     limit: AdminPageLimit,
     cursor: Cursor.optional(),
   })
@@ -270,6 +298,8 @@ export const ListAuditLogsQuery = z
     resource_id: z.string().min(1).max(4200).optional(),
     from: Instant.optional(),
     to: Instant.optional(),
+    sort_by: z.enum(AUDIT_SORT_KEYS).optional(),
+    sort_dir: SortDir,
     limit: AdminPageLimit,
     cursor: Cursor.optional(),
   })
@@ -278,12 +308,23 @@ export const ListAuditLogsQuery = z
 /** `?scope=&unit=`: a nested scope in a query parameter has no path-decoding trap. */
 export const BudgetQuery = z.object({ scope: Scope, unit: Unit });
 
+/** A fraction of allocated spent, 0 to 1. */
+const Utilization = z.coerce.number().min(0).max(1).optional();
+
+/** The admin key lists every tenant's budgets without tenant_id (the reference's). */
 export const ListBudgetsQuery = z
   .object({
     tenant_id: TenantId.optional(),
     scope_prefix: Scope.optional(),
     unit: Unit.optional(),
     status: z.enum(BUDGET_STATUSES).optional(),
+    over_limit: BooleanParam.optional(),
+    has_debt: BooleanParam.optional(),
+    utilization_min: Utilization,
+    utilization_max: Utilization,
+    search: Search,
+    sort_by: z.enum(BUDGET_SORT_KEYS).optional(),
+    sort_dir: SortDir,
     limit: AdminPageLimit,
     cursor: Cursor.optional(),
   })

@@ -4,6 +4,7 @@ import { MAX_SCOPE_LENGTH } from '../../domain/scopes.js';
 import type { PolicyRequest } from '../../use-cases/policies.js';
 import { CapsBody } from './admin.js';
 import { Cursor, OveragePolicy, TenantId } from './common.js';
+import { clampedLimit } from './lists.js';
 
 // Request schemas of the governance operations (issue 27): tenant settings, policies, bulk
 // actions and list parameters, in zod/mini (a fraction of the classic API's bundle).
@@ -121,13 +122,6 @@ export const UpdatePolicyBody = z.pipe(
 export const PolicyParams = z.object({
   policy_id: z.string().check(z.regex(/^pol_[0-9a-f]{1,64}$/, 'is not a policy id')),
 });
-
-/** The reference clamps a list's limit to its maximum rather than refusing it. */
-export const clampedLimit = (max: number, fallback = 50) =>
-  z.pipe(
-    z._default(z.coerce.number().check(z.int(), z.minimum(1)), fallback),
-    z.transform((n) => Math.min(n, max)),
-  );
 
 export const ListPoliciesQuery = z.pipe(
   z.object({

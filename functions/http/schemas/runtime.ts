@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { RESERVATION_SORT_KEYS } from '../../domain/reservation.js';
 import type { DecideRequest } from '../../use-cases/decide.js';
 import type { EventRequest } from '../../use-cases/events.js';
 import type { BalanceFilters, ReservationFilters } from '../../use-cases/reads.js';
@@ -19,6 +20,7 @@ import {
   Subject,
   SubjectFilters,
 } from './common.js';
+import { SortDir, WindowBound } from './lists.js';
 
 /**
  * Fields a client sends to change what its request means, which this server does not implement:
@@ -136,10 +138,34 @@ export const ListReservationsQuery = z
     ...SubjectFilters,
     status: z.enum(['ACTIVE', 'COMMITTED', 'RELEASED', 'EXPIRED']).optional(),
     idempotency_key: IdempotencyKey.optional(),
+    // The reference's windows (inclusive; blank is no bound) and sort.
+    from: WindowBound,
+    to: WindowBound,
+    expires_from: WindowBound,
+    expires_to: WindowBound,
+    finalized_from: WindowBound,
+    finalized_to: WindowBound,
+    sort_by: z.enum(RESERVATION_SORT_KEYS).optional(),
+    sort_dir: SortDir,
     limit: PageLimit,
     cursor: Cursor.optional(),
   })
-  .transform((b): ReservationFilters => camel(b));
+  .transform(
+    ({
+      from,
+      to,
+      expires_from,
+      expires_to,
+      finalized_from,
+      finalized_to,
+      ...b
+    }): ReservationFilters => ({
+      ...camel(b),
+      created: { from, to },
+      expires: { from: expires_from, to: expires_to },
+      finalized: { from: finalized_from, to: finalized_to },
+    }),
+  );
 export type ListReservationsQuery = z.infer<typeof ListReservationsQuery>;
 
 export const ListBalancesQuery = z

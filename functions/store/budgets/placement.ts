@@ -1,9 +1,10 @@
 import { type Budgets, balanceOf, budgetAt } from '../../domain/budget.js';
 import { respread, routeChange, type Shard } from '../../domain/escrow.js';
-import { applyDelta, type LedgerChange, type LedgerDelta } from '../../domain/ledger.js';
+import { applyDelta, type LedgerChange } from '../../domain/ledger.js';
 import { ATTRIBUTE, shardKey } from '../entities/ledger.js';
 import { and, attr, type Condition, or, type TransactItem, update } from '../expressions.js';
 import { hashOf, keys } from '../keys.js';
+import { debtMark } from './watch.js';
 
 // Where a budget change lands (domain/escrow.ts, docs/scaling.md): an unsharded budget's ledger
 // item, under the change's own guard; a sharded one's shard (fast path) or every shard rewritten
@@ -69,14 +70,19 @@ export function placeChanges(
   return placed;
 }
 
-/** Every non-zero counter of a delta added to its attribute (remaining always). */
-const deltaUpdate = (delta: LedgerDelta) => {
+/**
+ * Every non-zero counter of a change's delta added to its attribute (remaining always); a change
+ * that adds debt to a current period also marks the item for the debt watch (budgets/watch.ts).
+ */
+const deltaUpdate = (change: LedgerChange) => {
+  const { delta } = change;
   const add: Record<string, number> = {};
   for (const field of ['allocated', 'spent', 'reserved', 'debt', 'remaining'] as const) {
     const d = delta[field];
     if (d || field === 'remaining') add[field] = d ?? 0;
   }
-  return { add };
+  const marks = (delta.debt ?? 0) > 0 && !change.period?.closed;
+  return { add, ...(marks && { set: debtMark(change) }) };
 };
 
 /**
@@ -121,7 +127,7 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
     period?.closed
       ? keys.ledgerPeriod(change.scope, change.unit, period.start)
       : keys.ledger(change.scope, change.unit),
-    deltaUpdate(change.delta),
+    deltaUpdate(change),
     {
       condition: and(
         attr('pk').exists(),
@@ -139,7 +145,7 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
 
 /** The fast path: the change's delta on one shard, which must cover `covers` when given. */
 function shardUpdate(change: LedgerChange, k: number, covers: number | undefined): TransactItem {
-  return update(shardKey(change.scope, change.unit, k), deltaUpdate(change.delta), {
+  return update(shardKey(change.scope, change.unit, k), deltaUpdate(change), {
     condition: and(
       attr('pk').exists(),
       covers !== undefined && attr('remaining').gte(covers),
@@ -161,7 +167,12 @@ function shardRewrite(
 ): TransactItem {
   return update(
     shardKey(change.scope, change.unit, k),
-    { set: Object.fromEntries(SHARD_FIELDS.map((f) => [f, after[f]])) },
+    {
+      set: {
+        ...Object.fromEntries(SHARD_FIELDS.map((f) => [f, after[f]])),
+        ...(after.debt > before.debt && debtMark(change)),
+      },
+    },
     {
       condition: and(
         attr('pk').exists(),
