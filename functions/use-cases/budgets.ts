@@ -4,7 +4,6 @@ import {
   type Budget,
   type BudgetRecord,
   type BudgetRef,
-  type BudgetStatus,
   balanceOf,
   budgetAt,
   type Ledger,
@@ -13,7 +12,6 @@ import {
 } from '../domain/budget.js';
 import { isDefaultThresholds, normalThresholds } from '../domain/budget-events.js';
 import type { BudgetWriter } from '../domain/caller.js';
-import { requireOwnTenant } from '../domain/caller.js';
 import type { BudgetCaps } from '../domain/caps.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { emptyShards, respread } from '../domain/escrow.js';
@@ -21,7 +19,6 @@ import { fingerprint } from '../domain/fingerprint.js';
 import { applyDelta, type FundOperation, fundChange, inPeriodsOf } from '../domain/ledger.js';
 import { type PeriodSpec, periodAt } from '../domain/period.js';
 import { tenantClosed } from '../domain/tenant.js';
-import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
 import { queryClosedPeriods } from '../store/budgets/periods.js';
 import { applyFunding, insertLedger } from '../store/budgets/writes.js';
 import { budgetSource, readRecords, viewBudgets } from './budget-reader.js';
