@@ -478,6 +478,46 @@ export const routes = {
     table: { items: 'write' },
     stack: 'Governance',
   },
+  /**
+   * Bulk actions (docs/decisions.md § Bulk actions): the reference's gates (500 rows,
+   * expected_count), one audited single operation per row; a close is the whole cascade.
+   */
+  bulkActionTenants: {
+    server: 'admin',
+    method: 'POST',
+    path: '/v1/admin/tenants/bulk-action',
+    entry: 'admin/bulk-action-tenants',
+    auth: { kind: 'admin', operator: 'admin:tenants:write' },
+    status: 200,
+    table: { items: 'write', indexes: ['directory', ...LISTING_INDEXES] },
+    timeoutSeconds: 29,
+    stack: 'Governance',
+  },
+  bulkActionBudgets: {
+    server: 'admin',
+    method: 'POST',
+    path: '/v1/admin/budgets/bulk-action',
+    entry: 'admin/bulk-action-budgets',
+    auth: { kind: 'admin', operator: 'admin:budgets:write' },
+    status: 200,
+    table: { items: 'write' },
+    timeoutSeconds: 29,
+    stack: 'Governance',
+  },
+  /**
+   * The operator's overview (docs/decisions.md § Overview): counters the admin writes maintain,
+   * the debt watch and the recent refusals and expiries; never a Scan.
+   */
+  getOverview: {
+    server: 'admin',
+    method: 'GET',
+    path: '/v1/admin/overview',
+    entry: 'admin/get-overview',
+    auth: { kind: 'admin', operator: 'admin:read' },
+    status: 200,
+    table: { items: 'read', indexes: ['directory', 'dueForExpiry'] },
+    stack: 'Governance',
+  },
   validateKey: {
     server: 'admin',
     method: 'POST',

@@ -147,6 +147,23 @@ const EXAMPLES: Record<RouteId, Example> = {
     body: { status: 'DISABLED' },
     asAdmin: true,
   },
+  getOverview: {},
+  bulkActionTenants: {
+    body: {
+      filter: { search: 'no-such-tenant' },
+      action: 'SUSPEND',
+      expected_count: 0,
+      idempotency_key: 'bulk-1',
+    },
+  },
+  bulkActionBudgets: {
+    body: {
+      filter: { tenant_id: SAMPLE.tenant, scope_prefix: `tenant:${SAMPLE.tenant}/workspace:prod` },
+      action: 'CREDIT',
+      amount: usd(1_000_000),
+      idempotency_key: 'bulk-2',
+    },
+  },
   validateKey: { body: { key_secret: SAMPLE.apiKeySecret } },
   adminIntrospectAuth: {},
   console: {},

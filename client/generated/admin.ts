@@ -282,6 +282,57 @@ export interface paths {
         patch: operations["updatePolicy"];
         trace?: never;
     };
+    "/v1/admin/tenants/bulk-action": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Suspend, reactivate or close every tenant a filter matches (at most 500; expected_count guards the set) */
+        post: operations["bulkActionTenants"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/budgets/bulk-action": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fund, freeze or unfreeze every budget of a tenant a filter matches (at most 500; expected_count guards the set) */
+        post: operations["bulkActionBudgets"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The operator’s overview: tenants and budgets by status, budgets in debt or over their limit, recent refusals and expiries */
+        get: operations["getAdminOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/validate": {
         parameters: {
             query?: never;
@@ -379,6 +430,67 @@ export interface components {
             kind: string;
             name: string;
             tags?: string[];
+        };
+        AdminOverviewResponse: {
+            /** Format: date-time */
+            as_of: string;
+            event_window_seconds: number;
+            tenant_counts: {
+                total: number;
+                active: number;
+                suspended: number;
+                closed: number;
+            };
+            budget_counts: {
+                total: number;
+                active: number;
+                frozen: number;
+                closed: number;
+                over_limit: number;
+                with_debt: number;
+                by_unit: {
+                    [key: string]: number;
+                };
+            };
+            over_limit_scopes: {
+                scope: string;
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                allocated: number;
+                remaining: number;
+                debt: number;
+            }[];
+            debt_scopes: {
+                scope: string;
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                debt: number;
+                overdraft_limit: number;
+            }[];
+            webhook_counts: {
+                total: number;
+                active: number;
+                disabled: number;
+                with_failures: number;
+            };
+            failing_webhooks: {
+                subscription_id: string;
+                url: string;
+                consecutive_failures: number;
+                /** Format: date-time */
+                last_failure_at?: string;
+            }[];
+            event_counts: {
+                total_recent: number;
+                by_category: {
+                    [key: string]: number;
+                };
+            };
+            recent_denials: components["schemas"]["OverviewEvent"][];
+            recent_expiries: components["schemas"]["OverviewEvent"][];
+            recent_denials_by_reason?: {
+                [key: string]: number;
+            };
         };
         Amount: {
             /** @enum {string} */
@@ -488,6 +600,41 @@ export interface components {
             thresholds?: number[];
             /** Format: date-time */
             created_at: string;
+        };
+        BudgetBulkActionBody: {
+            filter: {
+                tenant_id: string;
+                scope_prefix?: string;
+                /** @enum {string} */
+                unit?: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                /** @enum {string} */
+                status?: "ACTIVE" | "FROZEN" | "CLOSED";
+                over_limit?: boolean;
+                has_debt?: boolean;
+                utilization_min?: number;
+                utilization_max?: number;
+                search?: string;
+            };
+            /** @enum {string} */
+            action: "CREDIT" | "DEBIT" | "RESET" | "RESET_SPENT" | "REPAY_DEBT" | "FREEZE" | "UNFREEZE";
+            amount?: {
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                amount: number;
+            };
+            spent?: unknown;
+            reason?: string;
+            expected_count?: number;
+            idempotency_key: string;
+        };
+        BudgetBulkActionResponse: {
+            /** @enum {string} */
+            action: "CREDIT" | "DEBIT" | "RESET" | "REPAY_DEBT" | "RESET_SPENT" | "FREEZE" | "UNFREEZE";
+            total_matched: number;
+            succeeded: components["schemas"]["BulkActionRowOutcome"][];
+            failed: components["schemas"]["BulkActionRowOutcome"][];
+            skipped: components["schemas"]["BulkActionRowOutcome"][];
+            idempotency_key: string;
         };
         /**
          * budget event
@@ -790,6 +937,12 @@ export interface components {
             has_more: boolean;
             next_cursor?: string;
         };
+        BulkActionRowOutcome: {
+            id: string;
+            error_code?: string;
+            message?: string;
+            reason?: string;
+        };
         Caps: {
             max_tokens?: number;
             max_steps_remaining?: number;
@@ -995,6 +1148,22 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        OverviewEvent: {
+            event_id: string;
+            /** @enum {string} */
+            event_type: "reservation.denied" | "reservation.expired";
+            /** @constant */
+            category: "reservation";
+            /** Format: date-time */
+            timestamp: string;
+            tenant_id: string;
+            scope?: string;
+            source: string;
+            data: {
+                [key: string]: unknown;
+            };
+            request_id?: string;
+        };
         Policy: {
             policy_id: string;
             name: string;
@@ -1103,6 +1272,28 @@ export interface components {
             suspended_at?: string;
             /** Format: date-time */
             closed_at?: string;
+        };
+        TenantBulkActionBody: {
+            filter: {
+                /** @enum {string} */
+                status?: "ACTIVE" | "SUSPENDED" | "CLOSED";
+                parent_tenant_id?: string;
+                observe_mode?: string;
+                search?: string;
+            };
+            /** @enum {string} */
+            action: "SUSPEND" | "REACTIVATE" | "CLOSE";
+            expected_count?: number;
+            idempotency_key: string;
+        };
+        TenantBulkActionResponse: {
+            /** @enum {string} */
+            action: "SUSPEND" | "REACTIVATE" | "CLOSE";
+            total_matched: number;
+            succeeded: components["schemas"]["BulkActionRowOutcome"][];
+            failed: components["schemas"]["BulkActionRowOutcome"][];
+            skipped: components["schemas"]["BulkActionRowOutcome"][];
+            idempotency_key: string;
         };
         TenantIntrospection: {
             /** @constant */
@@ -2116,6 +2307,99 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    bulkActionTenants: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TenantBulkActionBody"];
+            };
+        };
+        responses: {
+            /** @description Suspend, reactivate or close every tenant a filter matches (at most 500; expected_count guards the set) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantBulkActionResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    bulkActionBudgets: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BudgetBulkActionBody"];
+            };
+        };
+        responses: {
+            /** @description Fund, freeze or unfreeze every budget of a tenant a filter matches (at most 500; expected_count guards the set) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetBulkActionResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getAdminOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operator’s overview: tenants and budgets by status, budgets in debt or over their limit, recent refusals and expiries */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminOverviewResponse"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };

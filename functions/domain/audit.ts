@@ -133,6 +133,8 @@ export interface AuditContext {
   readonly actor: Actor;
   readonly requestId: string;
   readonly atMs: number;
+  /** Detail every record of the operation carries (a bulk action's name and key). */
+  readonly detail?: Readonly<Record<string, unknown>> | undefined;
 }
 
 type BudgetAction = Extract<AuditEntry, { readonly after: Budget }>['action'];
@@ -149,5 +151,5 @@ export const budgetAudit = (
   action,
   ...(before && { before }),
   after,
-  ...(detail && { detail }),
+  ...((detail || by.detail) && { detail: { ...by.detail, ...detail } }),
 });

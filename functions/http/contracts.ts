@@ -22,9 +22,11 @@ import {
   ValidateKeyBody,
 } from './schemas/admin.js';
 import {
+  BudgetBulkActionBody,
   CreatePolicyBody,
   ListPoliciesQuery,
   PolicyParams,
+  TenantBulkActionBody,
   UpdatePolicyBody,
 } from './schemas/governance.js';
 import * as gov from './schemas/governance-responses.js';
@@ -331,6 +333,29 @@ export const contracts = {
     body: UpdatePolicyBody,
     response: gov.Policy,
     refusals: [404, 409],
+  },
+  bulkActionTenants: {
+    summary:
+      'Suspend, reactivate or close every tenant a filter matches (at most 500; expected_count guards the set)',
+    tag: 'Tenants',
+    body: TenantBulkActionBody,
+    response: gov.TenantBulkActionResponse,
+    refusals: [409],
+  },
+  bulkActionBudgets: {
+    summary:
+      'Fund, freeze or unfreeze every budget of a tenant a filter matches (at most 500; expected_count guards the set)',
+    tag: 'Budgets',
+    body: BudgetBulkActionBody,
+    response: gov.BudgetBulkActionResponse,
+    refusals: [409],
+  },
+  getOverview: {
+    summary:
+      'The operator’s overview: tenants and budgets by status, budgets in debt or over their limit, recent refusals and expiries',
+    tag: 'Dashboard',
+    response: gov.AdminOverviewResponse,
+    operationId: 'getAdminOverview',
   },
   validateKey: {
     summary: 'Check whether a key secret is valid',

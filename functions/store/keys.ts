@@ -92,7 +92,29 @@ export const directory = {
     sk: (tenant: string, auditSk: string) =>
       `${auditSk.slice(0, 15)}#${tenant}#${auditSk.slice(16)}`,
   },
+  /**
+   * The recent refusals and expiries the operator's overview lists, by time (then tenant and
+   * id), each spread over RECENT_SPREAD partitions: written per (sampled) refusal and per expiry.
+   */
+  denials: {
+    pk: (id: string) => `DENIALS#${hashOf(id) % RECENT_SPREAD}`,
+    sk: (atMs: number, tenant: string, id: string) => `${pad(atMs)}#${tenant}#${id}`,
+  },
+  expiries: {
+    pk: (id: string) => `EXPIRIES#${hashOf(id) % RECENT_SPREAD}`,
+    sk: (atMs: number, tenant: string, id: string) => `${pad(atMs)}#${tenant}#${id}`,
+  },
 } as const;
+
+/** Partitions each recent-activity listing of the directory is spread over. */
+export const RECENT_SPREAD = 4;
+
+/** The operator overview's counters, spread so that concurrent admin changes rarely meet. */
+export const COUNTER_SPREAD = 8;
+export const counterKey = (k: number) => ({ pk: `OVERVIEW#${k}`, sk: SK });
+
+/** The lowest directory sort key at or after `atMs` (a time window's start). */
+export const directoryTimeFloor = (atMs: number): string => pad(atMs);
 
 export const ledgerIndexPartition = (tenant: string, segment: string): string =>
   `LEDGERINDEX#${tenant}#${segment}`;

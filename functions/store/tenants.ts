@@ -26,21 +26,24 @@ import {
   update,
 } from './expressions.js';
 import { directory, keys } from './keys.js';
+import { countersDelta } from './overview.js';
 import { queryPage } from './pages.js';
 import { getItems } from './transact.js';
 import { writeAudited } from './write.js';
 
 export type { ShardedBudgets };
 
-/** The tenant record, only if no tenant has that id. */
-export const newTenantPut = (t: Tenant): TransactItem => putIfAbsent(tenantItem(t));
+/** The tenant record, only if no tenant has that id; counted in the overview's counters. */
+export const newTenantPut = (t: Tenant): TransactItem =>
+  putIfAbsent({ ...tenantItem(t), counted: true });
 
-/** The tenant and its audit record, or nothing when the id is taken. */
+/** The tenant, the overview's count of it, and its audit record; nothing when the id is taken. */
 export async function insertTenant(
   t: Tenant,
   audit: AuditEntry,
 ): Promise<'inserted' | 'duplicate'> {
-  return (await writeAudited([newTenantPut(t)], audit)) === 'written' ? 'inserted' : 'duplicate';
+  const items = [newTenantPut(t), countersDelta({ [`tenants_${t.status}`]: 1 })];
+  return (await writeAudited(items, audit)) === 'written' ? 'inserted' : 'duplicate';
 }
 
 /** The tenant item, strongly consistent; undefined when there is none. */
@@ -88,35 +91,50 @@ export async function updateTenant(
   audit: AuditEntry,
 ): Promise<'updated' | 'stale'> {
   const optional = Object.entries(optionalTenantAttributes(after));
-  const written = await writeAudited(
-    [
-      update(
-        keys.tenant(after.tenantId),
-        {
-          set: {
-            status: after.status,
-            name: after.name,
-            ...Object.fromEntries(optional.filter(([, v]) => v !== undefined)),
-            // The directory attributes too: a tenant made before the listing existed joins it.
-            dir_pk: directory.tenants.pk,
-            dir_sk: directory.tenants.sk(after.tenantId),
+  const moved = before.status !== after.status;
+  // A status change moves the tenant between the overview's counts. A tenant made before they
+  // existed is not counted yet: its first change counts it (in its new status).
+  const attempt = (counted: boolean) =>
+    writeAudited(
+      [
+        update(
+          keys.tenant(after.tenantId),
+          {
+            set: {
+              status: after.status,
+              name: after.name,
+              ...Object.fromEntries(optional.filter(([, v]) => v !== undefined)),
+              // The directory attributes too: a tenant made before the listing existed joins it.
+              dir_pk: directory.tenants.pk,
+              dir_sk: directory.tenants.sk(after.tenantId),
+              ...(moved && { counted: true }),
+            },
+            remove: optional.filter(([, v]) => v === undefined).map(([a]) => a),
           },
-          remove: optional.filter(([, v]) => v === undefined).map(([a]) => a),
-        },
-        {
-          condition: and(
-            attr('status').eq(before.status),
-            attr('name').eq(before.name),
-            before.updatedAt === undefined
-              ? attr('updated_at').notExists()
-              : attr('updated_at').eq(before.updatedAt),
-          ),
-        },
-      ),
-    ],
-    audit,
-  );
-  return written === 'written' ? 'updated' : 'stale';
+          {
+            condition: and(
+              attr('status').eq(before.status),
+              attr('name').eq(before.name),
+              before.updatedAt === undefined
+                ? attr('updated_at').notExists()
+                : attr('updated_at').eq(before.updatedAt),
+              moved && (counted ? attr('counted').exists() : attr('counted').notExists()),
+            ),
+          },
+        ),
+        ...(moved
+          ? [
+              countersDelta({
+                ...(counted && { [`tenants_${before.status}`]: -1 }),
+                [`tenants_${after.status}`]: 1,
+              }),
+            ]
+          : []),
+      ],
+      audit,
+    );
+  if ((await attempt(true)) === 'written') return 'updated';
+  return moved && (await attempt(false)) === 'written' ? 'updated' : 'stale';
 }
 
 /**

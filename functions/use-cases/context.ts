@@ -9,6 +9,8 @@ export interface WriteContext {
   readonly requestId: string;
   /** Who the change is by; the bootstrap admin key when absent. */
   readonly actor?: Actor | undefined;
+  /** Recorded in every audit record the change writes (a bulk action names itself there). */
+  readonly detail?: Readonly<Record<string, unknown>> | undefined;
 }
 
 /** The actor a credential writes as: its operator credential or key, or the admin key. */
@@ -20,12 +22,13 @@ export const actorOf = (credential: Credential): Actor =>
 /** The operator's change of one tenant's records, in this request: who it is by, for the trail. */
 export const byOperator = (
   tenant: string,
-  { now, requestId, actor }: WriteContext,
+  { now, requestId, actor, detail }: WriteContext,
 ): AuditContext => ({
   tenant,
   actor: actor ?? { kind: 'admin' },
   requestId,
   atMs: now,
+  ...(detail && { detail }),
 });
 
 /**
@@ -41,6 +44,7 @@ export function writableScope(writer: BudgetWriter, scope: string, context?: Wri
     actor: actorOf(writer),
     requestId: context?.requestId ?? '',
     atMs: context?.now ?? 0,
+    ...(context?.detail && { detail: context.detail }),
   };
   // Stored and looked up in canonical form (standard values lowercase: domain/scopes.ts).
   return { segments, tenant, by, scope: segments.map(segmentText).join('/') };

@@ -45,10 +45,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   let dynamo: LocalDynamo | undefined;
   let dataDir: string | undefined;
   const inMemory = options.inMemory || ['1', 'true'].includes(process.env.DYNAMODB_IN_MEMORY ?? '');
-  // Refused reservations are recorded only for a consumer of budget events (webhooks here).
-  if (!process.env.WEBHOOK_URLS && !process.env.EVENT_BUS_NAME) {
-    process.env.REFUSAL_EVENTS ??= 'false';
-  }
   if (!process.env.DYNAMODB_ENDPOINT) {
     delete process.env.DYNAMODB_ENDPOINT;
     dataDir = inMemory ? undefined : (process.env.DATA_DIR ?? '.data');

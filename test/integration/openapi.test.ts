@@ -56,7 +56,7 @@ describe.each(['runtime', 'admin'] as const)('GET /openapi.json on the %s server
   });
 });
 
-/** The policy operations: create, list, get and change one. */
+/** The governance operations: a policy's, the overview, the bulk actions. */
 async function policyTour(t: { tenant: string }) {
   const ad = (path: string) => url('admin', path);
   const created = await request('POST', ad('/v1/admin/policies'), {
@@ -72,6 +72,20 @@ async function policyTour(t: { tenant: string }) {
   const id = String(created.body.policy_id);
   return [
     created,
+    await request('GET', ad('/v1/admin/overview'), { headers: adminHeaders }),
+    await request('POST', ad('/v1/admin/tenants/bulk-action'), {
+      headers: adminHeaders,
+      body: { filter: { search: 'no-tenant-has-this' }, action: 'SUSPEND', idempotency_key: 'b1' },
+    }),
+    await request('POST', ad('/v1/admin/budgets/bulk-action'), {
+      headers: adminHeaders,
+      body: {
+        filter: { tenant_id: t.tenant, scope_prefix: `tenant:${t.tenant}/workspace:` },
+        action: 'CREDIT',
+        amount: { unit: 'USD_MICROCENTS', amount: 1 },
+        idempotency_key: 'b2',
+      },
+    }),
     await request('GET', ad(`/v1/admin/policies?tenant_id=${t.tenant}`), { headers: adminHeaders }),
     await request('GET', ad(`/v1/admin/policies/${id}`), { headers: adminHeaders }),
     await request('PATCH', ad(`/v1/admin/policies/${id}`), {

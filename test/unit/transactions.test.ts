@@ -401,7 +401,7 @@ describe('settleTransaction', () => {
 });
 
 describe('ledgerUpdate', () => {
-  it('adds signed deltas and re-checks a snapshot exactly', () => {
+  it('adds signed deltas and re-checks a snapshot exactly; debt added marks the debt watch', () => {
     const item = ledgerUpdate({
       scope: 'tenant:t',
       unit: 'TOKENS',
@@ -411,7 +411,7 @@ describe('ledgerUpdate', () => {
 
     const { update, condition } = readable(item.Update);
     expect(update).toBe(
-      'SET spent = spent + 12, reserved = reserved + -10, debt = debt + 3, remaining = remaining + -5',
+      'SET due_pk = "DEBT#1", due_sk = "tenant:t#TOKENS", spent = spent + 12, reserved = reserved + -10, debt = debt + 3, remaining = remaining + -5',
     );
     expect(condition).toBe(
       'attribute_exists(pk) AND remaining = 2 AND debt = 0 AND overdraft_limit = 100 AND attribute_not_exists(shards)',
@@ -490,7 +490,9 @@ describe('newLedgerTransaction', () => {
       },
     });
 
-    expect(items).toHaveLength(5);
+    // …and the overview's count of it, last.
+    expect(items).toHaveLength(6);
+    expect(items[5]?.Update?.Key).toMatchObject({ sk: '-' });
     for (const item of [...items.slice(0, 3), items[4]])
       expect(item?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
     expect(items[2]?.Put?.Item).toMatchObject({ type: 'ledger-index', level: 'workspace' });

@@ -21,6 +21,7 @@ import type { OutcomeToStore } from '../entities/outcome.js';
 import type { ShardedBudgets } from '../entities/tenant.js';
 import { and, attr, or, putIfAbsent, type TransactItem, update } from '../expressions.js';
 import { keys } from '../keys.js';
+import { countersDelta } from '../overview.js';
 import { tenantWithDimensions } from '../tenants.js';
 import { transact } from '../transact.js';
 import {
@@ -55,7 +56,8 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
   const { scope, unit } = budget.ref;
   const shards = budget.layout.kind === 'sharded' ? budget.layout.shards : undefined;
   return [
-    putIfAbsent(ledgerItem(n.tenant, budget, n.createdAt)),
+    // Counted in the overview's counters (store/overview.ts) from its creation.
+    putIfAbsent({ ...ledgerItem(n.tenant, budget, n.createdAt), counted: true }),
     ...ledgerIndexItems(n.tenant, budget.ref, n.segments).map(putIfAbsent),
     tenantWithDimensions(
       n.tenant,
@@ -67,6 +69,7 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
     ),
     auditPut(n.audit),
     ...(shards ?? []).slice(1).map((s, i) => putIfAbsent(shardItem(budget.ref, i + 1, s))),
+    countersDelta({ [`budgets_${budget.status}`]: 1, [`unit_${unit}`]: 1 }),
   ];
 }
 
@@ -177,24 +180,34 @@ export async function setBudgetStatus(
 ): Promise<'updated' | 'stale'> {
   const { scope, unit } = before.ref;
   const from = before.status;
-  const written = await writeAudited(
-    [
-      ...Array.from({ length: shardCount(before) }, (_, k) =>
-        update(
-          shardKey(scope, unit, k),
-          { set: { status: to, updated_at: at } },
-          {
-            condition: and(
-              attr('pk').exists(),
-              from === 'ACTIVE' ? openBudget() : attr('status').eq(from),
-              // Every shard as counted when read: a budget given more shards since reads again.
-              k === 0 && shardCountIs(shardCount(before)),
-            ),
-          },
+  // The budget moves between the overview's counts; one made before they existed is counted by
+  // its first change of status (its unit too).
+  const attempt = (counted: boolean) =>
+    writeAudited(
+      [
+        ...Array.from({ length: shardCount(before) }, (_, k) =>
+          update(
+            shardKey(scope, unit, k),
+            { set: { status: to, updated_at: at, ...(k === 0 && { counted: true }) } },
+            {
+              condition: and(
+                attr('pk').exists(),
+                from === 'ACTIVE' ? openBudget() : attr('status').eq(from),
+                // Every shard as counted when read: a budget given more shards since reads again.
+                k === 0 && shardCountIs(shardCount(before)),
+                k === 0 && (counted ? attr('counted').exists() : attr('counted').notExists()),
+              ),
+            },
+          ),
         ),
-      ),
-    ],
-    audit,
-  );
-  return written === 'written' ? 'updated' : 'stale';
+        countersDelta(
+          counted
+            ? { [`budgets_${from}`]: -1, [`budgets_${to}`]: 1 }
+            : { [`budgets_${to}`]: 1, [`unit_${unit}`]: 1 },
+        ),
+      ],
+      audit,
+    );
+  if ((await attempt(true)) === 'written') return 'updated';
+  return (await attempt(false)) === 'written' ? 'updated' : 'stale';
 }

@@ -9,7 +9,15 @@ import {
 } from '../../domain/reservation.js';
 import { canonicalValue, LEVELS } from '../../domain/scopes.js';
 import { and, attr, type Item, type TransactItem, update } from '../expressions.js';
-import { dueShard, dueSortKey, keys, listPartitions, listSortKey, listSpreadOf } from '../keys.js';
+import {
+  directory,
+  dueShard,
+  dueSortKey,
+  keys,
+  listPartitions,
+  listSortKey,
+  listSpreadOf,
+} from '../keys.js';
 import { type OutcomeToStore, outcomeAttributes, settledOutcomeAttributes } from './outcome.js';
 
 // The reservation family: one item per reservation, keyed by its id (derived from tenant and
@@ -127,6 +135,11 @@ export function settlementUpdate(
         committed: s.committed?.amount,
         ...(detail && { [`${to.toLowerCase()}_detail_json`]: exactJson(detail) }),
         ...(s.outcome && settledOutcomeAttributes(s.outcome.stored, s.outcome.key, record)),
+        // An expiry joins the overview's recent expiries (keys.ts directory.expiries).
+        ...(to === 'EXPIRED' && {
+          dir_pk: directory.expiries.pk(r.reservationId),
+          dir_sk: directory.expiries.sk(now, r.tenant, r.reservationId),
+        }),
       },
       remove: ['due_pk', 'due_sk', 'deadline_ms', 'hold_shards', 'held_in'],
     },
