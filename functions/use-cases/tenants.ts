@@ -1,3 +1,4 @@
+import { config } from '../config/settings.js';
 import { DomainError } from '../domain/errors.js';
 import {
   changedTenant,
@@ -33,7 +34,11 @@ export interface TenantRequest {
 
 /** POST /v1/admin/tenants; an existing id → 409 DUPLICATE_RESOURCE. Audited. */
 export async function createTenant(request: TenantRequest, context: WriteContext): Promise<Tenant> {
-  const settings = request.settings ?? {};
+  // The deployment's default for how unbudgeted scopes count, where the request names none.
+  const settings: TenantSettings = {
+    ...(config.UNBUDGETED_SCOPES_DEFAULT === 'SKIP' && { unbudgetedScopes: 'SKIP' }),
+    ...request.settings,
+  };
   const tenant: Tenant = {
     tenantId: request.tenantId,
     name: request.name,
