@@ -1,5 +1,5 @@
-import { httpHandler } from '../http/handler.js';
+import { plainHandler } from '../http/serve.js';
 import { healthView } from '../http/views.js';
 import { health } from '../use-cases/health.js';
 
-export const handler = httpHandler('adminHealth', {}, async () => healthView(await health()));
+export const handler = plainHandler('adminHealth', async () => healthView(await health()));

@@ -1,10 +1,10 @@
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import { httpHandler } from '../http/handler.js';
+import { plainHandler } from '../http/serve.js';
 import { log } from '../log.js';
 import { methodsAt } from '../routes.js';
 import { notFound } from '../use-cases/not-found.js';
 
-const answer = httpHandler('adminNotFound', {}, async ({ event }) =>
+const answer = plainHandler('adminNotFound', async ({ event }) =>
   notFound(
     event.requestContext?.http?.method ?? '',
     event.rawPath ?? '',

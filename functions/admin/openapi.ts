@@ -1,4 +1,4 @@
-import { httpHandler } from '../http/handler.js';
 import document from '../http/openapi/admin.json' with { type: 'json' };
+import { plainHandler } from '../http/serve.js';
 
-export const handler = httpHandler('adminOpenApi', {}, async () => document);
+export const handler = plainHandler('adminOpenApi', async () => document);

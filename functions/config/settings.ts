@@ -36,7 +36,7 @@ const settings = {
    * call answers 503 with Retry-After well inside the function's timeout (docs/deploy.md).
    */
   DYNAMODB_ATTEMPT_TIMEOUT_MS: int(IN_LAMBDA ? 1_000 : 10_000, 50, 10_000),
-  DYNAMODB_CONNECT_TIMEOUT_MS: int(500, 50, 10_000),
+  DYNAMODB_CONNECT_TIMEOUT_MS: int(IN_LAMBDA ? 500 : 5_000, 50, 10_000),
   DYNAMODB_MAX_ATTEMPTS: int(3, 1, 5),
   AWS_REGION: text('us-east-1'),
   LOG_LEVEL: oneOf(['debug', 'info', 'warn', 'error', 'silent'], 'info'),

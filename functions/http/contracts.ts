@@ -1,4 +1,4 @@
-import type * as z from 'zod';
+import type * as z from 'zod/mini';
 import type { RouteId } from '../routes.js';
 import {
   BudgetQuery,
@@ -52,9 +52,10 @@ import {
 export interface Contract {
   readonly summary: string;
   readonly tag: string;
-  readonly params?: z.core.$ZodType;
-  readonly query?: z.core.$ZodType;
-  readonly body?: z.core.$ZodType;
+  /** Request schemas: zod/mini, as every function that parses with them bundles them. */
+  readonly params?: z.ZodMiniType;
+  readonly query?: z.ZodMiniType;
+  readonly body?: z.ZodMiniType;
   /** The success body, answered with the route's status. @default - the route never succeeds */
   readonly response?: z.core.$ZodType;
   /**
@@ -70,7 +71,7 @@ export interface Contract {
     readonly description: string;
   };
   /** The path a client fills in, where the route table's is API Gateway's own (`{x+}`). */
-  readonly documentPath?: { readonly path: string; readonly params: z.core.$ZodType };
+  readonly documentPath?: { readonly path: string; readonly params: z.ZodMiniType };
   /** The reference's name for the operation, where ours differs. @default - the route id */
   readonly operationId?: string;
   /**

@@ -1,51 +1,26 @@
 import { randomUUID } from 'node:crypto';
-import middy from '@middy/core';
-import type {
-  APIGatewayProxyEventV2,
-  APIGatewayProxyStructuredResultV2,
-  Context,
-} from 'aws-lambda';
-import type { z } from 'zod';
-import { serverNow } from '../clock.js';
+import type * as z from 'zod/mini';
 import { config } from '../config/settings.js';
-import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
-import { exactJson, illFormedStringAt, parseExactJson } from '../domain/json.js';
-import { log } from '../log.js';
+import { invalidRequest } from '../domain/errors.js';
+import { illFormedStringAt, parseExactJson } from '../domain/json.js';
 import { type RouteId, routes } from '../routes.js';
-import {
-  currentInvocation,
-  dynamoFields,
-  type Invocation,
-  recordMetric,
-  runInvocation,
-} from '../telemetry/invocation.js';
-import { publishMetrics } from '../telemetry/metrics.js';
+import type { Invocation } from '../telemetry/invocation.js';
 import { actorOf, type WriteContext } from '../use-cases/context.js';
 import { type AdminCaller, authenticate, type RouteCaller, type TenantCaller } from './auth.js';
 import type { contracts } from './contracts.js';
-import { type ErrorDetails, errorResponse } from './errors.js';
-import { Reply } from './reply.js';
+import type { ErrorDetails } from './errors.js';
+import type { Reply } from './reply.js';
+import { type Event, respond, serve } from './serve.js';
 
-export type Event = APIGatewayProxyEventV2;
-export type Result = APIGatewayProxyStructuredResultV2;
+export type { Event, Result } from './serve.js';
 
-/** A request or response schema: zod's classic API or zod/mini (the same core). */
-type Schema = z.core.$ZodType;
+/** Request schemas are zod/mini (docs/architecture.md § Request schemas). */
 interface Schemas {
-  readonly body?: Schema;
-  readonly query?: Schema;
-  readonly params?: Schema;
+  readonly body?: z.ZodMiniType;
+  readonly query?: z.ZodMiniType;
+  readonly params?: z.ZodMiniType;
 }
-/** What both APIs' schemas answer at run time (the core type does not declare it). */
-interface Parser {
-  safeParse(value: unknown):
-    | { readonly success: true; readonly data: unknown }
-    | {
-        readonly success: false;
-        readonly error: { readonly issues: readonly { path: PropertyKey[]; message: string }[] };
-      };
-}
-type Parsed<S extends Schemas, K extends keyof Schemas> = S[K] extends Schema
+type Parsed<S extends Schemas, K extends keyof Schemas> = S[K] extends z.ZodMiniType
   ? z.output<S[K]>
   : undefined;
 type ContractOf<R extends RouteId> = (typeof contracts)[R];
@@ -61,7 +36,7 @@ type Wire<T> = T extends readonly (infer E)[]
   : T extends object
     ? { readonly [K in keyof T]: Wire<T[K]> }
     : T;
-type InputOf<S> = S extends Schema ? Wire<z.input<S>> : never;
+type InputOf<S> = S extends z.core.$ZodType ? Wire<z.input<S>> : never;
 type AlsoOf<C> = C extends { readonly alsoAnswers: { readonly body: infer S } }
   ? InputOf<S>
   : never;
@@ -77,7 +52,7 @@ export type RouteAnswer<R extends RouteId> =
   | Reply<SuccessOf<ContractOf<R>>>
   | Reply<AlsoOf<ContractOf<R>>>;
 
-type AuthKind<R extends RouteId> = (typeof routes)[R]['auth']['kind'];
+export type AuthKind<R extends RouteId> = (typeof routes)[R]['auth']['kind'];
 type CallerOf<R extends RouteId> =
   AuthKind<R> extends 'tenant'
     ? TenantCaller
@@ -100,11 +75,12 @@ export interface RouteInput<R extends RouteId, S extends Schemas> {
 }
 
 /**
- * The one way to build an HTTP Lambda: request id → authenticate → validate → run → respond,
- * with every failure mapped to SPEC's error body and one log line and one set of metrics per
- * request. `run` returns the wire body, answered with the route's success status. Each
- * invocation runs in its own telemetry scope (telemetry/invocation.ts), so DynamoDB calls and
- * business metrics are counted on the request that made them.
+ * The way to build an HTTP Lambda: request id → authenticate → validate → run → respond, with
+ * every failure mapped to SPEC's error body and one log line and one set of metrics per request
+ * (http/serve.ts; a route with no key and no input is built by its plainHandler). `run` returns
+ * the wire body, answered with the route's success status. Each invocation runs in its own
+ * telemetry scope (telemetry/invocation.ts), so DynamoDB calls and business metrics are counted
+ * on the request that made them.
  */
 export function httpHandler<R extends RouteId>(
   routeId: R,
@@ -113,9 +89,7 @@ export function httpHandler<R extends RouteId>(
   options: { readonly errorDetails?: ErrorDetails } = {},
 ) {
   const route = routes[routeId];
-  const handle = middy<Event, Result, Error, Context>().handler(async (event) => {
-    const invocation = currentInvocation();
-    const now = serverNow();
+  return serve(routeId, options, async (event, now, invocation) => {
     const headers = event.headers ?? {};
     const caller = await authenticate(headers, route.auth, now);
     if (invocation) identify(invocation, caller);
@@ -137,26 +111,8 @@ export function httpHandler<R extends RouteId>(
       },
       event,
     } as RouteInput<R, RouteSchemas<R>>;
-    const answer = await run(input);
-    const reply = answer instanceof Reply ? answer : new Reply(undefined, answer);
-    return {
-      statusCode: reply.statusCode ?? route.status,
-      headers: { ...reply.headers },
-      body: exactJson(reply.body),
-    };
+    return respond(await run(input), route.status);
   });
-  let coldStart = true;
-  return (event: Event, context: Context): Promise<Result> =>
-    runInvocation(event.requestContext?.requestId || randomUUID(), async (invocation) => {
-      const cold = coldStart;
-      coldStart = false;
-      try {
-        return finish(await handle(event, context), { invocation, routeId, event, cold });
-      } catch (error) {
-        const response = errorResponse(error, invocation.requestId, options.errorDetails);
-        return finish(response, { invocation, routeId, event, cold, error });
-      }
-    });
 }
 
 /** Who called, for the log line (key id, never the secret) and the metrics. */
@@ -167,62 +123,8 @@ function identify(invocation: Invocation, caller: RouteCaller): void {
   invocation.keyId = caller.keyId;
 }
 
-interface Outcome {
-  readonly invocation: Invocation;
-  readonly routeId: RouteId;
-  readonly event: Event;
-  readonly cold: boolean;
-  /** What the handler threw, when it did. */
-  readonly error?: unknown;
-}
-
-/** Response headers, then the request's one log line and its metrics. */
-function finish(response: Result, outcome: Outcome): Result {
-  const { invocation, routeId, error } = outcome;
-  const { requestId, tenant } = invocation;
-  const headers: Record<string, string> = {
-    ...(response.headers as Record<string, string> | undefined),
-    'content-type': 'application/json',
-    'x-request-id': requestId,
-  };
-  if (tenant) {
-    headers['x-service-tenant'] = tenant;
-    headers['x-cycles-tenant'] = tenant;
-  }
-  const latencyMs = Math.round((performance.now() - invocation.startedAt) * 100) / 100;
-  const fields = {
-    request_id: requestId,
-    route: routeId,
-    method: outcome.event.requestContext?.http?.method,
-    status: response.statusCode,
-    ...(error !== undefined && {
-      error_code: error instanceof DomainError ? error.code : 'INTERNAL_ERROR',
-    }),
-    ...(tenant && { tenant }),
-    ...(invocation.keyId && { key_id: invocation.keyId }),
-    latency_ms: latencyMs,
-    ...dynamoFields(invocation),
-    ...(outcome.cold && { cold_start: true }),
-  };
-  recordMetric('Latency', latencyMs, { Route: routeId });
-  if (error instanceof DomainError) {
-    recordMetric('Refusals', 1, { Reason: error.code });
-    log.info('request', fields);
-  } else if (error instanceof RetryLaterError) {
-    recordMetric('BusyAnswers', 1, { Reason: error.reason });
-    log.warn('request', { ...fields, busy_reason: error.reason });
-  } else if (error !== undefined) {
-    // Logged with its cause and stack; its message never reaches the client (errors.ts).
-    log.error('request', { ...fields, error });
-  } else {
-    log.info('request', fields);
-  }
-  publishMetrics(invocation);
-  return { ...response, headers };
-}
-
 function parseBody(
-  schema: Schema,
+  schema: z.ZodMiniType,
   event: Event,
   headers: Record<string, string | undefined>,
 ): unknown {
@@ -270,14 +172,14 @@ function withHeaderIdempotencyKey(
   return body;
 }
 
-function parse(schema: Schema, value: unknown, what: string): unknown {
+function parse(schema: z.ZodMiniType, value: unknown, what: string): unknown {
   const illFormed = illFormedStringAt(value);
   if (illFormed !== undefined) {
     throw invalidRequest(`${what}${illFormed}: is not well-formed Unicode (a lone surrogate)`, {
       field: illFormed,
     });
   }
-  const parsed = (schema as unknown as Parser).safeParse(value);
+  const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issues = parsed.error.issues.map((i) => ({
     field: i.path.map(String).join('.') || '(root)',

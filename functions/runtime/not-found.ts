@@ -1,8 +1,8 @@
-import { httpHandler } from '../http/handler.js';
+import { plainHandler } from '../http/serve.js';
 import { methodsAt } from '../routes.js';
 import { notFound } from '../use-cases/not-found.js';
 
-export const handler = httpHandler('runtimeNotFound', {}, async ({ event }) =>
+export const handler = plainHandler('runtimeNotFound', async ({ event }) =>
   notFound(
     event.requestContext?.http?.method ?? '',
     event.rawPath ?? '',

@@ -1,4 +1,4 @@
-import { httpHandler } from '../http/handler.js';
 import document from '../http/openapi/runtime.json' with { type: 'json' };
+import { plainHandler } from '../http/serve.js';
 
-export const handler = httpHandler('runtimeOpenApi', {}, async () => document);
+export const handler = plainHandler('runtimeOpenApi', async () => document);

@@ -1,8 +1,18 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type Bundle, bundle, functionEntries, weightByPackage } from '../../infra/bundles.js';
+import {
+  type Bundle,
+  bundle,
+  functionEntries,
+  kb,
+  targetBytes,
+  weightByPackage,
+} from '../../infra/bundles.js';
 
 /** The packages (and our own folders) a function's bundle carries. */
 const contents = (b: Bundle) => weightByPackage(b.metafile).map(([pkg]) => pkg);
+/** The source files a function's bundle carries. */
+const files = (b: Bundle) =>
+  Object.values(b.metafile.outputs).flatMap((o) => Object.keys(o.inputs));
 
 describe('function bundles (as the stacks build them)', () => {
   let bundles: Bundle[];
@@ -38,5 +48,25 @@ describe('function bundles (as the stacks build them)', () => {
       'runtimeNotFound',
     ]);
     for (const b of plain) expect(contents(b), b.name).not.toContain('zod');
+  });
+
+  it('parse requests with zod/mini: no bundle carries zod’s classic API (docs/architecture.md)', () => {
+    const classic = bundles.filter((b) =>
+      files(b).some((f) => f.includes('node_modules/zod/v4/classic/')),
+    );
+
+    expect(classic.map((b) => b.name)).toEqual([]);
+  });
+
+  it('stay within their size targets (docs/deploy.md § Bundling)', () => {
+    const over = bundles.flatMap((b) => {
+      const target = targetBytes(b);
+      return target !== undefined && b.bytes > target
+        ? [`${b.name} ${kb(b.bytes)} > ${kb(target)}`]
+        : [];
+    });
+
+    expect(over).toEqual([]);
+    expect(bundles.filter((b) => targetBytes(b) !== undefined).length).toBeGreaterThan(20);
   });
 });

@@ -2,7 +2,7 @@ import { type ChildProcess, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { freePort } from '../../infra/local/dynamodb.js';
 import { request } from '../helpers/http.js';
 import { type SpawnedRunner, spawnRunner, untilHealthy } from '../helpers/runner.js';
@@ -168,6 +168,8 @@ describe('npm start', { timeout: 150_000 }, () => {
       ADMIN_PORT: String(adminPort),
     });
     await untilHealthy(runner, { runtime: runtimePort, admin: adminPort });
+    // The servers answer before the banner is printed (after the stream consumer starts).
+    await vi.waitFor(() => expect(runner.output()).toContain('  bootstrap: '), { timeout: 10_000 });
     const banner = runner.output();
     expect(banner).toContain(`DynamoDB at ${inject('dynamoEndpoint')} (DYNAMODB_ENDPOINT)`);
     expect(banner).toContain('in-memory ignored: DYNAMODB_ENDPOINT is set');

@@ -17,7 +17,7 @@ import {
 
 type Json = Record<string, unknown>;
 
-/** The schemas each handler module hands httpHandler, by route id. */
+/** The schemas each handler module hands httpHandler (none: plainHandler), by route id. */
 const handed = vi.hoisted(() => new Map<string, unknown>());
 vi.mock('../../functions/http/handler.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../functions/http/handler.js')>();
@@ -26,6 +26,14 @@ vi.mock('../../functions/http/handler.js', async (importOriginal) => {
     return real.httpHandler(routeId, schemas, run);
   };
   return { ...real, httpHandler };
+});
+vi.mock('../../functions/http/serve.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../functions/http/serve.js')>();
+  const plainHandler: typeof real.plainHandler = (routeId, run) => {
+    handed.set(routeId, {});
+    return real.plainHandler(routeId, run);
+  };
+  return { ...real, plainHandler };
 });
 
 const SERVERS: readonly Server[] = ['runtime', 'admin'];

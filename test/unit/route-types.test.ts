@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RouteAnswer, RouteSchemas } from '../../functions/http/handler.js';
 import { CreateEventBody, DecideBody } from '../../functions/http/schemas/runtime.js';
+import type { plainHandler } from '../../functions/http/serve.js';
 
 // Routes checked by the compiler: what these lines claim is proven by `npm run typecheck`
 // (a `@ts-expect-error` that no longer errs fails it); the runtime assertions only keep them.
@@ -28,5 +29,17 @@ describe('a route’s handler, as the compiler checks it', () => {
     const extra: RouteSchemas<'createEvent'> = { body: CreateEventBody, query: DecideBody };
 
     expect([own, other, extra].every((s) => s.body !== undefined)).toBe(true);
+  });
+
+  it('builds a plain handler only for a route that takes no key and no input', () => {
+    type PlainRoute = Parameters<typeof plainHandler>[0];
+    const health: PlainRoute = 'runtimeHealth';
+    const notFound: PlainRoute = 'adminNotFound';
+    // @ts-expect-error — it takes a key and a body: httpHandler authenticates and validates
+    const reserve: PlainRoute = 'createReservation';
+    // @ts-expect-error — it takes a key, though no input
+    const introspect: PlainRoute = 'runtimeIntrospectAuth';
+
+    expect([health, notFound, reserve, introspect]).toHaveLength(4);
   });
 });

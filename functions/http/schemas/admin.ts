@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { KEY_SORT_KEYS, OPERATORS } from '../../domain/api-keys.js';
 import { AUDIT_OPERATION_NAMES, AUDIT_SORT_KEYS } from '../../domain/audit.js';
 import { BUDGET_SORT_KEYS } from '../../domain/budget.js';
@@ -23,6 +23,7 @@ import type { TenantRequest } from '../../use-cases/tenants.js';
 import {
   Amount,
   BooleanParam,
+  Chars,
   Cursor,
   camel,
   IdempotencyKey,
@@ -34,18 +35,18 @@ import { clampedLimit, Search, SortDir } from './lists.js';
 import { settingsOf, TenantSettingsFields, TenantSettingsPatch } from './tenants.js';
 
 /** A scope path: it is part of DynamoDB keys, so at most MAX_SCOPE_LENGTH characters. */
-const Scope = z.string().min(1).max(MAX_SCOPE_LENGTH);
+const Scope = Chars(1, MAX_SCOPE_LENGTH);
 
 export { TenantId };
 
 /** The reference's TenantCreateRequest, and our unbudgeted_scopes option. */
-export const CreateTenantBody = z
-  .object({
+export const CreateTenantBody = z.pipe(
+  z.object({
     tenant_id: TenantId,
-    name: z.string().min(1).max(256),
+    name: Chars(1, 256),
     ...TenantSettingsFields,
-  })
-  .transform(
+  }),
+  z.transform(
     (b): TenantRequest => ({
       tenantId: b.tenant_id,
       name: b.name,
@@ -53,63 +54,70 @@ export const CreateTenantBody = z
       metadata: b.metadata,
       settings: settingsOf(b) as TenantSettings,
     }),
-  );
+  ),
+);
 export type CreateTenantBody = z.infer<typeof CreateTenantBody>;
 
 /** A key's owner: a tenant, or OPERATORS for a named operator credential (docs/decisions.md § Operators). */
 export const KeyOwner = z.union([TenantId, z.literal(OPERATORS)]);
 
-export const CreateApiKeyBody = z
-  .object({
+const Permissions = z.array(z.enum(PERMISSIONS)).check(z.maxLength(PERMISSIONS.length));
+
+export const CreateApiKeyBody = z.pipe(
+  z.object({
     tenant_id: KeyOwner,
-    name: z.string().min(1).max(256),
-    description: z.string().max(1024).optional(),
+    name: Chars(1, 256),
+    description: z.optional(z.string().check(z.maxLength(1024))),
     /** Absent: SPEC's eight and budgets:write for a tenant key; an operator credential names its own. */
-    permissions: z.array(z.enum(PERMISSIONS)).max(PERMISSIONS.length).optional(),
-    expires_at: z.iso.datetime({ offset: true }).optional(),
-  })
-  .transform((b): ApiKeyRequest => camel(b));
+    permissions: z.optional(Permissions),
+    expires_at: z.optional(z.iso.datetime({ offset: true })),
+  }),
+  z.transform((b): ApiKeyRequest => camel(b)),
+);
 export type CreateApiKeyBody = z.infer<typeof CreateApiKeyBody>;
 
 /** A tool name as Action.name carries it; an empty list would restrict nothing (reference precedence). */
-const ToolList = z.array(z.string().min(1).max(256)).min(1);
+const ToolList = z.array(Chars(1, 256)).check(z.minLength(1));
 
 /**
  * SPEC § Caps, as a budget carries them. Closed: an unknown key is a constraint the operator
  * asked for and would never see answered, so it is refused, not ignored. At least one field;
  * at most MAX_CAPS_BYTES of JSON, as the ledger item carries them on every transaction.
  */
-export const CapsBody = z
-  .strictObject({
-    max_tokens: Int(0).optional(),
-    max_steps_remaining: Int(0).optional(),
-    tool_allowlist: ToolList.optional(),
-    tool_denylist: ToolList.optional(),
-    cooldown_ms: Int(0).optional(),
-  })
-  .superRefine((c, ctx) => {
-    if (Object.values(c).every((v) => v === undefined)) {
-      ctx.addIssue({ code: 'custom', message: 'needs at least one constraint', input: c });
-    }
-    const both = c.tool_denylist?.filter((t) => c.tool_allowlist?.includes(t)) ?? [];
-    if (both.length > 0) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['tool_denylist'],
-        message: `names ${JSON.stringify(both[0])}, which tool_allowlist allows: an allowlist makes clients ignore the denylist, list a tool in one of them only`,
-        input: c.tool_denylist,
-      });
-    }
-    if (Buffer.byteLength(JSON.stringify(c)) > MAX_CAPS_BYTES) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `at most ${MAX_CAPS_BYTES} bytes of JSON`,
-        input: c,
-      });
-    }
-  })
+export const CapsBody = z.pipe(
+  z
+    .strictObject({
+      max_tokens: z.optional(Int(0)),
+      max_steps_remaining: z.optional(Int(0)),
+      tool_allowlist: z.optional(ToolList),
+      tool_denylist: z.optional(ToolList),
+      cooldown_ms: z.optional(Int(0)),
+    })
+    .check(
+      z.superRefine((c, ctx) => {
+        if (Object.values(c).every((v) => v === undefined)) {
+          ctx.addIssue({ code: 'custom', message: 'needs at least one constraint', input: c });
+        }
+        const both = c.tool_denylist?.filter((t) => c.tool_allowlist?.includes(t)) ?? [];
+        if (both.length > 0) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['tool_denylist'],
+            message: `names ${JSON.stringify(both[0])}, which tool_allowlist allows: an allowlist makes clients ignore the denylist, list a tool in one of them only`,
+            input: c.tool_denylist,
+          });
+        }
+        if (Buffer.byteLength(JSON.stringify(c)) > MAX_CAPS_BYTES) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `at most ${MAX_CAPS_BYTES} bytes of JSON`,
+            input: c,
+          });
+        }
+      }),
+    ),
   // Stored canonical (lists sorted, no duplicates): what is stored is what a reserve answers.
-  .transform(
+  z.transform(
     (c): Caps =>
       mergeCaps(
         {},
@@ -121,42 +129,51 @@ export const CapsBody = z
           ...(c.cooldown_ms !== undefined && { cooldownMs: c.cooldown_ms }),
         },
       ),
-  );
+  ),
+);
 
 /** Integer percents of allocated, 1–100; [] reports no threshold (exhaustion still is). */
-const Thresholds = z.array(z.number().int().min(1).max(100)).max(MAX_THRESHOLDS);
+const Thresholds = z
+  .array(z.number().check(z.int(), z.gte(1), z.lte(100)))
+  .check(z.maxLength(MAX_THRESHOLDS));
 
-export const CreateBudgetBody = z
-  .object({
-    scope: Scope,
-    unit: Unit,
-    allocated: Amount,
-    overdraft_limit: Amount.optional(),
-    /** Escrow shards for a busy budget (docs/scaling.md); 1 (unsharded) when absent. */
-    shards: z.number().int().min(1).max(MAX_SHARDS).optional(),
-    caps: CapsBody.optional(),
-    /** Soft landing (domain/caps.ts): caps only once remaining after a hold is below this share. */
-    caps_when_remaining_below_bps: Int(1, BPS).optional(),
-    /** Rolls over by itself each period (domain/period.ts); `allocated` is per period. */
-    period: z.enum(PERIOD_KINDS).optional(),
-    period_anchor_day: z.number().int().min(1).max(28).optional(),
-    /** Budget events at these percents of allocated used (domain/budget-events.ts). */
-    thresholds: Thresholds.optional(),
-  })
-  .refine((b) => b.caps_when_remaining_below_bps === undefined || b.caps !== undefined, {
-    path: ['caps_when_remaining_below_bps'],
-    message: 'needs caps',
-  })
-  .refine(
-    (b) =>
-      b.period_anchor_day === undefined ||
-      (b.period !== undefined && validAnchor({ kind: b.period, anchorDay: b.period_anchor_day })),
-    {
-      path: ['period_anchor_day'],
-      message: 'needs period WEEKLY (1 = Monday … 7 = Sunday) or MONTHLY (1–28)',
-    },
-  )
-  .transform(
+const Shards = z.number().check(z.int(), z.gte(1), z.lte(MAX_SHARDS));
+
+export const CreateBudgetBody = z.pipe(
+  z
+    .object({
+      scope: Scope,
+      unit: Unit,
+      allocated: Amount,
+      overdraft_limit: z.optional(Amount),
+      /** Escrow shards for a busy budget (docs/scaling.md); 1 (unsharded) when absent. */
+      shards: z.optional(Shards),
+      caps: z.optional(CapsBody),
+      /** Soft landing (domain/caps.ts): caps only once remaining after a hold is below this share. */
+      caps_when_remaining_below_bps: z.optional(Int(1, BPS)),
+      /** Rolls over by itself each period (domain/period.ts); `allocated` is per period. */
+      period: z.optional(z.enum(PERIOD_KINDS)),
+      period_anchor_day: z.optional(z.number().check(z.int(), z.gte(1), z.lte(28))),
+      /** Budget events at these percents of allocated used (domain/budget-events.ts). */
+      thresholds: z.optional(Thresholds),
+    })
+    .check(
+      z.refine((b) => b.caps_when_remaining_below_bps === undefined || b.caps !== undefined, {
+        path: ['caps_when_remaining_below_bps'],
+        message: 'needs caps',
+      }),
+      z.refine(
+        (b) =>
+          b.period_anchor_day === undefined ||
+          (b.period !== undefined &&
+            validAnchor({ kind: b.period, anchorDay: b.period_anchor_day })),
+        {
+          path: ['period_anchor_day'],
+          message: 'needs period WEEKLY (1 = Monday … 7 = Sunday) or MONTHLY (1–28)',
+        },
+      ),
+    ),
+  z.transform(
     ({
       caps,
       caps_when_remaining_below_bps: bps,
@@ -168,12 +185,15 @@ export const CreateBudgetBody = z
       ...(caps && { caps: { caps, ...(bps !== undefined && { belowRemainingBps: bps }) } }),
       ...(period && { period: { kind: period, ...(anchorDay !== undefined && { anchorDay }) } }),
     }),
-  );
+  ),
+);
 export type CreateBudgetBody = z.infer<typeof CreateBudgetBody>;
 
 /** SPEC's POST /v1/admin/budgets/{scope}/{unit}/fund, as a client fills it in (and the document lists it). */
 export const FundPathParams = z.object({
-  scope: Scope.describe("The budget's scope, percent-encoded: a nested scope's '/' is sent as %2F"),
+  scope: Scope.check(
+    z.describe("The budget's scope, percent-encoded: a nested scope's '/' is sent as %2F"),
+  ),
   unit: Unit,
 });
 
@@ -182,28 +202,38 @@ export const FundPathParams = z.object({
  * percent-decoded (API Gateway decodes the path), so a nested scope spans several segments.
  * Anything else under /v1/admin/budgets/ is no endpoint.
  */
-export const FundPath = z
-  .object({ budget: z.string().max(4200) })
-  .transform(({ budget }) => {
-    const match = /^(.+)\/([^/]+)\/fund$/.exec(budget);
-    if (!match) throw new DomainError('NOT_FOUND', `no endpoint POST /v1/admin/budgets/${budget}`);
-    return { scope: match[1] ?? '', unit: match[2] ?? '' };
-  })
-  .pipe(FundPathParams);
+export const FundPath = z.pipe(
+  z.pipe(
+    z.object({ budget: z.string().check(z.maxLength(4200)) }),
+    z.transform(({ budget }) => {
+      const match = /^(.+)\/([^/]+)\/fund$/.exec(budget);
+      if (!match)
+        throw new DomainError('NOT_FOUND', `no endpoint POST /v1/admin/budgets/${budget}`);
+      return { scope: match[1] ?? '', unit: match[2] ?? '' };
+    }),
+  ),
+  FundPathParams,
+);
 
 export const FundBudgetBody = z
   .object({
     operation: z.enum(FUND_OPERATIONS),
-    amount: Amount.optional().describe(
-      'Required, except for RESET_SPENT, where it is the spent to start from and defaults to 0 (a new period: spent back to 0, allocation kept)',
-    ),
+    amount: z
+      .optional(Amount)
+      .check(
+        z.describe(
+          'Required, except for RESET_SPENT, where it is the spent to start from and defaults to 0 (a new period: spent back to 0, allocation kept)',
+        ),
+      ),
     idempotency_key: IdempotencyKey,
-    reason: z.string().max(1024).optional(),
+    reason: z.optional(z.string().check(z.maxLength(1024))),
   })
-  .refine((b) => b.amount !== undefined || b.operation === 'RESET_SPENT', {
-    path: ['amount'],
-    message: 'amount is required, except for RESET_SPENT',
-  });
+  .check(
+    z.refine((b) => b.amount !== undefined || b.operation === 'RESET_SPENT', {
+      path: ['amount'],
+      message: 'amount is required, except for RESET_SPENT',
+    }),
+  );
 /** The fund request: the budget from the path, the operation from the body. */
 export const fundRequest = (params: z.infer<typeof FundPath>, b: FundBudgetBody): FundRequest => ({
   ...params,
@@ -213,7 +243,7 @@ export const fundRequest = (params: z.infer<typeof FundPath>, b: FundBudgetBody)
 });
 export type FundBudgetBody = z.infer<typeof FundBudgetBody>;
 
-export const ValidateKeyBody = z.object({ key_secret: z.string().min(1).max(512) });
+export const ValidateKeyBody = z.object({ key_secret: Chars(1, 512) });
 
 // ---- the operator's control plane (docs/decisions.md § Control plane) ------------------------
 
@@ -225,139 +255,150 @@ const AdminPageLimit = clampedLimit(100);
 
 export const TenantParams = z.object({ tenant_id: TenantId });
 
-export const ListTenantsQuery = z
-  .object({
-    status: z.enum(TENANT_STATUSES).optional(),
-    parent_tenant_id: TenantId.optional(),
+export const ListTenantsQuery = z.pipe(
+  z.object({
+    status: z.optional(z.enum(TENANT_STATUSES)),
+    parent_tenant_id: z.optional(TenantId),
     search: Search,
-    sort_by: z.enum(TENANT_SORT_KEYS).optional(),
+    sort_by: z.optional(z.enum(TENANT_SORT_KEYS)),
     sort_dir: SortDir,
     limit: AdminPageLimit,
-    cursor: Cursor.optional(),
-  })
-  .transform(camel);
+    cursor: z.optional(Cursor),
+  }),
+  z.transform(camel),
+);
 
 /** Strict: a field we do not implement would change what the request means (issue 13 § 5). */
-export const UpdateTenantBody = z
-  .strictObject({
-    name: z.string().min(1).max(256).optional(),
-    status: z.enum(TENANT_STATUSES).optional(),
-    ...TenantSettingsPatch,
-  })
-  .refine((b) => Object.keys(b).length > 0, { message: 'names no field to change' })
-  .transform(
+export const UpdateTenantBody = z.pipe(
+  z
+    .strictObject({
+      name: z.optional(Chars(1, 256)),
+      status: z.optional(z.enum(TENANT_STATUSES)),
+      ...TenantSettingsPatch,
+    })
+    .check(z.refine((b) => Object.keys(b).length > 0, { message: 'names no field to change' })),
+  z.transform(
     (b): TenantChange => ({
       name: b.name,
       status: b.status,
       metadata: b.metadata,
       settings: settingsOf(b),
     }),
-  );
+  ),
+);
 
 export const KeyParams = z.object({
-  key_id: z
-    .string()
-    .min(1)
-    .max(64)
-    .regex(/^key_[0-9a-f]+$/, 'is not a key id'),
+  key_id: Chars(1, 64).check(z.regex(/^key_[0-9a-f]+$/, 'is not a key id')),
 });
 
-export const ListApiKeysQuery = z
-  .object({
-    tenant_id: KeyOwner.optional(),
-    status: z.enum(['ACTIVE', 'REVOKED', 'EXPIRED']).optional(),
+export const ListApiKeysQuery = z.pipe(
+  z.object({
+    tenant_id: z.optional(KeyOwner),
+    status: z.optional(z.enum(['ACTIVE', 'REVOKED', 'EXPIRED'])),
     search: Search,
-    sort_by: z.enum(KEY_SORT_KEYS).optional(),
+    sort_by: z.optional(z.enum(KEY_SORT_KEYS)),
     sort_dir: SortDir,
     limit: AdminPageLimit,
-    cursor: Cursor.optional(),
-  })
-  .transform(camel);
+    cursor: z.optional(Cursor),
+  }),
+  z.transform(camel),
+);
 
 export const UpdateApiKeyBody = z
   .strictObject({
-    name: z.string().min(1).max(256).optional(),
-    description: z.string().max(1024).optional(),
-    permissions: z.array(z.enum(PERMISSIONS)).max(PERMISSIONS.length).optional(),
+    name: z.optional(Chars(1, 256)),
+    description: z.optional(z.string().check(z.maxLength(1024))),
+    permissions: z.optional(Permissions),
   })
-  .refine((b) => Object.keys(b).length > 0, {
-    message: 'one of name, description, permissions is required',
-  });
+  .check(
+    z.refine((b) => Object.keys(b).length > 0, {
+      message: 'one of name, description, permissions is required',
+    }),
+  );
 
-export const RevokeApiKeyQuery = z.object({ reason: z.string().min(1).max(512).optional() });
+export const RevokeApiKeyQuery = z.object({ reason: z.optional(Chars(1, 512)) });
 
-const Instant = z.iso.datetime({ offset: true }).transform((t) => Date.parse(t));
+const Instant = z.pipe(
+  z.iso.datetime({ offset: true }),
+  z.transform((t) => Date.parse(t)),
+);
 
-export const ListAuditLogsQuery = z
-  .object({
-    tenant_id: KeyOwner.optional(),
+export const ListAuditLogsQuery = z.pipe(
+  z.object({
+    tenant_id: z.optional(KeyOwner),
     /** The actor: a key id, or `admin` for the operator. */
-    key_id: z.string().min(1).max(64).optional(),
-    operation: z.enum(AUDIT_OPERATION_NAMES as [string, ...string[]]).optional(),
-    resource_type: z.enum(['tenant', 'budget', 'api_key', 'policy', 'reservation']).optional(),
-    resource_id: z.string().min(1).max(4200).optional(),
-    from: Instant.optional(),
-    to: Instant.optional(),
-    sort_by: z.enum(AUDIT_SORT_KEYS).optional(),
+    key_id: z.optional(Chars(1, 64)),
+    operation: z.optional(z.enum(AUDIT_OPERATION_NAMES as [string, ...string[]])),
+    resource_type: z.optional(z.enum(['tenant', 'budget', 'api_key', 'policy', 'reservation'])),
+    resource_id: z.optional(Chars(1, 4200)),
+    from: z.optional(Instant),
+    to: z.optional(Instant),
+    sort_by: z.optional(z.enum(AUDIT_SORT_KEYS)),
     sort_dir: SortDir,
     limit: AdminPageLimit,
-    cursor: Cursor.optional(),
-  })
-  .transform(camel);
+    cursor: z.optional(Cursor),
+  }),
+  z.transform(camel),
+);
 
 /** `?scope=&unit=`: a nested scope in a query parameter has no path-decoding trap. */
 export const BudgetQuery = z.object({ scope: Scope, unit: Unit });
 
 /** A fraction of allocated spent, 0 to 1. */
-const Utilization = z.coerce.number().min(0).max(1).optional();
+const Utilization = z.optional(z.coerce.number().check(z.gte(0), z.lte(1)));
 
 /** The admin key lists every tenant's budgets without tenant_id (the reference's). */
-export const ListBudgetsQuery = z
-  .object({
-    tenant_id: TenantId.optional(),
-    scope_prefix: Scope.optional(),
-    unit: Unit.optional(),
-    status: z.enum(BUDGET_STATUSES).optional(),
-    over_limit: BooleanParam.optional(),
-    has_debt: BooleanParam.optional(),
+export const ListBudgetsQuery = z.pipe(
+  z.object({
+    tenant_id: z.optional(TenantId),
+    scope_prefix: z.optional(Scope),
+    unit: z.optional(Unit),
+    status: z.optional(z.enum(BUDGET_STATUSES)),
+    over_limit: z.optional(BooleanParam),
+    has_debt: z.optional(BooleanParam),
     utilization_min: Utilization,
     utilization_max: Utilization,
     search: Search,
-    sort_by: z.enum(BUDGET_SORT_KEYS).optional(),
+    sort_by: z.optional(z.enum(BUDGET_SORT_KEYS)),
     sort_dir: SortDir,
     limit: AdminPageLimit,
-    cursor: Cursor.optional(),
-  })
-  .transform(camel);
+    cursor: z.optional(Cursor),
+  }),
+  z.transform(camel),
+);
 
 /** Strict: counters change only by funding; a field we do not know is refused. */
-export const UpdateBudgetBody = z
-  .strictObject({
-    overdraft_limit: Amount.optional(),
-    caps: CapsBody.nullable().optional(),
-    caps_when_remaining_below_bps: Int(1, BPS).optional(),
-    /** null restores the default thresholds. */
-    thresholds: Thresholds.nullable().optional(),
-    /** More escrow shards for a budget that got busy (docs/scaling.md); never fewer. */
-    shards: z.number().int().min(1).max(MAX_SHARDS).optional(),
-  })
-  .refine((b) => Object.keys(b).length > 0, {
-    message: 'one of overdraft_limit, caps, thresholds, shards is required',
-  })
-  .refine((b) => b.shards === undefined || Object.keys(b).length === 1, {
-    // Two changes of one budget, each with its own transaction and audit record: one at a time.
-    message: 'shards is changed on its own: send the other fields in a PATCH of their own',
-    path: ['shards'],
-  })
-  .refine(
-    (b) =>
-      b.caps_when_remaining_below_bps === undefined || (b.caps !== undefined && b.caps !== null),
-    {
-      message: 'caps_when_remaining_below_bps needs caps',
-      path: ['caps_when_remaining_below_bps'],
-    },
-  )
-  .transform(
+export const UpdateBudgetBody = z.pipe(
+  z
+    .strictObject({
+      overdraft_limit: z.optional(Amount),
+      caps: z.optional(z.nullable(CapsBody)),
+      caps_when_remaining_below_bps: z.optional(Int(1, BPS)),
+      /** null restores the default thresholds. */
+      thresholds: z.optional(z.nullable(Thresholds)),
+      /** More escrow shards for a budget that got busy (docs/scaling.md); never fewer. */
+      shards: z.optional(Shards),
+    })
+    .check(
+      z.refine((b) => Object.keys(b).length > 0, {
+        message: 'one of overdraft_limit, caps, thresholds, shards is required',
+      }),
+      z.refine((b) => b.shards === undefined || Object.keys(b).length === 1, {
+        // Two changes of one budget, each with its own transaction and audit record: one at a time.
+        message: 'shards is changed on its own: send the other fields in a PATCH of their own',
+        path: ['shards'],
+      }),
+      z.refine(
+        (b) =>
+          b.caps_when_remaining_below_bps === undefined ||
+          (b.caps !== undefined && b.caps !== null),
+        {
+          message: 'caps_when_remaining_below_bps needs caps',
+          path: ['caps_when_remaining_below_bps'],
+        },
+      ),
+    ),
+  z.transform(
     (b): BudgetChange => ({
       ...(b.shards !== undefined && { shards: b.shards }),
       ...(b.overdraft_limit !== undefined && { overdraftLimit: b.overdraft_limit }),
@@ -374,11 +415,12 @@ export const UpdateBudgetBody = z
               },
       }),
     }),
-  );
+  ),
+);
 
 export const ClosedPeriodsQuery = z.object({
   scope: Scope,
   unit: Unit,
   limit: AdminPageLimit,
-  cursor: Cursor.optional(),
+  cursor: z.optional(Cursor),
 });

@@ -1,4 +1,5 @@
-import * as z from 'zod';
+import { en } from 'zod/locales';
+import * as z from 'zod/mini';
 import { MAX_AMOUNT, UNITS } from '../../domain/amounts.js';
 import { isExactNumber } from '../../domain/json.js';
 import {
@@ -11,6 +12,18 @@ import {
   SEGMENT_VALUE,
 } from '../../domain/scopes.js';
 
+/**
+ * The request schemas are written with zod/mini, not zod's classic API: the same parser and the
+ * same issues, about a third of the bytes in every function that bundles them (docs/decisions.md
+ * § Cloud room; how to write one: docs/architecture.md § Request schemas). Mini ships no
+ * messages of its own: these are the English ones classic zod answers with.
+ */
+z.config(en());
+
+/** A string of `min` to `max` characters. */
+export const Chars = (min: number, max: number) =>
+  z.string().check(z.minLength(min), z.maxLength(max));
+
 export const Unit = z.enum(UNITS);
 
 /**
@@ -19,9 +32,9 @@ export const Unit = z.enum(UNITS);
  * numbers only so that the range check names the field and its bound.
  */
 export const Int = (min: number, max: number = MAX_AMOUNT) =>
-  z.preprocess(
-    (v) => (isExactNumber(v) ? Number(v.value) : v),
-    z.number().int().min(min).max(Math.min(max, MAX_AMOUNT)),
+  z.pipe(
+    z.transform((v: unknown) => (isExactNumber(v) ? Number(v.value) : v)),
+    z.number().check(z.int(), z.gte(min), z.lte(Math.min(max, MAX_AMOUNT))),
   );
 
 /** Integers from the edge inward. */
@@ -30,63 +43,57 @@ export const AmountValue = Int(0);
 export const Amount = z.object({ unit: Unit, amount: AmountValue });
 export type Amount = z.infer<typeof Amount>;
 
-export const IdempotencyKey = z.string().min(1).max(256);
+export const IdempotencyKey = Chars(1, 256);
 
 /** Tenant ids: 1 to 64 of letters, digits, '_', '.', '-', starting with a letter or digit. */
-export const TenantId = z
-  .string()
-  .min(1)
-  .max(64)
-  .regex(
+export const TenantId = Chars(1, 64).check(
+  z.regex(
     /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
     "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'",
-  );
+  ),
+);
 
-export const SegmentValue = z
-  .string()
-  .min(1)
-  .max(MAX_SEGMENT_VALUE)
-  .regex(SEGMENT_VALUE, "may hold only letters, digits, '_', '.' and '-'");
+export const SegmentValue = Chars(1, MAX_SEGMENT_VALUE).check(
+  z.regex(SEGMENT_VALUE, "may hold only letters, digits, '_', '.' and '-'"),
+);
 
 /** The standard subject fields: a subject's levels, and the filters of the listings. */
 export const SubjectFilters = {
-  tenant: SegmentValue.optional(),
-  workspace: SegmentValue.optional(),
-  app: SegmentValue.optional(),
-  workflow: SegmentValue.optional(),
-  agent: SegmentValue.optional(),
-  toolset: SegmentValue.optional(),
+  tenant: z.optional(SegmentValue),
+  workspace: z.optional(SegmentValue),
+  app: z.optional(SegmentValue),
+  workflow: z.optional(SegmentValue),
+  agent: z.optional(SegmentValue),
+  toolset: z.optional(SegmentValue),
 };
 
-export const Subject = z
-  .object({
-    ...SubjectFilters,
-    dimensions: z
-      .record(
-        z
-          .string()
-          .min(1)
-          .max(MAX_DIMENSION_KEY)
-          .regex(DIMENSION_KEY, "keys may hold only letters, digits, '_', '.' and '-'"),
-        // Any string: a key no budget names is a tag (domain/scopes.ts checks budgeted keys).
-        z.string().min(1).max(MAX_TAG_VALUE),
-      )
-      .refine(
-        (d) => Object.keys(d).length <= MAX_DIMENSIONS,
-        `at most ${MAX_DIMENSIONS} dimensions`,
-      )
-      .optional(),
-  })
-  .refine((s) => LEVELS.some((level) => s[level] !== undefined), {
+const Dimensions = z
+  .record(
+    Chars(1, MAX_DIMENSION_KEY).check(
+      z.regex(DIMENSION_KEY, "keys may hold only letters, digits, '_', '.' and '-'"),
+    ),
+    // Any string: a key no budget names is a tag (domain/scopes.ts checks budgeted keys).
+    Chars(1, MAX_TAG_VALUE),
+  )
+  .check(
+    z.refine(
+      (d) => Object.keys(d).length <= MAX_DIMENSIONS,
+      `at most ${MAX_DIMENSIONS} dimensions`,
+    ),
+  );
+
+export const Subject = z.object({ ...SubjectFilters, dimensions: z.optional(Dimensions) }).check(
+  z.refine((s) => LEVELS.some((level) => s[level] !== undefined), {
     message: 'subject needs at least one of tenant, workspace, app, workflow, agent, toolset',
-  });
+  }),
+);
 export type Subject = z.infer<typeof Subject>;
 
 /** Both required (as in the reference description): a hold without a name cannot be audited. */
 export const Action = z.object({
-  kind: z.string().min(1).max(64),
-  name: z.string().min(1).max(256),
-  tags: z.array(z.string().min(1).max(64)).max(10).optional(),
+  kind: Chars(1, 64),
+  name: Chars(1, 256),
+  tags: z.optional(z.array(Chars(1, 64)).check(z.maxLength(10))),
 });
 
 export const OveragePolicy = z.enum(['REJECT', 'ALLOW_IF_AVAILABLE', 'ALLOW_WITH_OVERDRAFT']);
@@ -101,16 +108,19 @@ export const Metadata = z.custom<Record<string, unknown>>(
 );
 
 export const StandardMetrics = z.object({
-  tokens_input: Int(0).optional(),
-  tokens_output: Int(0).optional(),
-  latency_ms: Int(0).optional(),
-  model_version: z.string().max(128).optional(),
-  custom: Metadata.optional(),
+  tokens_input: z.optional(Int(0)),
+  tokens_output: z.optional(Int(0)),
+  latency_ms: z.optional(Int(0)),
+  model_version: z.optional(z.string().check(z.maxLength(128))),
+  custom: z.optional(Metadata),
 });
 
-export const PageLimit = z.coerce.number().int().min(1).max(200).default(50);
-export const Cursor = z.string().min(1).max(2048);
-export const BooleanParam = z.enum(['true', 'false']).transform((v) => v === 'true');
+export const PageLimit = z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(200)), 50);
+export const Cursor = Chars(1, 2048);
+export const BooleanParam = z.pipe(
+  z.enum(['true', 'false']),
+  z.transform((v) => v === 'true'),
+);
 
 type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}`
   ? `${Head}${Capitalize<CamelCase<Tail>>}`

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { RESERVATION_SORT_KEYS } from '../../domain/reservation.js';
 import type { DecideRequest } from '../../use-cases/decide.js';
 import type { EventRequest } from '../../use-cases/events.js';
@@ -9,6 +9,7 @@ import {
   Action,
   Amount,
   BooleanParam,
+  Chars,
   Cursor,
   camel,
   IdempotencyKey,
@@ -30,114 +31,133 @@ import { SortDir, WindowBound } from './lists.js';
  */
 const UNIMPLEMENTED = ['observe_mode'] as const;
 
-const refusingUnimplemented = <T extends z.ZodType>(schema: T) =>
-  z.preprocess((body, ctx) => {
-    if (body && typeof body === 'object') {
-      for (const field of UNIMPLEMENTED) {
-        const value = (body as Record<string, unknown>)[field];
-        if (value !== undefined && value !== false) {
-          ctx.addIssue({
-            code: 'custom',
-            path: [field],
-            message: 'not supported by this server; send the request without it',
-            input: value,
-          });
+const refusingUnimplemented = <T extends z.ZodMiniType>(schema: T) =>
+  z.pipe(
+    z.transform((body: unknown, ctx) => {
+      if (body && typeof body === 'object') {
+        for (const field of UNIMPLEMENTED) {
+          const value = (body as Record<string, unknown>)[field];
+          if (value !== undefined && value !== false) {
+            ctx.issues.push({
+              code: 'custom',
+              path: [field],
+              message: 'not supported by this server; send the request without it',
+              input: value,
+            });
+          }
         }
       }
-    }
-    return body;
-  }, schema);
+      return body;
+    }),
+    schema,
+  );
 
 // SPEC § Endpoints. Defaults live here so no later layer re-applies them.
 export const CreateReservationBody = refusingUnimplemented(
-  z
-    .object({
+  z.pipe(
+    z.object({
       idempotency_key: IdempotencyKey,
       subject: Subject,
       action: Action,
       estimate: Amount,
       // Absent: a policy's default, the tenant's, else SPEC's 60 000 (domain/policies.ts termsOf).
-      ttl_ms: Int(1_000, 86_400_000)
-        .optional()
-        .describe(
-          "Default 60000, unless the tenant (default_reservation_ttl_ms) or a policy says otherwise; capped to the tenant's and policies' maximum",
+      ttl_ms: z
+        .optional(Int(1_000, 86_400_000))
+        .check(
+          z.describe(
+            "Default 60000, unless the tenant (default_reservation_ttl_ms) or a policy says otherwise; capped to the tenant's and policies' maximum",
+          ),
         ),
-      grace_period_ms: Int(0, 60_000).default(5_000),
-      overage_policy: OveragePolicy.optional().describe(
-        'Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise',
-      ),
-      dry_run: z.boolean().default(false),
-      metadata: Metadata.optional(),
-    })
-    .transform((b): ReservationRequest => camel(b)),
+      grace_period_ms: z._default(Int(0, 60_000), 5_000),
+      overage_policy: z
+        .optional(OveragePolicy)
+        .check(
+          z.describe(
+            'Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise',
+          ),
+        ),
+      dry_run: z._default(z.boolean(), false),
+      metadata: z.optional(Metadata),
+    }),
+    z.transform((b): ReservationRequest => camel(b)),
+  ),
 );
 export type CreateReservationBody = z.infer<typeof CreateReservationBody>;
 
 export const DecideBody = refusingUnimplemented(
-  z
-    .object({
+  z.pipe(
+    z.object({
       idempotency_key: IdempotencyKey,
       subject: Subject,
       action: Action,
       estimate: Amount,
-      metadata: Metadata.optional(),
-    })
-    .transform((b): DecideRequest => camel(b)),
+      metadata: z.optional(Metadata),
+    }),
+    z.transform((b): DecideRequest => camel(b)),
+  ),
 );
 export type DecideBody = z.infer<typeof DecideBody>;
 
-export const ReservationIdParams = z.object({ reservation_id: z.string().min(1).max(128) });
+export const ReservationIdParams = z.object({ reservation_id: Chars(1, 128) });
 
-export const CommitBody = z
-  .object({
+export const CommitBody = z.pipe(
+  z.object({
     idempotency_key: IdempotencyKey,
     actual: Amount,
-    metrics: StandardMetrics.optional(),
-    metadata: Metadata.optional(),
-  })
-  .transform((b): CommitRequest => camel(b));
+    metrics: z.optional(StandardMetrics),
+    metadata: z.optional(Metadata),
+  }),
+  z.transform((b): CommitRequest => camel(b)),
+);
 export type CommitBody = z.infer<typeof CommitBody>;
 
-export const ReleaseBody = z
-  .object({
+export const ReleaseBody = z.pipe(
+  z.object({
     idempotency_key: IdempotencyKey,
-    reason: z.string().max(256).optional(),
-  })
-  .transform((b): ReleaseRequest => camel(b));
+    reason: z.optional(z.string().check(z.maxLength(256))),
+  }),
+  z.transform((b): ReleaseRequest => camel(b)),
+);
 export type ReleaseBody = z.infer<typeof ReleaseBody>;
 
-export const ExtendBody = z
-  .object({
+export const ExtendBody = z.pipe(
+  z.object({
     idempotency_key: IdempotencyKey,
     extend_by_ms: Int(1, 86_400_000),
-    metadata: Metadata.optional(),
-  })
-  .transform((b): ExtendRequest => camel(b));
+    metadata: z.optional(Metadata),
+  }),
+  z.transform((b): ExtendRequest => camel(b)),
+);
 export type ExtendBody = z.infer<typeof ExtendBody>;
 
 export const CreateEventBody = refusingUnimplemented(
-  z
-    .object({
+  z.pipe(
+    z.object({
       idempotency_key: IdempotencyKey,
       subject: Subject,
       action: Action,
       actual: Amount,
-      overage_policy: OveragePolicy.optional().describe(
-        'Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise',
-      ),
-      metrics: StandardMetrics.optional(),
-      client_time_ms: Int(0).optional(),
-      metadata: Metadata.optional(),
-    })
-    .transform((b): EventRequest => camel(b)),
+      overage_policy: z
+        .optional(OveragePolicy)
+        .check(
+          z.describe(
+            'Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise',
+          ),
+        ),
+      metrics: z.optional(StandardMetrics),
+      client_time_ms: z.optional(Int(0)),
+      metadata: z.optional(Metadata),
+    }),
+    z.transform((b): EventRequest => camel(b)),
+  ),
 );
 export type CreateEventBody = z.infer<typeof CreateEventBody>;
 
-export const ListReservationsQuery = z
-  .object({
+export const ListReservationsQuery = z.pipe(
+  z.object({
     ...SubjectFilters,
-    status: z.enum(['ACTIVE', 'COMMITTED', 'RELEASED', 'EXPIRED']).optional(),
-    idempotency_key: IdempotencyKey.optional(),
+    status: z.optional(z.enum(['ACTIVE', 'COMMITTED', 'RELEASED', 'EXPIRED'])),
+    idempotency_key: z.optional(IdempotencyKey),
     // The reference's windows (inclusive; blank is no bound) and sort.
     from: WindowBound,
     to: WindowBound,
@@ -145,12 +165,12 @@ export const ListReservationsQuery = z
     expires_to: WindowBound,
     finalized_from: WindowBound,
     finalized_to: WindowBound,
-    sort_by: z.enum(RESERVATION_SORT_KEYS).optional(),
+    sort_by: z.optional(z.enum(RESERVATION_SORT_KEYS)),
     sort_dir: SortDir,
     limit: PageLimit,
-    cursor: Cursor.optional(),
-  })
-  .transform(
+    cursor: z.optional(Cursor),
+  }),
+  z.transform(
     ({
       from,
       to,
@@ -165,15 +185,17 @@ export const ListReservationsQuery = z
       expires: { from: expires_from, to: expires_to },
       finalized: { from: finalized_from, to: finalized_to },
     }),
-  );
+  ),
+);
 export type ListReservationsQuery = z.infer<typeof ListReservationsQuery>;
 
-export const ListBalancesQuery = z
-  .object({
+export const ListBalancesQuery = z.pipe(
+  z.object({
     ...SubjectFilters,
-    include_children: BooleanParam.default(false),
+    include_children: z._default(BooleanParam, false),
     limit: PageLimit,
-    cursor: Cursor.optional(),
-  })
-  .transform((b): BalanceFilters => camel(b));
+    cursor: z.optional(Cursor),
+  }),
+  z.transform((b): BalanceFilters => camel(b)),
+);
 export type ListBalancesQuery = z.infer<typeof ListBalancesQuery>;
