@@ -3,6 +3,7 @@ import { audit } from './audit.js';
 import { budgetPeriods, watchBudget } from './budget-history.js';
 import * as budgets from './budgets.js';
 import { createBudgetsMany, createKeysMany, createTenantsMany, fundMany } from './bulk.js';
+import * as governance from './governance.js';
 import * as keys from './keys.js';
 import * as reservations from './reservations.js';
 import { balances, introspect } from './runtime.js';
@@ -22,6 +23,7 @@ export const commands: readonly AnyCommand[] = [
   tenants.suspendTenant,
   tenants.resumeTenant,
   tenants.closeTenant,
+  governance.bulkTenants,
   keys.listKeys,
   keys.getKey,
   keys.createKey,
@@ -38,14 +40,20 @@ export const commands: readonly AnyCommand[] = [
   budgets.updateBudget,
   budgets.freezeBudget,
   budgets.unfreezeBudget,
+  governance.bulkBudgets,
   budgetPeriods,
   watchBudget,
+  governance.listPolicies,
+  governance.getPolicy,
+  governance.createPolicy,
+  governance.updatePolicy,
   reservations.listReservations,
   reservations.getReservation,
   reservations.releaseReservation,
   balances,
   introspect,
   audit,
+  governance.overview,
   health,
   openapi,
   showConfig,
