@@ -42,6 +42,7 @@ import {
 import { budgetHealth } from '../health.js';
 import { useAction, useLoad, usePaged } from '../hooks.js';
 import { navigate, type Params } from '../router.js';
+import { BulkFund } from './Bulk.js';
 
 type Open =
   | { readonly kind: 'fund'; readonly budget: Budget }
@@ -119,6 +120,7 @@ export function Budgets({ params }: { readonly params: Params }) {
             tenant={tenant}
             onCreated={(b) => done(`Budget ${b.scope} (${b.unit}) created.`)}
           />
+          <BulkFund key={`bulk-${tenant}`} tenant={tenant} onDone={list.reload} />
           <section aria-labelledby="budget-list">
             <h2 id="budget-list">Budgets of {tenant}</h2>
             <PagedResults list={list} what="budgets" empty={<p>No budgets match.</p>}>

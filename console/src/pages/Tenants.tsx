@@ -13,10 +13,11 @@ import { useConsole } from '../context.js';
 import { formatTime } from '../format.js';
 import { useAction, usePaged } from '../hooks.js';
 import { hrefOf, navigate, type Params } from '../router.js';
+import { BulkTenants } from './Bulk.js';
 
 type Change = { readonly tenant: Tenant; readonly to: TenantStatus };
 
-/** GET /v1/admin/tenants; create, suspend, resume and close (PATCH /v1/admin/tenants/{id}). */
+/** GET /v1/admin/tenants; create, suspend, resume and close (PATCH /v1/admin/tenants/{id}), and in bulk. */
 export function Tenants({ params }: { readonly params: Params }) {
   const { client, tenants: all, notify } = useConsole();
   const status = params.status;
@@ -45,6 +46,7 @@ export function Tenants({ params }: { readonly params: Params }) {
           changed();
         }}
       />
+      <BulkTenants onDone={changed} />
       <section aria-labelledby="tenant-list">
         <h2 id="tenant-list">All tenants</h2>
         <div class="filters">
