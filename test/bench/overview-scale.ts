@@ -38,7 +38,8 @@ async function measure(label: string): Promise<void> {
     tenants = body.tenant_counts.total;
   }
   times.sort((a, b) => a - b);
-  const at = (q: number) => (times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0).toFixed(1);
+  const at = (q: number) =>
+    (times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0).toFixed(1);
   console.log(
     `${label}: ${tenants} tenants; GET /v1/admin/overview × ${SAMPLES} sequential: p50 ${at(0.5)} ms, p95 ${at(0.95)} ms, p99 ${at(0.99)} ms`,
   );
