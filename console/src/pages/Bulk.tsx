@@ -1,5 +1,12 @@
 import { useState } from 'preact/hooks';
-import { type AdminSchemas, collect, items, UNITS, type Unit } from '../../../client/index.js';
+import {
+  type AdminSchemas,
+  collect,
+  items,
+  type Page,
+  UNITS,
+  type Unit,
+} from '../../../client/index.js';
 import { idempotencyKey, unwrap } from '../api.js';
 import { ErrorMessage } from '../components.js';
 import { useConsole } from '../context.js';
@@ -35,6 +42,14 @@ function Outcome({ result }: { readonly result: Result }) {
       )}
     </div>
   );
+}
+
+/** How many a listing holds, counting no further than one past MAX_ROWS. */
+async function countUpTo<P extends Page>(
+  fetchPage: (cursor: string | undefined) => Promise<P>,
+  itemsOf: (page: P) => readonly unknown[],
+): Promise<number> {
+  return (await collect(items(fetchPage, itemsOf), MAX_ROWS + 1)).items.length;
 }
 
 /** The count, then the action on exactly that many (or nothing), with its progress and outcome. */
@@ -104,21 +119,16 @@ export function BulkTenants({ onDone }: { readonly onDone: () => void }) {
   const status = action === 'SUSPEND' ? 'ACTIVE' : 'SUSPENDED';
   const filter = { status, ...(search.trim() && { search: search.trim() }) } as const;
   const steps = useTwoSteps(
-    async () =>
-      (
-        await collect(
-          items(
-            (cursor) =>
-              unwrap(
-                client.GET('/v1/admin/tenants', {
-                  params: { query: { ...filter, cursor, limit: 100 } },
-                }),
-              ),
-            (page) => page.tenants,
+    () =>
+      countUpTo(
+        (cursor) =>
+          unwrap(
+            client.GET('/v1/admin/tenants', {
+              params: { query: { ...filter, cursor, limit: 100 } },
+            }),
           ),
-          MAX_ROWS + 1,
-        )
-      ).items.length,
+        (page) => page.tenants,
+      ),
     async (expected) => {
       const result = await unwrap(
         client.POST('/v1/admin/tenants/bulk-action', {
@@ -200,21 +210,16 @@ export function BulkFund({
     status: 'ACTIVE',
   } as const;
   const steps = useTwoSteps(
-    async () =>
-      (
-        await collect(
-          items(
-            (cursor) =>
-              unwrap(
-                client.GET('/v1/admin/budgets', {
-                  params: { query: { ...filter, cursor, limit: 100 } },
-                }),
-              ),
-            (page) => page.ledgers,
+    () =>
+      countUpTo(
+        (cursor) =>
+          unwrap(
+            client.GET('/v1/admin/budgets', {
+              params: { query: { ...filter, cursor, limit: 100 } },
+            }),
           ),
-          MAX_ROWS + 1,
-        )
-      ).items.length,
+        (page) => page.ledgers,
+      ),
     async (expected) => {
       const parsed = parseAmount(amountText, unit);
       if ('error' in parsed) throw new InputError(parsed.error, 'Amount');
