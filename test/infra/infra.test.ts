@@ -41,6 +41,7 @@ describe('CDK app', () => {
         'BudgetReservationsData',
         'BudgetReservationsAdminApi',
         'BudgetReservationsRuntimeApi',
+        'BudgetReservationsGovernanceApi',
         'BudgetReservationsJobs',
         'BudgetReservationsMonitoring',
       ]);
@@ -52,6 +53,11 @@ describe('CDK app', () => {
       expect(dependsOn('BudgetReservationsData')).toEqual([]);
       expect(dependsOn('BudgetReservationsAdminApi')).toEqual(['BudgetReservationsData']);
       expect(dependsOn('BudgetReservationsRuntimeApi')).toEqual([
+        'BudgetReservationsAdminApi',
+        'BudgetReservationsData',
+      ]);
+      // The governance routes (issue 27), a family of admin routes in a stack of their own.
+      expect(dependsOn('BudgetReservationsGovernanceApi')).toEqual([
         'BudgetReservationsAdminApi',
         'BudgetReservationsData',
       ]);
@@ -134,11 +140,13 @@ describe('CDK app', () => {
   describe('functions', () => {
     it('has one function per route in its server’s stack, the background ones in the jobs stack', () => {
       const functionsIn = (key: string) => resourceCounts(s.template(routeStack(key)));
-      const count = (server: string) =>
-        routeEntries().filter(([, r]) => r.server === server).length;
+      const count = (key: string) =>
+        routeEntries().filter(([, r]) => (r.stack ?? r.server) === key).length;
 
-      expect(functionsIn('runtime')['AWS::Lambda::Function']).toBe(count('runtime'));
-      expect(functionsIn('admin')['AWS::Lambda::Function']).toBe(count('admin'));
+      expect([...s.stacks.routes.keys()].sort()).toEqual(['Governance', 'admin', 'runtime']);
+      for (const key of s.stacks.routes.keys()) {
+        expect(functionsIn(key)['AWS::Lambda::Function'], key).toBe(count(key));
+      }
       s.template(s.stacks.jobs).resourceCountIs('AWS::Lambda::Function', 3);
       s.template(s.stacks.data).resourceCountIs('AWS::Lambda::Function', 0);
     });
@@ -196,7 +204,7 @@ describe('CDK app', () => {
       }
       const routes = (key: string) =>
         resourceCounts(s.template(routeStack(key)))['AWS::ApiGatewayV2::Route'] ?? 0;
-      expect(routes('runtime') + routes('admin')).toBe(places);
+      expect([...s.stacks.routes.keys()].reduce((n, key) => n + routes(key), 0)).toBe(places);
     });
 
     it('mounts the console and the two runtime routes it calls on the admin API', () => {
@@ -856,6 +864,15 @@ describe('CDK app', () => {
           "AWS::Events::EventBus": 1,
           "AWS::SecretsManager::ResourcePolicy": 1,
           "AWS::SecretsManager::Secret": 2,
+        },
+        "BudgetReservationsGovernanceApi": {
+          "AWS::ApiGatewayV2::Integration": 7,
+          "AWS::ApiGatewayV2::Route": 7,
+          "AWS::IAM::Policy": 7,
+          "AWS::IAM::Role": 7,
+          "AWS::Lambda::Function": 7,
+          "AWS::Lambda::Permission": 7,
+          "AWS::Logs::LogGroup": 7,
         },
         "BudgetReservationsJobs": {
           "AWS::Events::Rule": 1,
