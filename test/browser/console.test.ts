@@ -630,6 +630,14 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
       });
     }
 
+    // A tenant's unbudgeted scopes, skipped the reference's way, from its row.
+    const hooli = page.getByRole('row').filter({ hasText: 'hooli-1' });
+    await hooli.getByRole('button', { name: 'Skip unbudgeted scopes of hooli-1' }).click();
+    await hooli.getByRole('button', { name: 'Refuse unbudgeted scopes of hooli-1' }).waitFor();
+    expect((await admin('GET', '/v1/admin/tenants/hooli-1')).body).toMatchObject({
+      unbudgeted_scopes: 'SKIP',
+    });
+
     // Bulk fund: every active USD budget of acme credited $1.
     const before = (
       await admin('GET', '/v1/admin/budgets?tenant_id=acme&unit=USD_MICROCENTS&status=ACTIVE')
