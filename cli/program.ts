@@ -9,10 +9,11 @@ const GROUPS: Readonly<Record<string, string>> = {
   tenants: 'Tenants: create, list, show, rename, suspend, resume, close, bulk actions',
   keys: 'API keys (tenants’, and operators’ under __system__): create (the secret shown once), list, show, update, revoke, validate',
   budgets:
-    'Budgets: create, fund, freeze, change limits, caps, shards and thresholds, periods, watch, bulk actions',
+    'Budgets: create, fund, freeze, change limits, caps, shards and thresholds, periods, watch, bulk actions, estimate accuracy',
   policies:
     'Policies: caps and TTL limits by scope pattern, enforced on reserve, dry run and decide',
-  reservations: 'Reservations: list, show, force-release',
+  reservations: 'Reservations: list, show, force-release, charges, refund',
+  events: 'Usage events: refund',
   config: 'The CLI’s own configuration: where it looks, what it uses',
 };
 

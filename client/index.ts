@@ -43,3 +43,9 @@ export type KeyValidation = AdminSchemas['KeyValidation'];
 export type Balance = RuntimeSchemas['Balance'];
 export type BalancePage = RuntimeSchemas['BalanceResponse'];
 export type ReservationDetail = RuntimeSchemas['ReservationDetail'];
+// Ours (x-extension budget-reservations): charges, refunds, estimate accuracy.
+export type Charge = AdminSchemas['Charge'];
+export type ChargePage = AdminSchemas['ChargeListResponse'];
+export type Refunded = AdminSchemas['RefundResponse'];
+export type EstimateAccuracy = AdminSchemas['EstimateAccuracyResponse'];
+export type AccuracyFigures = AdminSchemas['AccuracyFigures'];

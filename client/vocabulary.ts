@@ -102,6 +102,8 @@ export const AUDIT_OPERATIONS = complete<AuditOperation>()([
   'createPolicy',
   'updatePolicy',
   'releaseReservation',
+  'refundReservation',
+  'refundEvent',
 ]);
 
 export const AUDIT_RESOURCE_TYPES = complete<AuditResourceType>()([
@@ -110,6 +112,7 @@ export const AUDIT_RESOURCE_TYPES = complete<AuditResourceType>()([
   'api_key',
   'policy',
   'reservation',
+  'event',
 ]);
 
 /** `value` when it is one of `values`, else undefined: a filter read from a URL or a file. */

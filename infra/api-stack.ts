@@ -149,6 +149,7 @@ export class ApiStack extends Stack {
         ...logs,
         ...sizingOf(route),
         entry: route.entry,
+        route: { id: routeId, route },
         description: `${route.server} ${route.method} ${route.path}`,
         ...(route.assets === 'console' && { afterBundling: consoleBuildCommands }),
         environment: {

@@ -4,11 +4,12 @@ import { build, type Metafile } from 'esbuild';
 import {
   adminKeyRotation,
   budgetEventsConsumer,
+  estimateAccuracyConsumer,
   type Route,
   routeEntries,
   sweeper,
 } from '../functions/routes.js';
-import { entryFile, esbuildOptions, repoRoot } from './service-function.js';
+import { entryFile, esbuildOptions, repoRoot, routeDefines } from './service-function.js';
 
 /** Every function the app deploys: its name, handler module, and route if it is one. */
 export interface FunctionEntry {
@@ -21,6 +22,7 @@ export const functionEntries = (): FunctionEntry[] => [
   ...routeEntries().map(([name, route]) => ({ name, entry: route.entry, route })),
   { name: 'sweeper', entry: sweeper.entry },
   { name: 'budgetEvents', entry: budgetEventsConsumer.entry },
+  { name: 'estimateAccuracy', entry: estimateAccuracyConsumer.entry },
   { name: 'adminKeyRotation', entry: adminKeyRotation.entry },
 ];
 
@@ -59,6 +61,10 @@ export async function bundle(f: FunctionEntry, write = true): Promise<Bundle> {
     ...esbuildOptions,
     external: [...esbuildOptions.external],
     mainFields: [...esbuildOptions.mainFields],
+    define: {
+      ...esbuildOptions.define,
+      ...(f.route && routeDefines(f.name, f.route)),
+    },
     banner: { js: esbuildOptions.banner },
     entryPoints: [entryFile(f.entry)],
     bundle: true,

@@ -83,6 +83,26 @@ const EXAMPLES: Record<RouteId, Example> = {
       actual: usd(1_000),
     },
   },
+  chargeReservation: {
+    pathParameters: { reservation_id: reservationIdOf(SAMPLE.reserveKey) },
+    body: {
+      idempotency_key: `${SAMPLE.reserveKey}-charge-1`,
+      amount: usd(100_000),
+      metrics: { tokens_output: 120 },
+    },
+  },
+  listCharges: {
+    pathParameters: { reservation_id: reservationIdOf(SAMPLE.reserveKey) },
+    query: { limit: '20' },
+  },
+  refundReservation: {
+    pathParameters: { reservation_id: reservationIdOf(SAMPLE.reserveKey) },
+    body: { idempotency_key: 'refund-1', amount: usd(20_000), reason: 'provider refunded a retry' },
+  },
+  refundEvent: {
+    pathParameters: { event_id: derivedId('evt', SAMPLE.tenant, 'event-1') },
+    body: { idempotency_key: 'refund-2', amount: usd(500), reason: 'search call failed' },
+  },
   runtimeIntrospectAuth: {},
   runtimeHealth: {},
   runtimeOpenApi: {},
@@ -104,6 +124,7 @@ const EXAMPLES: Record<RouteId, Example> = {
   listBudgets: { query: { tenant_id: SAMPLE.tenant, unit: 'USD_MICROCENTS' } },
   lookupBudget: { query: { scope: SAMPLE.nestedScope, unit: 'USD_MICROCENTS' } },
   listBudgetPeriods: { query: { scope: SAMPLE.nestedScope, unit: 'USD_MICROCENTS' } },
+  getEstimateAccuracy: { query: { scope: `tenant:${SAMPLE.tenant}`, unit: 'USD_MICROCENTS' } },
   updateBudget: {
     query: { scope: SAMPLE.nestedScope, unit: 'USD_MICROCENTS' },
     body: { overdraft_limit: usd(1_000_000) },

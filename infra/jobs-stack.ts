@@ -13,7 +13,12 @@ import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { type ISecret, RotationSchedule, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { adminKeyRotation, budgetEventsConsumer, sweeper } from '../functions/routes.js';
+import {
+  adminKeyRotation,
+  budgetEventsConsumer,
+  estimateAccuracyConsumer,
+  sweeper,
+} from '../functions/routes.js';
 import { EVENT_ITEM_TYPES } from '../functions/store/table.js';
 import { commonEnvironment, type FunctionDefaults, functionLogs, sizingOf } from './api-stack.js';
 import { ServiceFunction } from './service-function.js';
@@ -49,6 +54,7 @@ export interface JobsStackProps extends StackProps, FunctionDefaults {
 export class JobsStack extends Stack {
   readonly sweeper: ServiceFunction;
   readonly budgetEvents: ServiceFunction;
+  readonly estimateAccuracy: ServiceFunction;
   /** @default - none when the admin key is a secret of yours */
   readonly adminKeyRotation?: ServiceFunction;
   /** Stream batches that never went through (their metadata: shard and sequence numbers). */
@@ -68,6 +74,7 @@ export class JobsStack extends Stack {
         'this queue is itself a dead-letter queue: the on-failure destination of the stream mapping (docs/deploy.md § Budget events); nothing consumes it to need one',
     });
     this.budgetEvents = this.budgetEventsConsumer(props);
+    this.estimateAccuracy = this.estimateAccuracyConsumer(props);
     if (props.adminApiKeySecret) {
       this.adminKeyRotation = this.rotateAdminKey(props, props.adminApiKeySecret);
     }
@@ -126,6 +133,51 @@ export class JobsStack extends Stack {
       description: 'runs the reservation expiry sweeper every minute',
       schedule: Schedule.rate(Duration.minutes(1)),
       targets: [new LambdaFunction(fn, { retryAttempts: 2, maxEventAge: Duration.minutes(1) })],
+    });
+    return fn;
+  }
+
+  /**
+   * The table's stream → the estimate accuracy consumer (docs/decisions.md § Estimate
+   * accuracy): a second event source mapping, invoked only for reservations leaving ACTIVE, in
+   * batches of up to 1,000 gathered for up to 30 s (statistics: fewer, larger batches are fewer
+   * writes). The stream's second reader, the most AWS recommends per shard. A batch that keeps
+   * failing is dropped after 5 tries or an hour, logged: a few settlements missing from the
+   * statistics, never a ledger.
+   */
+  private estimateAccuracyConsumer(props: JobsStackProps): ServiceFunction {
+    const fn = new ServiceFunction(this, 'EstimateAccuracyConsumer', {
+      ...functionLogs(props),
+      entry: estimateAccuracyConsumer.entry,
+      description:
+        'aggregates how good the estimates of settled reservations were, per budget and kind',
+      ...sizingOf(estimateAccuracyConsumer),
+      environment: commonEnvironment(props),
+    });
+    fn.grantTable(props.table, estimateAccuracyConsumer.table);
+    fn.grantStreamRead(props.table);
+    const streamArn = props.table.tableStreamArn;
+    if (!streamArn) throw new Error('estimate accuracy needs the table stream (DataStack)');
+    fn.addEventSourceMapping('TableStream', {
+      eventSourceArn: streamArn,
+      startingPosition: StartingPosition.TRIM_HORIZON,
+      batchSize: 1_000,
+      maxBatchingWindow: Duration.seconds(30),
+      reportBatchItemFailures: true,
+      retryAttempts: 5,
+      maxRecordAge: Duration.hours(1),
+      filters: [
+        FilterCriteria.filter({
+          eventName: FilterRule.isEqual('MODIFY'),
+          dynamodb: {
+            NewImage: {
+              type: { S: FilterRule.isEqual(EVENT_ITEM_TYPES.reservation) },
+              status: { S: ['COMMITTED', 'RELEASED', 'EXPIRED'] },
+            },
+            OldImage: { status: { S: ['ACTIVE'] } },
+          },
+        }),
+      ],
     });
     return fn;
   }
@@ -200,6 +252,16 @@ export class JobsStack extends Stack {
         FilterCriteria.filter({
           eventName: FilterRule.isEqual('INSERT'),
           dynamodb: { NewImage: type(EVENT_ITEM_TYPES.refusal) },
+        }),
+        // Refunds' audit records: custom.refund.
+        FilterCriteria.filter({
+          eventName: FilterRule.isEqual('INSERT'),
+          dynamodb: {
+            NewImage: {
+              ...type(EVENT_ITEM_TYPES.audit),
+              action: { S: [...EVENT_ITEM_TYPES.refundActions] },
+            },
+          },
         }),
       ],
     });

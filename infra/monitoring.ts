@@ -295,13 +295,22 @@ export class ServiceMonitoring extends Construct {
         { title: 'Refusals by reason', metrics: [this.search('Refusals', 'Reason', sum, s)] },
         {
           title: 'Settlements',
-          metrics: (['Commits', 'Releases', 'Expiries'] as const).map((m) =>
+          metrics: (['Commits', 'Charges', 'Releases', 'Expiries'] as const).map((m) =>
             this.emf(m, 'Sum', {}, s),
           ),
         },
         {
           title: 'Overage charged, by unit',
           metrics: [this.search('OverageCharged', 'Unit', sum, s)],
+        },
+        { title: 'Refunded, by unit', metrics: [this.search('Refunded', 'Unit', sum, s)] },
+        {
+          // From the estimate accuracy consumer: one value per settled reservation.
+          title: 'Actual ÷ estimate, p50 and p90 by unit',
+          metrics: [
+            this.search('EstimateRatio', 'Unit', MetricStatistic.P50, s),
+            this.search('EstimateRatio', 'Unit', MetricStatistic.P90, s),
+          ],
         },
         {
           title: 'Latency p99 by route (ms)',

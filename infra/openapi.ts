@@ -6,6 +6,7 @@ import * as z from 'zod';
 import { type Contract, contracts } from '../functions/http/contracts.js';
 import * as adminSchemas from '../functions/http/schemas/admin.js';
 import { Metadata } from '../functions/http/schemas/common.js';
+import * as extensionSchemas from '../functions/http/schemas/extensions.js';
 import * as governanceSchemas from '../functions/http/schemas/governance.js';
 import * as governanceResponses from '../functions/http/schemas/governance-responses.js';
 import * as responseSchemas from '../functions/http/schemas/responses.js';
@@ -55,6 +56,20 @@ const SERVERS: Record<Server, { title: string; port: number; description: string
 };
 
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+
+/**
+ * Operations and tags of ours, not the protocol's, are marked with this (docs/decisions.md §
+ * OpenAPI): a client generated from the reference ignores them, and nothing it knows changed.
+ */
+const EXTENSION = { 'x-extension': 'budget-reservations' } as const;
+const EXTENSION_TAGS: Record<string, string> = {
+  Charges:
+    'Ours: charge parts of the actual while a reservation stays ACTIVE (streaming, long tasks); its commit’s actual is the total.',
+  Refunds:
+    'Ours: give back part of what a reservation or an event charged (the admin key, or budgets:write); audited, and announced as a custom.refund event.',
+  'Estimate accuracy':
+    'Ours: how the estimates of settled reservations compared with their actuals, per budget and action kind, aggregated from the table’s stream.',
+};
 const uri = (id: string) => `#/components/schemas/${id}`;
 
 /** Zod has no JSON Schema for a custom schema: Metadata is any JSON object. */
@@ -85,7 +100,7 @@ function namesOf(...modules: Record<string, unknown>[]): Map<z.core.$ZodType, st
   }
   return names;
 }
-const requestNames = namesOf(runtimeSchemas, adminSchemas, governanceSchemas);
+const requestNames = namesOf(runtimeSchemas, adminSchemas, governanceSchemas, extensionSchemas);
 const responseNames = namesOf(responseSchemas, governanceResponses);
 
 function nameOf(
@@ -238,6 +253,7 @@ function operation(
     operationId: contract.operationId ?? id,
     summary: contract.summary,
     tags: [contract.tag],
+    ...(contract.extension && EXTENSION),
     security: SECURITY[route.auth.kind],
     ...(params.length > 0 && { parameters: params }),
     ...(bodyName && {
@@ -367,7 +383,10 @@ export function openApiDocument(server: Server): OpenApiDocument {
         },
       },
     ],
-    tags: tags.map((name) => ({ name })),
+    tags: tags.map((name) => {
+      const description = EXTENSION_TAGS[name];
+      return description === undefined ? { name } : { name, description, ...EXTENSION };
+    }),
     paths,
     ...(webhooks && { webhooks }),
     components: {

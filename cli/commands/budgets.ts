@@ -60,6 +60,7 @@ export function budgetLines(b: Budget | AdminSchemas['Budget']): string[] {
         : undefined,
     ],
     ['thresholds', b.thresholds && `${b.thresholds.join(', ') || 'none'} (% used)`],
+    ['max per reservation', b.max_reservation_amount?.amount],
     ['created', b.created_at],
   ]);
 }
@@ -180,11 +181,19 @@ export const getBudget = defineCommand<{ unit: Unit }>({
   },
 });
 
+/** The cap of one reservation (ours: x-extension budget-reservations). */
+const MAX_RESERVATION_OPTION: OptionSpec = {
+  flags: '--max-reservation <amount>',
+  description: 'the most one reservation may hold (a larger estimate is refused)',
+  parse: amount,
+};
+
 export const createBudget = defineCommand<
   CapsOptions & {
     unit: Unit;
     allocated: number;
     overdraftLimit?: number;
+    maxReservation?: number;
     shards?: number;
     period?: PeriodKind;
     anchorDay?: number;
@@ -223,10 +232,12 @@ export const createBudget = defineCommand<
       description: 'day of the week (1 = Monday) or month (1-28) a period starts',
       parse: integer(1),
     },
+    MAX_RESERVATION_OPTION,
     ...CAPS_OPTIONS,
   ],
   examples: [
     `${CLI_NAME} budgets create tenant:acme --allocated 100000000`,
+    `${CLI_NAME} budgets create tenant:acme/workspace:agents --allocated 25000000 --max-reservation 5000000`,
     `${CLI_NAME} budgets create tenant:acme/workspace:research --allocated 500000000 --period DAILY`,
     `${CLI_NAME} budgets create tenant:acme/workspace:prod --allocated 50000000 --shards 8 --max-tokens 2048 --tool-deny shell --caps-below-bps 2000`,
   ],
@@ -243,6 +254,9 @@ export const createBudget = defineCommand<
             overdraft_limit: { unit: o.unit, amount: o.overdraftLimit },
           }),
           ...(o.shards !== undefined && { shards: o.shards }),
+          ...(o.maxReservation !== undefined && {
+            max_reservation_amount: { unit: o.unit, amount: o.maxReservation },
+          }),
           ...(o.period && { period: o.period }),
           ...(o.anchorDay !== undefined && { period_anchor_day: o.anchorDay }),
           ...(caps && { caps }),
@@ -262,10 +276,13 @@ export const updateBudget = defineCommand<
     shards?: number;
     clearCaps?: boolean;
     defaultThresholds?: boolean;
+    maxReservation?: number;
+    clearMaxReservation?: boolean;
   }
 >({
   name: 'budgets update',
-  summary: 'Change a budget’s overdraft limit, caps, thresholds or shard count',
+  summary:
+    'Change a budget’s overdraft limit, caps, thresholds, cap of one reservation or shard count',
   details:
     'Caps given replace the budget’s caps (--clear-caps removes them). Shards only grow, while the budget serves (sent first, in a request of their own). To change the allocation, fund it.',
   arguments: [SCOPE],
@@ -277,6 +294,8 @@ export const updateBudget = defineCommand<
       description: 'more escrow shards (never fewer; 1-64)',
       parse: integer(1),
     },
+    MAX_RESERVATION_OPTION,
+    { flags: '--clear-max-reservation', description: 'remove the cap of one reservation' },
     ...CAPS_OPTIONS,
     { flags: '--clear-caps', description: 'remove the budget’s caps' },
     { flags: '--default-thresholds', description: 'back to the default thresholds (50, 80, 100)' },
@@ -301,6 +320,10 @@ export const updateBudget = defineCommand<
       ...(o.capsBelowBps !== undefined && { caps_when_remaining_below_bps: o.capsBelowBps }),
       ...(o.thresholds !== undefined && { thresholds: o.thresholds }),
       ...(o.defaultThresholds && { thresholds: null }),
+      ...(o.maxReservation !== undefined && {
+        max_reservation_amount: { unit: o.unit, amount: o.maxReservation },
+      }),
+      ...(o.clearMaxReservation && { max_reservation_amount: null }),
     };
     if (Object.keys(body).length === 0) throw new CliError('nothing to change (see --help)');
     // The server takes a shard count in a PATCH of its own (a growth rewrites the budget).

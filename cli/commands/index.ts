@@ -7,6 +7,7 @@ import * as governance from './governance.js';
 import * as keys from './keys.js';
 import * as reservations from './reservations.js';
 import { balances, introspect } from './runtime.js';
+import * as settlement from './settlement.js';
 import { health, openapi, showConfig } from './system.js';
 import * as tenants from './tenants.js';
 
@@ -47,9 +48,13 @@ export const commands: readonly AnyCommand[] = [
   governance.getPolicy,
   governance.createPolicy,
   governance.updatePolicy,
+  settlement.budgetAccuracy,
   reservations.listReservations,
   reservations.getReservation,
   reservations.releaseReservation,
+  settlement.listCharges,
+  settlement.refundReservation,
+  settlement.refundEvent,
   balances,
   introspect,
   audit,

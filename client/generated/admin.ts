@@ -35,6 +35,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reservations/{reservation_id}/charges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A reservation’s charges, in order, and its running totals */
+        get: operations["listCharges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reservations/{reservation_id}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Refund part of what a reservation charged (the admin key or budgets:write) */
+        post: operations["refundReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{event_id}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Refund part of what an event charged (the admin key or budgets:write) */
+        post: operations["refundEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/tenants": {
         parameters: {
             query?: never;
@@ -116,6 +167,23 @@ export interface paths {
         };
         /** Get the budget of a scope and unit */
         get: operations["lookupBudget"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/budgets/accuracy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How good the estimates of the reservations settled on a budget were, per action kind */
+        get: operations["getEstimateAccuracy"];
         put?: never;
         post?: never;
         delete?: never;
@@ -426,6 +494,30 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        AccuracyFigures: {
+            /** @description Reservations settled with an actual: committed, or released or expired after charges */
+            settled: number;
+            /** @description Σ of their estimates */
+            estimate_total: components["schemas"]["Amount"];
+            /** @description Σ of their actuals */
+            actual_total: components["schemas"]["Amount"];
+            /** @description Σ actual ÷ Σ estimate */
+            actual_to_estimate?: number;
+            /** @description How many fell in each bucket of actual ÷ estimate (ratio_bounds; the last: above) */
+            histogram: number[];
+            /** @description The smallest bucket bound that 95 % of actual ÷ estimate fell under */
+            coverage_95_ratio?: number;
+            /** @description The mean estimate × coverage_95_ratio: an estimate that would have covered 95 % of the actuals */
+            suggested_estimate?: components["schemas"]["Amount"];
+            /** @description Σ (estimate − actual)⁺ × time held: budget kept from everyone else, never spent */
+            held_unspent_unit_seconds: number;
+            /** @description Released without spending anything */
+            released: number;
+            /** @description Expired without spending anything */
+            expired: number;
+            /** Format: date-time */
+            last_settled_at?: string;
+        };
         Action: {
             kind: string;
             name: string;
@@ -539,9 +631,9 @@ export interface components {
             tenant_id: string;
             key_id?: string;
             /** @enum {string} */
-            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation";
+            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation" | "refundReservation" | "refundEvent";
             /** @enum {string} */
-            resource_type: "tenant" | "budget" | "api_key" | "policy" | "reservation";
+            resource_type: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "event";
             resource_id: string;
             request_id: string;
             /** @enum {integer} */
@@ -598,6 +690,8 @@ export interface components {
             /** Format: date-time */
             period_end?: string;
             thresholds?: number[];
+            /** @description Ours (x-extension budget-reservations): the most one reservation may hold on this budget; a larger estimate is refused with 409 BUDGET_EXCEEDED (details.reason MAX_RESERVATION_AMOUNT_EXCEEDED). */
+            max_reservation_amount?: components["schemas"]["Amount"];
             /** Format: date-time */
             created_at: string;
         };
@@ -653,7 +747,7 @@ export interface components {
             scope?: string;
             actor?: {
                 /** @enum {string} */
-                type: "api_key" | "system";
+                type: "admin" | "api_key" | "system";
                 key_id?: string;
             };
             /** @constant */
@@ -704,7 +798,7 @@ export interface components {
             scope?: string;
             actor?: {
                 /** @enum {string} */
-                type: "api_key" | "system";
+                type: "admin" | "api_key" | "system";
                 key_id?: string;
             };
             /** @constant */
@@ -753,7 +847,7 @@ export interface components {
             scope?: string;
             actor?: {
                 /** @enum {string} */
-                type: "api_key" | "system";
+                type: "admin" | "api_key" | "system";
                 key_id?: string;
             };
             /** @constant */
@@ -784,7 +878,7 @@ export interface components {
             scope?: string;
             actor?: {
                 /** @enum {string} */
-                type: "api_key" | "system";
+                type: "admin" | "api_key" | "system";
                 key_id?: string;
             };
             /** @constant */
@@ -817,7 +911,7 @@ export interface components {
             scope?: string;
             actor?: {
                 /** @enum {string} */
-                type: "api_key" | "system";
+                type: "admin" | "api_key" | "system";
                 key_id?: string;
             };
             /** @constant */
@@ -869,7 +963,7 @@ export interface components {
             scope?: string;
             actor?: {
                 /** @enum {string} */
-                type: "api_key" | "system";
+                type: "admin" | "api_key" | "system";
                 key_id?: string;
             };
             /** @constant */
@@ -896,6 +990,46 @@ export interface components {
                 };
                 /** @description Ours: refusals of the same kind the process did not report since the one before this. */
                 suppressed_count?: number;
+            } & {
+                [key: string]: unknown;
+            };
+            request_id?: string;
+        } | {
+            /** @description Stable across redeliveries: deduplicate on it. */
+            event_id: string;
+            /** @constant */
+            event_type: "custom.refund";
+            /** @constant */
+            category: "budget";
+            /** Format: date-time */
+            timestamp: string;
+            tenant_id: string;
+            scope?: string;
+            actor?: {
+                /** @enum {string} */
+                type: "admin" | "api_key" | "system";
+                key_id?: string;
+            };
+            /** @constant */
+            source: "budget-reservations";
+            /** @description Ours (x-extension budget-reservations): part of what a reservation or an event charged was given back (docs/decisions.md § Refunds). */
+            data: {
+                refund_id: string;
+                /** @description The reservation refunded (or event_id) */
+                reservation_id?: string;
+                /** @description The usage event refunded (or reservation_id) */
+                event_id?: string;
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                /** @description What this refund gave back on every scope charged */
+                amount: number;
+                /** @description Refunded so far, this refund included */
+                refunded_total: number;
+                /** @description What the reservation or event charged */
+                charged: number;
+                reason: string;
+                /** @description The scopes refunded, root first */
+                scopes: string[];
             } & {
                 [key: string]: unknown;
             };
@@ -927,6 +1061,8 @@ export interface components {
             caps?: components["schemas"]["Caps"];
             caps_when_remaining_below_bps?: number;
             thresholds?: number[];
+            /** @description Ours (x-extension budget-reservations): the most one reservation may hold on this budget; a larger estimate is refused with 409 BUDGET_EXCEEDED (details.reason MAX_RESERVATION_AMOUNT_EXCEEDED). */
+            max_reservation_amount?: components["schemas"]["Amount"];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -949,6 +1085,29 @@ export interface components {
             tool_allowlist?: string[];
             tool_denylist?: string[];
             cooldown_ms?: number;
+        };
+        Charge: {
+            charge_id: string;
+            sequence: number;
+            amount: components["schemas"]["Amount"];
+            created_at_ms: number;
+            metrics?: {
+                [key: string]: unknown;
+            };
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        ChargeListResponse: {
+            reservation_id: string;
+            status: components["schemas"]["ReservationStatus"];
+            charged_total: components["schemas"]["Amount"];
+            /** @description What the reservation still holds on each scope: 0 once not ACTIVE */
+            held: components["schemas"]["Amount"];
+            refunded_total: components["schemas"]["Amount"];
+            charges: components["schemas"]["Charge"][];
+            has_more: boolean;
+            next_cursor?: string;
         };
         ClosedPeriod: {
             /** Format: date-time */
@@ -1006,6 +1165,12 @@ export interface components {
             period?: "DAILY" | "WEEKLY" | "MONTHLY";
             period_anchor_day?: number;
             thresholds?: number[];
+            /** @description Ours: the most one reservation may hold on this budget; a larger estimate is refused (409 BUDGET_EXCEEDED, details.reason MAX_RESERVATION_AMOUNT_EXCEEDED; decide and dry runs answer DENY with reason_code MAX_RESERVATION_AMOUNT_EXCEEDED). Charges and commits are not capped. */
+            max_reservation_amount?: {
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                amount: number;
+            };
         };
         CreatePolicyBody: {
             tenant_id?: string;
@@ -1061,6 +1226,42 @@ export interface components {
             details?: {
                 [key: string]: unknown;
             };
+        };
+        /** @description How the estimates of the reservations settled on this budget compared with their actuals, per action kind (the 16 most recent kinds; the rest in other) */
+        EstimateAccuracyResponse: {
+            scope: string;
+            /** @enum {string} */
+            unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+            /** @description Upper bounds (inclusive) of the histogram buckets of actual ÷ estimate */
+            ratio_bounds: number[];
+            kinds: {
+                kind: string;
+                /** @description Reservations settled with an actual: committed, or released or expired after charges */
+                settled: number;
+                /** @description Σ of their estimates */
+                estimate_total: components["schemas"]["Amount"];
+                /** @description Σ of their actuals */
+                actual_total: components["schemas"]["Amount"];
+                /** @description Σ actual ÷ Σ estimate */
+                actual_to_estimate?: number;
+                /** @description How many fell in each bucket of actual ÷ estimate (ratio_bounds; the last: above) */
+                histogram: number[];
+                /** @description The smallest bucket bound that 95 % of actual ÷ estimate fell under */
+                coverage_95_ratio?: number;
+                /** @description The mean estimate × coverage_95_ratio: an estimate that would have covered 95 % of the actuals */
+                suggested_estimate?: components["schemas"]["Amount"];
+                /** @description Σ (estimate − actual)⁺ × time held: budget kept from everyone else, never spent */
+                held_unspent_unit_seconds: number;
+                /** @description Released without spending anything */
+                released: number;
+                /** @description Expired without spending anything */
+                expired: number;
+                /** Format: date-time */
+                last_settled_at?: string;
+            }[];
+            /** @description Every kind without figures of its own */
+            other: components["schemas"]["AccuracyFigures"];
+            total: components["schemas"]["AccuracyFigures"];
         };
         FundBudgetBody: {
             /** @enum {string} */
@@ -1197,6 +1398,36 @@ export interface components {
             policies: components["schemas"]["Policy"][];
             has_more: boolean;
             next_cursor?: string;
+        };
+        RefundBody: {
+            idempotency_key: string;
+            /** @description At most what was charged and not yet refunded */
+            amount: {
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                amount: number;
+            };
+            /** @description Why: kept in the audit trail and the event */
+            reason: string;
+        };
+        RefundResponse: {
+            reservation_id: string;
+            refund_id: string;
+            amount: components["schemas"]["Amount"];
+            /** @description Refunded so far, this refund included */
+            refunded_total: components["schemas"]["Amount"];
+            /** @description What is left to refund */
+            refundable: components["schemas"]["Amount"];
+            balances: components["schemas"]["Balance"][];
+        } | {
+            event_id: string;
+            refund_id: string;
+            amount: components["schemas"]["Amount"];
+            /** @description Refunded so far, this refund included */
+            refunded_total: components["schemas"]["Amount"];
+            /** @description What is left to refund */
+            refundable: components["schemas"]["Amount"];
+            balances: components["schemas"]["Balance"][];
         };
         ReleaseBody: {
             idempotency_key: string;
@@ -1346,6 +1577,11 @@ export interface components {
             caps_when_remaining_below_bps?: number;
             thresholds?: number[] | null;
             shards?: number;
+            max_reservation_amount?: {
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                amount: number;
+            } | null;
         };
         UpdatePolicyBody: {
             name?: string;
@@ -1517,6 +1753,118 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             410: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listCharges: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                reservation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A reservation’s charges, in order, and its running totals */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChargeListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    refundReservation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path: {
+                reservation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundBody"];
+            };
+        };
+        responses: {
+            /** @description Refund part of what a reservation charged (the admin key or budgets:write) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    refundEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundBody"];
+            };
+        };
+        responses: {
+            /** @description Refund part of what an event charged (the admin key or budgets:write) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1838,6 +2186,38 @@ export interface operations {
             503: components["responses"]["RetryLater"];
         };
     };
+    getEstimateAccuracy: {
+        parameters: {
+            query: {
+                scope: string;
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How good the estimates of the reservations settled on a budget were, per action kind */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateAccuracyResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
     listBudgetPeriods: {
         parameters: {
             query: {
@@ -2141,8 +2521,8 @@ export interface operations {
             query?: {
                 tenant_id?: string | "__system__";
                 key_id?: string;
-                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation";
-                resource_type?: "tenant" | "budget" | "api_key" | "policy" | "reservation";
+                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation" | "refundReservation" | "refundEvent";
+                resource_type?: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "event";
                 resource_id?: string;
                 from?: string;
                 to?: string;

@@ -138,6 +138,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reservations/{reservation_id}/charges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A reservation’s charges, in order, and its running totals */
+        get: operations["listCharges"];
+        put?: never;
+        /** Charge part of the actual while the reservation stays ACTIVE (streaming, long tasks) */
+        post: operations["chargeReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reservations/{reservation_id}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Refund part of what a reservation charged (the admin key or budgets:write) */
+        post: operations["refundReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{event_id}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Refund part of what an event charged (the admin key or budgets:write) */
+        post: operations["refundEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/introspect": {
         parameters: {
             query?: never;
@@ -226,6 +278,63 @@ export interface components {
             tool_allowlist?: string[];
             tool_denylist?: string[];
             cooldown_ms?: number;
+        };
+        Charge: {
+            charge_id: string;
+            sequence: number;
+            amount: components["schemas"]["Amount"];
+            created_at_ms: number;
+            metrics?: {
+                [key: string]: unknown;
+            };
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        ChargeBody: {
+            idempotency_key: string;
+            /** @description What this part of the work spent: charged against what is left of the hold; beyond it, the reservation’s overage policy applies as at commit. */
+            amount: {
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                amount: number;
+            };
+            metrics?: {
+                tokens_input?: number;
+                tokens_output?: number;
+                latency_ms?: number;
+                model_version?: string;
+                custom?: {
+                    [key: string]: unknown;
+                };
+            };
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        ChargeListResponse: {
+            reservation_id: string;
+            status: components["schemas"]["ReservationStatus"];
+            charged_total: components["schemas"]["Amount"];
+            /** @description What the reservation still holds on each scope: 0 once not ACTIVE */
+            held: components["schemas"]["Amount"];
+            refunded_total: components["schemas"]["Amount"];
+            charges: components["schemas"]["Charge"][];
+            has_more: boolean;
+            next_cursor?: string;
+        };
+        /** @description A charge of part of the actual; the reservation stays ACTIVE */
+        ChargeResponse: {
+            charge_id: string;
+            reservation_id: string;
+            /** @description 1 for the reservation’s first charge, then 2, 3, … */
+            sequence: number;
+            amount: components["schemas"]["Amount"];
+            /** @description What the reservation’s charges spent so far, this one included */
+            charged_total: components["schemas"]["Amount"];
+            /** @description What is left of the hold on each scope */
+            held: components["schemas"]["Amount"];
+            balances: components["schemas"]["Balance"][];
         };
         CommitBody: {
             idempotency_key: string;
@@ -375,7 +484,7 @@ export interface components {
         } | {
             /** @constant */
             decision: "DENY";
-            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY. */
+            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, BUDGET_CLOSED, MAX_RESERVATION_AMOUNT_EXCEEDED (ours: the estimate is above a budget's max_reservation_amount), TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY. */
             reason_code: string;
             /** @description Canonical scope identifiers, in canonical order */
             affected_scopes: string[];
@@ -423,6 +532,36 @@ export interface components {
             };
         } & {
             [key: string]: unknown;
+        };
+        RefundBody: {
+            idempotency_key: string;
+            /** @description At most what was charged and not yet refunded */
+            amount: {
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                amount: number;
+            };
+            /** @description Why: kept in the audit trail and the event */
+            reason: string;
+        };
+        RefundResponse: {
+            reservation_id: string;
+            refund_id: string;
+            amount: components["schemas"]["Amount"];
+            /** @description Refunded so far, this refund included */
+            refunded_total: components["schemas"]["Amount"];
+            /** @description What is left to refund */
+            refundable: components["schemas"]["Amount"];
+            balances: components["schemas"]["Balance"][];
+        } | {
+            event_id: string;
+            refund_id: string;
+            amount: components["schemas"]["Amount"];
+            /** @description Refunded so far, this refund included */
+            refunded_total: components["schemas"]["Amount"];
+            /** @description What is left to refund */
+            refundable: components["schemas"]["Amount"];
+            balances: components["schemas"]["Balance"][];
         };
         ReleaseBody: {
             idempotency_key: string;
@@ -479,7 +618,7 @@ export interface components {
         } | {
             /** @constant */
             decision: "DENY";
-            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY. */
+            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, BUDGET_CLOSED, MAX_RESERVATION_AMOUNT_EXCEEDED (ours: the estimate is above a budget's max_reservation_amount), TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY. */
             reason_code: string;
             /** @description Canonical scope identifiers, in canonical order */
             affected_scopes: string[];
@@ -954,6 +1093,158 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EventCreateResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listCharges: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                reservation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A reservation’s charges, in order, and its running totals */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChargeListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    chargeReservation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path: {
+                reservation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChargeBody"];
+            };
+        };
+        responses: {
+            /** @description Charge part of the actual while the reservation stays ACTIVE (streaming, long tasks) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChargeResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            410: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    refundReservation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path: {
+                reservation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundBody"];
+            };
+        };
+        responses: {
+            /** @description Refund part of what a reservation charged (the admin key or budgets:write) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    refundEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundBody"];
+            };
+        };
+        responses: {
+            /** @description Refund part of what an event charged (the admin key or budgets:write) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundResponse"];
                 };
             };
             400: components["responses"]["Error"];

@@ -223,18 +223,21 @@ export function ChoiceSelect({
   value,
   options,
   onChange,
+  any = true,
 }: {
   readonly id: string;
   readonly label: string;
   readonly value: string | undefined;
   readonly options: readonly string[];
   readonly onChange: (value: string) => void;
+  /** A filter offers "Any"; a form field (false) only the options. @default true */
+  readonly any?: boolean;
 }) {
   return (
     <div class="field">
       <label for={id}>{label}</label>
       <select id={id} value={value ?? ''} onChange={(e) => onChange(e.currentTarget.value)}>
-        <option value="">Any</option>
+        {any && <option value="">Any</option>}
         {options.map((o) => (
           <option key={o} value={o}>
             {o}

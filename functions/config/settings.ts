@@ -70,6 +70,11 @@ const settings = {
   WEBHOOK_RETRY_INITIAL_MS: int(1_000, 1, 60_000),
   WEBHOOK_RETRY_MAX_MS: int(60_000, 1, 3_600_000),
   WEBHOOK_TIMEOUT_MS: int(5_000, 100, 60_000),
+  /**
+   * Local runner: estimate accuracy is aggregated from the table's stream (on by default; off,
+   * and without webhooks, the table has no stream: docs/decisions.md § Estimate accuracy).
+   */
+  ESTIMATE_ACCURACY: flag(true),
   /** Local runner: how often the table's stream is read. */
   STREAM_POLL_INTERVAL_MS: int(250, 10, 60_000),
   /** Refused reservations are recorded for reservation.denied and the operator's overview. */

@@ -61,6 +61,9 @@ export type AuditEntry = AuditBase &
         readonly after: Policy;
       }
     | { readonly action: 'reservation.release'; readonly reservationId: string }
+    /** A refund of what a reservation or an event charged (docs/decisions.md § Refunds). */
+    | { readonly action: 'reservation.refund'; readonly reservationId: string }
+    | { readonly action: 'event.refund'; readonly eventId: string }
   );
 
 export type AuditAction = AuditEntry['action'];
@@ -81,18 +84,26 @@ export const AUDIT_OPERATIONS = {
   'policy.create': { operation: 'createPolicy', resourceType: 'policy' },
   'policy.update': { operation: 'updatePolicy', resourceType: 'policy' },
   'reservation.release': { operation: 'releaseReservation', resourceType: 'reservation' },
+  'reservation.refund': { operation: 'refundReservation', resourceType: 'reservation' },
+  'event.refund': { operation: 'refundEvent', resourceType: 'event' },
 } as const satisfies Record<AuditAction, { operation: string; resourceType: string }>;
 
 export type AuditOperation = (typeof AUDIT_OPERATIONS)[AuditAction]['operation'];
 export type AuditResourceType = (typeof AUDIT_OPERATIONS)[AuditAction]['resourceType'];
 export const AUDIT_OPERATION_NAMES = Object.values(AUDIT_OPERATIONS).map((o) => o.operation);
+export const AUDIT_RESOURCE_TYPES = [
+  ...new Set(Object.values(AUDIT_OPERATIONS).map((o) => o.resourceType)),
+] as [AuditResourceType, ...AuditResourceType[]];
 
 /**
  * The id of what an entry changed: a tenant id, a key id, `<scope>#<unit>`, a policy id, a
  * reservation id.
  */
 export function resourceIdOf(e: AuditEntry): string {
-  if (e.action === 'reservation.release') return e.reservationId;
+  if (e.action === 'reservation.release' || e.action === 'reservation.refund') {
+    return e.reservationId;
+  }
+  if (e.action === 'event.refund') return e.eventId;
   const { after } = e;
   if ('ref' in after) return budgetKey(after.ref);
   if ('policyId' in after) return after.policyId;

@@ -1,4 +1,5 @@
 import type { Unit } from './amounts.js';
+import type { AuditRecord } from './audit.js';
 import { type Budget, type Counters, isOverLimit } from './budget.js';
 import { derivedId } from './fingerprint.js';
 import type { Period } from './period.js';
@@ -23,6 +24,8 @@ export const BUDGET_EVENT_TYPES = [
   'budget.over_limit_entered',
   'reservation.expired',
   'reservation.denied',
+  // Ours: a refund (domain/refund-events.ts), under the reference's `custom.` prefix.
+  'custom.refund',
 ] as const;
 export type BudgetEventType = (typeof BUDGET_EVENT_TYPES)[number];
 
@@ -87,7 +90,8 @@ export type BudgetEvent =
     })
   | (EventBase & { readonly type: 'budget.over_limit_entered'; readonly budget: BudgetState })
   | (EventBase & { readonly type: 'reservation.expired'; readonly reservation: Reservation })
-  | (EventBase & { readonly type: 'reservation.denied'; readonly refusal: Refusal });
+  | (EventBase & { readonly type: 'reservation.denied'; readonly refusal: Refusal })
+  | (EventBase & { readonly type: 'custom.refund'; readonly audit: AuditRecord });
 
 /** What the allocation is used by: spent and held (SPEC's utilization). */
 const usedOf = (c: Counters): bigint => BigInt(c.spent) + BigInt(c.reserved);

@@ -97,6 +97,12 @@ export interface Budget {
   readonly period?: LedgerPeriod | undefined;
   /** Budget event thresholds in percent (domain/budget-events.ts); absent: the default. */
   readonly thresholds?: readonly number[] | undefined;
+  /**
+   * The most one reservation may hold on it (domain/refusals.ts): a larger estimate is refused
+   * whatever the remaining. Absent: no cap. Charges and commits are not capped (their overage
+   * policy governs them).
+   */
+  readonly maxReservationAmount?: number | undefined;
   readonly layout: BudgetLayout;
 }
 

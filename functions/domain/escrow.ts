@@ -130,6 +130,18 @@ export function routeChange(
         ? { path: 'exact' }
         : { path: 'fast', shard, covers: guard.amount };
     }
+    case 'returns': {
+      // A refund: debt lives on shard 0 and gates the budget, so it goes exact; taking back only
+      // spent, any one shard that still holds that much spent will do (its own, first).
+      if (guard.debt > 0) return { path: 'exact' };
+      const n = shards.length;
+      const first = pinned ?? seed % n;
+      for (let i = 0; i < n; i++) {
+        const k = (first + i) % n;
+        if ((shards[k]?.spent ?? 0) >= guard.spent) return { path: 'fast', shard: k };
+      }
+      return { path: 'exact' };
+    }
     case 'snapshot':
     case 'maxAllocated':
       return { path: 'exact' };

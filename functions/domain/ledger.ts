@@ -28,14 +28,17 @@ export interface LedgerDelta {
 /**
  * What must still hold when the store applies a delta, so that a decision taken on a read is
  * re-checked atomically: `admit` (SPEC core behaviour 2 + blocking rules), `covers` (the
- * remaining pays for an overage), or `snapshot` (the exact values the math used).
+ * remaining pays for an overage), `snapshot` (the exact values the math used), or `returns`
+ * (a refund: what it takes off spent and debt is still there).
  */
 export type LedgerGuard =
   | { readonly kind: 'exists' }
   | { readonly kind: 'admit'; readonly amount: number }
   | { readonly kind: 'covers'; readonly amount: number }
   | { readonly kind: 'snapshot'; readonly values: Partial<Record<LedgerField, number>> }
-  | { readonly kind: 'maxAllocated'; readonly atMost: number };
+  | { readonly kind: 'maxAllocated'; readonly atMost: number }
+  /** A refund takes back what charges put there: the ledger still has at least this spent and debt. */
+  | { readonly kind: 'returns'; readonly spent: number; readonly debt: number };
 
 export type LedgerField =
   | 'allocated'

@@ -17,7 +17,8 @@ export const RESERVATION_SORT_KEYS = [
   'expires_at_ms',
 ] as const;
 export type ReservationSortKey = (typeof RESERVATION_SORT_KEYS)[number];
-export type Trigger = 'commit' | 'release' | 'extend' | 'expire';
+/** `charge`: part of the actual, charged while the reservation stays ACTIVE (same deadline as commit). */
+export type Trigger = 'commit' | 'charge' | 'release' | 'extend' | 'expire';
 
 export interface Action {
   readonly kind: string;
@@ -49,6 +50,34 @@ export interface Reservation {
   readonly maxExtensions?: number | undefined;
   /** Extensions it has had; absent: none. */
   readonly extensions?: number | undefined;
+  /**
+   * What it still holds on each scope (`heldAmount`): the estimate, less what its charges took
+   * from it (and, later, what delegations carve out). Absent: the whole estimate.
+   */
+  readonly held?: Amount | undefined;
+  /** What its charges (POST …/charges) spent so far, and how many there were. */
+  readonly charges?: ChargeTotals | undefined;
+  /** What refunds gave back so far (docs/decisions.md § Refunds). */
+  readonly refunded?: Amount | undefined;
+}
+
+/** The running totals of a reservation's charges; each charge is an item of its own. */
+export interface ChargeTotals {
+  readonly count: number;
+  readonly total: Amount;
+}
+
+/** One charge of part of the actual while its reservation is ACTIVE (POST …/charges). */
+export interface Charge {
+  /** `chg_` + a hash of (tenant, reservation, idempotency key). */
+  readonly chargeId: string;
+  readonly reservationId: string;
+  /** 1 for the first charge of the reservation, then 2, 3, … */
+  readonly sequence: number;
+  readonly amount: Amount;
+  readonly createdAtMs: number;
+  readonly metrics?: Record<string, unknown> | undefined;
+  readonly metadata?: Record<string, unknown> | undefined;
 }
 
 /**
@@ -61,6 +90,11 @@ export interface Hold {
   readonly scope: string;
   readonly shard: number;
   readonly periodStart?: number | undefined;
+  /**
+   * The debt the reservation's charges and commit ran up on this scope (ALLOW_WITH_OVERDRAFT):
+   * a refund returns it first (domain/refunds.ts).
+   */
+  readonly debtIncurred?: number | undefined;
 }
 
 /** The scopes a reservation affects, root first (SPEC's affected_scopes). */
@@ -68,10 +102,18 @@ export const affectedScopes = (r: Pick<Reservation, 'holds'>): string[] =>
   r.holds.map((h) => h.scope);
 
 /**
- * What a reservation still holds on each of its scopes. The whole estimate until it settles:
- * the one place a partial charge would lower it.
+ * What a reservation still holds on each of its scopes: the estimate until a charge takes part
+ * of it. What a release or an expiry returns, and what a commit charges against first.
  */
-export const heldAmount = (r: Pick<Reservation, 'reserved'>): Amount => r.reserved;
+export const heldAmount = (r: Pick<Reservation, 'reserved' | 'held'>): Amount =>
+  r.held ?? r.reserved;
+
+/** What its charges spent so far (0 before the first). */
+export const chargedSoFar = (r: Pick<Reservation, 'charges'>): number =>
+  r.charges?.total.amount ?? 0;
+
+/** How many charges it took (every charge, and every settlement, is conditioned on it). */
+export const chargeCount = (r: Pick<Reservation, 'charges'>): number => r.charges?.count ?? 0;
 
 /** Commit and release stay possible through the grace period; extend does not (SPEC § Limits). */
 export const settleDeadline = (r: Pick<Reservation, 'expiresAtMs' | 'gracePeriodMs'>): number =>
@@ -95,19 +137,27 @@ export const releaseChanges = (r: Reservation, budgets?: Budgets): LedgerChange[
 };
 
 /**
+ * Where a charge of one scope landed: a hold, or an event's charge, whose shard nobody recorded
+ * (undefined: any shard will do).
+ */
+export type Place = Pick<Hold, 'scope' | 'periodStart'> & {
+  readonly shard?: number | undefined;
+};
+
+/**
  * Changes to a reservation's holds, each landing where its hold is: always on the hold's shard
  * (a settlement must not move reserved between shards), and for a hold on a rolling budget in
  * the period it was taken in, closed once the budget as read (`budgets`) has left it.
  */
 export const onHolds = (
-  r: Pick<Reservation, 'holds'>,
+  r: { readonly holds: readonly Place[] },
   changes: readonly LedgerChange[],
   budgets?: Budgets,
 ): LedgerChange[] =>
   changes.map((c) => {
     const hold = r.holds.find((h) => h.scope === c.scope);
     const start = hold?.periodStart;
-    const pinned = { ...c, shard: hold?.shard ?? 0 };
+    const pinned = { ...c, shard: hold ? hold.shard : 0 };
     if (!start || !budgets) return pinned;
     const current = budgetAt(budgets, c.scope, c.unit)?.period;
     const open = current !== undefined && !current.closed && current.start === start;
@@ -178,6 +228,7 @@ export function transition(r: Reservation, trigger: Trigger, now: number): Trans
           ? { kind: 'refuse', error: expiredError(r) }
           : { kind: 'to', status: 'ACTIVE' };
       }
+      if (trigger === 'charge') return { kind: 'to', status: 'ACTIVE' };
       return { kind: 'to', status: trigger === 'commit' ? 'COMMITTED' : 'RELEASED' };
   }
 }

@@ -6,6 +6,8 @@ import { budgetRefusal, firstRefusal, refusalError, type ScopeRefusal } from './
 import {
   type Action,
   affectedScopes,
+  chargedSoFar,
+  type Hold,
   heldAmount,
   onHolds,
   type Reservation,
@@ -14,28 +16,83 @@ import type { Subject } from './scopes.js';
 
 /**
  * SPEC § commit math (docs/ledger-math.md): the changes a commit of `actual` makes, each on its
- * hold (`onHolds`), or a refusal. `budgets`: those the holds settle on, as read.
+ * hold (`onHolds`), or a refusal. `actual` is the whole actual, its earlier charges included:
+ * the commit charges what they did not (actual − charged) against what is left of the hold and
+ * releases the rest, so charges and commit together move every ledger exactly as one commit of
+ * `actual` would. An actual below what was already charged is refused (400): a charge is never
+ * undone by a commit, only by a refund. `budgets`: those the holds settle on, as read.
  */
 export function commitChanges(r: Reservation, actual: Amount, budgets: Budgets): LedgerChange[] {
   const held = heldAmount(r);
-  if (actual.unit !== held.unit) {
+  requireUnit(actual, held.unit, 'actual');
+  const charged = chargedSoFar(r);
+  if (actual.amount < charged) {
     throw new DomainError(
-      'UNIT_MISMATCH',
-      `actual is in ${actual.unit}, the reservation in ${held.unit}`,
-      {
-        requested_unit: actual.unit,
-        expected_unit: held.unit,
-      },
+      'INVALID_REQUEST',
+      `actual is the whole actual, charges included: at least the ${charged} already charged`,
+      { field: 'actual.amount', charged: { unit: held.unit, amount: charged } },
     );
   }
+  return chargeHolds(r, held.amount, actual.amount - charged, budgets);
+}
+
+/**
+ * A charge of part of the actual while the reservation stays ACTIVE (POST …/charges): what is
+ * left of the hold pays for it first; beyond the hold the reservation's overage policy applies
+ * exactly as at commit. The changes, and the hold that is left.
+ */
+export function chargeChanges(
+  r: Reservation,
+  amount: Amount,
+  budgets: Budgets,
+): { readonly changes: LedgerChange[]; readonly held: Amount } {
+  const held = heldAmount(r);
+  requireUnit(amount, held.unit, 'amount');
+  const fromHold = Math.min(held.amount, amount.amount);
+  return {
+    changes: chargeHolds(r, fromHold, amount.amount, budgets),
+    held: { unit: held.unit, amount: held.amount - fromHold },
+  };
+}
+
+/** `actual` charged on every scope against `fromHold` of the hold (chargeAll), on the holds. */
+function chargeHolds(r: Reservation, fromHold: number, actual: number, budgets: Budgets) {
+  const { unit } = heldAmount(r);
   const scoped = affectedScopes(r).map((s) => {
-    const b = budgetAt(budgets, s, held.unit);
-    return b ? balanceOf(b) : emptyLedger(s, held.unit);
+    const b = budgetAt(budgets, s, unit);
+    return b ? balanceOf(b) : emptyLedger(s, unit);
   });
-  const charge = chargeAll(scoped, held.amount, actual.amount, r.overagePolicy);
+  const charge = chargeAll(scoped, fromHold, actual, r.overagePolicy);
   if ('refusal' in charge) throw refusalError(charge.refusal);
   return onHolds(r, charge.changes, budgets);
 }
+
+function requireUnit(amount: Amount, unit: Amount['unit'], field: string): void {
+  if (amount.unit === unit) return;
+  throw new DomainError(
+    'UNIT_MISMATCH',
+    `${field} is in ${amount.unit}, the reservation in ${unit}`,
+    {
+      requested_unit: amount.unit,
+      expected_unit: unit,
+    },
+  );
+}
+
+/** The debt `changes` run up, by scope: only scopes where they ran any up; undefined if none. */
+export function debtIncurredBy(
+  changes: readonly LedgerChange[],
+): Record<string, number> | undefined {
+  const debts = changes.flatMap((c) => ((c.delta.debt ?? 0) > 0 ? [[c.scope, c.delta.debt]] : []));
+  return debts.length > 0 ? Object.fromEntries(debts) : undefined;
+}
+
+/** The holds with the debt `changes` run up on each added to what it ran up before. */
+export const withDebtOf = (holds: readonly Hold[], changes: readonly LedgerChange[]): Hold[] =>
+  holds.map((h) => {
+    const debt = changes.find((c) => c.scope === h.scope)?.delta.debt ?? 0;
+    return debt > 0 ? { ...h, debtIncurred: (h.debtIncurred ?? 0) + debt } : h;
+  });
 
 /** A usage event (POST /v1/events): spend that needed no reservation, charged to every scope. */
 export interface UsageEvent {
@@ -50,6 +107,10 @@ export interface UsageEvent {
   readonly metrics?: Record<string, unknown> | undefined;
   readonly metadata?: Record<string, unknown> | undefined;
   readonly clientTimeMs?: number | undefined;
+  /** The debt its charge ran up, by scope (only scopes where it ran any up). */
+  readonly debtIncurred?: Readonly<Record<string, number>> | undefined;
+  /** What refunds gave back so far (docs/decisions.md § Refunds). */
+  readonly refunded?: Amount | undefined;
 }
 
 /**

@@ -21,6 +21,7 @@ import {
   UpdateTenantBody,
   ValidateKeyBody,
 } from './schemas/admin.js';
+import { ChargeBody, EventIdParams, ListChargesQuery, RefundBody } from './schemas/extensions.js';
 import {
   BudgetBulkActionBody,
   CreatePolicyBody,
@@ -74,6 +75,11 @@ export interface Contract {
   readonly documentPath?: { readonly path: string; readonly params: z.ZodMiniType };
   /** The reference's name for the operation, where ours differs. @default - the route id */
   readonly operationId?: string;
+  /**
+   * Ours, not the protocol's (x-extension budget-reservations in the OpenAPI documents): a new
+   * operation, so no protocol answer changes. @default false
+   */
+  readonly extension?: boolean;
   /**
    * A page for browsers, not an API operation (the console: HTML and its files, not built by
    * httpHandler): left out of the OpenAPI documents. @default false
@@ -167,6 +173,42 @@ export const contracts = {
     response: res.EventCreateResponse,
     refusals: [404, 409],
   },
+  chargeReservation: {
+    summary: 'Charge part of the actual while the reservation stays ACTIVE (streaming, long tasks)',
+    tag: 'Charges',
+    extension: true,
+    params: ReservationIdParams,
+    body: ChargeBody,
+    response: res.ChargeResponse,
+    refusals: [404, 409, 410],
+  },
+  listCharges: {
+    summary: 'A reservation’s charges, in order, and its running totals',
+    tag: 'Charges',
+    extension: true,
+    params: ReservationIdParams,
+    query: ListChargesQuery,
+    response: res.ChargeListResponse,
+    refusals: [404],
+  },
+  refundReservation: {
+    summary: 'Refund part of what a reservation charged (the admin key or budgets:write)',
+    tag: 'Refunds',
+    extension: true,
+    params: ReservationIdParams,
+    body: RefundBody,
+    response: res.RefundResponse,
+    refusals: [404, 409],
+  },
+  refundEvent: {
+    summary: 'Refund part of what an event charged (the admin key or budgets:write)',
+    tag: 'Refunds',
+    extension: true,
+    params: EventIdParams,
+    body: RefundBody,
+    response: res.RefundResponse,
+    refusals: [404, 409],
+  },
   runtimeIntrospectAuth: {
     summary: 'Describe the calling key',
     tag: 'Auth',
@@ -216,6 +258,14 @@ export const contracts = {
     ...budget,
     summary: 'Get the budget of a scope and unit',
     response: res.BudgetLedger,
+    refusals: [404],
+  },
+  getEstimateAccuracy: {
+    ...budget,
+    summary: 'How good the estimates of the reservations settled on a budget were, per action kind',
+    tag: 'Estimate accuracy',
+    extension: true,
+    response: res.EstimateAccuracyResponse,
     refusals: [404],
   },
   listBudgetPeriods: {

@@ -3,13 +3,14 @@ import type * as z from 'zod/mini';
 import { config } from '../config/settings.js';
 import { invalidRequest } from '../domain/errors.js';
 import { illFormedStringAt, parseExactJson } from '../domain/json.js';
-import { type RouteId, routes } from '../routes.js';
+import type { RouteId, routes } from '../routes.js';
 import type { Invocation } from '../telemetry/invocation.js';
 import { actorOf, type WriteContext } from '../use-cases/context.js';
 import { type AdminCaller, authenticate, type RouteCaller, type TenantCaller } from './auth.js';
 import type { contracts } from './contracts.js';
 import type { ErrorDetails } from './errors.js';
 import type { Reply } from './reply.js';
+import { routeFacts } from './route-facts.js';
 import { type Event, respond, serve } from './serve.js';
 
 export type { Event, Result } from './serve.js';
@@ -88,7 +89,7 @@ export function httpHandler<R extends RouteId>(
   run: (input: RouteInput<R, RouteSchemas<R>>) => Promise<RouteAnswer<R>>,
   options: { readonly errorDetails?: ErrorDetails } = {},
 ) {
-  const route = routes[routeId];
+  const route = routeFacts(routeId);
   return serve(routeId, options, async (event, now, invocation) => {
     const headers = event.headers ?? {};
     const caller = await authenticate(headers, route.auth, now);

@@ -341,8 +341,15 @@ export const budgetView = ({ tenant, budget, createdAt }: BudgetRecord) => ({
   unit: budget.ref.unit,
   ...periodView(budget),
   ...(budget.thresholds && { thresholds: [...budget.thresholds] }),
+  ...maxReservationView(budget),
   created_at: createdAt,
 });
+
+/** The cap of one reservation (ours, the admin plane only), when the budget has one. */
+const maxReservationView = (b: Budget) =>
+  b.maxReservationAmount !== undefined && {
+    max_reservation_amount: { unit: b.ref.unit, amount: b.maxReservationAmount },
+  };
 
 /** The reference's BudgetLedger; `caps` (ours) only when the budget has caps. */
 export const budgetLedgerView = ({ tenant, budget: b, createdAt, updatedAt }: BudgetRecord) => ({
@@ -360,6 +367,7 @@ export const budgetLedgerView = ({ tenant, budget: b, createdAt, updatedAt }: Bu
   }),
   // Ours, only when not the default [50, 80, 100] (docs/decisions.md § Budget events).
   ...(b.thresholds && { thresholds: [...b.thresholds] }),
+  ...maxReservationView(b),
   created_at: createdAt,
   ...(updatedAt !== undefined && { updated_at: updatedAt }),
 });

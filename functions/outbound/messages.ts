@@ -1,3 +1,4 @@
+import type { Unit } from '../domain/amounts.js';
 import { balanceOf } from '../domain/budget.js';
 import {
   type BudgetEvent,
@@ -90,6 +91,31 @@ export function budgetEventMessage(e: BudgetEvent): BudgetEventMessage {
           ...(r.finalizedAtMs !== undefined && { finalized_at: iso(r.finalizedAtMs) }),
           subject: { ...r.subject },
           action: actionOf(r.action),
+        },
+      };
+    }
+    case 'custom.refund': {
+      const r = e.audit;
+      const d = r.detail ?? {};
+      const scopes = Array.isArray(d.scopes) ? d.scopes.map(String) : [];
+      return {
+        ...base,
+        event_type: e.type,
+        category: 'budget',
+        ...(scopes.length > 0 && { scope: scopes[scopes.length - 1] }),
+        actor: r.actor === 'admin' ? { type: 'admin' } : { type: 'api_key', key_id: r.actor },
+        request_id: r.requestId,
+        data: {
+          refund_id: String(d.refund_id ?? ''),
+          ...(r.resourceType === 'event'
+            ? { event_id: r.resourceId }
+            : { reservation_id: r.resourceId }),
+          unit: String(d.unit) as Unit,
+          amount: Number(d.amount),
+          refunded_total: Number(d.refunded_total),
+          charged: Number(d.charged),
+          reason: String(d.reason ?? ''),
+          scopes,
         },
       };
     }

@@ -121,6 +121,23 @@ export const ReservationDeniedData = z
       'A reservation was refused: a live one with 409, a dry run or a decide with DENY (not on a replay).',
   });
 
+export const RefundData = z
+  .looseObject({
+    refund_id: z.string(),
+    reservation_id: z.string().optional().describe('The reservation refunded (or event_id)'),
+    event_id: z.string().optional().describe('The usage event refunded (or reservation_id)'),
+    unit: Unit,
+    amount: Amount.min(1).describe('What this refund gave back on every scope charged'),
+    refunded_total: Amount.describe('Refunded so far, this refund included'),
+    charged: Amount.describe('What the reservation or event charged'),
+    reason: z.string(),
+    scopes: z.array(z.string()).describe('The scopes refunded, root first'),
+  })
+  .meta({
+    description:
+      'Ours (x-extension budget-reservations): part of what a reservation or an event charged was given back (docs/decisions.md § Refunds).',
+  });
+
 export const DATA_SCHEMAS = {
   'budget.threshold_crossed': ThresholdCrossedData,
   'budget.exhausted': ExhaustedData,
@@ -128,10 +145,12 @@ export const DATA_SCHEMAS = {
   'budget.over_limit_entered': OverLimitEnteredData,
   'reservation.expired': ReservationExpiredData,
   'reservation.denied': ReservationDeniedData,
+  'custom.refund': RefundData,
 } as const satisfies Record<BudgetEventType, z.ZodType>;
 
+/** The reference's EventCategory: a refund changes budgets, so `budget` (it has no `custom`). */
 const categoryOf = (type: BudgetEventType) =>
-  type.startsWith('budget.') ? ('budget' as const) : ('reservation' as const);
+  type.startsWith('reservation.') ? ('reservation' as const) : ('budget' as const);
 
 /** The reference's Event envelope around one type's data. */
 function envelope<T extends BudgetEventType>(type: T) {
@@ -147,7 +166,10 @@ function envelope<T extends BudgetEventType>(type: T) {
       tenant_id: z.string(),
       scope: z.string().optional(),
       actor: z
-        .strictObject({ type: z.enum(['api_key', 'system']), key_id: z.string().optional() })
+        .strictObject({
+          type: z.enum(['admin', 'api_key', 'system']),
+          key_id: z.string().optional(),
+        })
         .optional(),
       source: z.literal(EVENT_SOURCE),
       data: DATA_SCHEMAS[type],
@@ -169,6 +191,7 @@ export const BudgetEventMessage = z
     EVENT_SCHEMAS['budget.over_limit_entered'],
     EVENT_SCHEMAS['reservation.expired'],
     EVENT_SCHEMAS['reservation.denied'],
+    EVENT_SCHEMAS['custom.refund'],
   ])
   .meta({ title: 'budget event', description: 'Any event of the budget reservation service.' });
 export type BudgetEventMessage = z.infer<typeof BudgetEventMessage>;

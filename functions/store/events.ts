@@ -2,9 +2,11 @@ import { type Budgets, NO_BUDGETS } from '../domain/budget.js';
 import type { LedgerChange } from '../domain/ledger.js';
 import type { UsageEvent } from '../domain/settlement.js';
 import { placeChanges, seedOf } from './budgets/placement.js';
-import { eventItem } from './entities/event.js';
+import { eventItem, eventOf, isEventItem } from './entities/event.js';
 import type { OutcomeToStore } from './entities/outcome.js';
 import { putIfAbsent, type TransactItem } from './expressions.js';
+import { keys } from './keys.js';
+import { getItems } from './transact.js';
 import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 export interface NewEvent {
@@ -24,4 +26,11 @@ export function eventTransaction(e: NewEvent, attempt = 0): GuardedTransaction {
 
 export function insertEvent(e: NewEvent): Promise<WriteOutcome> {
   return transactWrite((attempt) => eventTransaction(e, attempt));
+}
+
+/** The event, or undefined when it never existed (strongly consistent). */
+export async function readEvent(eventId: string): Promise<UsageEvent | undefined> {
+  const key = keys.event(eventId);
+  const item = (await getItems([key])).get(key.pk);
+  return isEventItem(item) ? eventOf(item) : undefined;
 }

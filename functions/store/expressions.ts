@@ -64,6 +64,13 @@ export const attr = (name: string) => {
   };
 };
 
+/**
+ * A running total as read: equal to `value`, or absent where it reads as 0 (it is written only
+ * once it is not).
+ */
+export const totalAsRead = (name: string, value: number): Condition =>
+  value === 0 ? attr(name).notExists() : attr(name).eq(value);
+
 type Part = Condition | false | undefined;
 
 /** Every part (those given as false or undefined left out). */
@@ -89,8 +96,8 @@ export interface UpdateParts {
   readonly add?: Readonly<Record<string, number>>;
   /** ADD a :set (a string set). */
   readonly addToSet?: Readonly<Record<string, ReadonlySet<string>>>;
-  /** ADD a :n — a counter that starts at 0 where the item has none. */
-  readonly count?: Readonly<Record<string, number>>;
+  /** ADD a :n (a number: an absent attribute starts at 0, unlike `add`). */
+  readonly increment?: Readonly<Record<string, number | bigint>>;
   readonly remove?: readonly string[];
 }
 
@@ -105,9 +112,10 @@ export function updateExpression(parts: UpdateParts, p: Placeholders): string {
       return `${name} = ${name} + ${p.value(a, d)}`;
     }),
   ];
-  const adds = [...Object.entries(parts.addToSet ?? {}), ...Object.entries(parts.count ?? {})].map(
-    ([a, v]) => `${p.name(a)} ${p.value(a, v)}`,
-  );
+  const adds = [
+    ...Object.entries(parts.addToSet ?? {}),
+    ...Object.entries(parts.increment ?? {}),
+  ].map(([a, v]) => `${p.name(a)} ${p.value(a, v)}`);
   const removes = (parts.remove ?? []).map((a) => p.name(a));
   return [
     sets.length > 0 && `SET ${sets.join(', ')}`,

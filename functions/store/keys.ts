@@ -51,6 +51,11 @@ export const keys = {
   reservation: (reservationId: string) => ({ pk: `RESERVATION#${reservationId}`, sk: SK }),
   /** The reservation id of a reservation item's pk. */
   reservationIdOfPk: (pk: string) => pk.slice('RESERVATION#'.length),
+  /** A reservation's charges (POST …/charges) in the order they were made: one Query lists them. */
+  charge: (reservationId: string, sequence: number) => ({
+    pk: chargesPartition(reservationId),
+    sk: pad(sequence),
+  }),
   event: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: SK }),
   /** A refused reservation, kept a day for the stream to turn into reservation.denied. */
   refusal: (refusalId: string) => ({ pk: `REFUSAL#${refusalId}`, sk: SK }),
@@ -62,6 +67,14 @@ export const keys = {
     pk: auditPartition(tenant),
     sk: `${pad(atMs)}#${requestId}#${hashOf(target).toString(36)}`,
   }),
+  /**
+   * A budget's estimate accuracy (domain/accuracy.ts), one partition per budget (`budgetKey`):
+   * its tracked kinds (`KINDS`), one item per tracked kind, and `OTHER`. One Query reads it all.
+   */
+  accuracy: (budget: string, part: 'KINDS' | 'OTHER' | { readonly kind: string }) => ({
+    pk: `ACCURACY#${budget}`,
+    sk: typeof part === 'string' ? part : `KIND#${part.kind}`,
+  }),
   idempotency: (tenant: string, operation: string, key: string) => ({
     pk: `IDEMPOTENCY#${tenant}#${operation}#${key}`,
     sk: SK,
@@ -69,6 +82,10 @@ export const keys = {
 };
 
 export const auditPartition = (tenant: string): string => `AUDIT#${tenant}`;
+export const chargesPartition = (reservationId: string): string => `CHARGES#${reservationId}`;
+export const reservationIdOfCharges = (pk: string): string => pk.slice('CHARGES#'.length);
+/** A charge's position in its listing (its sequence, as the sort key holds it). */
+export const isChargePosition = (position: string): boolean => /^\d{15}$/.test(position);
 
 /** The audit sort key bounds of a time range [from, to] (either open). */
 export const auditRange = (fromMs = 0, toMs = 999_999_999_999_999) => ({

@@ -31,7 +31,7 @@ export type CounterName = `tenants_${string}` | `budgets_${string}` | `unit_${Un
 export const countersDelta = (deltas: Partial<Record<CounterName, number>>): TransactItem =>
   update(counterKey(randomInt(COUNTER_SPREAD)), {
     set: { type: 'counters' },
-    count: deltas as Record<string, number>,
+    increment: deltas as Record<string, number>,
   });
 
 /** Every counter, summed over its items (one BatchGetItem). */

@@ -27,7 +27,7 @@ export async function insertPolicy(p: Policy, audit: AuditEntry): Promise<Policy
   const outcome = await transact([
     update(
       keys.tenant(p.tenant),
-      { count: { policy_count: 1 } },
+      { increment: { policy_count: 1 } },
       {
         condition: and(
           attr('pk').exists(),

@@ -2,7 +2,7 @@ import type { Amount } from '../domain/amounts.js';
 import type { AuditEntry } from '../domain/audit.js';
 import { type Budgets, NO_BUDGETS } from '../domain/budget.js';
 import type { LedgerChange } from '../domain/ledger.js';
-import type { Reservation } from '../domain/reservation.js';
+import type { Hold, Reservation } from '../domain/reservation.js';
 import { placeChanges, seedOf } from './budgets/placement.js';
 import { type IdempotencyScope, idempotencyItem } from './entities/idempotency.js';
 import type { OutcomeToStore } from './entities/outcome.js';
@@ -62,6 +62,8 @@ export interface Settlement {
   readonly now: number;
   readonly changes: readonly LedgerChange[];
   readonly committed?: Amount | undefined;
+  /** A commit's holds with the debt it ran up (a refund returns it first). */
+  readonly holds?: readonly Hold[] | undefined;
   readonly detail?: Record<string, unknown> | undefined;
   /** Commit and release record their outcome; the sweeper's expiry has none to record. */
   readonly idempotency?:
@@ -83,6 +85,7 @@ export function settleTransaction(s: Settlement): GuardedTransaction {
   const items: TransactItem[] = [
     settlementUpdate(r, s.to, s.now, {
       committed: s.committed,
+      holds: s.holds,
       detail: s.detail,
       outcome: s.idempotency && { key: s.idempotency.scope.key, stored: s.idempotency.outcome },
     }),

@@ -1,7 +1,9 @@
 import type { Unit } from '../domain/amounts.js';
 import type { Budgets } from '../domain/budget.js';
 import type { Reservation } from '../domain/reservation.js';
+import type { UsageEvent } from '../domain/settlement.js';
 import { budgetsOf, ledgerKeys } from './budgets/read.js';
+import { eventOf, isEventItem } from './entities/event.js';
 import { type IdempotencyScope, idempotencyKey } from './entities/idempotency.js';
 import type { StoredOutcome } from './entities/outcome.js';
 import { isReservationItem, reservationOf } from './entities/reservation.js';
@@ -26,6 +28,8 @@ export interface Snapshot {
   /** The outcome stored with the reservation, event or idempotency record asked for. */
   readonly replay?: StoredOutcome | undefined;
   readonly reservation?: Reservation | undefined;
+  /** The event asked for (`eventId`), when it exists. */
+  readonly event?: UsageEvent | undefined;
   /** The budgets read, as stored (a rolling one may be due to roll over), by budgetKey. */
   readonly budgets: Budgets;
   /** Whether the budgets are one instant's (always, unless a sharded budget was batch-read). */
@@ -47,11 +51,10 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   const reservationItem = r.reservationId
     ? items.get(keys.reservation(r.reservationId).pk)
     : undefined;
+  const eventItem = r.eventId ? items.get(keys.event(r.eventId).pk) : undefined;
   const recordItem = r.idempotency
     ? items.get(idempotencyKey(r.idempotency).pk)
-    : r.eventId
-      ? items.get(keys.event(r.eventId).pk)
-      : reservationItem;
+    : (eventItem ?? reservationItem);
   return {
     // Commit and release outcomes live on the reservation; records of 0.2 and before apart.
     replay:
@@ -59,6 +62,7 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
       (r.idempotency &&
         settledOutcome(reservationItem, r.idempotency.operation, r.idempotency.key)),
     reservation: isReservationItem(reservationItem) ? reservationOf(reservationItem) : undefined,
+    event: isEventItem(eventItem) ? eventOf(eventItem) : undefined,
     budgets,
     atomic,
   };

@@ -2,9 +2,11 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { Unit } from '../domain/amounts.js';
+import type { AuditRecord } from '../domain/audit.js';
 import type { BudgetRef } from '../domain/budget.js';
 import { type BudgetState, type Refusal, takesBudget } from '../domain/budget-events.js';
 import type { Reservation } from '../domain/reservation.js';
+import { auditRecordOf } from './entities/audit.js';
 import { budgetOfItem, countersOf, shardCountOf } from './entities/ledger.js';
 import { refusalOf } from './entities/refusal.js';
 import { isReservationItem, reservationOf } from './entities/reservation.js';
@@ -53,6 +55,8 @@ export type TableChange = RecordBase &
         readonly after: Reservation;
       }
     | { readonly kind: 'refusal'; readonly refusal: Refusal }
+    /** A new audit record (a refund's is an event: domain/refund-events.ts). */
+    | { readonly kind: 'audit'; readonly record: AuditRecord }
     | { readonly kind: 'other' }
   );
 
@@ -122,5 +126,7 @@ export function decodeStreamRecord(record: StreamRecord, clock = Date.now): Tabl
   }
   if (after.type === 'refusal' && !before)
     return { ...base, kind: 'refusal', refusal: refusalOf(after) };
+  if (after.type === 'audit' && !before)
+    return { ...base, kind: 'audit', record: auditRecordOf(after) };
   return { ...base, kind: 'other' };
 }

@@ -56,4 +56,7 @@ export const EVENT_ITEM_TYPES = {
   ledgers: ['ledger', 'ledger-shard', 'ledger-period'],
   reservation: 'reservation',
   refusal: 'refusal',
+  /** Audit records of refunds: custom.refund (domain/refund-events.ts). */
+  audit: 'audit',
+  refundActions: ['reservation.refund', 'event.refund'],
 } as const;

@@ -49,18 +49,25 @@ const THROTTLED = new Set(['ThrottlingError', 'ProvisionedThroughputExceeded']);
  * conflict with another transaction or a throttled item (nothing was written) is retried with
  * full-jitter backoff within the priority's budget, then answered as RetryLaterError.
  * `retarget` gives the items of retry n (≥ 1): a hold on a sharded budget tries another shard
- * instead of racing again for the one that was busy.
+ * instead of racing again for the one that was busy. `token`: DynamoDB's ClientRequestToken, so
+ * the same transaction sent again within 10 minutes (a retried stream batch) is applied once.
  */
 export async function transact(
   items: TransactItem[],
   priority: WritePriority = 'admit',
   retarget?: (attempt: number) => TransactItem[],
+  token?: string,
 ): Promise<TransactOutcome> {
   const budget = CONFLICT_RETRY_BUDGET[priority];
   for (let attempt = 0; ; attempt++) {
     try {
       const sent = attempt > 0 && retarget ? retarget(attempt) : items;
-      await documentClient.send(new TransactWriteCommand({ TransactItems: sent }));
+      await documentClient.send(
+        new TransactWriteCommand({
+          TransactItems: sent,
+          ...(token !== undefined && { ClientRequestToken: token }),
+        }),
+      );
       return { kind: 'committed' };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;

@@ -39,6 +39,15 @@ export const METRICS = {
   /** Amount committed beyond the reservation, in the budget's unit (hence a Unit dimension). */
   OverageCharged: { unit: 'None', dimensions: ['Unit'], perTenant: true },
   Releases: { unit: 'Count', dimensions: [], perTenant: true },
+  /** Charges of part of an actual on an ACTIVE reservation (POST …/charges). */
+  Charges: { unit: 'Count', dimensions: [], perTenant: true },
+  /** Amount refunded (reservations and events), in the budget's unit. */
+  Refunded: { unit: 'None', dimensions: ['Unit'], perTenant: true },
+  /**
+   * actual ÷ estimate of each settled reservation (the stream consumer's, off the hot path):
+   * one value per reservation, so CloudWatch's percentiles show how estimates fare.
+   */
+  EstimateRatio: { unit: 'None', dimensions: ['Unit'] },
   /** Reservations expired, by the sweeper or by a request that found them past their deadline. */
   Expiries: { unit: 'Count', dimensions: [], perTenant: true },
   /** Completed sweeper passes: the heartbeat alarm fires when they stop. */

@@ -11,12 +11,14 @@ import { policyEffect, termsOf } from '../domain/policies.js';
 import {
   admissionRefusal,
   budgetRefusal,
-  type DenyReason,
   firstRefusal,
   isRefusal,
+  type ReasonCode,
   type RefusalCode,
+  reasonCodeOf,
   refusalError,
   type ScopeRefusal,
+  type TenantDenyReason,
 } from '../domain/refusals.js';
 import type { Action } from '../domain/reservation.js';
 import { callerScopes, NO_DIMENSIONS, type Subject } from '../domain/scopes.js';
@@ -54,7 +56,7 @@ export interface NewWork {
 export interface Judgement {
   readonly refusal?: ScopeRefusal | undefined;
   /** A DENY that no budget's state explains: the tenant is closed, or nothing is budgeted. */
-  readonly deny?: Exclude<DenyReason, RefusalCode> | undefined;
+  readonly deny?: TenantDenyReason | undefined;
   /** Present: ALLOW_WITH_CAPS, the caps of the affected budgets and policies merged. */
   readonly caps?: Caps | undefined;
   /** The scopes the work lands on (holds, charges): every derived scope, or the budgeted ones. */
@@ -62,7 +64,8 @@ export interface Judgement {
 }
 
 /** Why a judgement is DENY, if it is. */
-export const denyReason = (j: Judgement): DenyReason | undefined => j.deny ?? j.refusal?.code;
+export const denyReason = (j: Judgement): ReasonCode | undefined =>
+  j.deny ?? (j.refusal && reasonCodeOf(j.refusal));
 
 /**
  * The admission of one request's new work: its scopes (dimension keys are budget levels only

@@ -8,6 +8,7 @@ import {
   reservationEvents,
   takesBudget,
 } from '../domain/budget-events.js';
+import { refundEvent } from '../domain/refund-events.js';
 import type { TableChange } from '../store/stream.js';
 import { readAsWritten } from './budget-reader.js';
 
@@ -71,6 +72,10 @@ async function eventsOf(change: TableChange, read: ReadBudget): Promise<BudgetEv
       return reservationEvents(change.before, change.after, change.at);
     case 'refusal':
       return [refusalEvent(change.refusal)];
+    case 'audit': {
+      const refund = refundEvent(change.record);
+      return refund ? [refund] : [];
+    }
     case 'other':
       return [];
   }

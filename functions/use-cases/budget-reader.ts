@@ -9,7 +9,13 @@ import {
 } from '../domain/budget.js';
 import type { Caller } from '../domain/caller.js';
 import { isDue, rolledOver } from '../domain/period.js';
-import { affectedScopes, type Reservation, settleDeadline } from '../domain/reservation.js';
+import { eventRefundable, type Refundable, reservationRefundable } from '../domain/refunds.js';
+import {
+  affectedScopes,
+  type Place,
+  type Reservation,
+  settleDeadline,
+} from '../domain/reservation.js';
 import { tenantOfPath } from '../domain/scopes.js';
 import { getClosedPeriodBudgets, rollOverLedger } from '../store/budgets/periods.js';
 import { getBudgetRecords, getBudgets } from '../store/budgets/read.js';
@@ -87,13 +93,52 @@ async function readForSettling(
   if (first.replay || !r || r.tenant !== caller.tenant || r.status !== 'ACTIVE') return first;
   const read = await getBudgets(affectedScopes(r), r.reserved.unit, atomic);
   if (now >= settleDeadline(r)) return { ...first, ...read };
-  return { ...first, atomic: read.atomic, budgets: await withClosedPeriods(r, read.budgets) };
+  const budgets = await withClosedPeriods(r.holds, r.reserved.unit, read.budgets);
+  return { ...first, atomic: read.atomic, budgets };
 }
 
-/** The budgets, with the closed period's in place of the current one where a hold settles there. */
-async function withClosedPeriods(r: Reservation, budgets: Budgets): Promise<Budgets> {
-  const { unit } = r.reserved;
-  const closed = r.holds.flatMap(({ scope, periodStart }) => {
+/** What a refund gives back to, as a snapshot found it (`refundingSource`). */
+export const refundableOf = (s: Snapshot): Refundable | undefined =>
+  s.reservation
+    ? reservationRefundable(s.reservation)
+    : s.event && eventRefundable(s.event, s.budgets);
+
+/**
+ * For a refund: its idempotency record with the reservation or the event refunded, in one batch;
+ * then (when it is `tenant`'s, or for the operator any tenant's) the budgets of the scopes it
+ * charged, a closed period's where the charge's period has ended.
+ */
+export const refundingSource = (
+  of: { readonly reservationId: string } | { readonly eventId: string },
+  idempotency: IdempotencyScope,
+  tenant: string | undefined,
+  now: number,
+): BudgetSource => ({
+  read: async (atomic = false) => {
+    const first = await readSnapshot({ ...of, idempotency });
+    const target = first.reservation ?? first.event;
+    if (first.replay || !target || (tenant !== undefined && target.tenant !== tenant)) return first;
+    const unit = first.reservation?.reserved.unit ?? first.event?.actual.unit;
+    const scopes = first.reservation ? affectedScopes(first.reservation) : first.event?.scopes;
+    if (!unit || !scopes) return first;
+    const read = await getBudgets(scopes, unit, atomic);
+    const places = refundableOf({ ...first, budgets: read.budgets })?.places ?? [];
+    return {
+      ...first,
+      atomic: read.atomic,
+      budgets: await withClosedPeriods(places, unit, read.budgets),
+    };
+  },
+  repair: ({ budgets }) => rollOverDue(budgets, now),
+});
+
+/** The budgets, with the closed period's in place of the current one where a place settles there. */
+async function withClosedPeriods(
+  places: readonly Place[],
+  unit: Unit,
+  budgets: Budgets,
+): Promise<Budgets> {
+  const closed = places.flatMap(({ scope, periodStart }) => {
     const current = budgetAt(budgets, scope, unit)?.period;
     return periodStart && current?.start !== periodStart
       ? [{ scope, unit, start: periodStart }]

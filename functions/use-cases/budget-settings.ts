@@ -39,6 +39,8 @@ export interface BudgetChange {
   readonly thresholds?: readonly number[] | null | undefined;
   /** More escrow shards (never fewer): see `growBudgetShards`. */
   readonly shards?: number | undefined;
+  /** The most one reservation may hold; null removes the cap. */
+  readonly maxReservationAmount?: Amount | null | undefined;
 }
 
 /**
@@ -65,12 +67,17 @@ async function changeBudgetSettings(
   context: WriteContext,
 ): Promise<BudgetRecord> {
   const { by, scope } = writableScope(writer, ref.scope, context);
-  if (change.overdraftLimit && change.overdraftLimit.unit !== ref.unit) {
-    throw new DomainError(
-      'UNIT_MISMATCH',
-      `overdraft_limit is in ${change.overdraftLimit.unit}, the budget in ${ref.unit}`,
-      { requested_unit: change.overdraftLimit.unit, expected_unit: ref.unit },
-    );
+  for (const [field, amount] of [
+    ['overdraft_limit', change.overdraftLimit],
+    ['max_reservation_amount', change.maxReservationAmount],
+  ] as const) {
+    if (amount && amount.unit !== ref.unit) {
+      throw new DomainError(
+        'UNIT_MISMATCH',
+        `${field} is in ${amount.unit}, the budget in ${ref.unit}`,
+        { requested_unit: amount.unit, expected_unit: ref.unit },
+      );
+    }
   }
   return whileStale(async () => {
     const before = await openBudget(scope, ref.unit);
@@ -82,18 +89,24 @@ async function changeBudgetSettings(
         change.thresholds === undefined
           ? before.budget.thresholds
           : storedThresholds(change.thresholds ?? undefined),
+      maxReservationAmount:
+        change.maxReservationAmount === undefined
+          ? before.budget.maxReservationAmount
+          : change.maxReservationAmount?.amount,
     };
+    const maxHold = change.maxReservationAmount;
     const audit = budgetAudit(
       by,
       'budget.update',
       before.budget,
       after,
-      change.caps !== undefined || change.thresholds !== undefined
+      change.caps !== undefined || change.thresholds !== undefined || maxHold !== undefined
         ? {
             ...(change.caps !== undefined && { caps: change.caps ?? 'removed' }),
             ...(change.thresholds !== undefined && {
               thresholds: after.thresholds ?? DEFAULT_THRESHOLDS,
             }),
+            ...(maxHold !== undefined && { max_reservation_amount: maxHold?.amount ?? 'removed' }),
           }
         : undefined,
     );

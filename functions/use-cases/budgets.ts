@@ -47,6 +47,8 @@ export interface BudgetRequest {
   readonly period?: PeriodSpec | undefined;
   /** Budget event thresholds in percent (domain/budget-events.ts); absent: the default. */
   readonly thresholds?: readonly number[] | undefined;
+  /** The most one reservation may hold on it (domain/refusals.ts); absent: no cap. */
+  readonly maxReservationAmount?: Amount | undefined;
 }
 
 /** Thresholds as stored: sorted, and absent when they are the default. */
@@ -64,6 +66,7 @@ export async function createBudget(
   for (const [field, amount] of [
     ['allocated', request.allocated],
     ['overdraft_limit', request.overdraftLimit],
+    ['max_reservation_amount', request.maxReservationAmount],
   ] as const) {
     if (amount && amount.unit !== request.unit) {
       throw invalidRequest(`${field}.unit: must equal unit ${request.unit}`, {
@@ -90,16 +93,24 @@ export async function createBudget(
       amount: allocated,
     },
     thresholds,
+    maxReservationAmount: request.maxReservationAmount?.amount,
     layout: layout ? { kind: 'sharded', shards: layout, gated: layout[0]?.gated ?? false } : SINGLE,
   };
   const record: BudgetRecord = { tenant, budget, createdAt: new Date(now).toISOString() };
   // The caps are budget configuration the control plane will change: audited from the start.
+  const maxHold = request.maxReservationAmount?.amount;
   const audit = budgetAudit(
     by,
     'budget.create',
     undefined,
     budget,
-    request.caps || thresholds ? { ...request.caps, ...(thresholds && { thresholds }) } : undefined,
+    request.caps || thresholds || maxHold !== undefined
+      ? {
+          ...request.caps,
+          ...(thresholds && { thresholds }),
+          ...(maxHold !== undefined && { max_reservation_amount: maxHold }),
+        }
+      : undefined,
   );
   const inserted = await whileStale(async () => {
     const shardedBudgets =

@@ -2,7 +2,7 @@ import type { Amount } from '../domain/amounts.js';
 import type { Caller } from '../domain/caller.js';
 import type { Caps } from '../domain/caps.js';
 import { fingerprint } from '../domain/fingerprint.js';
-import { type DenyReason, refusalError, type ScopeRefusal } from '../domain/refusals.js';
+import { type ReasonCode, refusalError, type ScopeRefusal } from '../domain/refusals.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
 import { putIdempotencyRecord } from '../store/idempotency.js';
@@ -19,7 +19,7 @@ export interface DecideRequest {
 }
 export interface Decision {
   /** Undefined: ALLOW. */
-  readonly refusal?: DenyReason | undefined;
+  readonly refusal?: ReasonCode | undefined;
   readonly affectedScopes: readonly string[];
   /** Present: ALLOW_WITH_CAPS (never with a refusal). */
   readonly caps?: Caps;

@@ -8,7 +8,7 @@ import { DEFAULT_OVERAGE_POLICY } from '../domain/policies.js';
 import { budgetRefusal, refusalError } from '../domain/refusals.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
-import type { UsageEvent } from '../domain/settlement.js';
+import { debtIncurredBy, type UsageEvent } from '../domain/settlement.js';
 import { tenantClosed } from '../domain/tenant.js';
 import { insertEvent } from '../store/events.js';
 import { admit } from './admission.js';
@@ -80,6 +80,7 @@ export async function createEvent(
         metrics: request.metrics,
         metadata: request.metadata,
         clientTimeMs: request.clientTimeMs,
+        debtIncurred: debtIncurredBy(changes),
       };
       const outcome = outcomeToStore(print, result, appliedCodec, { event });
       return insertEvent({ event, charges: changes, budgets, outcome });

@@ -111,7 +111,9 @@ export function expiredHoldsFreer(tenant: string, now: number) {
   const freer = {
     tried: false,
     async free(refusal: ScopeRefusal | undefined, budgets: Budgets) {
+      // A reservation's cap is no shortage: freeing holds cannot get an estimate under it.
       if (freer.tried || refusal?.code !== 'BUDGET_EXCEEDED') return false;
+      if (refusal.maxReservationAmount !== undefined) return false;
       freer.tried = true;
       return expireHoldsBlocking(tenant, refusal, budgets, now);
     },

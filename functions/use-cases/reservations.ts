@@ -11,7 +11,7 @@ import {
   presentLedgers,
 } from '../domain/ledger.js';
 import { DEFAULT_OVERAGE_POLICY, DEFAULT_TTL_MS, type Terms } from '../domain/policies.js';
-import { type DenyReason, isRefusal, refusalError } from '../domain/refusals.js';
+import { isRefusal, type ReasonCode, refusalError } from '../domain/refusals.js';
 import { type Action, affectedScopes, type Reservation } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
 import { insertReservation } from '../store/reservation-writes.js';
@@ -50,7 +50,7 @@ export interface Reserved extends Placement {
 }
 export interface DryRun extends Placement {
   readonly kind: 'dryRun';
-  readonly refusal?: DenyReason | undefined;
+  readonly refusal?: ReasonCode | undefined;
 }
 
 /**

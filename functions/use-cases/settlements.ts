@@ -6,13 +6,14 @@ import { fingerprint } from '../domain/fingerprint.js';
 import { ledgersAfter, presentLedgers } from '../domain/ledger.js';
 import {
   affectedScopes,
+  chargedSoFar,
   expiredError,
   heldAmount,
   type Reservation,
   releaseChanges,
   transition,
 } from '../domain/reservation.js';
-import { commitChanges } from '../domain/settlement.js';
+import { commitChanges, withDebtOf } from '../domain/settlement.js';
 import { tenantClosed } from '../domain/tenant.js';
 import type { IdempotencyScope } from '../store/entities/idempotency.js';
 import type { OutcomeToStore } from '../store/entities/outcome.js';
@@ -60,12 +61,16 @@ export const committedCodec = settledCodec<Committed>((r) => {
   };
 });
 
+/** A release returns what was left of the hold: the record keeps it (`held`) as it was. */
 export const releasedCodec = settledCodec<Released>((r) => ({
   status: 'RELEASED',
-  released: r.reserved,
+  released: heldAmount(r),
 }));
 
-/** POST /v1/reservations/{id}/commit: SPEC § commit math, docs/ledger-math.md. */
+/**
+ * POST /v1/reservations/{id}/commit: SPEC § commit math, docs/ledger-math.md. `actual` is the
+ * whole actual: what earlier charges took is part of it (domain/settlement.ts commitChanges).
+ */
 export function commitReservation(
   caller: Caller,
   reservationId: string,
@@ -78,10 +83,11 @@ export function commitReservation(
     decide: (r, budgets) => {
       const changes = commitChanges(r, request.actual, budgets);
       const { unit, amount: held } = heldAmount(r);
+      const rest = request.actual.amount - chargedSoFar(r);
       const result: Committed = {
         status: 'COMMITTED',
         charged: request.actual,
-        released: { unit, amount: Math.max(0, held - request.actual.amount) },
+        released: { unit, amount: Math.max(0, held - rest) },
         balances: ledgersAfter(budgets, changes),
       };
       return { result, changes };
@@ -99,6 +105,8 @@ export function commitReservation(
         now,
         changes,
         committed: request.actual,
+        // The debt the commit ran up, beside that of the charges: a refund returns it first.
+        holds: withDebtOf(r.holds, changes),
         detail: {
           ...(request.metrics && { metrics: request.metrics }),
           ...(request.metadata && { metadata: request.metadata }),
@@ -269,8 +277,8 @@ export async function extendReservation(
 }
 
 /**
- * The reference's closed-tenant rule: once its tenant is CLOSED, a fresh commit, release or
- * extend is 409 TENANT_CLOSED, before any reservation-state error (a replay answered first, by
+ * The reference's closed-tenant rule: once its tenant is CLOSED, a fresh commit, charge, release
+ * or extend is 409 TENANT_CLOSED, before any reservation-state error (a replay answered first, by
  * the loop). The close closes every budget before the tenant's record (use-cases/tenants.ts), so
  * an ACTIVE reservation's budgets, read anyway, show it at once; a reservation that is gone or no
  * longer ACTIVE (about to be refused) has its tenant read afresh; otherwise the tenant's state
@@ -301,8 +309,11 @@ function requireExtensionLeft(r: Reservation): void {
   );
 }
 
-/** What commit, release and extend each state: the decision on an ACTIVE reservation, and its write. */
-interface ReservationChange<P extends Plan<unknown>> {
+/**
+ * What commit, charge, release and extend each state: the decision on an ACTIVE reservation, and
+ * its write.
+ */
+export interface ReservationChange<P extends Plan<unknown>> {
   /** How the result is stored compactly on the reservation (commit, release). */
   readonly codec?: ResultCodec<P['result']>;
   /** The reservation as the write leaves it: the record its compact result is rebuilt from. */
@@ -323,15 +334,18 @@ interface ReservationChange<P extends Plan<unknown>> {
   ): Promise<WriteOutcome>;
 }
 
+/** The triggers of a change to an ACTIVE reservation by its tenant (the sweeper expires). */
+type ChangeTrigger = 'commit' | 'charge' | 'release' | 'extend';
+
 /**
- * Commit, release and extend share the read (record, reservation, budgets), the ownership
- * check, SPEC's transition (a reservation past its deadline expired first), and an idempotency
- * record written with the change.
+ * Commit, charge, release and extend share the read (record, reservation, budgets), the
+ * ownership check, SPEC's transition (a reservation past its deadline expired first), and an
+ * idempotency record written with the change.
  */
-function changeReservation<P extends Plan<unknown>>(
+export function changeReservation<P extends Plan<unknown>>(
   caller: Caller,
   reservationId: string,
-  trigger: 'commit' | 'release' | 'extend',
+  trigger: ChangeTrigger,
   request: { readonly idempotencyKey: string },
   now: number,
   change: ReservationChange<P>,
@@ -380,7 +394,7 @@ function settleable(
   caller: Caller,
   reservationId: string,
   r: Reservation | undefined,
-  trigger: 'commit' | 'release' | 'extend',
+  trigger: ChangeTrigger,
   now: number,
 ): { readonly kind: 'settle' | 'expire'; readonly reservation: Reservation } {
   if (!r) throw new DomainError('NOT_FOUND', `reservation ${reservationId} does not exist`);

@@ -55,14 +55,15 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   }
   const servers: HttpServer[] = [];
   let timer: NodeJS.Timeout | undefined;
-  let events: { poller: StreamPoller; stopWebhooks: () => void } | undefined;
+  const pollers: StreamPoller[] = [];
+  let stopWebhooks: (() => void) | undefined;
   const stop = async () => {
     if (timer) clearInterval(timer);
     const closed = Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
     for (const s of servers) s.closeAllConnections(); // keep-alive sockets would hold close() open
     await closed;
-    await events?.poller.stop();
-    events?.stopWebhooks();
+    await Promise.all(pollers.map((p) => p.stop()));
+    stopWebhooks?.();
     await dynamo?.stop();
   };
   try {
@@ -82,12 +83,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const endpoint = process.env.DYNAMODB_ENDPOINT ?? '';
     const client = localClient(endpoint, config.AWS_REGION);
     const webhooks = config.WEBHOOK_URLS.length;
-    const table = await ensureTable(client, config.TABLE_NAME, webhooks > 0).catch(
-      (error: unknown) => {
-        throw dynamo ? error : unreachable(endpoint, error);
-      },
-    );
-    const streamArn = webhooks > 0 ? await ensureStream(client, config.TABLE_NAME) : undefined;
+    // The stream is on only when something reads it: DynamoDB Local keeps every record for a
+    // day, in its database (docs/decisions.md § Estimate accuracy: the cost, measured).
+    const streamed = webhooks > 0 || config.ESTIMATE_ACCURACY;
+    const table = await ensureTable(client, config.TABLE_NAME, streamed).catch((error: unknown) => {
+      throw dynamo ? error : unreachable(endpoint, error);
+    });
+    const streamArn = streamed ? await ensureStream(client, config.TABLE_NAME) : undefined;
     client.destroy();
 
     const runtime = createLocalServer('runtime');
@@ -124,22 +126,35 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }
 
     if (streamArn) {
-      // Budget events: the table's stream, read as Lambda's event source mapping would.
-      const consumer = await import('../../functions/jobs/budget-events.js');
+      // The table's stream, read as Lambda's event source mappings would: one poller per
+      // consumer, each with its own place in the stream (as each mapping has in AWS).
       const { log } = await import('../../functions/log.js');
-      const poller = startStreamPoller({
-        endpoint: process.env.DYNAMODB_ENDPOINT ?? '',
-        region: config.AWS_REGION,
-        streamArn,
-        intervalMs: config.STREAM_POLL_INTERVAL_MS,
-        // A new table's stream is read from its start; an existing one's from now, or from
-        // where the last run left off (the checkpoint in DATA_DIR).
-        from: table === 'created' ? 'TRIM_HORIZON' : 'LATEST',
-        checkpointFile: dataDir && join(dataDir, 'stream-checkpoint.json'),
-        handle: (event) => consumer.handler(event),
-        log,
-      });
-      events = { poller, stopWebhooks: consumer.stopWebhooks };
+      const poll = (
+        checkpoint: string,
+        handle: Parameters<typeof startStreamPoller>[0]['handle'],
+      ) =>
+        startStreamPoller({
+          endpoint: process.env.DYNAMODB_ENDPOINT ?? '',
+          region: config.AWS_REGION,
+          streamArn,
+          intervalMs: config.STREAM_POLL_INTERVAL_MS,
+          // A new table's stream is read from its start; an existing one's from now, or from
+          // where the last run left off (the checkpoint in DATA_DIR).
+          from: table === 'created' ? 'TRIM_HORIZON' : 'LATEST',
+          checkpointFile: dataDir && join(dataDir, checkpoint),
+          handle,
+          log,
+        });
+      if (webhooks > 0) {
+        // Budget events.
+        const consumer = await import('../../functions/jobs/budget-events.js');
+        pollers.push(poll('stream-checkpoint.json', (event) => consumer.handler(event)));
+        stopWebhooks = consumer.stopWebhooks;
+      }
+      if (config.ESTIMATE_ACCURACY) {
+        const accuracy = await import('../../functions/jobs/estimate-accuracy.js');
+        pollers.push(poll('accuracy-checkpoint.json', (event) => accuracy.handler(event)));
+      }
     }
 
     const stack = {
@@ -178,6 +193,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         webhooks > 0
           ? `  budget events: POSTed to ${webhooks} webhook URL(s), signed (X-Cycles-Signature)`
           : '  budget events: off (set WEBHOOK_URLS and WEBHOOK_SECRET to receive them)',
+      );
+      console.log(
+        config.ESTIMATE_ACCURACY
+          ? '  estimate accuracy: from the table stream (ESTIMATE_ACCURACY=false turns it off)'
+          : '  estimate accuracy: off (ESTIMATE_ACCURACY=false)',
       );
       if (options.contention) {
         const { DEFAULT_SETTINGS } = await import('./contention.js');

@@ -64,6 +64,7 @@ say(
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 process.env.LOG_LEVEL = 'silent';
 process.env.POWERTOOLS_METRICS_DISABLED = 'true';
+process.env.ESTIMATE_ACCURACY = 'false';
 process.env.TABLE_NAME = opts.table;
 
 const setup: string[] = [];
@@ -107,6 +108,8 @@ async function main(): Promise<number> {
     POWERTOOLS_METRICS_DISABLED: 'true',
     // The sweeper is a Lambda of its own in AWS; here it would add queries to the counts.
     EXPIRY_SWEEP_INTERVAL_MS: '3600000',
+    // So is the estimate accuracy consumer (and no stream: DynamoDB Local keeps its records).
+    ESTIMATE_ACCURACY: 'false',
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     // Only the contention phase's own server emulates contention, never this one.
     EMULATE_CONTENTION: '',

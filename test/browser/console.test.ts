@@ -22,7 +22,10 @@ import { ADMIN_KEY } from '../helpers/stack.js';
  * be violated. Steps are generous with time: the machine is shared.
  */
 const consoleDir = consoleTestDir();
-const stack = useTestStack({ env: { CONSOLE_DIR: consoleDir } });
+// Estimate accuracy is read from the table's stream, as `npm start` does by default.
+const stack = useTestStack({
+  env: { CONSOLE_DIR: consoleDir, ESTIMATE_ACCURACY: 'true', STREAM_POLL_INTERVAL_MS: '100' },
+});
 // docs/console/ when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
 const screenshots =
   process.env.UPDATE_SCREENSHOTS === '1'
@@ -43,7 +46,7 @@ const pageErrors: string[] = [];
 
 /** What the agent of tenant acme does on the runtime server, with the key the console made. */
 const agent = { secret: '', laptopSecret: '' };
-const ids = { stuck: '', expired: '' };
+const ids = { stuck: '', expired: '', overdrawn: '' };
 
 const consoleUrl = (hash = '') => `${stack.adminUrl}/console${hash}`;
 const admin = (method: string, path: string, body?: unknown) =>
@@ -450,12 +453,12 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
 
   it('finds the forced release in the audit trail, filtered, and exports it as CSV', async () => {
     // Debt for the overview: a commit past the prod workspace's allocation, into its overdraft.
-    const over = await reserve('big-run', {
+    ids.overdrawn = await reserve('big-run', {
       subject: { workspace: 'prod' },
       estimate: usd(0.05),
       overage_policy: 'ALLOW_WITH_OVERDRAFT',
     });
-    const committed = await runtime(`/v1/reservations/${over}/commit`, {
+    const committed = await runtime(`/v1/reservations/${ids.overdrawn}/commit`, {
       idempotency_key: 'big-run-commit',
       actual: usd(0.55),
     });
@@ -527,6 +530,123 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     // Refusals are budget events, sent where the operator routes them: said once, no stale banner.
     expect(await page.getByText('does not record refused reservations').count()).toBe(0);
     expect(await page.getByText(/Refused reservations, thresholds crossed/).count()).toBe(1);
+  });
+
+  it('caps one reservation, shows estimate accuracy, and refunds charges and a commit', async () => {
+    const lookup = async (scope: string) =>
+      (
+        await admin(
+          'GET',
+          `/v1/admin/budgets/lookup?scope=${encodeURIComponent(scope)}&unit=${USD}`,
+        )
+      ).body;
+    const dollars = (scope: string, field: string) =>
+      lookup(scope).then((b) => (b[field] as { amount: number }).amount / 100_000_000);
+    expect(
+      (
+        await admin('POST', '/v1/admin/budgets', {
+          scope: 'tenant:acme/workspace:dev',
+          unit: USD,
+          allocated: usd(1),
+        })
+      ).status,
+    ).toBe(201);
+
+    // The cap of one reservation, set from the budget's card.
+    await nav('Budgets').click();
+    await heading('Budgets').waitFor();
+    await page.getByLabel('Tenant', { exact: true }).selectOption('acme');
+    const dev = budgetCard('tenant:acme/workspace:dev');
+    await dev.getByRole('button', { name: /^Limits and caps…/ }).click();
+    const edit = page.getByRole('dialog', { name: 'Limits and caps of tenant:acme/workspace:dev' });
+    await edit.getByLabel(/^Most one reservation may hold/).fill('0.25');
+    await edit.getByRole('button', { name: 'Save' }).click();
+    await edit.waitFor({ state: 'detached' });
+    await expect.poll(() => dev.textContent()).toContain('Most one reservation may hold$0.25');
+    const tooBig = await runtime('/v1/reservations', {
+      idempotency_key: 'too-big',
+      subject: { workspace: 'dev' },
+      action: { kind: 'llm.completion', name: 'gpt-4o' },
+      estimate: usd(0.3),
+    });
+    expect(tooBig.status).toBe(409);
+    expect(tooBig.body).toMatchObject({
+      error: 'BUDGET_EXCEEDED',
+      details: {
+        reason: 'MAX_RESERVATION_AMOUNT_EXCEEDED',
+        scope: 'tenant:acme/workspace:dev',
+        max_reservation_amount: 25_000_000,
+      },
+    });
+
+    // What the prod workspace's estimates were worth, from the stream: two commits ($0.04 and
+    // $0.55 of $0.05 each), the forced release and the expiry unspent.
+    const prod = budgetCard('tenant:acme/workspace:prod');
+    await prod.getByRole('button', { name: /^Estimate accuracy…/ }).click();
+    const accuracy = page.getByRole('dialog', {
+      name: 'Estimate accuracy of tenant:acme/workspace:prod',
+    });
+    const kind = accuracy.getByRole('row').filter({ hasText: 'llm.completion' });
+    for (let i = 0; i < 50 && !(await kind.textContent().catch(() => ''))?.includes('1 / 1'); i++) {
+      // Aggregated seconds behind: open it again until the stream's last records are in.
+      await accuracy.getByRole('button', { name: 'Close' }).click();
+      await prod.getByRole('button', { name: /^Estimate accuracy…/ }).click();
+      await settled();
+    }
+    expect(await kind.textContent()).toContain('5.90');
+    expect(await kind.textContent()).toContain('1 / 1');
+    expect(await accuracy.textContent()).toContain('Σ actual ÷ Σ estimate: 5.90');
+    expect(await axeViolations(page)).toEqual([]);
+    await accuracy.getByRole('button', { name: 'Close' }).click();
+    await accuracy.waitFor({ state: 'detached' });
+
+    // A stream charged in two parts, then a refund of part of it from the reservations page.
+    const streamed = await reserve('stream-run', {
+      subject: { workspace: 'dev' },
+      estimate: usd(0.2),
+      ttl_ms: 600_000,
+    });
+    for (const part of [1, 2]) {
+      const charged = await runtime(`/v1/reservations/${streamed}/charges`, {
+        idempotency_key: `stream-run-part-${part}`,
+        amount: usd(0.05),
+      });
+      expect(charged.status, JSON.stringify(charged.body)).toBe(200);
+    }
+    await nav('Reservations').click();
+    await heading('Reservations').waitFor();
+    await page.getByLabel('Tenant', { exact: true }).selectOption('acme');
+    const running = page.getByRole('row').filter({ hasText: streamed });
+    await running.getByRole('button', { name: /^Refund…/ }).click();
+    const refund = page.getByRole('dialog', { name: `Refund ${streamed}` });
+    await refund.getByText('Charged $0.10 in 2 charge(s), refunded $0.00: $0.10 can be').waitFor();
+    expect(await axeViolations(page)).toEqual([]);
+    const submit = refund.getByRole('button', { name: 'Refund', exact: true });
+    await refund.getByLabel('Amount (USD)').fill('0.04');
+    expect(await submit.isDisabled()).toBe(true);
+    await refund.getByLabel(/^Reason/).fill('the provider refunded a failed chunk');
+    await submit.click();
+    await expect
+      .poll(() => live().textContent())
+      .toBe(`Refunded $0.04 of ${streamed}; $0.06 left to refund.`);
+    expect(await dollars('tenant:acme/workspace:dev', 'spent')).toBe(0.06);
+    expect(await dollars('tenant:acme/workspace:dev', 'reserved')).toBe(0.1);
+
+    // The overdrawn commit: a refund returns the debt it ran up first.
+    expect(await dollars('tenant:acme/workspace:prod', 'debt')).toBe(0.09);
+    await page.getByLabel('Status').selectOption('COMMITTED');
+    const overdrawn = page.getByRole('row').filter({ hasText: ids.overdrawn });
+    await overdrawn.getByRole('button', { name: /^Refund…/ }).click();
+    const refundCommit = page.getByRole('dialog', { name: `Refund ${ids.overdrawn}` });
+    await refundCommit.getByText('Committed $0.55, refunded $0.00: $0.55 can be').waitFor();
+    await refundCommit.getByLabel('Amount (USD)').fill('0.05');
+    await refundCommit.getByLabel(/^Reason/).fill('mistaken charge');
+    await refundCommit.getByRole('button', { name: 'Refund', exact: true }).click();
+    await expect
+      .poll(() => live().textContent())
+      .toBe(`Refunded $0.05 of ${ids.overdrawn}; $0.50 left to refund.`);
+    expect(await dollars('tenant:acme/workspace:prod', 'debt')).toBe(0.04);
+    expect(await dollars('tenant:acme/workspace:prod', 'spent')).toBe(0.5);
   });
 
   it('opens at /console/ and /console/index.html as at /console', async () => {

@@ -63,3 +63,9 @@ export const anEvent = (
   overagePolicy: 'REJECT',
   ...overrides,
 });
+
+/** A TOKENS balance at `scope`: 1,000 allocated and nothing else unless `fields` say so. */
+export const tokensLedger = (scope: string, fields: Partial<Ledger> = {}): Ledger => {
+  const l = { allocated: 1_000, spent: 0, reserved: 0, debt: 0, overdraftLimit: 0, ...fields };
+  return { scope, unit: 'TOKENS', ...l, remaining: l.allocated - l.spent - l.reserved - l.debt };
+};

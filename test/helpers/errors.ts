@@ -66,3 +66,21 @@ export function expectError(
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
   return error;
 }
+
+/**
+ * Sends until the answer is not 503 CONTENTION (at most `attempts` times), as a client retries
+ * a write with its key: many writers of one record win one at a time, and one that keeps losing
+ * is answered 503 with nothing written.
+ */
+export async function untilNotBusy<R extends Response<object>>(
+  send: () => Promise<R>,
+  attempts = 10,
+): Promise<R> {
+  for (let attempt = 1; ; attempt++) {
+    const res = await send();
+    if (res.status !== 503 || attempt === attempts) return res;
+    expect((res.body as WireError).details, JSON.stringify(res.body)).toMatchObject({
+      reason: 'CONTENTION',
+    });
+  }
+}

@@ -103,6 +103,8 @@ export async function givenBudget(
     caps?: Json;
     /** Soft landing: caps only once remaining after a hold is below this many basis points. */
     capsWhenRemainingBelowBps?: number;
+    /** Ours: the most one reservation may hold on it. */
+    maxReservationAmount?: number;
   } = {},
 ): Promise<Json> {
   const unit = options.unit ?? 'USD_MICROCENTS';
@@ -120,6 +122,9 @@ export async function givenBudget(
       ...(options.caps !== undefined && { caps: options.caps }),
       ...(options.capsWhenRemainingBelowBps !== undefined && {
         caps_when_remaining_below_bps: options.capsWhenRemainingBelowBps,
+      }),
+      ...(options.maxReservationAmount !== undefined && {
+        max_reservation_amount: { unit, amount: options.maxReservationAmount },
       }),
     },
   });

@@ -52,7 +52,7 @@ export function reservationsApi(stack: LocalStack) {
 
   /** POST /v1/reservations/{id}/{action}, with a fresh idempotency key unless `body` has one. */
   const settle =
-    (action: 'commit' | 'release' | 'extend') =>
+    (action: 'commit' | 'release' | 'extend' | 'charges' | 'refunds') =>
     async (t: GivenTenant, id: unknown, body: Json = {}, headers: Record<string, string> = {}) =>
       checkedSuccess(
         await request('POST', url(`/v1/reservations/${String(id)}/${action}`), {
@@ -77,12 +77,21 @@ export function reservationsApi(stack: LocalStack) {
     return res.body.reservations[0];
   }
 
+  /** GET /v1/reservations/{id}/charges (ours), with `query` as given. */
+  const charges = (t: GivenTenant, id: unknown, query = '') =>
+    request('GET', url(`/v1/reservations/${String(id)}/charges${query}`), { headers: t.headers });
+
   return {
     create,
     reserve,
     commit: settle('commit'),
     release: settle('release'),
     extend: settle('extend'),
+    /** POST …/charges (ours): part of the actual, the reservation staying ACTIVE. */
+    charge: settle('charges'),
+    /** POST …/refunds (ours): the tenant key needs budgets:write (the admin key: `headers`). */
+    refund: settle('refunds'),
+    charges,
     getReservation,
     listed,
   };

@@ -31,6 +31,9 @@ export async function startTestStack({
     // No EMF documents on stdout either; test/integration/observability.test.ts turns them on.
     POWERTOOLS_METRICS_DISABLED: process.env.TEST_METRICS_DISABLED ?? 'true',
     API_KEY_CACHE_TTL_MS: '0',
+    // No stream on the shared DynamoDB Local unless a file reads it (docs/decisions.md §
+    // Estimate accuracy): test/integration/accuracy.test.ts turns it on.
+    ESTIMATE_ACCURACY: 'false',
     ...env,
   });
   const { startLocalStack } = await import('../../infra/local/stack.js');

@@ -25,7 +25,7 @@ export interface Synthesized {
   /** The template of a stack. */
   template(stack: Stack): Template;
   /** Where a function lives: its stack, that stack's resources, its logical id. */
-  fn(id: RouteId | 'sweeper' | 'budgetEvents' | 'adminKeyRotation'): {
+  fn(id: RouteId | 'sweeper' | 'budgetEvents' | 'estimateAccuracy' | 'adminKeyRotation'): {
     stack: Stack;
     resources: Resources;
     logicalId: string;
@@ -60,9 +60,11 @@ export function synth(
         ? stacks.jobs.sweeper
         : id === 'budgetEvents'
           ? stacks.jobs.budgetEvents
-          : id === 'adminKeyRotation'
-            ? stacks.jobs.adminKeyRotation
-            : [...stacks.routes.values()].map((s) => s.functions.get(id)).find((f) => f);
+          : id === 'estimateAccuracy'
+            ? stacks.jobs.estimateAccuracy
+            : id === 'adminKeyRotation'
+              ? stacks.jobs.adminKeyRotation
+              : [...stacks.routes.values()].map((s) => s.functions.get(id)).find((f) => f);
     if (!construct) throw new Error(`no function ${id}`);
     const stack = (construct as { stack: Stack }).stack;
     return {

@@ -41,6 +41,8 @@ describe('CDK app', () => {
         'BudgetReservationsData',
         'BudgetReservationsAdminApi',
         'BudgetReservationsRuntimeApi',
+        // Our settlement extensions' routes (charges, refunds, estimate accuracy).
+        'BudgetReservationsSettlementApi',
         'BudgetReservationsGovernanceApi',
         'BudgetReservationsJobs',
         'BudgetReservationsMonitoring',
@@ -138,16 +140,21 @@ describe('CDK app', () => {
   });
 
   describe('functions', () => {
-    it('has one function per route in its server’s stack, the background ones in the jobs stack', () => {
+    it('has one function per route in its stack, the background ones in the jobs stack', () => {
       const functionsIn = (key: string) => resourceCounts(s.template(routeStack(key)));
       const count = (key: string) =>
         routeEntries().filter(([, r]) => (r.stack ?? r.server) === key).length;
 
-      expect([...s.stacks.routes.keys()].sort()).toEqual(['Governance', 'admin', 'runtime']);
+      expect([...s.stacks.routes.keys()].sort()).toEqual([
+        'admin',
+        'governance',
+        'runtime',
+        'settlement',
+      ]);
       for (const key of s.stacks.routes.keys()) {
         expect(functionsIn(key)['AWS::Lambda::Function'], key).toBe(count(key));
       }
-      s.template(s.stacks.jobs).resourceCountIs('AWS::Lambda::Function', 3);
+      s.template(s.stacks.jobs).resourceCountIs('AWS::Lambda::Function', 4);
       s.template(s.stacks.data).resourceCountIs('AWS::Lambda::Function', 0);
     });
 
@@ -401,7 +408,9 @@ describe('CDK app', () => {
     it('feeds the stream to the consumer in batches, bisected, partial failures, a DLQ', () => {
       const jobs = s.template(s.stacks.jobs);
       const [queueId] = Object.keys(jobs.findResources('AWS::SQS::Queue'));
-      const mappings = Object.values(jobs.findResources('AWS::Lambda::EventSourceMapping'));
+      const mappings = Object.values(jobs.findResources('AWS::Lambda::EventSourceMapping')).filter(
+        (m) => m.Properties.FunctionName.Ref === s.fn('budgetEvents').logicalId,
+      );
 
       expect(mappings).toHaveLength(1);
       expect(mappings[0]?.Properties).toMatchObject({
@@ -427,7 +436,53 @@ describe('CDK app', () => {
           dynamodb: { NewImage: { type: { S: ['reservation'] }, status: { S: ['EXPIRED'] } } },
         },
         { eventName: ['INSERT'], dynamodb: { NewImage: { type: { S: ['refusal'] } } } },
+        {
+          eventName: ['INSERT'],
+          dynamodb: {
+            NewImage: {
+              type: { S: ['audit'] },
+              action: { S: ['reservation.refund', 'event.refund'] },
+            },
+          },
+        },
       ]);
+    });
+
+    it('feeds the reservations that leave ACTIVE to the estimate accuracy consumer, in large batches', () => {
+      const jobs = s.template(s.stacks.jobs);
+      const { logicalId: fnId, resources } = s.fn('estimateAccuracy');
+      const [mapping, ...others] = Object.values(
+        jobs.findResources('AWS::Lambda::EventSourceMapping'),
+      ).filter((m) => m.Properties.FunctionName.Ref === fnId);
+
+      expect(others).toEqual([]);
+      expect(mapping?.Properties).toMatchObject({
+        BatchSize: 1_000,
+        MaximumBatchingWindowInSeconds: 30,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+        MaximumRetryAttempts: 5,
+        MaximumRecordAgeInSeconds: 3_600,
+      });
+      expect(
+        ((mapping?.Properties.FilterCriteria.Filters ?? []) as { Pattern: string }[]).map((f) =>
+          JSON.parse(f.Pattern),
+        ),
+      ).toEqual([
+        {
+          eventName: ['MODIFY'],
+          dynamodb: {
+            NewImage: {
+              type: { S: ['reservation'] },
+              status: { S: ['COMMITTED', 'RELEASED', 'EXPIRED'] },
+            },
+            OldImage: { status: { S: ['ACTIVE'] } },
+          },
+        },
+      ]);
+      // It reads and writes items (its own), and reads the stream.
+      const actions = statementsOf(resources, fnId).flatMap(actionsOf);
+      expect(actions).toContain('dynamodb:GetRecords');
+      expect(actions).toContain('dynamodb:UpdateItem');
     });
 
     it('lets the consumer read the stream and the table, put on the data stack’s bus, and nothing else', () => {
@@ -876,13 +931,13 @@ describe('CDK app', () => {
         },
         "BudgetReservationsJobs": {
           "AWS::Events::Rule": 1,
-          "AWS::IAM::Policy": 3,
-          "AWS::IAM::Role": 3,
+          "AWS::IAM::Policy": 4,
+          "AWS::IAM::Role": 4,
           "AWS::Lambda::EventInvokeConfig": 1,
-          "AWS::Lambda::EventSourceMapping": 1,
-          "AWS::Lambda::Function": 3,
+          "AWS::Lambda::EventSourceMapping": 2,
+          "AWS::Lambda::Function": 4,
           "AWS::Lambda::Permission": 2,
-          "AWS::Logs::LogGroup": 3,
+          "AWS::Logs::LogGroup": 4,
           "AWS::SQS::Queue": 1,
           "AWS::SQS::QueuePolicy": 1,
           "AWS::SecretsManager::RotationSchedule": 1,
@@ -904,6 +959,15 @@ describe('CDK app', () => {
           "AWS::Lambda::Function": 13,
           "AWS::Lambda::Permission": 15,
           "AWS::Logs::LogGroup": 14,
+        },
+        "BudgetReservationsSettlementApi": {
+          "AWS::ApiGatewayV2::Integration": 8,
+          "AWS::ApiGatewayV2::Route": 8,
+          "AWS::IAM::Policy": 5,
+          "AWS::IAM::Role": 5,
+          "AWS::Lambda::Function": 5,
+          "AWS::Lambda::Permission": 8,
+          "AWS::Logs::LogGroup": 5,
         },
       }
     `);

@@ -349,6 +349,40 @@ describe('budget events on webhooks', () => {
     }
   });
 
+  it('reports a refund as custom.refund, derived from its audit record', async () => {
+    const t = await givenTenantWith(stack, { '': 100_000, 'workspace:w': 10_000 });
+    const w = scopeOf(t, 'workspace:w');
+    const r = await api.reserve(t, { estimate: usd(100) });
+    await api.commit(t, r.body.reservation_id, { actual: usd(80) });
+
+    const refunded = await api.refund(t, r.body.reservation_id, {
+      amount: usd(30),
+      reason: 'provider refunded a failed call',
+    });
+    await receivedUntil(() => deliveriesOf(w, 'custom.refund').length >= 1);
+
+    expect(refunded.status, JSON.stringify(refunded.body)).toBe(200);
+    const refunds = deliveriesOf(w, 'custom.refund');
+    expect(distinctIds(refunds).size).toBe(1);
+    expect(refunds[0]?.signed).toBe(true);
+    expect(refunds[0]?.event).toMatchObject({
+      tenant_id: t.tenant,
+      category: 'budget',
+      source: 'budget-reservations',
+      actor: { type: 'api_key', key_id: t.keyId },
+      data: {
+        refund_id: refunded.body.refund_id,
+        reservation_id: r.body.reservation_id,
+        unit: 'USD_MICROCENTS',
+        amount: 30,
+        refunded_total: 30,
+        charged: 80,
+        reason: 'provider refunded a failed call',
+        scopes: [scopeOf(t, ''), w],
+      },
+    });
+  });
+
   it('delivers on the third attempt to a receiver that answers 500 twice', async () => {
     const t = await givenTenantWith(stack, { '': 100_000, 'workspace:w': 100 });
     const w = scopeOf(t, 'workspace:w');

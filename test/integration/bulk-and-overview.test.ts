@@ -13,6 +13,7 @@ import {
   usd,
 } from '../helpers/fixtures.js';
 import { type Json, request } from '../helpers/http.js';
+import { reservationsApi } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
 // Bulk actions (issue 27 point 3) and the operator's overview (point 1), through real sockets.
@@ -291,5 +292,89 @@ describe('GET /v1/admin/overview', () => {
     const expiry = (o.recent_expiries as Json[]).find((e) => e.tenant_id === expiring.tenant);
     expect(expiry?.data).toMatchObject({ reservation_id: short.body.reservation_id });
     expect(o.webhook_counts).toEqual({ total: 0, active: 0, disabled: 0, with_failures: 0 });
+  });
+});
+
+// Issue 28's writes seen from issue 27's governance plane: the debt a charge runs up and a refund
+// gives back is what the overview and the bulk filters see, and a bulk row's single operation
+// keeps a budget's max_reservation_amount.
+describe('the overview and bulk actions after charges and refunds', () => {
+  const api = reservationsApi(stack);
+  const budgetsInDebt = async (t: GivenTenant) => {
+    const res = await admin('POST', '/v1/admin/budgets/bulk-action', {
+      filter: { tenant_id: t.tenant, has_debt: true },
+      action: 'CREDIT',
+      amount: usd(1),
+      expected_count: 999,
+      idempotency_key: randomUUID(),
+    });
+    expectError(res, 409, 'COUNT_MISMATCH', 'admin');
+    return (res.body.details as Json).total_matched;
+  };
+
+  it('count the debt a charge beyond its hold ran up, and no longer once a refund gave it back', async () => {
+    const t = await givenTenant(stack);
+    await givenBudget(stack, t, '', 100, { overdraftLimit: 100 });
+    const hold = await api.reserve(t, {
+      subject: { tenant: t.tenant },
+      estimate: usd(100),
+      overage_policy: 'ALLOW_WITH_OVERDRAFT',
+    });
+    const charged = await api.charge(t, hold.body.reservation_id, { amount: usd(150) });
+    expect(charged.status, JSON.stringify(charged.body)).toBe(200);
+    const inDebt = {
+      scope: scopeOf(t, ''),
+      unit: 'USD_MICROCENTS',
+      debt: 50,
+      overdraft_limit: 100,
+    };
+
+    const before = { overview: await overview(), count: await budgetsInDebt(t) };
+    const refunded = await api.refund(
+      t,
+      hold.body.reservation_id,
+      { amount: usd(50), reason: 'provider refunded the overage' },
+      adminHeaders,
+    );
+    const after = { overview: await overview(), count: await budgetsInDebt(t) };
+
+    expect(before.overview.debt_scopes).toContainEqual(inDebt);
+    expect(before.count).toBe(1);
+    expect(refunded.status, JSON.stringify(refunded.body)).toBe(200);
+    expect(after.overview.debt_scopes).not.toContainEqual(
+      expect.objectContaining({ scope: inDebt.scope }),
+    );
+    expect(after.count).toBe(0);
+  });
+
+  it('keep a budget’s max_reservation_amount through a bulk funding and freeze', async () => {
+    const t = await givenTenant(stack);
+    await givenBudget(stack, t, '', 10_000, { maxReservationAmount: 500 });
+    const bulk = (action: string, extra: Json = {}) =>
+      admin('POST', '/v1/admin/budgets/bulk-action', {
+        filter: { tenant_id: t.tenant },
+        action,
+        expected_count: 1,
+        idempotency_key: randomUUID(),
+        ...extra,
+      });
+
+    const credited = await bulk('CREDIT', { amount: usd(1_000) });
+    const frozen = await bulk('FREEZE');
+    const unfrozen = await bulk('UNFREEZE');
+    const looked = await admin(
+      'GET',
+      `/v1/admin/budgets/lookup?scope=${encodeURIComponent(scopeOf(t, ''))}&unit=USD_MICROCENTS`,
+    );
+    const over = await api.reserve(t, { subject: { tenant: t.tenant }, estimate: usd(501) });
+
+    for (const res of [credited, frozen, unfrozen]) {
+      expect((res.body.succeeded as Json[]).length, JSON.stringify(res.body)).toBe(1);
+    }
+    expect(looked.body).toMatchObject({
+      allocated: usd(11_000),
+      max_reservation_amount: usd(500),
+    });
+    expectError(over, 409, 'BUDGET_EXCEEDED', 'runtime');
   });
 });

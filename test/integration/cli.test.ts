@@ -628,6 +628,92 @@ describe('budget-reservations, as a process', () => {
     expect(human.stdout).toMatch(/admin key\s+\*{8}\s+environment\s+ADMIN_API_KEY/);
   });
 
+  it('charges, refunds, the cap of one reservation and estimate accuracy', async () => {
+    const headers = { 'x-service-api-key': tenantKey };
+    const held = await request('POST', `${stack.runtimeUrl}/v1/reservations`, {
+      headers,
+      body: reserveBody({
+        subject: { workspace: 'prod' },
+        estimate: { unit: 'USD_MICROCENTS', amount: 5000 },
+      }),
+    });
+    const id = String(held.body.reservation_id);
+    for (const amount of [1000, 1500]) {
+      await request('POST', `${stack.runtimeUrl}/v1/reservations/${id}/charges`, {
+        headers,
+        body: { idempotency_key: randomUUID(), amount: { unit: 'USD_MICROCENTS', amount } },
+      });
+    }
+    const event = await request('POST', `${stack.runtimeUrl}/v1/events`, {
+      headers,
+      body: {
+        idempotency_key: randomUUID(),
+        subject: { workspace: 'prod' },
+        action: { kind: 'tool', name: 'search' },
+        actual: { unit: 'USD_MICROCENTS', amount: 300 },
+      },
+    });
+
+    const charges = await json(['reservations', 'charges', id]);
+    const human = await br(['reservations', 'charges', id]);
+    const refunded = await json([
+      'reservations',
+      'refund',
+      id,
+      '700',
+      '--reason',
+      'provider refunded a part',
+    ]);
+    const tooMuch = await br(['reservations', 'refund', id, '2000', '--reason', 'x']);
+    const eventRefund = await json(
+      [
+        'events',
+        'refund',
+        String(event.body.event_id),
+        '100',
+        '--reason',
+        'search failed',
+        '--as',
+        'tenant',
+      ],
+      { env: { CYCLES_API_KEY: tenantKey } },
+    );
+    const capped = await json(['budgets', 'update', prod, '--max-reservation', '4000']);
+    const uncapped = await json(['budgets', 'update', prod, '--clear-max-reservation']);
+    const accuracy = await json(['budgets', 'accuracy', prod]);
+    const table = await br(['budgets', 'accuracy', prod]);
+
+    expect(charges).toMatchObject({
+      charged_total: { amount: 2500 },
+      held: { amount: 2500 },
+      charges: [{ sequence: 1 }, { sequence: 2 }],
+    });
+    answers('admin', 'GET', `/v1/reservations/${id}/charges`, 200, charges);
+    expect(human.stdout).toMatch(/charged:\s+2500 USD_MICROCENTS/);
+    expect(refunded).toMatchObject({
+      refunded_total: { amount: 700 },
+      refundable: { amount: 1800 },
+    });
+    answers('admin', 'POST', `/v1/reservations/${id}/refunds`, 200, refunded);
+    expect(tooMuch.code).toBe(2);
+    expect(eventRefund).toMatchObject({
+      event_id: event.body.event_id,
+      refundable: { amount: 200 },
+    });
+    answers(
+      'runtime',
+      'POST',
+      `/v1/events/${String(event.body.event_id)}/refunds`,
+      200,
+      eventRefund,
+    );
+    expect(capped).toMatchObject({ max_reservation_amount: { amount: 4000 } });
+    expect(uncapped).not.toHaveProperty('max_reservation_amount');
+    answers('admin', 'GET', '/v1/admin/budgets/accuracy', 200, accuracy);
+    expect(table.stdout).toMatch(/^Estimates on tenant:/);
+    expect(table.stdout).toMatch(/KIND\s+SETTLED/);
+  });
+
   it('answers health and the OpenAPI documents without a key', async () => {
     const health = await json<Json>(['health'], { env: { ADMIN_API_KEY: undefined } });
     const admin = await json<Json>(['openapi']);

@@ -15,7 +15,7 @@ import { useTestStack } from '../helpers/scaffold.js';
 
 // The closed-tenant rule of the conformance statement and the runtime reference's ERROR
 // SEMANTICS (issue 27 point 6): once a tenant is CLOSED, a fresh reserve, commit, release, extend
-// or event answers 409 TENANT_CLOSED (before any reservation-state error), a dry run or decide
+// or event (and of ours a charge or refund, as a commit) answers 409 TENANT_CLOSED (before any reservation-state error), a dry run or decide
 // answers 200 DENY with reason_code TENANT_CLOSED, a same-key replay answers what it answered
 // before, and reads go on.
 //
@@ -35,6 +35,8 @@ let t: GivenTenant;
 const before: Record<string, { body: Json; answer: Response }> = {};
 let open: string; // a reservation the close releases
 let other: string; // another, extended before the close
+let charging: string; // one charged in part before the close, which releases it
+let committed: string; // one committed, then refunded in part before the close
 
 /** A request made before the close, kept to replay it after. */
 async function made(name: string, method: string, path: string, body: Json) {
@@ -55,9 +57,21 @@ beforeAll(async () => {
   const second = await made('second', 'POST', '/v1/reservations', reserveBody());
   other = String(second.body.reservation_id);
   const third = await made('third', 'POST', '/v1/reservations', reserveBody());
-  await made('commit', 'POST', `/v1/reservations/${third.body.reservation_id}/commit`, {
+  committed = String(third.body.reservation_id);
+  await made('commit', 'POST', `/v1/reservations/${committed}/commit`, {
     idempotency_key: randomUUID(),
     actual: usd(80),
+  });
+  await made('refund', 'POST', `/v1/reservations/${committed}/refunds`, {
+    idempotency_key: randomUUID(),
+    amount: usd(10),
+    reason: 'provider refunded it',
+  });
+  const fourth = await made('fourth', 'POST', '/v1/reservations', reserveBody());
+  charging = String(fourth.body.reservation_id);
+  await made('charge', 'POST', `/v1/reservations/${charging}/charges`, {
+    idempotency_key: randomUUID(),
+    amount: usd(20),
   });
   await made('extend', 'POST', `/v1/reservations/${other}/extend`, {
     idempotency_key: randomUUID(),
@@ -69,6 +83,13 @@ beforeAll(async () => {
     subject: { workspace: 'w' },
     action: { kind: 'tool.call', name: 'search' },
     actual: usd(5),
+  });
+
+  const eventId = before.event?.answer.body.event_id;
+  await made('eventRefund', 'POST', `/v1/events/${eventId}/refunds`, {
+    idempotency_key: randomUUID(),
+    amount: usd(1),
+    reason: 'provider refunded it',
   });
 
   const closed = await admin('PATCH', `/v1/admin/tenants/${t.tenant}`, { status: 'CLOSED' });
@@ -128,6 +149,48 @@ describe('after its tenant is CLOSED', () => {
     expectError(fresh, 409, 'TENANT_CLOSED', 'runtime');
     expect(again.status).toBe(201);
     expect(again.body).toEqual(before.event?.answer.body);
+  });
+
+  // Issue 28's writes follow the rule for commits: a charge is part of a commit, and a refund
+  // would raise what a closed tenant's budgets hold.
+  it('refuses a fresh charge with TENANT_CLOSED before RESERVATION_FINALIZED, and replays an earlier one', async () => {
+    const fresh = await runtime(t, 'POST', `/v1/reservations/${charging}/charges`, {
+      idempotency_key: randomUUID(),
+      amount: usd(5),
+    });
+    const again = await replay('charge', 'POST', `/v1/reservations/${charging}/charges`);
+    const listed = await runtime(t, 'GET', `/v1/reservations/${charging}/charges`);
+
+    expectError(fresh, 409, 'TENANT_CLOSED', 'runtime');
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(before.charge?.answer.body);
+    expect((listed.body.charges as Json[]).map((c) => c.amount)).toEqual([usd(20)]);
+  });
+
+  it('refuses a fresh refund of a reservation or an event, the operator’s too, and replays an earlier one', async () => {
+    const refund = { amount: usd(5), reason: 'provider refunded it' };
+    const ofReservation = await runtime(t, 'POST', `/v1/reservations/${committed}/refunds`, {
+      idempotency_key: randomUUID(),
+      ...refund,
+    });
+    const eventId = before.event?.answer.body.event_id;
+    const ofEvent = await runtime(t, 'POST', `/v1/events/${eventId}/refunds`, {
+      idempotency_key: randomUUID(),
+      ...refund,
+    });
+    const byOperator = await admin('POST', `/v1/reservations/${committed}/refunds`, {
+      idempotency_key: randomUUID(),
+      ...refund,
+    });
+    const again = await replay('refund', 'POST', `/v1/reservations/${committed}/refunds`);
+    const eventAgain = await replay('eventRefund', 'POST', `/v1/events/${eventId}/refunds`);
+
+    expectError(ofReservation, 409, 'TENANT_CLOSED', 'runtime');
+    expectError(ofEvent, 409, 'TENANT_CLOSED', 'runtime');
+    expectError(byOperator, 409, 'TENANT_CLOSED', 'admin');
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(before.refund?.answer.body);
+    expect(eventAgain.body).toEqual(before.eventRefund?.answer.body);
   });
 
   it('answers a dry run and a fresh decide 200 DENY TENANT_CLOSED, and replays an earlier decide', async () => {

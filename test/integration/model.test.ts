@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { amountOf, balancesOf, relativeScope } from '../helpers/balances.js';
 import { fund, type GivenTenant, givenBudget, givenTenant, usd } from '../helpers/fixtures.js';
 import { errorOf, type Json, type Response, request } from '../helpers/http.js';
+import { assertModel } from '../helpers/model.js';
 import { withoutLease } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
@@ -458,20 +459,7 @@ const budgetsFor = (given: Record<string, { allocated: number; limit: number; sh
 
 describe('the service against an in-memory model of SPEC', () => {
   it('keeps every ledger equal to the model through random reserve, commit, release, extend, event and fund sequences', async () => {
-    const seed = Number(process.env.MODEL_SEED ?? Date.now() % 2_147_483_647);
-
-    try {
-      await fc.assert(fc.asyncProperty(scenario, runScenario), {
-        numRuns: 8,
-        seed,
-        endOnFailure: true,
-      });
-    } catch (error) {
-      // fast-check's message carries the counterexample; this line says how to rerun it.
-      throw new Error(`model test failed; rerun with MODEL_SEED=${seed}\n${String(error)}`, {
-        cause: error,
-      });
-    }
+    await assertModel('model test', scenario, runScenario, 8);
   });
 
   it('agrees on a fixed overdraft sequence: split commit, debt blocking, repayment', async () => {

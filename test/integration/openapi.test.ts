@@ -41,12 +41,14 @@ describe.each(['runtime', 'admin'] as const)('GET /openapi.json on the %s server
     expect(paths).toContain('/openapi.json');
     expect(paths).toContain('/actuator/health');
     expect(paths.some((p) => p.startsWith('/v1/admin/'))).toBe(server === 'admin');
-    // The admin server answers the two reservation routes the console calls, nothing else of
-    // the runtime plane (docs/decisions.md § Console).
+    // The admin server answers the reservation routes the console calls (listing, release, our
+    // charges and refunds), nothing else of the runtime plane (docs/decisions.md § Console).
     const reservations = paths.filter((p) => p.startsWith('/v1/reservations'));
     if (server === 'admin') {
       expect(reservations.sort()).toEqual([
         '/v1/reservations',
+        '/v1/reservations/{reservation_id}/charges',
+        '/v1/reservations/{reservation_id}/refunds',
         '/v1/reservations/{reservation_id}/release',
       ]);
     } else {
@@ -134,6 +136,21 @@ describe('every operation of both documents', () => {
       ...as(t.headers),
       body: reserveBody(),
     });
+    const usage = await request('POST', rt('/v1/events'), {
+      ...as(t.headers),
+      body: {
+        idempotency_key: randomUUID(),
+        subject: { workspace: 'w' },
+        action: { kind: 'tool.call', name: 'search' },
+        actual: usd(5),
+      },
+    });
+    const eventId = String(usage.body.event_id);
+    const refund = (amount: number, reason: string) => ({
+      idempotency_key: randomUUID(),
+      amount: usd(amount),
+      reason,
+    });
     const answers = [
       live,
       capped,
@@ -160,23 +177,34 @@ describe('every operation of both documents', () => {
         ...as(t.headers),
         body: { idempotency_key: randomUUID(), extend_by_ms: 1_000 },
       }),
+      // Ours: a charge while the hold is open, the charges listed, refunds after the commit.
+      await request('POST', rt(`/v1/reservations/${id}/charges`), {
+        ...as(t.headers),
+        body: {
+          idempotency_key: randomUUID(),
+          amount: usd(20),
+          metrics: { tokens_output: 12 },
+          metadata: { part: 1 },
+        },
+      }),
+      await request('GET', rt(`/v1/reservations/${id}/charges`), as(t.headers)),
       await request('POST', rt(`/v1/reservations/${id}/commit`), {
         ...as(t.headers),
         body: { idempotency_key: randomUUID(), actual: usd(60) },
+      }),
+      await request('POST', rt(`/v1/reservations/${id}/refunds`), {
+        ...as(t.headers),
+        body: refund(5, 'tour'),
       }),
       await request('POST', rt(`/v1/reservations/${other}/release`), {
         ...as(adminHeaders),
         body: { idempotency_key: randomUUID(), reason: 'tour' },
       }),
       await request('GET', rt(`/v1/reservations/${id}`), as(t.headers)),
-      await request('POST', rt('/v1/events'), {
+      usage,
+      await request('POST', rt(`/v1/events/${eventId}/refunds`), {
         ...as(t.headers),
-        body: {
-          idempotency_key: randomUUID(),
-          subject: { workspace: 'w' },
-          action: { kind: 'tool.call', name: 'search' },
-          actual: usd(5),
-        },
+        body: refund(1, 'tour'),
       }),
       await request('GET', rt('/v1/reservations?limit=1'), as(t.headers)),
       await request(
@@ -217,6 +245,13 @@ describe('every operation of both documents', () => {
       await request('GET', ad(`/v1/admin/budgets?tenant_id=${t.tenant}`), as(adminHeaders)),
       await request('GET', ad(`/v1/admin/budgets/lookup${byQuery}`), as(t.headers)),
       await request('GET', ad(`/v1/admin/budgets/periods${byQuery}`), as(t.headers)),
+      await request(
+        'GET',
+        ad(
+          `/v1/admin/budgets/accuracy?scope=${encodeURIComponent(scopeOf(t, 'workspace:w'))}&unit=USD_MICROCENTS`,
+        ),
+        as(t.headers),
+      ),
       await request('PATCH', ad(`/v1/admin/budgets${byQuery}`), {
         ...as(t.headers),
         body: { overdraft_limit: { unit: 'TOKENS', amount: 10 } },
@@ -249,6 +284,15 @@ describe('every operation of both documents', () => {
       await request('POST', ad(`/v1/reservations/${String(third.body.reservation_id)}/release`), {
         ...as(adminHeaders),
         body: { idempotency_key: randomUUID(), reason: 'console' },
+      }),
+      await request('GET', ad(`/v1/reservations/${id}/charges`), as(adminHeaders)),
+      await request('POST', ad(`/v1/reservations/${id}/refunds`), {
+        ...as(adminHeaders),
+        body: refund(5, 'console'),
+      }),
+      await request('POST', ad(`/v1/events/${eventId}/refunds`), {
+        ...as(adminHeaders),
+        body: refund(1, 'console'),
       }),
       await request('GET', ad('/v1/auth/introspect'), as(adminHeaders)),
       await request('GET', ad('/v1/auth/introspect'), as(t.headers)),

@@ -1,9 +1,19 @@
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { PERMISSIONS } from '../../functions/domain/permissions.js';
+import { routes } from '../../functions/routes.js';
 import { testClock } from '../helpers/clock.js';
 import { expectError } from '../helpers/errors.js';
-import { adminHeaders, givenTenant, reserveBody, scopeOf, usd } from '../helpers/fixtures.js';
+import {
+  adminHeaders,
+  givenTenant,
+  givenTenantWith,
+  reserveBody,
+  scopeOf,
+  usd,
+} from '../helpers/fixtures.js';
 import { type Json, request } from '../helpers/http.js';
+import { reservationsApi } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
 // The reference's Permission enum on keys, with its wildcard semantics, and named operator
@@ -221,5 +231,135 @@ describe('named operator credentials', () => {
     });
 
     expect((res.body.keys as Json[]).map((k) => k.key_id)).toContain(frank.keyId);
+  });
+});
+
+// Issue 28's operations on the admin plane (refunds, the charges listing, estimate accuracy) in
+// issue 27's permission model: a named credential needs the admin permission each names, as for
+// the budget and reservation operations they sit beside.
+describe('named operator credentials and the settlement extensions', () => {
+  const api = reservationsApi(stack);
+  const accuracyOf = (scope: string, headers: Record<string, string>) =>
+    request(
+      'GET',
+      admin(`/v1/admin/budgets/accuracy?scope=${encodeURIComponent(scope)}&unit=USD_MICROCENTS`),
+      { headers },
+    );
+
+  it('every admin-plane route names the operator permission a credential needs (introspection aside)', () => {
+    const unnamed = Object.entries(routes).filter(
+      ([id, r]) =>
+        (r.auth.kind === 'admin' || r.auth.kind === 'tenantOrAdmin') &&
+        !('operator' in r.auth && r.auth.operator) &&
+        id !== 'adminIntrospectAuth',
+    );
+
+    expect(unnamed.map(([id]) => id)).toEqual([]);
+  });
+
+  it('refund a reservation and an event with admin:budgets:write, audited under their id and name', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
+    const grace = await operator('grace', ['admin:budgets:write']);
+    const r = await api.reserve(t, { estimate: usd(100) });
+    await api.commit(t, r.body.reservation_id, { actual: usd(80) });
+    const event = await request('POST', `${stack.runtimeUrl}/v1/events`, {
+      headers: t.headers,
+      body: {
+        idempotency_key: randomUUID(),
+        subject: { workspace: 'w' },
+        action: { kind: 'tool', name: 'search' },
+        actual: usd(40),
+      },
+    });
+
+    const ofReservation = await request(
+      'POST',
+      admin(`/v1/reservations/${r.body.reservation_id}/refunds`),
+      {
+        headers: grace.headers,
+        body: { idempotency_key: randomUUID(), amount: usd(30), reason: 'provider refund' },
+      },
+    );
+    const ofEvent = await request('POST', admin(`/v1/events/${event.body.event_id}/refunds`), {
+      headers: grace.headers,
+      body: { idempotency_key: randomUUID(), amount: usd(10), reason: 'provider refund' },
+    });
+    const trail = await request(
+      'GET',
+      admin(`/v1/admin/audit/logs?tenant_id=${t.tenant}&key_id=${grace.keyId}`),
+      { headers: adminHeaders },
+    );
+
+    expect(ofReservation.status, JSON.stringify(ofReservation.body)).toBe(200);
+    expect(ofReservation.body.refunded_total).toEqual(usd(30));
+    expect(ofEvent.status, JSON.stringify(ofEvent.body)).toBe(200);
+    const operations = (trail.body.logs as Json[]).map((e) => e.operation).sort();
+    expect(operations).toEqual(['refundEvent', 'refundReservation']);
+    for (const entry of trail.body.logs as Json[]) {
+      expect(entry.metadata).toMatchObject({ actor: grace.keyId, actor_name: 'grace' });
+    }
+  });
+
+  it('are refused a refund, the charges and accuracy without the permission each needs', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
+    const tenantsOnly = await operator('heidi', ['admin:tenants:read', 'admin:tenants:write']);
+    const r = await api.reserve(t, { estimate: usd(100) });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    await api.charge(t, r.body.reservation_id, { amount: usd(20) });
+
+    const refunded = await request(
+      'POST',
+      admin(`/v1/reservations/${r.body.reservation_id}/refunds`),
+      {
+        headers: tenantsOnly.headers,
+        body: { idempotency_key: randomUUID(), amount: usd(5), reason: 'x' },
+      },
+    );
+    const charges = await request(
+      'GET',
+      admin(`/v1/reservations/${r.body.reservation_id}/charges`),
+      {
+        headers: tenantsOnly.headers,
+      },
+    );
+    const accuracy = await accuracyOf(scopeOf(t, ''), tenantsOnly.headers);
+
+    expectError(refunded, 403, 'FORBIDDEN');
+    expect(refunded.body.details).toEqual({ missing_permission: 'admin:budgets:write' });
+    expectError(charges, 403, 'FORBIDDEN');
+    expect(charges.body.details).toEqual({ missing_permission: 'admin:read' });
+    expectError(accuracy, 403, 'FORBIDDEN');
+    expect(accuracy.body.details).toEqual({ missing_permission: 'admin:budgets:read' });
+  });
+
+  it('read the charges with admin:read and accuracy with admin:budgets:read; a tenant key with budgets:read reads its accuracy', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
+    const reader = await operator('ivan', ['admin:read']);
+    const budgetReader = await operator('judy', ['admin:budgets:read']);
+    const tenantReader = await newKey({
+      tenant_id: t.tenant,
+      name: 'budget reader',
+      permissions: ['budgets:read'],
+    });
+    const r = await api.reserve(t, { estimate: usd(100) });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    await api.charge(t, r.body.reservation_id, { amount: usd(20) });
+
+    const charges = await request(
+      'GET',
+      admin(`/v1/reservations/${r.body.reservation_id}/charges`),
+      {
+        headers: reader.headers,
+      },
+    );
+    const byOperator = await accuracyOf(scopeOf(t, ''), budgetReader.headers);
+    const byTenant = await accuracyOf(scopeOf(t, ''), {
+      'x-cycles-api-key': String(tenantReader.body.key_secret),
+    });
+
+    expect(charges.status, JSON.stringify(charges.body)).toBe(200);
+    expect((charges.body.charges as Json[]).map((c) => c.amount)).toEqual([usd(20)]);
+    expect(byOperator.status, JSON.stringify(byOperator.body)).toBe(200);
+    expect(byTenant.status, JSON.stringify(byTenant.body)).toBe(200);
   });
 });

@@ -72,6 +72,49 @@ describe('a policy', () => {
     expect(outside.body.caps).toEqual({ max_tokens: 500, cooldown_ms: 10 });
   });
 
+  // Issue 28's cap of one hold and issue 27's policies: the strictest answer wins. A hold above
+  // any affected budget's max_reservation_amount is refused (the smallest cap breached is named),
+  // whatever caps a policy would answer with; within every cap, the policies' and budgets' caps
+  // merge strictest-wins.
+  it('composes with the budgets’ max_reservation_amount: the smallest cap refuses, caps merge below it', async () => {
+    const t = await givenTenant(stack);
+    await givenBudget(stack, t, '', 1_000_000, { maxReservationAmount: 50_000 });
+    await givenBudget(stack, t, 'workspace:w', 1_000_000, {
+      caps: { max_tokens: 500 },
+      maxReservationAmount: 20_000,
+    });
+    await policy(t, { scope_pattern: 'workspace:*', caps: { max_tokens: 100 } });
+    await pastTheBound();
+    const estimate = (amount: number, extra: Json = {}) =>
+      reserveBody({ estimate: usd(amount), ...extra });
+
+    const over = await runtime(t, 'POST', '/v1/reservations', estimate(30_000));
+    const dry = await runtime(t, 'POST', '/v1/reservations', estimate(30_000, { dry_run: true }));
+    const decided = await runtime(t, 'POST', '/v1/decide', estimate(30_000));
+    const within = await runtime(t, 'POST', '/v1/reservations', estimate(20_000));
+    const withinDecide = await runtime(t, 'POST', '/v1/decide', estimate(20_000));
+
+    const error = expectError(over, 409, 'BUDGET_EXCEEDED', 'runtime');
+    expect(error.details).toMatchObject({
+      reason: 'MAX_RESERVATION_AMOUNT_EXCEEDED',
+      scope: scopeOf(t, 'workspace:w'),
+      max_reservation_amount: 20_000,
+    });
+    for (const res of [dry, decided]) {
+      expect(res.body).toMatchObject({
+        decision: 'DENY',
+        reason_code: 'MAX_RESERVATION_AMOUNT_EXCEEDED',
+      });
+      expect(res.body.caps).toBeUndefined();
+    }
+    for (const res of [within, withinDecide]) {
+      expect(res.body, JSON.stringify(res.body)).toMatchObject({
+        decision: 'ALLOW_WITH_CAPS',
+        caps: { max_tokens: 100 },
+      });
+    }
+  });
+
   it('takes effect within the bound after a change, and stops once disabled', async () => {
     const t = await givenTenantWith(stack, { '': 1_000_000, 'workspace:w': 1_000_000 });
     await runtime(t, 'POST', '/v1/decide', reserveBody()); // the tenant's state is cached now

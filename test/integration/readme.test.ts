@@ -24,7 +24,10 @@ import { useTestStack } from '../helpers/scaffold.js';
  * reaches does not have: they run when RUNCYCLES_TARBALL names a packed copy of it (then
  * `npm install runcycles` installs that file); otherwise the test lists them as left out.
  */
-const stack = useTestStack({ env: { ADMIN_API_KEY: 'change-me' } });
+// The table's stream is read, as `npm start` reads it: the estimate accuracy block shows figures.
+const stack = useTestStack({
+  env: { ADMIN_API_KEY: 'change-me', ESTIMATE_ACCURACY: 'true', STREAM_POLL_INTERVAL_MS: '100' },
+});
 const tarball = process.env.RUNCYCLES_TARBALL;
 
 let home: string | undefined;
@@ -114,6 +117,11 @@ describe('README.md', { timeout: 300_000 }, () => {
     expect(refusals, `error bodies in the block at line ${blockOf(result.stdout)}`).toEqual([]);
     // The walkthroughs did what they say: the reservation committed, the CLI's tenant funded.
     expect(result.stdout).toContain('"status":"COMMITTED"');
+    // The streamed call: charged in parts, committed whole, refunded in part; its accuracy.
+    expect(result.stdout).toContain('"charged_total":{"unit":"USD_MICROCENTS","amount":5500000}');
+    expect(result.stdout).toContain('"refunded_total":{"unit":"USD_MICROCENTS","amount":2500000}');
+    expect(result.stdout).toContain('"reason_code":"MAX_RESERVATION_AMOUNT_EXCEEDED"');
+    expect(result.stdout).toMatch(/"kind":"llm\.stream","settled":1,/);
     expect(result.stdout).toMatch(/tenant:globex\/workspace:prod/);
     if (tarball) expect(result.stdout).toContain('summary of 15 characters');
   });

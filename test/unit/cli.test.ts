@@ -28,6 +28,7 @@ const NOT_COMMANDS: Readonly<Record<string, string>> = {
     'the same funding as fundBudget (budgets fund), at a query-string path',
   'runtime:createReservation': 'an agent’s work, through the SDKs',
   'runtime:commitReservation': 'an agent’s work, through the SDKs',
+  'runtime:chargeReservation': 'an agent’s work, through the SDKs (or POST …/charges)',
   'runtime:releaseReservation': 'an agent’s own release; the operator’s is reservations release',
   'runtime:extendReservation': 'an agent’s work, through the SDKs',
   'runtime:decide': 'an agent’s work, through the SDKs',

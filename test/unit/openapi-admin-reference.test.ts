@@ -59,6 +59,15 @@ const ONLY_OURS: Readonly<Record<string, string>> = {
     "the runtime's listing, mounted on the admin API for the console (the reference dashboard's nginx sends it to the runtime server)",
   'POST /v1/reservations/{}/release':
     "the runtime's release, mounted on the admin API for the console's force-release",
+  // Issue 28's extensions (docs/decisions.md § Charges, § Refunds, § Estimate accuracy).
+  'GET /v1/admin/budgets/accuracy':
+    "ours: a budget's estimate accuracy per action kind, which no reference server reports",
+  'GET /v1/reservations/{}/charges':
+    "ours: a reservation's charges, mounted on the admin API for the console's refund dialog",
+  'POST /v1/reservations/{}/refunds':
+    'ours: a refund of what a reservation charged, mounted on the admin API for the operator',
+  'POST /v1/events/{}/refunds':
+    'ours: a refund of what a usage event charged, mounted on the admin API for the operator',
 };
 
 /** Query parameters of the reference's operations (those both have) that ours does not take. */

@@ -4,17 +4,9 @@ import { requireOwnTenant } from '../../functions/domain/caller.js';
 import { DomainError } from '../../functions/domain/errors.js';
 import { callerScopes, NO_DIMENSIONS } from '../../functions/domain/scopes.js';
 import { commitChanges, eventChanges, eventPolicy } from '../../functions/domain/settlement.js';
-import { aReservation, budgetsOf } from '../helpers/budgets.js';
+import { aReservation, budgetsOf, tokensLedger } from '../helpers/budgets.js';
 
-const ledger = (scope: string, fields: Partial<Ledger> = {}): Ledger => {
-  const l = { allocated: 1_000, spent: 0, reserved: 0, debt: 0, overdraftLimit: 0, ...fields };
-  return {
-    scope,
-    unit: 'TOKENS',
-    ...l,
-    remaining: l.allocated - l.spent - l.reserved - l.debt,
-  };
-};
+const ledger = tokensLedger;
 const byScope = (...ledgers: Ledger[]) => budgetsOf(...ledgers);
 const changesOf = (charge: ReturnType<typeof eventChanges>) =>
   'changes' in charge ? charge.changes : [];

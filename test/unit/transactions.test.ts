@@ -8,7 +8,9 @@ import type { Reservation } from '../../functions/domain/reservation.js';
 import { newApiKeyTransaction } from '../../functions/store/api-keys.js';
 import { ledgerUpdate, placeChanges } from '../../functions/store/budgets/placement.js';
 import { newLedgerTransaction } from '../../functions/store/budgets/writes.js';
+import { chargeTransaction, refundTransaction } from '../../functions/store/charges.js';
 import { idempotencyItem } from '../../functions/store/entities/idempotency.js';
+import { chargeUpdate } from '../../functions/store/entities/reservation.js';
 import { eventTransaction } from '../../functions/store/events.js';
 import { putIfAbsent } from '../../functions/store/expressions.js';
 import { keys } from '../../functions/store/keys.js';
@@ -296,6 +298,101 @@ describe('stored formats', () => {
   });
 });
 
+describe('chargeTransaction and refundTransaction', () => {
+  const charged: Reservation = {
+    ...reservation,
+    held: { unit: 'TOKENS', amount: 6 },
+    charges: { count: 1, total: { unit: 'TOKENS', amount: 4 } },
+  };
+  const charge = {
+    chargeId: 'chg_1',
+    reservationId: reservation.reservationId,
+    sequence: 1,
+    amount: { unit: 'TOKENS' as const, amount: 4 },
+    createdAtMs: 2_000,
+  };
+
+  it('is the reservation (on its charges as read), the idempotency record, the charge and one change per scope', () => {
+    const { items, layout } = chargeTransaction({
+      reservation,
+      charged,
+      charge,
+      changes: scopes.map((s) => releaseChange(s, 'TOKENS', 4)),
+      idempotency: { scope: { tenant: 't', operation: 'charge', key: 'c' }, outcome },
+      now: 2_000,
+    });
+
+    expect(items).toHaveLength(scopes.length + 3);
+    expect(readable(items[0]?.Update).condition).toBe(
+      'status = "ACTIVE" AND tenant = "t" AND deadline_ms > 2000 AND attribute_not_exists(charge_count)',
+    );
+    expect(setValues(items[0]?.Update)).toMatchObject({ held: 6, charged: 4, charge_count: 1 });
+    expect(items[1]?.Put?.Item?.pk).toBe(keys.idempotency('t', 'charge', 'c').pk);
+    expect(items[2]?.Put?.Item).toMatchObject({ ...keys.charge('rsv_1', 1), charge_id: 'chg_1' });
+    expect(layout.recordAt).toBe(1);
+    // The next charge is conditioned on this one.
+    expect(readable(chargeUpdate(charged, charged, 3_000).Update).condition).toContain(
+      'charge_count = 1',
+    );
+  });
+
+  it('conditions a refund on what was refunded and charged when read, and audits it', () => {
+    const { items } = refundTransaction({
+      of: { reservation: { ...charged, refunded: { unit: 'TOKENS', amount: 1 } }, refunded: 3 },
+      changes: [],
+      budgets: budgetsOf(),
+      audit: {
+        tenant: 't',
+        actor: { kind: 'admin' },
+        requestId: 'req',
+        atMs: 2_000,
+        action: 'reservation.refund',
+        reservationId: 'rsv_1',
+      },
+      idempotency: { scope: { tenant: 't', operation: 'refund', key: 'r' }, outcome },
+      now: 2_000,
+    });
+
+    expect(readable(items[0]?.Update).condition).toBe(
+      'status = "ACTIVE" AND charge_count = 1 AND refunded = 1',
+    );
+    expect(items[2]?.Put?.Item).toMatchObject({ type: 'audit', action: 'reservation.refund' });
+  });
+
+  it('keeps a 3-scope reservation with charges under 1 KB: running totals only', () => {
+    const tenant = 't-0123456789ab';
+    const r: Reservation = {
+      ...reservation,
+      reservationId: `rsv_${'0'.repeat(32)}`,
+      tenant,
+      idempotencyKey: randomUUID(),
+      reserved: { unit: 'USD_MICROCENTS', amount: 987_654_321 },
+      scopePath: `tenant:${tenant}/workspace:w/agent:a`,
+      holds: scopes.map((s) => ({ scope: s.replace('tenant:t', `tenant:${tenant}`), shard: 0 })),
+    };
+    const put = reserveTransaction({ reservation: r, holds: [], outcome }).items[0]?.Put?.Item;
+    const update = chargeUpdate(
+      r,
+      {
+        ...r,
+        held: { unit: 'USD_MICROCENTS', amount: 123_456_789 },
+        charges: { count: 9_999, total: { unit: 'USD_MICROCENTS', amount: 864_197_532 } },
+      },
+      r.createdAtMs,
+    ).Update;
+    const before = put ?? {};
+    const after = applyUpdate(
+      before,
+      update?.UpdateExpression ?? '',
+      update?.ExpressionAttributeNames,
+      update?.ExpressionAttributeValues,
+    );
+
+    expect(itemSize(after)).toBeLessThan(1_000);
+    expect(writeUnits(before, after, true).table).toBe(2);
+  });
+});
+
 describe('listing spread', () => {
   it('lists each reservation under one spread of every listing key, and a settle keeps it there', () => {
     const spreads = new Set<string>();
@@ -331,8 +428,13 @@ describe('settleTransaction', () => {
 
     expect(items).toHaveLength(scopes.length + 1);
     const { condition, update } = readable(items[0]?.Update);
-    expect(condition).toBe('status = "ACTIVE" AND tenant = "t" AND deadline_ms > 2000');
-    expect(update).toContain('REMOVE due_pk, due_sk, deadline_ms, hold_shards');
+    // On the charges read, too: a charge racing the commit lands first or makes it read again.
+    expect(condition).toBe(
+      'status = "ACTIVE" AND tenant = "t" AND deadline_ms > 2000 AND attribute_not_exists(charge_count)',
+    );
+    // A committed reservation keeps where its holds were: a refund lands there.
+    expect(update).toContain('REMOVE due_pk, due_sk, deadline_ms');
+    expect(update).not.toContain('hold_shards');
     // The outcome rides on the reservation: no idempotency record of its own. The operation is
     // the status written (COMMITTED), so it is not stored again.
     const set = setValues(items[0]?.Update);
@@ -413,8 +515,33 @@ describe('ledgerUpdate', () => {
     expect(update).toBe(
       'SET due_pk = "DEBT#1", due_sk = "tenant:t#TOKENS", spent = spent + 12, reserved = reserved + -10, debt = debt + 3, remaining = remaining + -5',
     );
+    // Decided on exact values by the operator (a funding, a refund's credit): never on a closed budget.
     expect(condition).toBe(
-      'attribute_exists(pk) AND remaining = 2 AND debt = 0 AND overdraft_limit = 100 AND attribute_not_exists(shards)',
+      'attribute_exists(pk) AND remaining = 2 AND debt = 0 AND overdraft_limit = 100 AND attribute_not_exists(shards) AND (attribute_not_exists(status) OR status <> "CLOSED")',
+    );
+  });
+
+  it('lands a refund only on a budget its tenant’s close has not closed (the closed-tenant rule)', () => {
+    const refund = ledgerUpdate({
+      scope: 'tenant:t',
+      unit: 'TOKENS',
+      delta: { spent: -5, remaining: 5 },
+      guard: { kind: 'returns', spent: 5, debt: 0 },
+    });
+    const inClosedPeriod = ledgerUpdate({
+      scope: 'tenant:t',
+      unit: 'TOKENS',
+      delta: { spent: -5, remaining: 5 },
+      guard: { kind: 'returns', spent: 5, debt: 0 },
+      period: { start: 1_000, closed: true },
+    });
+
+    expect(readable(refund.Update).condition).toBe(
+      'attribute_exists(pk) AND spent >= 5 AND debt >= 0 AND (attribute_not_exists(status) OR status <> "CLOSED")',
+    );
+    // A closed period's ledger has no status of its own.
+    expect(readable(inClosedPeriod.Update).condition).toBe(
+      'attribute_exists(pk) AND spent >= 5 AND debt >= 0',
     );
   });
 });

@@ -42,13 +42,15 @@ import {
 import { budgetHealth } from '../health.js';
 import { useAction, useLoad, usePaged } from '../hooks.js';
 import { navigate, type Params } from '../router.js';
+import { AccuracyDialog } from './Accuracy.js';
 import { BulkFund } from './Bulk.js';
 
 type Open =
   | { readonly kind: 'fund'; readonly budget: Budget }
   | { readonly kind: 'edit'; readonly budget: Budget }
   | { readonly kind: 'freeze'; readonly budget: Budget }
-  | { readonly kind: 'periods'; readonly budget: Budget };
+  | { readonly kind: 'periods'; readonly budget: Budget }
+  | { readonly kind: 'accuracy'; readonly budget: Budget };
 
 const budgetQuery = (b: Budget) => ({ scope: b.scope, unit: b.unit });
 
@@ -147,6 +149,9 @@ export function Budgets({ params }: { readonly params: Params }) {
       {open?.kind === 'periods' && (
         <PeriodsDialog budget={open.budget} onClose={() => setOpen(undefined)} />
       )}
+      {open?.kind === 'accuracy' && (
+        <AccuracyDialog budget={open.budget} onClose={() => setOpen(undefined)} />
+      )}
     </>
   );
 }
@@ -192,6 +197,10 @@ function BudgetCard({
   const titleId = useId();
   const health = budgetHealth(b);
   const closed = b.status === 'CLOSED';
+  // A closed budget is read only: its estimate accuracy stays readable.
+  const actions: readonly (keyof typeof CARD_ACTIONS)[] = closed
+    ? ['accuracy']
+    : ['edit', 'freeze', ...(b.period ? (['periods'] as const) : []), 'accuracy'];
   return (
     <article class={`budget-card health-${health.state}`} aria-labelledby={titleId}>
       <header>
@@ -238,6 +247,12 @@ function BudgetCard({
             {b.is_over_limit && <strong class="alert-text"> (over it)</strong>}
           </dd>
         </div>
+        {b.max_reservation_amount && (
+          <div>
+            <dt>Most one reservation may hold</dt>
+            <dd>{formatWire(b.max_reservation_amount)}</dd>
+          </div>
+        )}
       </dl>
       {b.caps && (
         <p class="caps">
@@ -247,8 +262,8 @@ function BudgetCard({
         </p>
       )}
       {health.reasons.length > 0 && <p class="reasons">{health.reasons.join(' · ')}</p>}
-      {!closed && (
-        <div class="actions">
+      <div class="actions">
+        {!closed && (
           <button type="button" class="primary" onClick={() => onOpen({ kind: 'fund', budget: b })}>
             Fund…
             <span class="visually-hidden">
@@ -256,34 +271,28 @@ function BudgetCard({
               {b.scope} {b.unit}
             </span>
           </button>
-          <button type="button" onClick={() => onOpen({ kind: 'edit', budget: b })}>
-            Limits and caps…
+        )}
+        {actions.map((kind) => (
+          <button key={kind} type="button" onClick={() => onOpen({ kind, budget: b })}>
+            {kind === 'freeze' && b.status === 'FROZEN' ? 'Unfreeze…' : CARD_ACTIONS[kind]}
             <span class="visually-hidden">
               {' '}
               {b.scope} {b.unit}
             </span>
           </button>
-          <button type="button" onClick={() => onOpen({ kind: 'freeze', budget: b })}>
-            {b.status === 'FROZEN' ? 'Unfreeze…' : 'Freeze…'}
-            <span class="visually-hidden">
-              {' '}
-              {b.scope} {b.unit}
-            </span>
-          </button>
-          {b.period && (
-            <button type="button" onClick={() => onOpen({ kind: 'periods', budget: b })}>
-              Past periods…
-              <span class="visually-hidden">
-                {' '}
-                {b.scope} {b.unit}
-              </span>
-            </button>
-          )}
-        </div>
-      )}
+        ))}
+      </div>
     </article>
   );
 }
+
+/** What the card's buttons open. */
+const CARD_ACTIONS = {
+  edit: 'Limits and caps…',
+  freeze: 'Freeze…',
+  periods: 'Past periods…',
+  accuracy: 'Estimate accuracy…',
+} as const;
 
 export function capsText(c: Caps): string {
   const parts: string[] = [];
@@ -359,6 +368,7 @@ function CreateBudget({
   const [unit, setUnit] = useState<Unit>('USD_MICROCENTS');
   const [allocated, setAllocated] = useState('');
   const [overdraft, setOverdraft] = useState('');
+  const [maxHold, setMaxHold] = useState('');
   const [period, setPeriod] = useState<PeriodKind | ''>('');
   const [anchor, setAnchor] = useState('');
   const create = useAction(async () => {
@@ -369,12 +379,19 @@ function CreateBudget({
       ...(overdraft.trim() && {
         overdraft_limit: { unit, amount: amountOf(overdraft, unit, 'Overdraft limit') },
       }),
+      ...(maxHold.trim() && {
+        max_reservation_amount: {
+          unit,
+          amount: amountOf(maxHold, unit, 'Most one reservation may hold'),
+        },
+      }),
       ...(period && { period }),
       ...(period && anchor.trim() && { period_anchor_day: integer(anchor, 'Anchor day') }),
     };
     const b = await unwrap(client.POST('/v1/admin/budgets', { body }));
     setAllocated('');
     setOverdraft('');
+    setMaxHold('');
     onCreated(b);
   });
   return (
@@ -406,20 +423,14 @@ function CreateBudget({
             Empty for the tenant's own budget, or a scope under it: /workspace:prod/agent:summarizer
           </small>
         </div>
-        <div class="field">
-          <label for="new-budget-unit">Unit</label>
-          <select
-            id="new-budget-unit"
-            value={unit}
-            onChange={(e) => setUnit(e.currentTarget.value as Unit)}
-          >
-            {UNITS.map((u) => (
-              <option key={u} value={u}>
-                {u}
-              </option>
-            ))}
-          </select>
-        </div>
+        <ChoiceSelect
+          id="new-budget-unit"
+          label="Unit"
+          value={unit}
+          options={UNITS}
+          any={false}
+          onChange={(u) => setUnit(u as Unit)}
+        />
         <div class="field">
           <label for="new-budget-period">Rolls over</label>
           <select
@@ -470,6 +481,15 @@ function CreateBudget({
           value={overdraft}
           onInput={setOverdraft}
           help="How far commits may go past the allocation as debt; 0 when empty."
+        />
+        <AmountField
+          id="new-budget-max-hold"
+          unit={unit}
+          label={`Most one reservation may hold (${unit === 'USD_MICROCENTS' ? 'USD' : UNIT_LABELS[unit]}, optional)`}
+          required={false}
+          value={maxHold}
+          onInput={setMaxHold}
+          help="A larger estimate is refused, whatever the remaining; no cap when empty."
         />
         <ErrorMessage error={create.error} />
         <button type="submit" class="primary" disabled={create.busy}>
@@ -584,6 +604,9 @@ function EditDialog({ budget: b, onClose, onDone }: DialogProps) {
       ? ''
       : String(b.caps_when_remaining_below_bps / 100),
   );
+  const [maxHold, setMaxHold] = useState(
+    b.max_reservation_amount ? plainAmount(b.max_reservation_amount.amount, b.unit) : '',
+  );
   const save = useAction(async () => {
     const limit = overdraft.trim() === '' ? 0 : amountOf(overdraft, b.unit, 'Overdraft limit');
     const nextCaps: Caps = Object.fromEntries(
@@ -604,9 +627,16 @@ function EditDialog({ budget: b, onClose, onDone }: DialogProps) {
       if (!hasCaps) throw new InputError('set at least one cap for it to apply to.', 'Threshold');
       bps = Math.round(percent * 100);
     }
+    const hold =
+      maxHold.trim() === ''
+        ? undefined
+        : amountOf(maxHold, b.unit, 'Most one reservation may hold');
     const body = {
       ...(limit !== b.overdraft_limit.amount && {
         overdraft_limit: { unit: b.unit, amount: limit },
+      }),
+      ...(hold !== b.max_reservation_amount?.amount && {
+        max_reservation_amount: hold === undefined ? null : { unit: b.unit, amount: hold },
       }),
       ...(hasCaps
         ? { caps: nextCaps, ...(bps !== undefined && { caps_when_remaining_below_bps: bps }) }
@@ -634,6 +664,15 @@ function EditDialog({ budget: b, onClose, onDone }: DialogProps) {
         value={overdraft}
         onInput={setOverdraft}
         help="Empty means 0: no commit may go past the allocation."
+      />
+      <AmountField
+        id="edit-max-hold"
+        unit={b.unit}
+        label={`Most one reservation may hold (${UNIT_LABELS[b.unit]})`}
+        required={false}
+        value={maxHold}
+        onInput={setMaxHold}
+        help="A larger estimate is refused (409 BUDGET_EXCEEDED); empty: no cap."
       />
       <fieldset>
         <legend>Caps answered with ALLOW_WITH_CAPS (empty: none)</legend>

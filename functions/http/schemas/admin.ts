@@ -1,6 +1,10 @@
 import * as z from 'zod/mini';
 import { KEY_SORT_KEYS, OPERATORS } from '../../domain/api-keys.js';
-import { AUDIT_OPERATION_NAMES, AUDIT_SORT_KEYS } from '../../domain/audit.js';
+import {
+  AUDIT_OPERATION_NAMES,
+  AUDIT_RESOURCE_TYPES,
+  AUDIT_SORT_KEYS,
+} from '../../domain/audit.js';
 import { BUDGET_SORT_KEYS } from '../../domain/budget.js';
 import { MAX_THRESHOLDS } from '../../domain/budget-events.js';
 import { BPS, type Caps, MAX_CAPS_BYTES, mergeCaps } from '../../domain/caps.js';
@@ -139,6 +143,13 @@ const Thresholds = z
 
 const Shards = z.number().check(z.int(), z.gte(1), z.lte(MAX_SHARDS));
 
+/** Ours (x-extension budget-reservations): the most one reservation may hold on the budget. */
+const MaxReservationAmount = Amount.check(
+  z.describe(
+    'Ours: the most one reservation may hold on this budget; a larger estimate is refused (409 BUDGET_EXCEEDED, details.reason MAX_RESERVATION_AMOUNT_EXCEEDED; decide and dry runs answer DENY with reason_code MAX_RESERVATION_AMOUNT_EXCEEDED). Charges and commits are not capped.',
+  ),
+);
+
 export const CreateBudgetBody = z.pipe(
   z
     .object({
@@ -156,6 +167,7 @@ export const CreateBudgetBody = z.pipe(
       period_anchor_day: z.optional(z.number().check(z.int(), z.gte(1), z.lte(28))),
       /** Budget events at these percents of allocated used (domain/budget-events.ts). */
       thresholds: z.optional(Thresholds),
+      max_reservation_amount: z.optional(MaxReservationAmount),
     })
     .check(
       z.refine((b) => b.caps_when_remaining_below_bps === undefined || b.caps !== undefined, {
@@ -329,7 +341,7 @@ export const ListAuditLogsQuery = z.pipe(
     /** The actor: a key id, or `admin` for the operator. */
     key_id: z.optional(Chars(1, 64)),
     operation: z.optional(z.enum(AUDIT_OPERATION_NAMES as [string, ...string[]])),
-    resource_type: z.optional(z.enum(['tenant', 'budget', 'api_key', 'policy', 'reservation'])),
+    resource_type: z.optional(z.enum(AUDIT_RESOURCE_TYPES)),
     resource_id: z.optional(Chars(1, 4200)),
     from: z.optional(Instant),
     to: z.optional(Instant),
@@ -378,10 +390,13 @@ export const UpdateBudgetBody = z.pipe(
       thresholds: z.optional(z.nullable(Thresholds)),
       /** More escrow shards for a budget that got busy (docs/scaling.md); never fewer. */
       shards: z.optional(Shards),
+      /** null removes the cap. */
+      max_reservation_amount: z.optional(z.nullable(MaxReservationAmount)),
     })
     .check(
       z.refine((b) => Object.keys(b).length > 0, {
-        message: 'one of overdraft_limit, caps, thresholds, shards is required',
+        message:
+          'one of overdraft_limit, caps, thresholds, shards, max_reservation_amount is required',
       }),
       z.refine((b) => b.shards === undefined || Object.keys(b).length === 1, {
         // Two changes of one budget, each with its own transaction and audit record: one at a time.
@@ -403,6 +418,9 @@ export const UpdateBudgetBody = z.pipe(
       ...(b.shards !== undefined && { shards: b.shards }),
       ...(b.overdraft_limit !== undefined && { overdraftLimit: b.overdraft_limit }),
       ...(b.thresholds !== undefined && { thresholds: b.thresholds }),
+      ...(b.max_reservation_amount !== undefined && {
+        maxReservationAmount: b.max_reservation_amount,
+      }),
       ...(b.caps !== undefined && {
         caps:
           b.caps === null

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { AUDIT_OPERATION_NAMES } from '../../domain/audit.js';
+import { AUDIT_OPERATION_NAMES, AUDIT_RESOURCE_TYPES } from '../../domain/audit.js';
 import { MAX_THRESHOLDS } from '../../domain/budget-events.js';
 import { CAPABILITIES, type Capability } from '../../domain/capabilities.js';
 import { BPS } from '../../domain/caps.js';
@@ -78,7 +78,7 @@ export const ReservationStatus = z.enum(['ACTIVE', 'COMMITTED', 'RELEASED', 'EXP
 const ReasonCode = z
   .string()
   .describe(
-    'Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY.',
+    "Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, BUDGET_CLOSED, MAX_RESERVATION_AMOUNT_EXCEEDED (ours: the estimate is above a budget's max_reservation_amount), TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY.",
   );
 
 export const ErrorResponse = z.strictObject({
@@ -278,7 +278,7 @@ export const AuditLogEntry = z.strictObject({
   /** Absent when the operator's admin key acted. */
   key_id: z.string().optional(),
   operation: z.enum(AUDIT_OPERATION_NAMES as [string, ...string[]]),
-  resource_type: z.enum(['tenant', 'budget', 'api_key', 'policy', 'reservation']),
+  resource_type: z.enum(AUDIT_RESOURCE_TYPES),
   resource_id: z.string(),
   request_id: z.string(),
   status: z.literal([200, 201]).meta({ type: 'integer' }),
@@ -302,6 +302,13 @@ const periodFields = {
   period_end: Timestamp.optional(),
 };
 
+/** The cap of one reservation (ours), only when the budget has one. */
+const maxReservationField = {
+  max_reservation_amount: Amount.optional().describe(
+    'Ours (x-extension budget-reservations): the most one reservation may hold on this budget; a larger estimate is refused with 409 BUDGET_EXCEEDED (details.reason MAX_RESERVATION_AMOUNT_EXCEEDED).',
+  ),
+};
+
 /** Budget event thresholds (ours), only when not the default [50, 80, 100]. */
 const thresholdsField = {
   thresholds: z.array(z.number().int().min(1).max(100)).max(MAX_THRESHOLDS).optional(),
@@ -314,6 +321,7 @@ export const Budget = z.strictObject({
   unit: Unit,
   ...periodFields,
   ...thresholdsField,
+  ...maxReservationField,
   created_at: Timestamp,
 });
 
@@ -327,6 +335,7 @@ export const BudgetLedger = z.strictObject({
   caps: Caps.optional(),
   caps_when_remaining_below_bps: z.number().int().min(1).max(BPS).optional(),
   ...thresholdsField,
+  ...maxReservationField,
   created_at: Timestamp,
   updated_at: Timestamp.optional(),
 });
@@ -354,3 +363,98 @@ export const FundResponse = z.strictObject({
   new_debt: Amount,
   balance: Balance,
 });
+
+// ---- Ours: x-extension budget-reservations (docs/decisions.md § Charges, § Refunds,
+// § Estimate accuracy). New operations only: no answer of the protocol changes. ----------------
+
+export const ChargeResponse = z
+  .strictObject({
+    charge_id: z.string(),
+    reservation_id: z.string(),
+    sequence: z
+      .number()
+      .int()
+      .min(1)
+      .describe('1 for the reservation’s first charge, then 2, 3, …'),
+    amount: Amount,
+    charged_total: Amount.describe(
+      'What the reservation’s charges spent so far, this one included',
+    ),
+    held: Amount.describe('What is left of the hold on each scope'),
+    balances: z.array(Balance),
+  })
+  .describe('A charge of part of the actual; the reservation stays ACTIVE');
+
+export const Charge = z.strictObject({
+  charge_id: z.string(),
+  sequence: z.number().int().min(1),
+  amount: Amount,
+  created_at_ms: EpochMs,
+  metrics: JsonObject.optional(),
+  metadata: JsonObject.optional(),
+});
+
+export const ChargeListResponse = z.strictObject({
+  reservation_id: z.string(),
+  status: ReservationStatus,
+  charged_total: Amount,
+  held: Amount.describe('What the reservation still holds on each scope: 0 once not ACTIVE'),
+  refunded_total: Amount,
+  charges: z.array(Charge),
+  has_more: z.boolean(),
+  next_cursor: z.string().optional(),
+});
+
+const refundFields = {
+  refund_id: z.string(),
+  amount: Amount,
+  refunded_total: Amount.describe('Refunded so far, this refund included'),
+  refundable: Amount.describe('What is left to refund'),
+  balances: z.array(Balance),
+};
+export const RefundResponse = z.union([
+  z.strictObject({ reservation_id: z.string(), ...refundFields }),
+  z.strictObject({ event_id: z.string(), ...refundFields }),
+]);
+
+const accuracyFigures = {
+  settled: Count.describe(
+    'Reservations settled with an actual: committed, or released or expired after charges',
+  ),
+  estimate_total: Amount.describe('Σ of their estimates'),
+  actual_total: Amount.describe('Σ of their actuals'),
+  actual_to_estimate: z.number().min(0).optional().describe('Σ actual ÷ Σ estimate'),
+  histogram: z
+    .array(Count)
+    .describe('How many fell in each bucket of actual ÷ estimate (ratio_bounds; the last: above)'),
+  coverage_95_ratio: z
+    .number()
+    .optional()
+    .describe('The smallest bucket bound that 95 % of actual ÷ estimate fell under'),
+  suggested_estimate: Amount.optional().describe(
+    'The mean estimate × coverage_95_ratio: an estimate that would have covered 95 % of the actuals',
+  ),
+  held_unspent_unit_seconds: z
+    .number()
+    .min(0)
+    .describe('Σ (estimate − actual)⁺ × time held: budget kept from everyone else, never spent'),
+  released: Count.describe('Released without spending anything'),
+  expired: Count.describe('Expired without spending anything'),
+  last_settled_at: Timestamp.optional(),
+};
+export const AccuracyFigures = z.strictObject(accuracyFigures);
+
+export const EstimateAccuracyResponse = z
+  .strictObject({
+    scope: z.string(),
+    unit: Unit,
+    ratio_bounds: z
+      .array(z.number())
+      .describe('Upper bounds (inclusive) of the histogram buckets of actual ÷ estimate'),
+    kinds: z.array(z.strictObject({ kind: z.string(), ...accuracyFigures })),
+    other: AccuracyFigures.describe('Every kind without figures of its own'),
+    total: AccuracyFigures,
+  })
+  .describe(
+    'How the estimates of the reservations settled on this budget compared with their actuals, per action kind (the 16 most recent kinds; the rest in other)',
+  );

@@ -94,6 +94,18 @@ export const openBudget = (): Condition =>
   or(attr('status').notExists(), attr('status').eq('ACTIVE'));
 
 /**
+ * A budget its tenant's close has not closed: the close closes every budget before the tenant's
+ * record flips, so a change decided before that (a refund, a funding) fails here and, read again,
+ * is refused 409 (the closed-tenant rule). On every item of a budget, as `openBudget`.
+ */
+export const notClosedBudget = (): Condition =>
+  or(attr('status').notExists(), attr('status').ne('CLOSED'));
+
+/** Refunds (`returns`) and the operator's changes decided on exact values never land on a closed budget. */
+const refusesClosed = (change: LedgerChange): boolean =>
+  change.guard.kind === 'returns' || change.guard.kind === 'snapshot';
+
+/**
  * That a budget still has the n shards it was read with (on shard 0, which counts them): a
  * write to every shard must not miss one added since.
  */
@@ -117,6 +129,9 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
     case 'maxAllocated':
       guarded.push(attr('allocated').lte(guard.atMost));
       break;
+    case 'returns':
+      guarded.push(attr('spent').gte(guard.spent), attr('debt').gte(guard.debt));
+      break;
     case 'snapshot':
       for (const [field, value] of Object.entries(guard.values)) {
         guarded.push(attr(ATTRIBUTE[field as keyof typeof ATTRIBUTE]).eq(value));
@@ -137,6 +152,8 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
         (guard.kind === 'snapshot' || guard.kind === 'maxAllocated') && shardCountIs(1),
         // Decided in this period: it must not land in the next one, should the budget roll over.
         period && !period.closed && attr('period_start').eq(period.start),
+        // A closed period's ledger has no status: only the budget's current item is closed.
+        !period?.closed && refusesClosed(change) && notClosedBudget(),
       ),
       returnOld: true,
     },
@@ -151,6 +168,9 @@ function shardUpdate(change: LedgerChange, k: number, covers: number | undefined
       covers !== undefined && attr('remaining').gte(covers),
       covers !== undefined && attr('gated').eq(false),
       change.guard.kind === 'admit' && openBudget(),
+      // A refund's spent comes off this shard: it must still hold that much.
+      change.guard.kind === 'returns' && attr('spent').gte(change.guard.spent),
+      refusesClosed(change) && notClosedBudget(),
     ),
   });
 }
@@ -180,6 +200,7 @@ function shardRewrite(
         k === 0 && shardCountIs(count),
         ...SHARD_FIELDS.map((f) => attr(f).eq(before[f])),
         change.guard.kind === 'admit' && openBudget(),
+        refusesClosed(change) && notClosedBudget(),
       ),
     },
   );

@@ -19,7 +19,7 @@ import {
 } from '../entities/ledger.js';
 import type { OutcomeToStore } from '../entities/outcome.js';
 import type { ShardedBudgets } from '../entities/tenant.js';
-import { and, attr, or, putIfAbsent, type TransactItem, update } from '../expressions.js';
+import { and, attr, putIfAbsent, type TransactItem, update } from '../expressions.js';
 import { keys } from '../keys.js';
 import { countersDelta } from '../overview.js';
 import { tenantWithDimensions } from '../tenants.js';
@@ -31,7 +31,7 @@ import {
   type WriteOutcome,
   writeAudited,
 } from '../write.js';
-import { openBudget, placeChanges, shardCountIs } from './placement.js';
+import { notClosedBudget, openBudget, placeChanges, shardCountIs } from './placement.js';
 
 // A budget's writes of the control plane: its creation, a funding, its settings, its status.
 // Each carries its audit record in the same transaction.
@@ -116,10 +116,13 @@ export function applyFunding(
 }
 
 /** What an operator may change on a budget (its counters change only by funding). */
-export type BudgetSettings = Pick<Budget, 'overdraftLimit' | 'caps' | 'thresholds'>;
+export type BudgetSettings = Pick<
+  Budget,
+  'overdraftLimit' | 'caps' | 'thresholds' | 'maxReservationAmount'
+>;
 
 /**
- * New overdraft limit, caps and thresholds on the budget's ledger item (shard 0 holds them), if
+ * New overdraft limit, caps, thresholds and cap of one reservation on the budget's ledger item (shard 0 holds them), if
  * they are still what was read and the budget is not closed, with the audit record; 'stale'
  * otherwise.
  */
@@ -142,11 +145,13 @@ export async function updateBudgetSettings(
             caps: caps?.caps,
             caps_bps: caps?.caps_bps,
             thresholds: after.thresholds && thresholdsAttribute(after.thresholds),
+            max_hold: after.maxReservationAmount,
           },
           remove: [
             ...(caps ? [] : ['caps']),
             ...(caps?.caps_bps === undefined ? ['caps_bps'] : []),
             ...(after.thresholds ? [] : ['thresholds']),
+            ...(after.maxReservationAmount === undefined ? ['max_hold'] : []),
           ],
         },
         {
@@ -158,7 +163,10 @@ export async function updateBudgetSettings(
             before.thresholds
               ? attr('thresholds').eq(thresholdsAttribute(before.thresholds))
               : attr('thresholds').notExists(),
-            or(attr('status').notExists(), attr('status').ne('CLOSED')),
+            before.maxReservationAmount === undefined
+              ? attr('max_hold').notExists()
+              : attr('max_hold').eq(before.maxReservationAmount),
+            notClosedBudget(),
           ),
         },
       ),

@@ -63,7 +63,7 @@ const keyAttributes = (k: ApiKey) => ({
 
 /** What a record keeps of the thing changed, before (absent: created) and after. */
 function recordedStates(e: AuditEntry): { before?: Item; after?: Item } {
-  if (e.action === 'reservation.release') return {};
+  if (!('after' in e)) return {};
   const state = (x: Budget | Tenant | ApiKey | Policy): Item =>
     'ref' in x
       ? budgetAttributes(x)

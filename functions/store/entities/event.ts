@@ -1,7 +1,7 @@
 import type { Unit } from '../../domain/amounts.js';
 import { exactJson, parseExactJson } from '../../domain/json.js';
 import type { UsageEvent } from '../../domain/settlement.js';
-import type { Item } from '../expressions.js';
+import { and, attr, type Item, type TransactItem, totalAsRead, update } from '../expressions.js';
 import { keys } from '../keys.js';
 import { type OutcomeToStore, outcomeAttributes } from './outcome.js';
 
@@ -31,8 +31,25 @@ export function eventItem(e: UsageEvent, outcome: OutcomeToStore): Item {
     ...(e.metrics !== undefined && { metrics_json: exactJson(e.metrics) }),
     ...(e.metadata !== undefined && { metadata_json: exactJson(e.metadata) }),
     client_time_ms: e.clientTimeMs,
+    // The debt the charge ran up on each scope, only if any (a refund returns it first).
+    ...(e.debtIncurred &&
+      Object.keys(e.debtIncurred).length > 0 && {
+        charge_debt: e.scopes.map((s) => e.debtIncurred?.[s] ?? 0),
+      }),
   };
   return { ...record, ...outcomeAttributes(outcome, { scopes: e.scopes, unit: e.actual.unit }) };
+}
+
+/** What refunds gave back so far, conditioned on what they had given back when read. */
+export function eventRefundUpdate(e: UsageEvent, refunded: number): TransactItem {
+  return update(
+    keys.event(e.eventId),
+    { set: { refunded } },
+    {
+      condition: and(attr('type').eq('event'), totalAsRead('refunded', e.refunded?.amount ?? 0)),
+      returnOld: true,
+    },
+  );
 }
 
 const jsonOf = (text: unknown) =>
@@ -54,8 +71,17 @@ export function eventOf(stored: Item): UsageEvent {
     metrics: jsonOf(item.metrics_json),
     metadata: jsonOf(item.metadata_json),
     clientTimeMs: item.client_time_ms === undefined ? undefined : Number(item.client_time_ms),
+    ...(Array.isArray(item.charge_debt) && {
+      debtIncurred: debtsByScope(item.scopes as string[], item.charge_debt.map(Number)),
+    }),
+    ...(item.refunded !== undefined && {
+      refunded: { unit: item.unit as Unit, amount: Number(item.refunded) },
+    }),
   };
 }
+
+const debtsByScope = (scopes: readonly string[], debts: readonly number[]) =>
+  Object.fromEntries(scopes.flatMap((s, i) => ((debts[i] ?? 0) > 0 ? [[s, debts[i] ?? 0]] : [])));
 
 /**
  * Event items written before items carried `v`: 0.2 on, the current form; 0.1's kept `metrics`

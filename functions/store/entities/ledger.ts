@@ -76,6 +76,7 @@ export function ledgerItem(tenant: string, budget: Budget, createdAt: string): I
     ...(budget.caps && budgetCapsAttributes(budget.caps)),
     ...(budget.period && ledgerPeriodAttributes(budget.period)),
     ...(budget.thresholds && { thresholds: thresholdsAttribute(budget.thresholds) }),
+    ...(budget.maxReservationAmount !== undefined && { max_hold: budget.maxReservationAmount }),
   };
 }
 
@@ -141,7 +142,8 @@ export const ledgerPeriodAttributes = (p: LedgerPeriod): Item => ({
 
 // ---- decode -----------------------------------------------------------------------------------
 // No older format: every item of the family written so far reads as the current one (absent
-// status: ACTIVE; absent shards: 1; absent gated: false; absent caps, period or thresholds: none).
+// status: ACTIVE; absent shards: 1; absent gated: false; absent caps, period, thresholds or
+// max_hold: none).
 
 /** The counters of a ledger, shard or closed-period item. */
 export const countersOf = (item: Item): Counters => ({
@@ -170,6 +172,7 @@ export function budgetOfItem(item: Item, layout: BudgetLayout = SINGLE): Budget 
     caps: budgetCapsOf(item),
     period: ledgerPeriodOf(item),
     thresholds: thresholdsOf(item),
+    maxReservationAmount: item.max_hold === undefined ? undefined : Number(item.max_hold),
     layout,
   };
 }

@@ -2,13 +2,23 @@ import type { Amount, Unit } from '../../domain/amounts.js';
 import { exactJson, parseExactJson } from '../../domain/json.js';
 import {
   affectedScopes,
+  chargeCount,
   type Hold,
+  heldAmount,
   type Reservation,
   type ReservationStatus,
   settleDeadline,
 } from '../../domain/reservation.js';
 import { canonicalValue, LEVELS } from '../../domain/scopes.js';
-import { and, attr, type Item, type TransactItem, update } from '../expressions.js';
+import {
+  and,
+  attr,
+  type Condition,
+  type Item,
+  type TransactItem,
+  totalAsRead,
+  update,
+} from '../expressions.js';
 import {
   directory,
   dueShard,
@@ -107,7 +117,28 @@ export interface SettlementRecord {
   readonly committed?: Amount | undefined;
   readonly detail?: Record<string, unknown> | undefined;
   readonly outcome?: { readonly key: string; readonly stored: OutcomeToStore } | undefined;
+  /** The holds with the debt the commit ran up added (a refund returns it first). */
+  readonly holds?: readonly Hold[] | undefined;
 }
+
+/** The debt run up on each scope, in `scopes` order: recorded only when any was. */
+const holdDebtAttribute = (holds: readonly Hold[]): Item =>
+  holds.some((h) => (h.debtIncurred ?? 0) > 0)
+    ? { hold_debt: holds.map((h) => h.debtIncurred ?? 0) }
+    : {};
+
+/**
+ * The reservation has had exactly the charges read: every charge, settlement and refund is
+ * conditioned on it, so a charge racing a commit (or the sweeper) is decided on what it found.
+ */
+const chargesAsRead = (r: Reservation): Condition => totalAsRead('charge_count', chargeCount(r));
+
+/**
+ * Refunds need to know where the charges landed (the shard and period of each hold) once the
+ * reservation is settled: kept when it spent anything, dropped otherwise (the item stays small).
+ */
+const keepsHolds = (r: Reservation, to: 'COMMITTED' | 'RELEASED' | 'EXPIRED') =>
+  to === 'COMMITTED' || chargeCount(r) > 0;
 
 /**
  * The reservation's own update of a settle: conditioned on ACTIVE, the tenant and the deadline
@@ -140,14 +171,68 @@ export function settlementUpdate(
           dir_pk: directory.expiries.pk(r.reservationId),
           dir_sk: directory.expiries.sk(now, r.tenant, r.reservationId),
         }),
+        ...(s.holds && holdDebtAttribute(s.holds)),
       },
-      remove: ['due_pk', 'due_sk', 'deadline_ms', 'hold_shards', 'held_in'],
+      remove: [
+        'due_pk',
+        'due_sk',
+        'deadline_ms',
+        ...(keepsHolds(r, to) ? [] : ['hold_shards', 'held_in']),
+      ],
     },
     {
       condition: and(
         attr('status').eq('ACTIVE'),
         attr('tenant').eq(r.tenant),
         to === 'EXPIRED' ? attr('deadline_ms').lte(now) : attr('deadline_ms').gt(now),
+        chargesAsRead(r),
+      ),
+      returnOld: true,
+    },
+  );
+}
+
+/**
+ * A charge's update of its reservation (`charged`: as the charge leaves it): the hold left, the
+ * charges' totals, the debt they ran up; conditioned on ACTIVE before its deadline (as a commit is) and on the charges read, so
+ * concurrent charges and a commit are applied one at a time, each on what the last left.
+ */
+export function chargeUpdate(r: Reservation, charged: Reservation, now: number): TransactItem {
+  return update(
+    keys.reservation(r.reservationId),
+    {
+      set: {
+        held: heldAmount(charged).amount,
+        charged: charged.charges?.total.amount,
+        charge_count: charged.charges?.count,
+        ...holdDebtAttribute(charged.holds),
+      },
+    },
+    {
+      condition: and(
+        attr('status').eq('ACTIVE'),
+        attr('tenant').eq(r.tenant),
+        attr('deadline_ms').gt(now),
+        chargesAsRead(r),
+      ),
+      returnOld: true,
+    },
+  );
+}
+
+/**
+ * A refund's update of its reservation: what refunds gave back so far; conditioned on the
+ * reservation being as read (status, charges, refunds), so refunds never pass what was charged.
+ */
+export function reservationRefundUpdate(r: Reservation, refunded: number): TransactItem {
+  return update(
+    keys.reservation(r.reservationId),
+    { set: { refunded } },
+    {
+      condition: and(
+        attr('status').eq(r.status),
+        chargesAsRead(r),
+        totalAsRead('refunded', r.refunded?.amount ?? 0),
       ),
       returnOld: true,
     },
@@ -172,7 +257,7 @@ export function extensionUpdate(
         extend_metadata_json: metadata && exactJson(metadata),
       },
       // Counted only where it is limited (the condition on expires_at_ms serializes extends).
-      ...(r.maxExtensions !== undefined && { count: { extensions: 1 } }),
+      ...(r.maxExtensions !== undefined && { increment: { extensions: 1 } }),
     },
     {
       condition: and(
@@ -217,19 +302,36 @@ export function reservationOf(stored: Item): Reservation {
     ttlMs: Number(item.ttl_ms),
     maxExtensions: item.max_extensions === undefined ? undefined : Number(item.max_extensions),
     extensions: item.extensions === undefined ? undefined : Number(item.extensions),
+    ...(item.held !== undefined && { held: { unit, amount: Number(item.held) } }),
+    ...(item.charge_count !== undefined && {
+      charges: {
+        count: Number(item.charge_count),
+        total: { unit, amount: Number(item.charged ?? 0) },
+      },
+    }),
+    ...(item.refunded !== undefined && { refunded: { unit, amount: Number(item.refunded) } }),
   };
 }
 
 /**
  * The holds, one per scope in `scopes` order: `hold_shards` (absent when every hold is on shard
- * 0) and `held_in` (absent when no budget rolls over; 0 for a scope whose budget does not).
+ * 0), `held_in` (absent when no budget rolls over; 0 for a scope whose budget does not) and
+ * `hold_debt` (absent when no charge ran up debt).
  */
 function holdsOf(item: Item, scopes: readonly string[]): Hold[] {
-  const shards = Array.isArray(item.hold_shards) ? item.hold_shards.map(Number) : [];
-  const starts = Array.isArray(item.held_in) ? item.held_in.map(Number) : [];
+  const numbers = (v: unknown) => (Array.isArray(v) ? v.map(Number) : []);
+  const shards = numbers(item.hold_shards);
+  const starts = numbers(item.held_in);
+  const debts = numbers(item.hold_debt);
   return scopes.map((scope, i) => {
     const periodStart = starts[i] ?? 0;
-    return { scope, shard: shards[i] ?? 0, ...(periodStart !== 0 && { periodStart }) };
+    const debtIncurred = debts[i] ?? 0;
+    return {
+      scope,
+      shard: shards[i] ?? 0,
+      ...(periodStart !== 0 && { periodStart }),
+      ...(debtIncurred !== 0 && { debtIncurred }),
+    };
   });
 }
 
