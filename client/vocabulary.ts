@@ -43,10 +43,34 @@ export const PERMISSIONS = complete<Permission>()([
   'decide',
   'events:create',
   'budgets:write',
-  'events:read',
+  'budgets:read',
+  'policies:read',
+  'policies:write',
   'webhooks:read',
   'webhooks:write',
+  'events:read',
+  'admin:read',
+  'admin:write',
+  'admin:tenants:read',
+  'admin:tenants:write',
+  'admin:budgets:read',
+  'admin:budgets:write',
+  'admin:policies:read',
+  'admin:policies:write',
+  'admin:apikeys:read',
+  'admin:apikeys:write',
+  'admin:webhooks:read',
+  'admin:webhooks:write',
+  'admin:events:read',
+  'admin:audit:read',
 ]);
+
+/** What a tenant key made without a list holds: SPEC's eight and budgets:write. */
+export const DEFAULT_PERMISSIONS = PERMISSIONS.slice(0, 9);
+/** A named operator credential's permissions (owner OPERATORS). */
+export const ADMIN_PERMISSIONS = PERMISSIONS.filter((p) => p.startsWith('admin:'));
+/** The owner of named operator credentials (docs/decisions.md § Operators). */
+export const OPERATORS = '__system__';
 
 export const TENANT_STATUSES = complete<TenantStatus>()(['ACTIVE', 'SUSPENDED', 'CLOSED']);
 export const BUDGET_STATUSES = complete<BudgetStatus>()(['ACTIVE', 'FROZEN', 'CLOSED']);
@@ -79,6 +103,8 @@ export const AUDIT_OPERATIONS = complete<AuditOperation>()([
   'freezeBudget',
   'unfreezeBudget',
   'closeBudget',
+  'createPolicy',
+  'updatePolicy',
   'releaseReservation',
   'createWebhookSubscription',
   'updateWebhookSubscription',
@@ -93,6 +119,7 @@ export const AUDIT_RESOURCE_TYPES = complete<AuditResourceType>()([
   'tenant',
   'budget',
   'api_key',
+  'policy',
   'reservation',
   'webhook',
   'config',

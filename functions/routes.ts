@@ -8,12 +8,22 @@ import type { IndexName } from './store/table.js';
  * does to the table (and so its IAM grant), and its sizing where it differs from the default.
  */
 export type Server = 'runtime' | 'admin';
+/** A permission a tenant key must hold, or several of which it must hold one. */
+export type Required = Permission | readonly Permission[];
 export type Auth =
   | { readonly kind: 'none' }
-  | { readonly kind: 'admin' }
-  | { readonly kind: 'tenant'; readonly permission?: Permission }
+  /**
+   * X-Admin-API-Key: the bootstrap admin key, or a named operator credential holding `operator`
+   * (an `admin:*` permission; docs/decisions.md § Operators).
+   */
+  | { readonly kind: 'admin'; readonly operator?: Permission }
+  | { readonly kind: 'tenant'; readonly permission?: Required }
   /** The admin key (X-Admin-API-Key) for any tenant, or a tenant key (holding the permission). */
-  | { readonly kind: 'tenantOrAdmin'; readonly permission?: Permission };
+  | {
+      readonly kind: 'tenantOrAdmin';
+      readonly permission?: Required;
+      readonly operator?: Permission;
+    };
 
 /** What a function does to the table, checked against functions/store/*: its IAM grant. */
 export interface TableAccess {
@@ -66,6 +76,12 @@ export interface Route {
    * @default - the route's server
    */
   readonly stack?: string;
+  /**
+   * What a request path must look like beyond `path` (a regular expression), where a greedy
+   * variable matches more than the route answers: the 405 of another method is only for these.
+   * @default - `path` alone
+   */
+  readonly requestPaths?: string;
 }
 
 /** Another server and path at which a route's function answers (API Gateway: one more route). */
@@ -127,8 +143,14 @@ const LISTING_INDEXES: readonly IndexName[] = [
   'byToolset',
 ];
 
+/** Budget reads: the reference's `budgets:read`, or SPEC's `balances:read` (keys made before it). */
+const BUDGET_READS: Required = ['budgets:read', 'balances:read'];
+
 /** The stack of our settlement extensions' routes: `<prefix>SettlementApi`. */
 const SETTLEMENT = 'settlement';
+
+/** The stack of the governance routes (policies, bulk actions, overview): `<prefix>GovernanceApi`. */
+const GOVERNANCE = 'governance';
 
 const tenant = (
   permission?: Permission,
@@ -172,7 +194,7 @@ const table = () =>
       path: '/v1/reservations',
       entry: 'runtime/list-reservations',
       // The admin key lists any tenant's, named by ?tenant= (required then): the console's view.
-      auth: { kind: 'tenantOrAdmin', permission: 'reservations:list' },
+      auth: { kind: 'tenantOrAdmin', permission: 'reservations:list', operator: 'admin:read' },
       status: 200,
       table: { items: 'read', indexes: LISTING_INDEXES },
       paginates: true,
@@ -202,7 +224,7 @@ const table = () =>
       path: '/v1/reservations/{reservation_id}/release',
       entry: 'runtime/release-reservation',
       // The admin key releases any tenant's reservation (audited): the operator's force-release.
-      auth: { kind: 'tenantOrAdmin', permission: 'reservations:release' },
+      auth: { kind: 'tenantOrAdmin', permission: 'reservations:release', operator: 'admin:write' },
       status: 200,
       table: { items: 'write' },
       mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/release' }],
@@ -264,8 +286,9 @@ const table = () =>
       method: 'GET',
       path: '/v1/reservations/{reservation_id}/charges',
       entry: 'runtime/list-charges',
-      // The admin key lists any tenant's (the console, before a refund).
-      auth: { kind: 'tenantOrAdmin', permission: 'reservations:list' },
+      // The admin key lists any tenant's (the console, before a refund); an operator credential
+      // as for the reservation listing.
+      auth: { kind: 'tenantOrAdmin', permission: 'reservations:list', operator: 'admin:read' },
       status: 200,
       table: { items: 'read' },
       paginates: true,
@@ -277,9 +300,9 @@ const table = () =>
       method: 'POST',
       path: '/v1/reservations/{reservation_id}/refunds',
       entry: 'runtime/refund-reservation',
-      // A refund raises what an agent may spend: the operator's, or budgets:write, never a
-      // runtime permission.
-      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+      // A refund raises what an agent may spend: the operator's (a credential with
+      // admin:budgets:write), or budgets:write, never a runtime permission.
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
       status: 200,
       table: { items: 'write' },
       mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/refunds' }],
@@ -290,7 +313,7 @@ const table = () =>
       method: 'POST',
       path: '/v1/events/{event_id}/refunds',
       entry: 'runtime/refund-event',
-      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
       status: 200,
       table: { items: 'write' },
       mounts: [{ server: 'admin', path: '/v1/events/{event_id}/refunds' }],
@@ -316,7 +339,7 @@ const table = () =>
       method: 'POST',
       path: '/v1/admin/tenants',
       entry: 'admin/create-tenant',
-      auth: { kind: 'admin' },
+      auth: { kind: 'admin', operator: 'admin:tenants:write' },
       status: 201,
       table: { items: 'write' },
     },
@@ -325,7 +348,7 @@ const table = () =>
       method: 'POST',
       path: '/v1/admin/api-keys',
       entry: 'admin/create-api-key',
-      auth: { kind: 'admin' },
+      auth: { kind: 'admin', operator: 'admin:apikeys:write' },
       status: 201,
       table: { items: 'write' },
     },
@@ -334,7 +357,7 @@ const table = () =>
       method: 'POST',
       path: '/v1/admin/budgets',
       entry: 'admin/create-budget',
-      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
       status: 201,
       table: { items: 'write' },
     },
@@ -344,8 +367,9 @@ const table = () =>
       // <scope>/<unit>/fund: API Gateway decodes %2F before matching, so a nested scope spans
       // several segments and only a greedy variable (last in the path) can hold it.
       path: '/v1/admin/budgets/{budget+}',
+      requestPaths: '^/v1/admin/budgets/.+/[^/]+/fund$',
       entry: 'admin/fund-budget',
-      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
       status: 200,
       table: { items: 'write' },
     },
@@ -354,9 +378,10 @@ const table = () =>
       method: 'GET',
       path: '/v1/admin/budgets',
       entry: 'admin/list-budgets',
-      auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
+      auth: { kind: 'tenantOrAdmin', permission: BUDGET_READS, operator: 'admin:budgets:read' },
       status: 200,
-      table: { items: 'read' },
+      // Across tenants: the tenants (directory), and those in debt (the debt watch's partitions).
+      table: { items: 'read', indexes: ['directory', 'dueForExpiry'] },
       paginates: true,
     },
     lookupBudget: {
@@ -364,7 +389,7 @@ const table = () =>
       method: 'GET',
       path: '/v1/admin/budgets/lookup',
       entry: 'admin/lookup-budget',
-      auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
+      auth: { kind: 'tenantOrAdmin', permission: BUDGET_READS, operator: 'admin:budgets:read' },
       status: 200,
       table: { items: 'read' },
     },
@@ -373,7 +398,8 @@ const table = () =>
       method: 'GET',
       path: '/v1/admin/budgets/accuracy',
       entry: 'admin/get-estimate-accuracy',
-      auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
+      // A budget read: as the other budget reads (budgets:read, or SPEC's balances:read).
+      auth: { kind: 'tenantOrAdmin', permission: BUDGET_READS, operator: 'admin:budgets:read' },
       status: 200,
       table: { items: 'read' },
       stack: SETTLEMENT,
@@ -383,7 +409,7 @@ const table = () =>
       method: 'GET',
       path: '/v1/admin/budgets/periods',
       entry: 'admin/list-budget-periods',
-      auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
+      auth: { kind: 'tenantOrAdmin', permission: BUDGET_READS, operator: 'admin:budgets:read' },
       status: 200,
       table: { items: 'read' },
       paginates: true,
@@ -393,7 +419,7 @@ const table = () =>
       method: 'PATCH',
       path: '/v1/admin/budgets',
       entry: 'admin/update-budget',
-      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
       status: 200,
       table: { items: 'write' },
     },
@@ -402,7 +428,7 @@ const table = () =>
       method: 'POST',
       path: '/v1/admin/budgets/freeze',
       entry: 'admin/freeze-budget',
-      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
       status: 200,
       table: { items: 'write' },
     },
@@ -411,7 +437,7 @@ const table = () =>
       method: 'POST',
       path: '/v1/admin/budgets/unfreeze',
       entry: 'admin/unfreeze-budget',
-      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
       status: 200,
       table: { items: 'write' },
     },
@@ -421,7 +447,7 @@ const table = () =>
       // Beside SPEC's path form: a nested scope in a query parameter has no path-decoding trap.
       path: '/v1/admin/budgets/fund',
       entry: 'admin/fund-budget-by-query',
-      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
       status: 200,
       table: { items: 'write' },
     },
@@ -430,7 +456,7 @@ const table = () =>
       method: 'GET',
       path: '/v1/admin/tenants',
       entry: 'admin/list-tenants',
-      auth: { kind: 'admin' },
+      auth: { kind: 'admin', operator: 'admin:tenants:read' },
       status: 200,
       table: { items: 'read', indexes: ['directory'] },
       paginates: true,
@@ -440,7 +466,7 @@ const table = () =>
       method: 'GET',
       path: '/v1/admin/tenants/{tenant_id}',
       entry: 'admin/get-tenant',
-      auth: { kind: 'admin' },
+      auth: { kind: 'admin', operator: 'admin:tenants:read' },
       status: 200,
       table: { items: 'read' },
     },
@@ -449,7 +475,7 @@ const table = () =>
       method: 'PATCH',
       path: '/v1/admin/tenants/{tenant_id}',
       entry: 'admin/update-tenant',
-      auth: { kind: 'admin' },
+      auth: { kind: 'admin', operator: 'admin:tenants:write' },
       status: 200,
       // Closing revokes the tenant's keys (directory), releases its ACTIVE reservations and
       // closes its budgets (the ledger index, in the table).
@@ -461,7 +487,7 @@ const table = () =>
       method: 'GET',
       path: '/v1/admin/api-keys',
       entry: 'admin/list-api-keys',
-      auth: { kind: 'admin' },
+      auth: { kind: 'admin', operator: 'admin:apikeys:read' },
       status: 200,
       table: { items: 'read', indexes: ['directory'] },
       paginates: true,
@@ -471,7 +497,7 @@ const table = () =>
       method: 'GET',
       path: '/v1/admin/api-keys/{key_id}',
       entry: 'admin/get-api-key',
-      auth: { kind: 'admin' },
+      auth: { kind: 'admin', operator: 'admin:apikeys:read' },
       status: 200,
       table: { items: 'read' },
     },
@@ -480,7 +506,7 @@ const table = () =>
       method: 'PATCH',
       path: '/v1/admin/api-keys/{key_id}',
       entry: 'admin/update-api-key',
-      auth: { kind: 'admin' },
+      auth: { kind: 'admin', operator: 'admin:apikeys:write' },
       status: 200,
       table: { items: 'write' },
     },
@@ -489,7 +515,7 @@ const table = () =>
       method: 'DELETE',
       path: '/v1/admin/api-keys/{key_id}',
       entry: 'admin/revoke-api-key',
-      auth: { kind: 'admin' },
+      auth: { kind: 'admin', operator: 'admin:apikeys:write' },
       status: 200,
       table: { items: 'write' },
     },
@@ -499,17 +525,110 @@ const table = () =>
       path: '/v1/admin/audit/logs',
       entry: 'admin/list-audit-logs',
       // The operator reads every tenant's trail; a key with budgets:write its own tenant's.
-      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:audit:read' },
       status: 200,
       table: { items: 'read', indexes: ['directory'] },
       paginates: true,
+    },
+    /**
+     * Policies (docs/decisions.md § Policies): caps and reservation limits by scope pattern, which
+     * admission applies. A family of their own stack (the admin stack nears its limits).
+     */
+    createPolicy: {
+      server: 'admin',
+      method: 'POST',
+      path: '/v1/admin/policies',
+      entry: 'admin/create-policy',
+      auth: {
+        kind: 'tenantOrAdmin',
+        permission: 'policies:write',
+        operator: 'admin:policies:write',
+      },
+      status: 201,
+      table: { items: 'write' },
+      stack: GOVERNANCE,
+    },
+    listPolicies: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/policies',
+      entry: 'admin/list-policies',
+      auth: { kind: 'tenantOrAdmin', permission: 'policies:read', operator: 'admin:policies:read' },
+      status: 200,
+      table: { items: 'read' },
+      paginates: true,
+      stack: GOVERNANCE,
+    },
+    getPolicy: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/policies/{policy_id}',
+      entry: 'admin/get-policy',
+      auth: { kind: 'tenantOrAdmin', permission: 'policies:read', operator: 'admin:policies:read' },
+      status: 200,
+      table: { items: 'read' },
+      stack: GOVERNANCE,
+    },
+    updatePolicy: {
+      server: 'admin',
+      method: 'PATCH',
+      path: '/v1/admin/policies/{policy_id}',
+      entry: 'admin/update-policy',
+      auth: {
+        kind: 'tenantOrAdmin',
+        permission: 'policies:write',
+        operator: 'admin:policies:write',
+      },
+      status: 200,
+      table: { items: 'write' },
+      stack: GOVERNANCE,
+    },
+    /**
+     * Bulk actions (docs/decisions.md § Bulk actions): the reference's gates (500 rows,
+     * expected_count), one audited single operation per row; a close is the whole cascade.
+     */
+    bulkActionTenants: {
+      server: 'admin',
+      method: 'POST',
+      path: '/v1/admin/tenants/bulk-action',
+      entry: 'admin/bulk-action-tenants',
+      auth: { kind: 'admin', operator: 'admin:tenants:write' },
+      status: 200,
+      table: { items: 'write', indexes: ['directory', ...LISTING_INDEXES] },
+      timeoutSeconds: 29,
+      stack: GOVERNANCE,
+    },
+    bulkActionBudgets: {
+      server: 'admin',
+      method: 'POST',
+      path: '/v1/admin/budgets/bulk-action',
+      entry: 'admin/bulk-action-budgets',
+      auth: { kind: 'admin', operator: 'admin:budgets:write' },
+      status: 200,
+      table: { items: 'write' },
+      timeoutSeconds: 29,
+      stack: GOVERNANCE,
+    },
+    /**
+     * The operator's overview (docs/decisions.md § Overview): counters the admin writes maintain,
+     * the debt watch and the recent refusals and expiries; never a Scan.
+     */
+    getOverview: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/overview',
+      entry: 'admin/get-overview',
+      auth: { kind: 'admin', operator: 'admin:read' },
+      status: 200,
+      table: { items: 'read', indexes: ['directory', 'dueForExpiry'] },
+      stack: GOVERNANCE,
     },
     validateKey: {
       server: 'admin',
       method: 'POST',
       path: '/v1/auth/validate',
       entry: 'admin/validate-key',
-      auth: { kind: 'admin' },
+      auth: { kind: 'admin', operator: 'admin:apikeys:read' },
       status: 200,
       table: { items: 'read' },
     },
@@ -710,6 +829,30 @@ export const placesOf = (route: Route): Mount[] => [
   { server: route.server, path: route.path },
   ...(route.mounts ?? []),
 ];
+
+/** A route path as a pattern of request paths: `{x}` one segment, `{x+}` one or more (API Gateway's). */
+export const pathPattern = (path: string): RegExp =>
+  new RegExp(`^${path.replace(/\{[a-z_]+\+\}/g, '.+').replace(/\{[a-z_]+\}/g, '[^/]+')}$`);
+
+/**
+ * The methods a path of `server` answers, from the route table (routes and mounts): what a
+ * request with another method is told in `Allow` (405), instead of 404.
+ */
+export function methodsAt(server: Server, path: string): string[] {
+  const methods = new Set<string>();
+  for (const [, route] of routeEntries()) {
+    if (route.path === '$default') continue;
+    const shape = route.requestPaths === undefined ? undefined : new RegExp(route.requestPaths);
+    for (const place of placesOf(route)) {
+      if (place.server !== server || !pathPattern(place.path).test(path)) continue;
+      if (place.path === route.path && shape && !shape.test(path)) continue;
+      methods.add(route.method);
+    }
+  }
+  // API Gateway answers HEAD for a GET route's path the way it answers GET.
+  if (methods.has('GET')) methods.add('HEAD');
+  return [...methods].sort();
+}
 
 /** Routes that check X-Admin-API-Key (alone, or as an alternative to a tenant key). */
 export const acceptsAdminKey = (route: Route): boolean =>

@@ -39,6 +39,8 @@ interface Example {
   readonly body?: unknown;
   /** For the $default routes: the unmatched path. */
   readonly rawPath?: string;
+  /** A route that takes either key, called with the admin key (the walkthrough's tenant key lacks its permission). */
+  readonly asAdmin?: true;
 }
 
 const usd = (amount: number) => ({ unit: 'USD_MICROCENTS', amount });
@@ -172,6 +174,42 @@ const EXAMPLES: Record<RouteId, Example> = {
     query: { reason: 'rotated' },
   },
   listAuditLogs: { query: { tenant_id: SAMPLE.tenant, operation: 'fundBudget' } },
+  createPolicy: {
+    body: {
+      tenant_id: SAMPLE.tenant,
+      name: 'summarizer caps',
+      scope_pattern: `tenant:${SAMPLE.tenant}/workspace:prod/*`,
+      priority: 10,
+      caps: { max_tokens: 4096 },
+      reservation_ttl_override: { max_ttl_ms: 600_000 },
+    },
+    asAdmin: true,
+  },
+  listPolicies: { query: { tenant_id: SAMPLE.tenant }, asAdmin: true },
+  // The created policy's id is random: the fixtures name one that does not exist.
+  getPolicy: { pathParameters: { policy_id: 'pol_0123456789abcdef' }, asAdmin: true },
+  updatePolicy: {
+    pathParameters: { policy_id: 'pol_0123456789abcdef' },
+    body: { status: 'DISABLED' },
+    asAdmin: true,
+  },
+  getOverview: {},
+  bulkActionTenants: {
+    body: {
+      filter: { search: 'no-such-tenant' },
+      action: 'SUSPEND',
+      expected_count: 0,
+      idempotency_key: 'bulk-1',
+    },
+  },
+  bulkActionBudgets: {
+    body: {
+      filter: { tenant_id: SAMPLE.tenant, scope_prefix: `tenant:${SAMPLE.tenant}/workspace:prod` },
+      action: 'CREDIT',
+      amount: usd(1_000_000),
+      idempotency_key: 'bulk-2',
+    },
+  },
   validateKey: { body: { key_secret: SAMPLE.apiKeySecret } },
   adminIntrospectAuth: {},
   listEvents: { query: { tenant_id: SAMPLE.tenant, category: 'budget', limit: '20' } },
@@ -235,8 +273,9 @@ const TIME = new Date(Date.UTC(2025, 0, 15, 12, 0, 0));
 const REGION = 'us-east-1';
 const ACCOUNT = '123456789012';
 
-function authHeaders(route: Route): Record<string, string> {
-  if (route.auth.kind === 'admin') return { 'x-admin-api-key': SAMPLE.adminApiKey };
+function authHeaders(route: Route, example: Example): Record<string, string> {
+  if (route.auth.kind === 'admin' || example.asAdmin)
+    return { 'x-admin-api-key': SAMPLE.adminApiKey };
   // Budget writes may also use the admin key; the walkthrough uses the tenant's own.
   if (route.auth.kind === 'tenant' || route.auth.kind === 'tenantOrAdmin')
     return { 'x-service-api-key': SAMPLE.apiKeySecret };
@@ -273,7 +312,7 @@ export function httpApiEvent(id: RouteId, route: Route, example: Example) {
       'x-forwarded-for': '198.51.100.7',
       'x-forwarded-port': '443',
       'x-forwarded-proto': 'https',
-      ...authHeaders(route),
+      ...authHeaders(route, example),
     },
     ...(example.query && { queryStringParameters: example.query }),
     ...(example.pathParameters && { pathParameters: example.pathParameters }),

@@ -8,6 +8,8 @@ import * as adminSchemas from '../functions/http/schemas/admin.js';
 import { Metadata } from '../functions/http/schemas/common.js';
 import * as eventResponseSchemas from '../functions/http/schemas/event-responses.js';
 import * as extensionSchemas from '../functions/http/schemas/extensions.js';
+import * as governanceSchemas from '../functions/http/schemas/governance.js';
+import * as governanceResponses from '../functions/http/schemas/governance-responses.js';
 import * as responseSchemas from '../functions/http/schemas/responses.js';
 import * as runtimeSchemas from '../functions/http/schemas/runtime.js';
 import * as tenantSchemas from '../functions/http/schemas/tenants.js';
@@ -105,9 +107,10 @@ const requestNames = namesOf(
   adminSchemas,
   tenantSchemas,
   webhookSchemas,
+  governanceSchemas,
   extensionSchemas,
 );
-const responseNames = namesOf(responseSchemas, eventResponseSchemas);
+const responseNames = namesOf(responseSchemas, eventResponseSchemas, governanceResponses);
 
 function nameOf(
   names: Map<z.core.$ZodType, string>,
@@ -167,22 +170,26 @@ const SECURITY: Record<Auth['kind'], Record<string, string[]>[]> = {
 const takesKey = (route: Route) => route.auth.kind !== 'none';
 const takesTenantKey = (route: Route) =>
   route.auth.kind === 'tenant' || route.auth.kind === 'tenantOrAdmin';
+/** A key that may lack a permission: a tenant key, or an operator credential (403). */
+const checksPermission = (route: Route) =>
+  takesTenantKey(route) || (route.auth.kind === 'admin' && route.auth.operator !== undefined);
 /**
- * Reading the table (a tenant key is read from it too) can meet throttling or contention: 429
- * (nothing written, retry after Retry-After), or a table that does not answer: 503.
+ * Reading the table (every key is read from it, an operator credential's too) can meet
+ * throttling or contention: 429 (nothing written, retry after Retry-After), or a table that does
+ * not answer: 503.
  */
 const readsTable = (route: Route) =>
   route.table.items !== undefined ||
   (route.table.indexes?.length ?? 0) > 0 ||
   route.table.describe === true ||
-  takesTenantKey(route);
+  takesKey(route);
 
 /** The error statuses of a route: its own refusals, and those any route of its kind may answer. */
 export function errorStatuses(route: Route, contract: Contract): number[] {
   const statuses = new Set<number>(contract.refusals ?? []);
   if (contract.body || contract.query || contract.params) statuses.add(400);
   if (takesKey(route)) statuses.add(401);
-  if (takesTenantKey(route)) statuses.add(403);
+  if (checksPermission(route)) statuses.add(403);
   statuses.add(500);
   // Health answers a table in trouble with its own 503 (DOWN), never busy.
   if (readsTable(route) && contract.alsoAnswers?.status !== 503) {

@@ -4,6 +4,7 @@ import { budgetPeriods, watchBudget } from './budget-history.js';
 import * as budgets from './budgets.js';
 import { createBudgetsMany, createKeysMany, createTenantsMany, fundMany } from './bulk.js';
 import * as events from './events.js';
+import * as governance from './governance.js';
 import * as keys from './keys.js';
 import * as reservations from './reservations.js';
 import { balances, introspect } from './runtime.js';
@@ -25,6 +26,7 @@ export const commands: readonly AnyCommand[] = [
   tenants.suspendTenant,
   tenants.resumeTenant,
   tenants.closeTenant,
+  governance.bulkTenants,
   keys.listKeys,
   keys.getKey,
   keys.createKey,
@@ -41,8 +43,13 @@ export const commands: readonly AnyCommand[] = [
   budgets.updateBudget,
   budgets.freezeBudget,
   budgets.unfreezeBudget,
+  governance.bulkBudgets,
   budgetPeriods,
   watchBudget,
+  governance.listPolicies,
+  governance.getPolicy,
+  governance.createPolicy,
+  governance.updatePolicy,
   settlement.budgetAccuracy,
   reservations.listReservations,
   reservations.getReservation,
@@ -67,6 +74,7 @@ export const commands: readonly AnyCommand[] = [
   webhooks.replayWebhook,
   webhooks.bulkWebhooks,
   webhooks.webhookSecurity,
+  governance.overview,
   health,
   openapi,
   showConfig,

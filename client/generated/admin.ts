@@ -314,6 +314,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a tenant’s policies */
+        get: operations["listPolicies"];
+        put?: never;
+        /** Create a policy: caps and reservation limits for the scopes its pattern matches */
+        post: operations["createPolicy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/policies/{policy_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a policy */
+        get: operations["getPolicy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change a policy (disable it with status DISABLED) */
+        patch: operations["updatePolicy"];
+        trace?: never;
+    };
+    "/v1/admin/tenants/bulk-action": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Suspend, reactivate or close every tenant a filter matches (at most 500; expected_count guards the set) */
+        post: operations["bulkActionTenants"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/budgets/bulk-action": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fund, freeze or unfreeze every budget of a tenant a filter matches (at most 500; expected_count guards the set) */
+        post: operations["bulkActionBudgets"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The operator’s overview: tenants and budgets by status, budgets in debt or over their limit, recent refusals and expiries */
+        get: operations["getAdminOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/validate": {
         parameters: {
             query?: never;
@@ -698,6 +785,67 @@ export interface components {
             name: string;
             tags?: string[];
         };
+        AdminOverviewResponse: {
+            /** Format: date-time */
+            as_of: string;
+            event_window_seconds: number;
+            tenant_counts: {
+                total: number;
+                active: number;
+                suspended: number;
+                closed: number;
+            };
+            budget_counts: {
+                total: number;
+                active: number;
+                frozen: number;
+                closed: number;
+                over_limit: number;
+                with_debt: number;
+                by_unit: {
+                    [key: string]: number;
+                };
+            };
+            over_limit_scopes: {
+                scope: string;
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                allocated: number;
+                remaining: number;
+                debt: number;
+            }[];
+            debt_scopes: {
+                scope: string;
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                debt: number;
+                overdraft_limit: number;
+            }[];
+            webhook_counts: {
+                total: number;
+                active: number;
+                disabled: number;
+                with_failures: number;
+            };
+            failing_webhooks: {
+                subscription_id: string;
+                url: string;
+                consecutive_failures: number;
+                /** Format: date-time */
+                last_failure_at?: string;
+            }[];
+            event_counts: {
+                total_recent: number;
+                by_category: {
+                    [key: string]: number;
+                };
+            };
+            recent_denials: components["schemas"]["OverviewEvent"][];
+            recent_expiries: components["schemas"]["OverviewEvent"][];
+            recent_denials_by_reason?: {
+                [key: string]: number;
+            };
+        };
         Amount: {
             /** @enum {string} */
             unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
@@ -709,7 +857,7 @@ export interface components {
             key_prefix: string;
             name: string;
             description?: string;
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -726,7 +874,7 @@ export interface components {
             key_prefix: string;
             name: string;
             description?: string;
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -745,9 +893,9 @@ export interface components {
             tenant_id: string;
             key_id?: string;
             /** @enum {string} */
-            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent";
+            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent";
             /** @enum {string} */
-            resource_type: "budget" | "tenant" | "api_key" | "reservation" | "webhook" | "config" | "event";
+            resource_type: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "webhook" | "config" | "event";
             resource_id: string;
             request_id: string;
             trace_id?: string;
@@ -757,6 +905,7 @@ export interface components {
                 actor: string;
                 /** @enum {string} */
                 actor_type: "admin" | "api_key" | "admin_on_behalf_of" | "system";
+                actor_name?: string;
                 before?: {
                     [key: string]: unknown;
                 };
@@ -811,6 +960,41 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        BudgetBulkActionBody: {
+            filter: {
+                tenant_id: string;
+                scope_prefix?: string;
+                /** @enum {string} */
+                unit?: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                /** @enum {string} */
+                status?: "ACTIVE" | "FROZEN" | "CLOSED";
+                over_limit?: boolean;
+                has_debt?: boolean;
+                utilization_min?: number;
+                utilization_max?: number;
+                search?: string;
+            };
+            /** @enum {string} */
+            action: "CREDIT" | "DEBIT" | "RESET" | "RESET_SPENT" | "REPAY_DEBT" | "FREEZE" | "UNFREEZE";
+            amount?: {
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                amount: number;
+            };
+            spent?: unknown;
+            reason?: string;
+            expected_count?: number;
+            idempotency_key: string;
+        };
+        BudgetBulkActionResponse: {
+            /** @enum {string} */
+            action: "CREDIT" | "DEBIT" | "RESET" | "REPAY_DEBT" | "RESET_SPENT" | "FREEZE" | "UNFREEZE";
+            total_matched: number;
+            succeeded: components["schemas"]["BulkActionRowOutcome"][];
+            failed: components["schemas"]["BulkActionRowOutcome"][];
+            skipped: components["schemas"]["BulkActionRowOutcome"][];
+            idempotency_key: string;
+        };
         BudgetLedger: {
             ledger_id: string;
             tenant_id: string;
@@ -850,6 +1034,12 @@ export interface components {
             ledgers: components["schemas"]["BudgetLedger"][];
             has_more: boolean;
             next_cursor?: string;
+        };
+        BulkActionRowOutcome: {
+            id: string;
+            error_code?: string;
+            message?: string;
+            reason?: string;
         };
         Caps: {
             max_tokens?: number;
@@ -903,23 +1093,10 @@ export interface components {
             next_cursor?: string;
         };
         CreateApiKeyBody: {
-            tenant_id: string;
+            tenant_id: string | "__system__";
             name: string;
             description?: string;
-            /**
-             * @default [
-             *       "reservations:create",
-             *       "reservations:commit",
-             *       "reservations:release",
-             *       "reservations:extend",
-             *       "reservations:list",
-             *       "balances:read",
-             *       "decide",
-             *       "events:create",
-             *       "budgets:write"
-             *     ]
-             */
-            permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
+            permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             /** Format: date-time */
             expires_at?: string;
         };
@@ -957,13 +1134,55 @@ export interface components {
                 amount: number;
             };
         };
+        CreatePolicyBody: {
+            tenant_id?: string;
+            name: string;
+            description?: string;
+            scope_pattern: string;
+            /** @default 0 */
+            priority?: number;
+            caps?: {
+                max_tokens?: number;
+                max_steps_remaining?: number;
+                tool_allowlist?: string[];
+                tool_denylist?: string[];
+                cooldown_ms?: number;
+            };
+            /** @enum {string} */
+            commit_overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            reservation_ttl_override?: {
+                default_ttl_ms?: number;
+                max_ttl_ms?: number;
+                max_extensions?: number;
+            };
+            rate_limits?: {
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
+            /** Format: date-time */
+            effective_from?: string;
+            /** Format: date-time */
+            effective_until?: string;
+        };
         CreateTenantBody: {
             tenant_id: string;
             name: string;
+            parent_tenant_id?: string;
+            metadata?: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            default_commit_overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            default_reservation_ttl_ms?: number;
+            max_reservation_ttl_ms?: number;
+            max_reservation_extensions?: number;
+            reservation_expiry_policy?: string;
+            /** @enum {string} */
+            unbudgeted_scopes?: "ZERO_ALLOCATION" | "SKIP";
         };
         ErrorResponse: {
             /** @enum {string} */
-            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "REPLAY_IN_PROGRESS" | "COUNT_MISMATCH" | "RESERVATION_EXPIRED" | "LIMIT_EXCEEDED" | "INTERNAL_ERROR";
+            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "REPLAY_IN_PROGRESS" | "MAX_EXTENSIONS_EXCEEDED" | "COUNT_MISMATCH" | "LIMIT_EXCEEDED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
             message: string;
             request_id: string;
             details?: {
@@ -1077,7 +1296,7 @@ export interface components {
             authenticated: true;
             /** @constant */
             auth_type: "admin";
-            permissions: "*"[];
+            permissions: ("*" | ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read"))[];
             capabilities: {
                 view_overview: boolean;
                 view_budgets: boolean;
@@ -1101,7 +1320,7 @@ export interface components {
             valid: true;
             tenant_id: string;
             key_id: string;
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             /** Format: date-time */
             expires_at?: string;
         } | {
@@ -1123,6 +1342,56 @@ export interface components {
             };
         } & {
             [key: string]: unknown;
+        };
+        OverviewEvent: {
+            event_id: string;
+            /** @enum {string} */
+            event_type: "reservation.denied" | "reservation.expired";
+            /** @constant */
+            category: "reservation";
+            /** Format: date-time */
+            timestamp: string;
+            tenant_id: string;
+            scope?: string;
+            source: string;
+            data: {
+                [key: string]: unknown;
+            };
+            request_id?: string;
+        };
+        Policy: {
+            policy_id: string;
+            name: string;
+            description?: string;
+            scope_pattern: string;
+            priority: number;
+            caps?: components["schemas"]["Caps"];
+            /** @enum {string} */
+            commit_overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            reservation_ttl_override?: {
+                default_ttl_ms?: number;
+                max_ttl_ms?: number;
+                max_extensions?: number;
+            };
+            rate_limits?: {
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
+            /** @enum {string} */
+            status: "ACTIVE" | "DISABLED";
+            /** Format: date-time */
+            effective_from?: string;
+            /** Format: date-time */
+            effective_until?: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at?: string;
+        };
+        PolicyListResponse: {
+            policies: components["schemas"]["Policy"][];
+            has_more: boolean;
+            next_cursor?: string;
         };
         RefundBody: {
             idempotency_key: string;
@@ -1221,17 +1490,56 @@ export interface components {
             name: string;
             /** @enum {string} */
             status: "ACTIVE" | "SUSPENDED" | "CLOSED";
+            parent_tenant_id?: string;
+            /** @enum {string} */
+            default_commit_overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            default_reservation_ttl_ms?: number;
+            max_reservation_ttl_ms?: number;
+            max_reservation_extensions?: number;
+            /** @enum {string} */
+            reservation_expiry_policy?: "AUTO_RELEASE" | "GRACE_ONLY";
+            /** @enum {string} */
+            unbudgeted_scopes?: "ZERO_ALLOCATION" | "SKIP";
+            metadata?: {
+                [key: string]: string;
+            };
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
             updated_at?: string;
+            /** Format: date-time */
+            suspended_at?: string;
+            /** Format: date-time */
+            closed_at?: string;
+        };
+        TenantBulkActionBody: {
+            filter: {
+                /** @enum {string} */
+                status?: "ACTIVE" | "SUSPENDED" | "CLOSED";
+                parent_tenant_id?: string;
+                observe_mode?: string;
+                search?: string;
+            };
+            /** @enum {string} */
+            action: "SUSPEND" | "REACTIVATE" | "CLOSE";
+            expected_count?: number;
+            idempotency_key: string;
+        };
+        TenantBulkActionResponse: {
+            /** @enum {string} */
+            action: "SUSPEND" | "REACTIVATE" | "CLOSE";
+            total_matched: number;
+            succeeded: components["schemas"]["BulkActionRowOutcome"][];
+            failed: components["schemas"]["BulkActionRowOutcome"][];
+            skipped: components["schemas"]["BulkActionRowOutcome"][];
+            idempotency_key: string;
         };
         TenantIntrospection: {
             /** @constant */
             authenticated: true;
             /** @constant */
             auth_type: "tenant";
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             capabilities: {
                 view_overview: boolean;
                 view_budgets: boolean;
@@ -1259,7 +1567,7 @@ export interface components {
         UpdateApiKeyBody: {
             name?: string;
             description?: string;
-            permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
+            permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
         };
         UpdateBudgetBody: {
             overdraft_limit?: {
@@ -1283,10 +1591,46 @@ export interface components {
                 amount: number;
             } | null;
         };
+        UpdatePolicyBody: {
+            name?: string;
+            description?: string | null;
+            scope_pattern?: string;
+            priority?: number;
+            /** @enum {string} */
+            status?: "ACTIVE" | "DISABLED";
+            caps?: {
+                max_tokens?: number;
+                max_steps_remaining?: number;
+                tool_allowlist?: string[];
+                tool_denylist?: string[];
+                cooldown_ms?: number;
+            } | null;
+            commit_overage_policy?: ("REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT") | null;
+            reservation_ttl_override?: {
+                default_ttl_ms?: number;
+                max_ttl_ms?: number;
+                max_extensions?: number;
+            } | null;
+            rate_limits?: {
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            } | null;
+            effective_from?: string | null;
+            effective_until?: string | null;
+        };
         UpdateTenantBody: {
             name?: string;
             /** @enum {string} */
             status?: "ACTIVE" | "SUSPENDED" | "CLOSED";
+            metadata?: {
+                [key: string]: string;
+            };
+            default_commit_overage_policy?: ("REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT") | null;
+            default_reservation_ttl_ms?: number | null;
+            max_reservation_ttl_ms?: number | null;
+            max_reservation_extensions?: number | null;
+            reservation_expiry_policy?: string | null;
+            unbudgeted_scopes?: ("ZERO_ALLOCATION" | "SKIP") | null;
         };
         ValidateKeyBody: {
             key_secret: string;
@@ -1566,6 +1910,14 @@ export interface operations {
                 toolset?: string;
                 status?: "ACTIVE" | "COMMITTED" | "RELEASED" | "EXPIRED";
                 idempotency_key?: string;
+                from?: string;
+                to?: string;
+                expires_from?: string;
+                expires_to?: string;
+                finalized_from?: string;
+                finalized_to?: string;
+                sort_by?: "reservation_id" | "tenant" | "scope_path" | "status" | "reserved" | "created_at_ms" | "expires_at_ms";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -1760,6 +2112,10 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "ACTIVE" | "SUSPENDED" | "CLOSED";
+                parent_tenant_id?: string;
+                search?: string;
+                sort_by?: "tenant_id" | "name" | "status" | "created_at";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -1782,6 +2138,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
@@ -1813,6 +2170,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
@@ -1822,8 +2180,11 @@ export interface operations {
     listApiKeys: {
         parameters: {
             query?: {
-                tenant_id?: string;
+                tenant_id?: string | "__system__";
                 status?: "ACTIVE" | "REVOKED" | "EXPIRED";
+                search?: string;
+                sort_by?: "key_id" | "name" | "tenant_id" | "status" | "created_at" | "expires_at";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -1846,6 +2207,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
@@ -1877,6 +2239,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -1891,6 +2254,13 @@ export interface operations {
                 scope_prefix?: string;
                 unit?: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
                 status?: "ACTIVE" | "FROZEN" | "CLOSED";
+                over_limit?: boolean;
+                has_debt?: boolean;
+                utilization_min?: number;
+                utilization_max?: number;
+                search?: string;
+                sort_by?: "tenant_id" | "scope" | "unit" | "status" | "commit_overage_policy" | "utilization" | "debt";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -2279,6 +2649,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
@@ -2313,6 +2684,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -2344,6 +2716,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
@@ -2376,6 +2749,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -2411,6 +2785,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -2421,13 +2796,15 @@ export interface operations {
     listAuditLogs: {
         parameters: {
             query?: {
-                tenant_id?: string;
+                tenant_id?: string | "__system__";
                 key_id?: string;
-                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent";
-                resource_type?: "budget" | "tenant" | "api_key" | "reservation" | "webhook" | "config" | "event";
+                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent";
+                resource_type?: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "webhook" | "config" | "event";
                 resource_id?: string;
                 from?: string;
                 to?: string;
+                sort_by?: "timestamp" | "operation" | "resource_type" | "tenant_id" | "key_id" | "status";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -2451,6 +2828,248 @@ export interface operations {
                 };
             };
             400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listPolicies: {
+        parameters: {
+            query?: {
+                tenant_id?: string;
+                scope_pattern?: string;
+                status?: "ACTIVE" | "DISABLED";
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List a tenant’s policies */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    createPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePolicyBody"];
+            };
+        };
+        responses: {
+            /** @description Create a policy: caps and reservation limits for the scopes its pattern matches */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Policy"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                policy_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get a policy */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Policy"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    updatePolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                policy_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePolicyBody"];
+            };
+        };
+        responses: {
+            /** @description Change a policy (disable it with status DISABLED) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Policy"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    bulkActionTenants: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TenantBulkActionBody"];
+            };
+        };
+        responses: {
+            /** @description Suspend, reactivate or close every tenant a filter matches (at most 500; expected_count guards the set) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantBulkActionResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    bulkActionBudgets: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BudgetBulkActionBody"];
+            };
+        };
+        responses: {
+            /** @description Fund, freeze or unfreeze every budget of a tenant a filter matches (at most 500; expected_count guards the set) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetBulkActionResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getAdminOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operator’s overview: tenants and budgets by status, budgets in debt or over their limit, recent refusals and expiries */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminOverviewResponse"];
+                };
+            };
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -2484,6 +3103,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];

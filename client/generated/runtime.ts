@@ -387,7 +387,7 @@ export interface components {
                 amount: number;
             };
             /**
-             * @default REJECT
+             * @description Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise
              * @enum {string}
              */
             overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
@@ -428,12 +428,12 @@ export interface components {
                 unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
                 amount: number;
             };
-            /** @default 60000 */
+            /** @description Default 60000, unless the tenant (default_reservation_ttl_ms) or a policy says otherwise; capped to the tenant's and policies' maximum */
             ttl_ms?: number;
             /** @default 5000 */
             grace_period_ms?: number;
             /**
-             * @default REJECT
+             * @description Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise
              * @enum {string}
              */
             overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
@@ -484,14 +484,14 @@ export interface components {
         } | {
             /** @constant */
             decision: "DENY";
-            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN or BUDGET_CLOSED. Handle unknown values as a DENY. */
+            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, BUDGET_CLOSED, MAX_RESERVATION_AMOUNT_EXCEEDED (ours: the estimate is above a budget's max_reservation_amount), TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY. */
             reason_code: string;
             /** @description Canonical scope identifiers, in canonical order */
             affected_scopes: string[];
         };
         ErrorResponse: {
             /** @enum {string} */
-            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "REPLAY_IN_PROGRESS" | "COUNT_MISMATCH" | "RESERVATION_EXPIRED" | "LIMIT_EXCEEDED" | "INTERNAL_ERROR";
+            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "REPLAY_IN_PROGRESS" | "MAX_EXTENSIONS_EXCEEDED" | "COUNT_MISMATCH" | "LIMIT_EXCEEDED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
             message: string;
             request_id: string;
             details?: {
@@ -618,7 +618,7 @@ export interface components {
         } | {
             /** @constant */
             decision: "DENY";
-            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN or BUDGET_CLOSED. Handle unknown values as a DENY. */
+            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, BUDGET_CLOSED, MAX_RESERVATION_AMOUNT_EXCEEDED (ours: the estimate is above a budget's max_reservation_amount), TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY. */
             reason_code: string;
             /** @description Canonical scope identifiers, in canonical order */
             affected_scopes: string[];
@@ -694,7 +694,7 @@ export interface components {
             authenticated: true;
             /** @constant */
             auth_type: "tenant";
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             capabilities: {
                 view_overview: boolean;
                 view_budgets: boolean;
@@ -789,6 +789,14 @@ export interface operations {
                 toolset?: string;
                 status?: "ACTIVE" | "COMMITTED" | "RELEASED" | "EXPIRED";
                 idempotency_key?: string;
+                from?: string;
+                to?: string;
+                expires_from?: string;
+                expires_to?: string;
+                finalized_from?: string;
+                finalized_to?: string;
+                sort_by?: "reservation_id" | "tenant" | "scope_path" | "status" | "reserved" | "created_at_ms" | "expires_at_ms";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -851,6 +859,7 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
@@ -1127,6 +1136,7 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];

@@ -7,6 +7,7 @@ import { Audit } from './pages/Audit.js';
 import { Budgets } from './pages/Budgets.js';
 import { Events } from './pages/Events.js';
 import { Overview } from './pages/Overview.js';
+import { Policies } from './pages/Policies.js';
 import { Reservations } from './pages/Reservations.js';
 import { SignIn } from './pages/SignIn.js';
 import { Tenants } from './pages/Tenants.js';
@@ -170,6 +171,8 @@ function PageView({ page, params }: { readonly page: PageId; readonly params: Pa
       return <Tenants params={params} />;
     case 'budgets':
       return <Budgets params={params} />;
+    case 'policies':
+      return <Policies params={params} />;
     case 'reservations':
       return <Reservations params={params} />;
     case 'keys':

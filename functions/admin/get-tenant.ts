@@ -1,5 +1,5 @@
 import { httpHandler } from '../http/handler.js';
-import { TenantParams } from '../http/schemas/tenants.js';
+import { TenantParams } from '../http/schemas/admin.js';
 import { tenantView } from '../http/views.js';
 import { readTenant } from '../use-cases/tenants.js';
 

@@ -1,5 +1,5 @@
 import { httpHandler } from '../http/handler.js';
-import { ListTenantsQuery } from '../http/schemas/tenants.js';
+import { ListTenantsQuery } from '../http/schemas/admin.js';
 import { tenantPageView } from '../http/views.js';
 import { listTenants } from '../use-cases/tenants.js';
 

@@ -115,8 +115,13 @@ const settings = {
   ESTIMATE_ACCURACY: flag(true),
   /** Local runner: how often the table's stream is read. */
   STREAM_POLL_INTERVAL_MS: int(250, 10, 60_000),
-  /** Refused reservations are recorded for reservation.denied (the local runner: with webhooks). */
+  /** Refused reservations are recorded for reservation.denied and the operator's overview. */
   REFUSAL_EVENTS: flag(true),
+  /**
+   * How a new tenant's unbudgeted scopes count when its creation names none (docs/decisions.md §
+   * Unbudgeted scopes): SPEC's ZERO_ALLOCATION, or SKIP for a deployment moving from the reference.
+   */
+  UNBUDGETED_SCOPES_DEFAULT: oneOf(['ZERO_ALLOCATION', 'SKIP'], 'ZERO_ALLOCATION'),
   /** At most one refusal record per tenant, scope, unit and code per this interval (0: all). */
   REFUSAL_EVENT_INTERVAL_MS: int(1_000, 0, 3_600_000),
   // Budgets that shard themselves (docs/decisions.md § Escrow shards).

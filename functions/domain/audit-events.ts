@@ -339,6 +339,43 @@ const webhookDisable: Rule = (r) =>
         },
       ];
 
+// --- policies ----------------------------------------------------------------------------
+
+/** The fields of a policy whose change a `policy.updated` names. */
+const POLICY_FIELDS = [
+  'name',
+  'description',
+  'scope_pattern',
+  'priority',
+  'caps',
+  'overage_policy',
+  'ttl',
+  'rate_limits',
+  'status',
+  'effective_from',
+  'effective_until',
+];
+
+/** The reference's EventDataPolicy. */
+const policyEvent =
+  (type: 'policy.created' | 'policy.updated'): Rule =>
+  (r) => {
+    const changed =
+      type === 'policy.updated' ? changedFields(r.before, r.after, POLICY_FIELDS) : [];
+    if (type === 'policy.updated' && changed.length === 0) return [];
+    return [
+      {
+        type,
+        data: {
+          policy_id: r.resourceId,
+          ...(str(r.after?.name) && { name: str(r.after?.name) }),
+          ...(str(r.after?.scope_pattern) && { scope_pattern: str(r.after?.scope_pattern) }),
+          changed_fields: changed,
+        },
+      },
+    ];
+  };
+
 /** Every audited change and the events it means. */
 export const AUDIT_EVENTS: { readonly [A in AuditAction]: Rule } = {
   'tenant.create': (r) => [
@@ -352,6 +389,8 @@ export const AUDIT_EVENTS: { readonly [A in AuditAction]: Rule } = {
     },
   ],
   'tenant.update': tenantUpdate,
+  'policy.create': policyEvent('policy.created'),
+  'policy.update': policyEvent('policy.updated'),
   'api_key.create': (r) => [{ type: 'api_key.created', data: keyData(r) }],
   'api_key.update': keyUpdate,
   'api_key.revoke': keyRevoke,

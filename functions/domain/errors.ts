@@ -1,7 +1,9 @@
 /**
  * SPEC § Errors: the 12 codes, plus DUPLICATE_RESOURCE for the admin plane and the reference's
- * TENANT_CLOSED, BUDGET_FROZEN, BUDGET_CLOSED, KEY_REVOKED and LIMIT_EXCEEDED (429: busy, see
- * RetryLaterError; docs/decisions.md).
+ * TENANT_CLOSED, BUDGET_FROZEN, BUDGET_CLOSED, KEY_REVOKED, MAX_EXTENSIONS_EXCEEDED (its
+ * runtime's: a tenant's or policy's extension limit), COUNT_MISMATCH and LIMIT_EXCEEDED (its
+ * bulk actions' safety gates, 400; busy is LIMIT_EXCEEDED too, 429, as a RetryLaterError; see
+ * docs/decisions.md).
  */
 export type ErrorCode =
   | 'INVALID_REQUEST'
@@ -24,6 +26,7 @@ export type ErrorCode =
   /** The reference's webhook codes: a replay to the subscription runs; a bulk filter's count moved. */
   | 'REPLAY_IN_PROGRESS'
   | 'COUNT_MISMATCH'
+  | 'MAX_EXTENSIONS_EXCEEDED'
   | 'INTERNAL_ERROR';
 
 /** A refusal the caller can act on. Carries an error code, never an HTTP status. */
@@ -37,6 +40,27 @@ export class DomainError extends Error {
     options?: ErrorOptions,
   ) {
     super(message, options);
+  }
+}
+
+/**
+ * A known path asked with a method it does not answer: 405 with `Allow`, and the reference's
+ * body for it (INVALID_REQUEST), rather than a 404 that says the path does not exist.
+ */
+export class MethodNotAllowedError extends DomainError {
+  constructor(
+    method: string,
+    path: string,
+    readonly allowed: readonly string[],
+  ) {
+    super(
+      'INVALID_REQUEST',
+      `${path} does not answer ${method}; it answers ${allowed.join(', ')}`,
+      {
+        method,
+        allowed: [...allowed],
+      },
+    );
   }
 }
 

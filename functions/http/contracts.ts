@@ -5,6 +5,7 @@ import {
   ClosedPeriodsQuery,
   CreateApiKeyBody,
   CreateBudgetBody,
+  CreateTenantBody,
   FundBudgetBody,
   FundPath,
   FundPathParams,
@@ -12,13 +13,25 @@ import {
   ListApiKeysQuery,
   ListAuditLogsQuery,
   ListBudgetsQuery,
+  ListTenantsQuery,
   RevokeApiKeyQuery,
+  TenantParams,
   UpdateApiKeyBody,
   UpdateBudgetBody,
+  UpdateTenantBody,
   ValidateKeyBody,
 } from './schemas/admin.js';
 import * as events from './schemas/event-responses.js';
 import { ChargeBody, EventIdParams, ListChargesQuery, RefundBody } from './schemas/extensions.js';
+import {
+  BudgetBulkActionBody,
+  CreatePolicyBody,
+  ListPoliciesQuery,
+  PolicyParams,
+  TenantBulkActionBody,
+  UpdatePolicyBody,
+} from './schemas/governance.js';
+import * as gov from './schemas/governance-responses.js';
 import * as res from './schemas/responses.js';
 import {
   CommitBody,
@@ -31,12 +44,6 @@ import {
   ReleaseBody,
   ReservationIdParams,
 } from './schemas/runtime.js';
-import {
-  CreateTenantBody,
-  ListTenantsQuery,
-  TenantParams,
-  UpdateTenantBody,
-} from './schemas/tenants.js';
 import {
   CreateWebhookQuery,
   EventParams,
@@ -73,7 +80,7 @@ export interface Contract {
    * the route table: 400 (it takes input), 401 and 403 (it takes a key), 500, 503 (it reads).
    * @default []
    */
-  readonly refusals?: readonly (404 | 409 | 410)[];
+  readonly refusals?: readonly (404 | 405 | 409 | 410)[];
   /** A second answer that is not an error body. @default - none */
   readonly alsoAnswers?: {
     readonly status: number;
@@ -108,9 +115,10 @@ const openApi = {
   response: res.OpenApiDocument,
 } as const satisfies Contract;
 const notFound = {
-  summary: 'Any method and path no operation of the server matches',
+  summary:
+    'Any method and path no operation of the server matches: 405 with Allow where the path answers other methods, else 404',
   tag: 'Service',
-  refusals: [404],
+  refusals: [404, 405],
 } as const satisfies Contract;
 const budget = { tag: 'Budgets', query: BudgetQuery } as const;
 const subscription = { tag: 'Webhooks', params: SubscriptionParams } as const;
@@ -123,7 +131,8 @@ export const contracts = {
     tag: 'Reservations',
     body: CreateReservationBody,
     response: res.ReservationCreateResponse,
-    refusals: [409],
+    // 404: a tenant that skips unbudgeted scopes, with none of the derived ones budgeted.
+    refusals: [404, 409],
   },
   listReservations: {
     summary: 'List reservations (the admin key lists those of the tenant it names)',
@@ -181,7 +190,7 @@ export const contracts = {
     tag: 'Events',
     body: CreateEventBody,
     response: res.EventCreateResponse,
-    refusals: [409],
+    refusals: [404, 409],
   },
   chargeReservation: {
     summary: 'Charge part of the actual while the reservation stays ACTIVE (streaming, long tasks)',
@@ -366,6 +375,57 @@ export const contracts = {
     tag: 'Audit',
     query: ListAuditLogsQuery,
     response: res.AuditLogListResponse,
+  },
+  createPolicy: {
+    summary: 'Create a policy: caps and reservation limits for the scopes its pattern matches',
+    tag: 'Policies',
+    body: CreatePolicyBody,
+    response: gov.Policy,
+    refusals: [404, 409],
+  },
+  listPolicies: {
+    summary: 'List a tenant’s policies',
+    tag: 'Policies',
+    query: ListPoliciesQuery,
+    response: gov.PolicyListResponse,
+  },
+  getPolicy: {
+    summary: 'Get a policy',
+    tag: 'Policies',
+    params: PolicyParams,
+    response: gov.Policy,
+    refusals: [404],
+  },
+  updatePolicy: {
+    summary: 'Change a policy (disable it with status DISABLED)',
+    tag: 'Policies',
+    params: PolicyParams,
+    body: UpdatePolicyBody,
+    response: gov.Policy,
+    refusals: [404, 409],
+  },
+  bulkActionTenants: {
+    summary:
+      'Suspend, reactivate or close every tenant a filter matches (at most 500; expected_count guards the set)',
+    tag: 'Tenants',
+    body: TenantBulkActionBody,
+    response: gov.TenantBulkActionResponse,
+    refusals: [409],
+  },
+  bulkActionBudgets: {
+    summary:
+      'Fund, freeze or unfreeze every budget of a tenant a filter matches (at most 500; expected_count guards the set)',
+    tag: 'Budgets',
+    body: BudgetBulkActionBody,
+    response: gov.BudgetBulkActionResponse,
+    refusals: [409],
+  },
+  getOverview: {
+    summary:
+      'The operator’s overview: tenants and budgets by status, budgets in debt or over their limit, recent refusals and expiries',
+    tag: 'Dashboard',
+    response: gov.AdminOverviewResponse,
+    operationId: 'getAdminOverview',
   },
   validateKey: {
     summary: 'Check whether a key secret is valid',

@@ -1,5 +1,10 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { DomainError, type ErrorCode, RetryLaterError } from '../domain/errors.js';
+import {
+  DomainError,
+  type ErrorCode,
+  MethodNotAllowedError,
+  RetryLaterError,
+} from '../domain/errors.js';
 import { exactJson } from '../domain/json.js';
 
 // SPEC § Errors. `satisfies` turns a new code without a status into a type error.
@@ -20,9 +25,12 @@ export const STATUS = {
   BUDGET_CLOSED: 409,
   KEY_REVOKED: 409,
   REPLAY_IN_PROGRESS: 409,
+  MAX_EXTENSIONS_EXCEEDED: 409,
   COUNT_MISMATCH: 409,
+  // A refusal for size: the reference's bulk row cap, an exact sort's bound, a tenant's policy
+  // count (400). Busy is LIMIT_EXCEEDED too, but 429: a RetryLaterError, answered below.
+  LIMIT_EXCEEDED: 400,
   RESERVATION_EXPIRED: 410,
-  LIMIT_EXCEEDED: 429,
   INTERNAL_ERROR: 500,
 } as const satisfies Record<ErrorCode, number>;
 
@@ -45,9 +53,14 @@ export function errorResponse(
   const refusal = error instanceof DomainError ? error : undefined;
   const code: ErrorCode = refusal?.code ?? 'INTERNAL_ERROR';
   const details = refusal && detailsOf(refusal);
+  const wrongMethod = error instanceof MethodNotAllowedError ? error : undefined;
   return {
-    statusCode: STATUS[code],
-    headers: { 'content-type': 'application/json', 'x-request-id': requestId },
+    statusCode: wrongMethod ? 405 : STATUS[code],
+    headers: {
+      'content-type': 'application/json',
+      'x-request-id': requestId,
+      ...(wrongMethod && { allow: wrongMethod.allowed.join(', ') }),
+    },
     body: exactJson({
       error: code,
       // An unexpected error's message can name tables or echo key material: never send it.

@@ -160,7 +160,11 @@ export function update(key: Key, parts: UpdateParts, options: WriteOptions = {})
 }
 
 /** A ConditionCheck of one item inside a transaction. */
-export function conditionCheck(key: Key, condition: Condition): TransactItem {
+export function conditionCheck(
+  key: Key,
+  condition: Condition,
+  options: Pick<WriteOptions, 'returnOld'> = {},
+): TransactItem {
   const p = new Placeholders();
   const expression = condition(p);
   return {
@@ -170,6 +174,7 @@ export function conditionCheck(key: Key, condition: Condition): TransactItem {
       ConditionExpression: expression,
       ExpressionAttributeNames: p.names,
       ...withValues(p),
+      ...(options.returnOld && { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const }),
     },
   };
 }

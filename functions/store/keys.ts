@@ -4,12 +4,28 @@ import type { Level } from '../domain/scopes.js';
 
 /** Every key format of the table lives here (docs/table-design.md). */
 const SK = '-';
+export const POLICY_PREFIX = 'POLICY#';
 export const DUE_SHARDS = 16;
 
 const pad = (n: number): string => String(Math.max(0, Math.trunc(n))).padStart(15, '0');
 
 export const keys = {
   tenant: (tenant: string) => ({ pk: `TENANT#${tenant}`, sk: SK }),
+  /**
+   * A policy lives in its tenant's partition, so a tenant's state and policies are one Query
+   * (tenantState) and the listing is a strongly consistent Query too.
+   */
+  policy: (tenant: string, policyId: string) => ({
+    pk: `TENANT#${tenant}`,
+    sk: `${POLICY_PREFIX}${policyId}`,
+  }),
+  /** Holds a policy's name, so no two policies of a tenant share one (409 DUPLICATE_RESOURCE). */
+  policyName: (tenant: string, name: string) => ({
+    pk: `TENANT#${tenant}`,
+    sk: `POLICYNAME#${name}`,
+  }),
+  /** Points from a policy id to its tenant (GET and PATCH by id). */
+  policyId: (policyId: string) => ({ pk: `POLICYID#${policyId}`, sk: SK }),
   apiKey: (secretHash: string) => ({ pk: `APIKEY#${secretHash}`, sk: SK }),
   /** Points from a key id to its key item (keys are stored under the hash of their secret). */
   apiKeyId: (keyId: string) => ({ pk: `APIKEYID#${keyId}`, sk: SK }),
@@ -141,6 +157,18 @@ export const directory = {
     sk: (tenant: string, subscriptionId: string) => `${tenant}#${subscriptionId}`,
     ownerPrefix: (tenant: string) => `${tenant}#`,
   },
+  /**
+   * The recent refusals and expiries the operator's overview lists, by time (then tenant and
+   * id), each spread over RECENT_SPREAD partitions: written per (sampled) refusal and per expiry.
+   */
+  denials: {
+    pk: (id: string) => `DENIALS#${hashOf(id) % RECENT_SPREAD}`,
+    sk: (atMs: number, tenant: string, id: string) => `${pad(atMs)}#${tenant}#${id}`,
+  },
+  expiries: {
+    pk: (id: string) => `EXPIRIES#${hashOf(id) % RECENT_SPREAD}`,
+    sk: (atMs: number, tenant: string, id: string) => `${pad(atMs)}#${tenant}#${id}`,
+  },
 } as const;
 
 /**
@@ -164,6 +192,16 @@ export const deliveryDuePartitions = (): string[] =>
   Array.from({ length: DELIVERY_DUE_SPREAD }, (_, k) => `WEBHOOKDUE#${k}`);
 export const deliveryDuePartition = (deliveryId: string): string =>
   `WEBHOOKDUE#${hashOf(deliveryId) % DELIVERY_DUE_SPREAD}`;
+
+/** Partitions each recent-activity listing of the directory is spread over. */
+export const RECENT_SPREAD = 4;
+
+/** The operator overview's counters, spread so that concurrent admin changes rarely meet. */
+export const COUNTER_SPREAD = 8;
+export const counterKey = (k: number) => ({ pk: `OVERVIEW#${k}`, sk: SK });
+
+/** The lowest directory sort key at or after `atMs` (a time window's start). */
+export const directoryTimeFloor = (atMs: number): string => pad(atMs);
 
 export const ledgerIndexPartition = (tenant: string, segment: string): string =>
   `LEDGERINDEX#${tenant}#${segment}`;

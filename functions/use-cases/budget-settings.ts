@@ -132,7 +132,10 @@ export async function setBudgetFrozen(
   });
 }
 
-/** Part of a tenant's close: every budget of the tenant CLOSED (audited), permanently. */
+/**
+ * Part of a tenant's close: every budget of the tenant CLOSED (audited), permanently. A budget
+ * another change moved meanwhile (a freeze, a funding) is read again and closed.
+ */
 export async function closeBudgetsOfTenant(tenant: string, context: WriteContext) {
   const at = new Date(context.now).toISOString();
   for (let after: string | undefined; ; ) {
@@ -143,14 +146,18 @@ export async function closeBudgetsOfTenant(tenant: string, context: WriteContext
       after,
       limit: 100,
     });
-    for (const { budget } of await readRecords(page.entries)) {
-      if (budget.status === 'CLOSED') continue;
-      const audit = budgetAudit(byOperator(tenant, context), 'budget.close', budget, {
-        ...budget,
-        status: 'CLOSED',
+    for (const record of await readRecords(page.entries)) {
+      let budget: Budget | undefined = record.budget;
+      await whileStale(async () => {
+        if (!budget || budget.status === 'CLOSED') return undefined;
+        const audit = budgetAudit(byOperator(tenant, context), 'budget.close', budget, {
+          ...budget,
+          status: 'CLOSED',
+        });
+        if ((await setBudgetStatus(budget, 'CLOSED', at, audit)) === 'updated') return undefined;
+        budget = (await readRecords([budget.ref]))[0]?.budget;
+        return readAgain;
       });
-      // A concurrent freeze may win the race: the next close of the tenant finishes it.
-      await setBudgetStatus(budget, 'CLOSED', at, audit);
     }
     const last = page.entries[page.entries.length - 1];
     if (!page.hasMore || !last) return;

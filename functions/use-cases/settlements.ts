@@ -1,4 +1,5 @@
 import type { Amount } from '../domain/amounts.js';
+import { TENANT_CLOSED_CASCADE } from '../domain/audit.js';
 import type { Budgets, Ledger } from '../domain/budget.js';
 import { type Caller, requireOwnTenant } from '../domain/caller.js';
 import { DomainError } from '../domain/errors.js';
@@ -14,10 +15,12 @@ import {
   transition,
 } from '../domain/reservation.js';
 import { commitChanges, withDebtOf } from '../domain/settlement.js';
+import { tenantClosed } from '../domain/tenant.js';
 import type { IdempotencyScope } from '../store/entities/idempotency.js';
 import type { OutcomeToStore } from '../store/entities/outcome.js';
 import { queryReservations, readReservation } from '../store/reservation-queries.js';
 import { moveReservationExpiry, settleReservation } from '../store/reservation-writes.js';
+import { getTenant, tenantState } from '../store/tenants.js';
 import type { WriteOutcome } from '../store/write.js';
 import { recordMetric } from '../telemetry/invocation.js';
 import { type Snapshot, settlingSource } from './budget-reader.js';
@@ -131,9 +134,11 @@ export function releaseReservation(
   request: ReleaseRequest,
   now: number,
   /** An operator's forced release: audited in the release's transaction. */
-  forcedBy?: Pick<WriteContext, 'requestId' | 'cascade'>,
+  forcedBy?: WriteContext,
 ): Promise<Released> {
   return changeReservation(caller, reservationId, 'release', request, now, {
+    // The close cascade's own release: its tenant's close does not refuse it.
+    cascade: forcedBy?.cascade !== undefined,
     codec: releasedCodec,
     settled: (r) => ({ ...r, status: 'RELEASED' }),
     decide: (r, budgets) => {
@@ -156,7 +161,7 @@ export function releaseReservation(
         detail: request.reason === undefined ? undefined : { reason: request.reason },
         idempotency,
         audit: forcedBy && {
-          ...byOperator(r.tenant, { now, ...forcedBy }),
+          ...byOperator(r.tenant, forcedBy),
           action: 'reservation.release',
           reservationId,
           // What the release gave back, for its event (reservation.released_via_tenant_cascade).
@@ -186,14 +191,11 @@ const operatorOf = (tenant: string): Caller => ({
 export async function forceReleaseReservation(
   reservationId: string,
   request: ReleaseRequest,
-  { now, requestId, cascade }: WriteContext,
+  context: WriteContext,
 ): Promise<Released> {
   const r = await readReservation(reservationId);
   if (!r) throw new DomainError('NOT_FOUND', `reservation ${reservationId} does not exist`);
-  return releaseReservation(operatorOf(r.tenant), reservationId, request, now, {
-    requestId,
-    cascade,
-  });
+  return releaseReservation(operatorOf(r.tenant), reservationId, request, context.now, context);
 }
 
 /**
@@ -220,7 +222,8 @@ export async function releaseOpenReservations(
         forceReleaseReservation(
           r.reservationId,
           { idempotencyKey: `tenant-close:${r.reservationId}`, reason },
-          context,
+          // Marks the release as the close's own (WriteContext.cascade), if the caller did not.
+          { ...context, cascade: context.cascade ?? TENANT_CLOSED_CASCADE },
         ).catch((error: unknown) => {
           // Settled or expired meanwhile: nothing left to release.
           if (error instanceof DomainError) return;
@@ -255,13 +258,16 @@ export async function extendReservation(
   const lease = leaseAt(now);
   const extended = await changeReservation(caller, reservationId, 'extend', request, now, {
     onReplay: lease.onReplay,
-    decide: (r, budgets) => ({
-      result: {
-        status: 'ACTIVE' as const,
-        expiresAtMs: r.expiresAtMs + request.extendByMs,
-        balances: presentLedgers(affectedScopes(r), r.reserved.unit, budgets),
-      },
-    }),
+    decide: (r, budgets) => {
+      requireExtensionLeft(r);
+      return {
+        result: {
+          status: 'ACTIVE' as const,
+          expiresAtMs: r.expiresAtMs + request.extendByMs,
+          balances: presentLedgers(affectedScopes(r), r.reserved.unit, budgets),
+        },
+      };
+    },
     write: (r, { result }, idempotency) =>
       moveReservationExpiry({
         reservation: r,
@@ -272,6 +278,39 @@ export async function extendReservation(
       }),
   });
   return { ...extended, ...lease.of(extended.expiresAtMs) };
+}
+
+/**
+ * The reference's closed-tenant rule: once its tenant is CLOSED, a fresh commit, charge, release
+ * or extend is 409 TENANT_CLOSED, before any reservation-state error (a replay answered first, by
+ * the loop). The close closes every budget before the tenant's record (use-cases/tenants.ts), so
+ * an ACTIVE reservation's budgets, read anyway, show it at once; a reservation that is gone or no
+ * longer ACTIVE (about to be refused) has its tenant read afresh; otherwise the tenant's state
+ * (cached, store/tenants.ts) tells.
+ */
+async function requireTenantNotClosed(
+  tenant: string,
+  snapshot: Snapshot,
+  now: number,
+): Promise<void> {
+  const r = snapshot.reservation;
+  const budgetClosed = [...snapshot.budgets.values()].some((b) => b.status === 'CLOSED');
+  const status = budgetClosed
+    ? 'CLOSED'
+    : r?.status !== 'ACTIVE' || r.tenant !== tenant
+      ? (await getTenant(tenant))?.status
+      : (await tenantState(tenant, now)).status;
+  if (status === 'CLOSED') throw tenantClosed(tenant);
+}
+
+/** A reservation that has had as many extensions as its tenant or a policy allows: 409. */
+function requireExtensionLeft(r: Reservation): void {
+  if (r.maxExtensions === undefined || (r.extensions ?? 0) < r.maxExtensions) return;
+  throw new DomainError(
+    'MAX_EXTENSIONS_EXCEEDED',
+    `reservation ${r.reservationId} has had ${r.maxExtensions} extensions, the most it may have`,
+    { reservation_id: r.reservationId, max_extensions: r.maxExtensions },
+  );
 }
 
 /**
@@ -287,6 +326,8 @@ export interface ReservationChange<P extends Plan<unknown>> {
   onReplay?(snapshot: { readonly reservation?: Reservation | undefined } | undefined): void;
   /** Told once the change was written (GuardedWrite.onWritten). */
   onWritten?(r: Reservation): void;
+  /** The close cascade's own release: the closed-tenant guard does not apply to it. */
+  readonly cascade?: boolean | undefined;
   /** `budgets`: those its holds settle on, as read (a closed period's where it has one). */
   decide(r: Reservation, budgets: Budgets): P;
   write(
@@ -328,6 +369,7 @@ export function changeReservation<P extends Plan<unknown>>(
     // Only our own expiry proves that it expired: if something settled or extended it first,
     // read again.
     repair: async (snapshot) => {
+      if (!change.cascade) await requireTenantNotClosed(caller.tenant, snapshot, now);
       const t = transitionOf(snapshot.reservation);
       if (t.kind === 'settle') return source.repair(snapshot);
       if (await expireReservation(t.reservation, now)) throw expiredError(t.reservation);

@@ -775,6 +775,113 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     expect((await admin('GET', '/v1/admin/tenants/acme')).body).toMatchObject({ status: 'ACTIVE' });
   });
 
+  it('governance: the service counters, a policy, bulk suspend and fund with progress, an operator credential', async () => {
+    // The overview's counters are the service's own (GET /v1/admin/overview).
+    await nav('Overview').click();
+    await heading('Overview').waitFor();
+    const counters = page.getByRole('list', { name: 'Counters' });
+    const served = (await admin('GET', '/v1/admin/overview')).body as {
+      tenant_counts: { total: number };
+    };
+    await counters.getByRole('listitem').filter({ hasText: 'Tenants' }).waitFor();
+    expect(
+      await counters
+        .getByRole('listitem')
+        .filter({ hasText: 'Tenants' })
+        .locator('.tile-figure')
+        .textContent(),
+    ).toBe(String(served.tenant_counts.total));
+
+    // A policy for acme, created, then disabled.
+    await nav('Policies').click();
+    await heading('Policies').waitFor();
+    await page.getByLabel('Tenant', { exact: true }).selectOption('acme');
+    await page.getByText('New policy').click();
+    await page.getByLabel('Name', { exact: true }).fill('agents');
+    await page.getByLabel(/^Cap: at most this many tokens/).fill('4000');
+    await page.getByRole('button', { name: 'Create policy' }).click();
+    await expect.poll(() => live().textContent()).toBe('Policy agents created.');
+    const policy = page.getByRole('row').filter({ hasText: 'agents' });
+    expect(await policy.textContent()).toContain('at most 4000 tokens');
+    await policy.getByRole('button', { name: 'Disable agents' }).click();
+    await policy.getByText('DISABLED').waitFor();
+    const policies = (await admin('GET', '/v1/admin/policies?tenant_id=acme')).body as {
+      policies: { scope_pattern: string; status: string }[];
+    };
+    expect(policies.policies).toMatchObject([
+      { scope_pattern: 'tenant:acme/*', status: 'DISABLED' },
+    ]);
+
+    // Bulk suspend: counted first, then exactly those, with the outcome shown.
+    for (const id of ['hooli-1', 'hooli-2']) {
+      expect((await admin('POST', '/v1/admin/tenants', { tenant_id: id, name: id })).status).toBe(
+        201,
+      );
+    }
+    await nav('Tenants').click();
+    await heading('Tenants').waitFor();
+    await page.getByText('Suspend or reactivate many').click();
+    await page.getByLabel('Whose id or name holds').fill('hooli');
+    await page.getByRole('button', { name: 'Count matching tenants' }).click();
+    await page.getByRole('button', { name: 'Suspend 2 tenants' }).click();
+    await page.getByText('SUSPEND: 2 matched — 2 done, 0 skipped, 0 failed.').waitFor();
+    for (const id of ['hooli-1', 'hooli-2']) {
+      expect((await admin('GET', `/v1/admin/tenants/${id}`)).body).toMatchObject({
+        status: 'SUSPENDED',
+      });
+    }
+
+    // A tenant's unbudgeted scopes, skipped the reference's way, from its row.
+    const hooli = page.getByRole('row').filter({ hasText: 'hooli-1' });
+    await hooli.getByRole('button', { name: 'Skip unbudgeted scopes of hooli-1' }).click();
+    await hooli.getByRole('button', { name: 'Refuse unbudgeted scopes of hooli-1' }).waitFor();
+    expect((await admin('GET', '/v1/admin/tenants/hooli-1')).body).toMatchObject({
+      unbudgeted_scopes: 'SKIP',
+    });
+
+    // Bulk fund: every active USD budget of acme credited $1.
+    const before = (
+      await admin('GET', '/v1/admin/budgets?tenant_id=acme&unit=USD_MICROCENTS&status=ACTIVE')
+    ).body as { ledgers: { allocated: { amount: number } }[] };
+    await nav('Budgets').click();
+    await page.getByLabel('Tenant', { exact: true }).selectOption('acme');
+    await page.getByText('Fund many').click();
+    await page.getByLabel('Amount for each (USD)').fill('1');
+    await page.getByRole('button', { name: 'Count matching budgets' }).click();
+    const n = before.ledgers.length;
+    await page.getByRole('button', { name: `Credit ${n} budgets` }).click();
+    await page.getByText(`CREDIT: ${n} matched — ${n} done, 0 skipped, 0 failed.`).waitFor();
+    const after = (
+      await admin('GET', '/v1/admin/budgets?tenant_id=acme&unit=USD_MICROCENTS&status=ACTIVE')
+    ).body as { ledgers: { allocated: { amount: number } }[] };
+    const total = (b: typeof before) => b.ledgers.reduce((sum, l) => sum + l.allocated.amount, 0);
+    expect(total(after) - total(before)).toBe(n * 100_000_000);
+
+    // An operator's own credential, read-only, whose secret signs the console in.
+    await nav('API keys').click();
+    await heading('API keys').waitFor();
+    if ((await page.locator('details.panel').getAttribute('open')) === null) {
+      await page.getByText('New API key').click();
+    }
+    await page.getByLabel(/An operator's credential/).check();
+    await page.getByLabel('Name', { exact: true }).fill('alice');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Key alice created' });
+    const secret = await dialog.getByLabel(/^Secret of key_/).inputValue();
+    await dialog.getByRole('button', { name: 'I have stored it' }).click();
+    const alice = await context.newPage();
+    await alice.goto(consoleUrl('#/tenants'));
+    const keyField = alice.getByLabel('Admin API key');
+    await keyField.fill(secret);
+    await keyField.press('Enter');
+    await alice.getByRole('row').filter({ hasText: 'hooli-1' }).waitFor();
+    await alice.close();
+    const keys = (await admin('GET', '/v1/admin/api-keys?tenant_id=__system__')).body as {
+      keys: { name: string; permissions: string[] }[];
+    };
+    expect(keys.keys).toMatchObject([{ name: 'alice', permissions: ['admin:read'] }]);
+  });
+
   it('every page: no accessibility violations and nothing wider than the screen, at 1280 px and 390 px', async () => {
     const views: [name: string, hash: string, ready: () => Locator][] = [
       [
@@ -784,6 +891,11 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
       ],
       ['tenants', '#/tenants', () => page.getByRole('row').filter({ hasText: 'globex' })],
       ['budgets', '#/budgets?tenant=acme', () => budgetCard('tenant:acme/workspace:prod')],
+      [
+        'policies',
+        '#/policies?tenant=acme',
+        () => page.getByRole('row').filter({ hasText: 'agents' }),
+      ],
       [
         'reservations',
         '#/reservations?tenant=acme&status=ANY',

@@ -23,12 +23,15 @@ export const SPEC_STATUS: Readonly<Record<string, number>> = {
   BUDGET_FROZEN: 409,
   BUDGET_CLOSED: 409,
   LIMIT_EXCEEDED: 429,
+  MAX_EXTENSIONS_EXCEEDED: 409,
   INTERNAL_ERROR: 500,
 };
 const ADMIN_STATUS: Readonly<Record<string, number>> = {
   ...SPEC_STATUS,
   DUPLICATE_RESOURCE: 409,
   KEY_REVOKED: 409,
+  COUNT_MISMATCH: 409,
+  LIMIT_EXCEEDED: 400,
 };
 
 /** SPEC's error body: exactly these keys, `details` optional. */

@@ -44,6 +44,8 @@ describe('CDK app', () => {
         'BudgetReservationsRuntimeApi',
         // Our settlement extensions' routes (charges, refunds, estimate accuracy).
         'BudgetReservationsSettlementApi',
+        // Our governance routes (policies, bulk actions, overview), then events and webhooks.
+        'BudgetReservationsGovernanceApi',
         'BudgetReservationsEventsApi',
         'BudgetReservationsMonitoring',
       ]);
@@ -55,6 +57,11 @@ describe('CDK app', () => {
       expect(dependsOn('BudgetReservationsData')).toEqual([]);
       expect(dependsOn('BudgetReservationsAdminApi')).toEqual(['BudgetReservationsData']);
       expect(dependsOn('BudgetReservationsRuntimeApi')).toEqual([
+        'BudgetReservationsAdminApi',
+        'BudgetReservationsData',
+      ]);
+      // The governance routes (issue 27), a family of admin routes in a stack of their own.
+      expect(dependsOn('BudgetReservationsGovernanceApi')).toEqual([
         'BudgetReservationsAdminApi',
         'BudgetReservationsData',
       ]);
@@ -146,6 +153,13 @@ describe('CDK app', () => {
       const count = (key: string) =>
         routeEntries().filter(([, r]) => (r.stack ?? r.server) === key).length;
 
+      expect([...s.stacks.routes.keys()].sort()).toEqual([
+        'admin',
+        'events',
+        'governance',
+        'runtime',
+        'settlement',
+      ]);
       for (const key of s.stacks.routes.keys()) {
         expect(functionsIn(key)['AWS::Lambda::Function'], key).toBe(count(key));
       }
@@ -999,6 +1013,15 @@ describe('CDK app', () => {
           "AWS::Lambda::Function": 22,
           "AWS::Lambda::Permission": 22,
           "AWS::Logs::LogGroup": 22,
+        },
+        "BudgetReservationsGovernanceApi": {
+          "AWS::ApiGatewayV2::Integration": 7,
+          "AWS::ApiGatewayV2::Route": 7,
+          "AWS::IAM::Policy": 7,
+          "AWS::IAM::Role": 7,
+          "AWS::Lambda::Function": 7,
+          "AWS::Lambda::Permission": 7,
+          "AWS::Logs::LogGroup": 7,
         },
         "BudgetReservationsJobs": {
           "AWS::Events::Rule": 1,

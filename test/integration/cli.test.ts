@@ -64,6 +64,7 @@ const tenant = `cli-${randomUUID().slice(0, 8)}`;
 const scope = `tenant:${tenant}`;
 const prod = `${scope}/workspace:prod`;
 let tenantKey: string;
+let operatorKey: string;
 
 describe('budget-reservations, as a process', () => {
   it('walks the README: tenant, key (its secret once), budgets, funding, validate, introspect, balances', async () => {
@@ -461,6 +462,100 @@ describe('budget-reservations, as a process', () => {
     expect(second).toMatch(/remaining 99999000 USD_MICROCENTS/);
   });
 
+  it('policies, bulk actions and the overview; an operator credential signs the CLI in under its own name', async () => {
+    const created = await json<{ policy_id: string }>([
+      'policies',
+      'create',
+      `${scope}/agent:*`,
+      '--tenant',
+      tenant,
+      '--name',
+      'agents',
+      '--max-ttl-ms',
+      '300000',
+      '--caps',
+      '{"max_tokens":512}',
+    ]);
+    const list = await json<{ policies: Json[] }>(['policies', 'list', '--tenant', tenant]);
+    const got = await json(['policies', 'get', created.policy_id]);
+    const disabled = await json(['policies', 'update', created.policy_id, '--status', 'DISABLED']);
+    const badCaps = await br(['policies', 'update', created.policy_id, '--caps', '{']);
+
+    const group = `cli-bulk-${randomUUID().slice(0, 6)}`;
+    for (const n of [1, 2]) await json(['tenants', 'create', `${group}-${n}`, '--name', group]);
+    const suspend = [
+      'tenants',
+      'bulk-action',
+      'SUSPEND',
+      '--search',
+      group,
+      '--idempotency-key',
+      `${group}-s`,
+    ];
+    const gated = await br([...suspend, '--expected-count', '3']);
+    const suspended = await json<{ succeeded: Json[] }>([...suspend, '--expected-count', '2']);
+    const replayed = await json([...suspend, '--expected-count', '2']);
+    const unconfirmedClose = await br(['tenants', 'bulk-action', 'CLOSE', '--search', group]);
+    const credited = await json<{ succeeded: Json[] }>([
+      'budgets',
+      'bulk-action',
+      'CREDIT',
+      '--tenant',
+      tenant,
+      '--unit',
+      'USD_MICROCENTS',
+      '--amount',
+      '1000',
+      '--scope-prefix',
+      prod,
+    ]);
+    const noAmount = await br(['budgets', 'bulk-action', 'DEBIT', '--tenant', tenant]);
+
+    // A named operator credential (owner __system__), read-only: it reads, it cannot write.
+    const secret = (
+      await br([
+        'keys',
+        'create',
+        '__system__',
+        '--name',
+        'alice',
+        '--permissions',
+        'admin:read',
+        '--field',
+        'key_secret',
+      ])
+    ).stdout.trim();
+    operatorKey = secret;
+    const asAlice = { env: { ADMIN_API_KEY: secret } };
+    const overview = await json<{ tenant_counts: { suspended: number } }>(['overview'], asAlice);
+    const refused = await br(['tenants', 'bulk-action', 'REACTIVATE', '--search', group], asAlice);
+    const human = await br(['overview'], asAlice);
+
+    answers('admin', 'POST', '/v1/admin/policies', 201, created);
+    answers('admin', 'GET', '/v1/admin/policies', 200, list);
+    expect(list.policies.map((p) => p.policy_id)).toEqual([created.policy_id]);
+    answers('admin', 'GET', `/v1/admin/policies/${created.policy_id}`, 200, got);
+    expect(got).toMatchObject({
+      caps: { max_tokens: 512 },
+      reservation_ttl_override: { max_ttl_ms: 300_000 },
+    });
+    answers('admin', 'PATCH', `/v1/admin/policies/${created.policy_id}`, 200, disabled);
+    expect(disabled).toMatchObject({ status: 'DISABLED' });
+    expect(badCaps.code).toBe(2);
+    expect(gated.code).toBe(4); // expected_count differs: 409, nothing done
+    answers('admin', 'POST', '/v1/admin/tenants/bulk-action', 200, suspended);
+    expect(suspended.succeeded).toHaveLength(2);
+    expect(replayed).toEqual(suspended);
+    expect(unconfirmedClose.code).toBe(2);
+    answers('admin', 'POST', '/v1/admin/budgets/bulk-action', 200, credited);
+    expect(credited.succeeded).toHaveLength(1); // the budget under the prefix: its ledger id
+    expect(noAmount.code).toBe(2);
+    answers('admin', 'GET', '/v1/admin/overview', 200, overview);
+    expect(overview.tenant_counts.suspended).toBeGreaterThanOrEqual(2);
+    expect(refused.code).toBe(5); // admin:read grants no write
+    expect(human.stdout).toMatch(/tenants:\s+\d+ \(/);
+  });
+
   it('exits 2, 3, 4, 5 and 6 by error class, with SPEC’s error body on stderr under --json', async () => {
     const usage = await br([
       'budgets',
@@ -789,11 +884,15 @@ describe('budget-reservations, as a process', () => {
   it('never echoed a key: the admin key nowhere, a tenant key only where it was created', () => {
     const withAdminKey = transcript.filter((t) => t.text.includes(ADMIN_KEY));
     const withTenantKey = transcript.filter((t) => t.text.includes(tenantKey));
+    const withOperatorKey = transcript.filter((t) => t.text.includes(operatorKey));
 
     expect(transcript.length).toBeGreaterThan(60);
     expect(withAdminKey).toEqual([]);
     expect(withTenantKey.map((t) => t.args.join(' '))).toEqual([
       `keys create ${tenant} --name agents --field key_secret`,
+    ]);
+    expect(withOperatorKey.map((t) => t.args.join(' '))).toEqual([
+      'keys create __system__ --name alice --permissions admin:read --field key_secret',
     ]);
   });
 });

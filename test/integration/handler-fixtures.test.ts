@@ -86,6 +86,14 @@ const SCENARIO: readonly (readonly [RouteId, number])[] = [
   ['getWebhookSecurityConfig', 200],
   // After the creates: it refuses http (the local receiver's scheme).
   ['updateWebhookSecurityConfig', 200],
+  ['createPolicy', 201],
+  ['listPolicies', 200],
+  // The fixtures name a policy id that does not exist (the created policy's id is random).
+  ['getPolicy', 404],
+  ['updatePolicy', 404],
+  ['getOverview', 200],
+  ['bulkActionBudgets', 200],
+  ['bulkActionTenants', 200],
   // The console's page (built into this file's own folder below).
   ['console', 200],
   // Last: it suspends the tenant.

@@ -60,6 +60,45 @@ describe.each(['runtime', 'admin'] as const)('GET /openapi.json on the %s server
   });
 });
 
+/** The governance operations: a policy's, the overview, the bulk actions. */
+async function policyTour(t: { tenant: string }) {
+  const ad = (path: string) => url('admin', path);
+  const created = await request('POST', ad('/v1/admin/policies'), {
+    headers: adminHeaders,
+    body: {
+      tenant_id: t.tenant,
+      name: 'tour',
+      scope_pattern: `tenant:${t.tenant}/*`,
+      caps: { max_tokens: 10 },
+      reservation_ttl_override: { max_ttl_ms: 60_000 },
+    },
+  });
+  const id = String(created.body.policy_id);
+  return [
+    created,
+    await request('GET', ad('/v1/admin/overview'), { headers: adminHeaders }),
+    await request('POST', ad('/v1/admin/tenants/bulk-action'), {
+      headers: adminHeaders,
+      body: { filter: { search: 'no-tenant-has-this' }, action: 'SUSPEND', idempotency_key: 'b1' },
+    }),
+    await request('POST', ad('/v1/admin/budgets/bulk-action'), {
+      headers: adminHeaders,
+      body: {
+        filter: { tenant_id: t.tenant, scope_prefix: `tenant:${t.tenant}/workspace:` },
+        action: 'CREDIT',
+        amount: { unit: 'USD_MICROCENTS', amount: 1 },
+        idempotency_key: 'b2',
+      },
+    }),
+    await request('GET', ad(`/v1/admin/policies?tenant_id=${t.tenant}`), { headers: adminHeaders }),
+    await request('GET', ad(`/v1/admin/policies/${id}`), { headers: adminHeaders }),
+    await request('PATCH', ad(`/v1/admin/policies/${id}`), {
+      headers: adminHeaders,
+      body: { status: 'DISABLED' },
+    }),
+  ];
+}
+
 describe('every operation of both documents', () => {
   it('answers a success whose body validates against its document', async () => {
     const t = await givenTenant(stack);
@@ -259,6 +298,7 @@ describe('every operation of both documents', () => {
       }),
       await request('GET', ad('/v1/auth/introspect'), as(adminHeaders)),
       await request('GET', ad('/v1/auth/introspect'), as(t.headers)),
+      ...(await policyTour(t)),
       await request('GET', ad('/actuator/health')),
       await request('GET', ad('/openapi.json')),
     );

@@ -9,6 +9,7 @@ import {
 } from '../../functions/domain/audit.js';
 import { AUDIT_EVENTS, auditEvents } from '../../functions/domain/audit-events.js';
 import type { Budget } from '../../functions/domain/budget.js';
+import type { Policy } from '../../functions/domain/policies.js';
 import type { Tenant } from '../../functions/domain/tenant.js';
 import { defaultWebhookSecurity } from '../../functions/domain/webhook-security.js';
 import { newSubscription } from '../../functions/domain/webhooks.js';
@@ -71,6 +72,17 @@ const refundDetail = {
   scopes: ['tenant:acme', 'tenant:acme/workspace:w'],
 };
 
+const policy: Policy = {
+  policyId: 'pol_1',
+  tenant: 'acme',
+  name: 'agents',
+  scopePattern: 'tenant:acme/agent:*',
+  priority: 10,
+  status: 'ACTIVE',
+  createdAt: '2026-01-01T00:00:00.000Z',
+  owner: 'operator',
+};
+
 /** One audit entry per action (and the variants that mean other events). */
 const ENTRIES: readonly [AuditAction, AuditEntry, readonly string[]][] = [
   ['tenant.create', { ...by, action: 'tenant.create', after: tenant }, ['tenant.created']],
@@ -89,6 +101,13 @@ const ENTRIES: readonly [AuditAction, AuditEntry, readonly string[]][] = [
     { ...by, action: 'tenant.update', before: tenant, after: { ...tenant, status: 'CLOSED' } },
     ['tenant.closed'],
   ],
+  ['policy.create', { ...by, action: 'policy.create', after: policy }, ['policy.created']],
+  [
+    'policy.update',
+    { ...by, action: 'policy.update', before: policy, after: { ...policy, priority: 20 } },
+    ['policy.updated'],
+  ],
+  ['policy.update', { ...by, action: 'policy.update', before: policy, after: { ...policy } }, []],
   ['api_key.create', { ...by, action: 'api_key.create', after: key }, ['api_key.created']],
   [
     'api_key.update',

@@ -213,8 +213,9 @@ describe('errorStatuses', () => {
     ]);
   });
 
-  it('gives an admin-key route no 403, and a route that reads nothing no 429 or 503', () => {
-    expect(errorStatuses(...routeOf('validateKey'))).toEqual([400, 401, 429, 500, 503]);
+  it('gives a 403 wherever a key may lack the permission (an operator credential too), and a route that reads nothing no 429 or 503', () => {
+    expect(errorStatuses(...routeOf('validateKey'))).toEqual([400, 401, 403, 429, 500, 503]);
+    expect(errorStatuses(...routeOf('adminIntrospectAuth'))).toEqual([401, 403, 429, 500, 503]);
     expect(errorStatuses(...routeOf('runtimeOpenApi'))).toEqual([500]);
   });
 

@@ -43,6 +43,7 @@ import { budgetHealth } from '../health.js';
 import { useAction, useLoad, usePaged } from '../hooks.js';
 import { navigate, type Params } from '../router.js';
 import { AccuracyDialog } from './Accuracy.js';
+import { BulkFund } from './Bulk.js';
 
 type Open =
   | { readonly kind: 'fund'; readonly budget: Budget }
@@ -121,6 +122,7 @@ export function Budgets({ params }: { readonly params: Params }) {
             tenant={tenant}
             onCreated={(b) => done(`Budget ${b.scope} (${b.unit}) created.`)}
           />
+          <BulkFund key={`bulk-${tenant}`} tenant={tenant} onDone={list.reload} />
           <section aria-labelledby="budget-list">
             <h2 id="budget-list">Budgets of {tenant}</h2>
             <PagedResults list={list} what="budgets" empty={<p>No budgets match.</p>}>

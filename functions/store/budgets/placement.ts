@@ -10,6 +10,7 @@ import { applyDelta, type LedgerChange, type LedgerDelta } from '../../domain/le
 import { ATTRIBUTE, BUDGET_ALLOCATED, shardKey } from '../entities/ledger.js';
 import { and, attr, type Condition, or, type TransactItem, update } from '../expressions.js';
 import { hashOf, keys } from '../keys.js';
+import { debtMark } from './watch.js';
 
 // Where a budget change lands (domain/escrow.ts, docs/scaling.md): an unsharded budget's ledger
 // item, under the change's own guard; a sharded one's shard (fast path) or every shard rewritten
@@ -147,14 +148,19 @@ export async function oneRewriteAtATime<T>(
   return done;
 }
 
-/** Every non-zero counter of a delta added to its attribute (remaining always). */
-const deltaUpdate = (delta: LedgerDelta) => {
+/**
+ * Every non-zero counter of a change's delta added to its attribute (remaining always); a change
+ * that adds debt to a current period also marks the item for the debt watch (budgets/watch.ts).
+ */
+const deltaUpdate = (change: LedgerChange) => {
+  const { delta } = change;
   const add: Record<string, number> = {};
   for (const field of ['allocated', 'spent', 'reserved', 'debt', 'remaining'] as const) {
     const d = delta[field];
     if (d || field === 'remaining') add[field] = d ?? 0;
   }
-  return { add };
+  const marks = (delta.debt ?? 0) > 0 && !change.period?.closed;
+  return { add, ...(marks && { set: debtMark(change) }) };
 };
 
 /**
@@ -164,6 +170,18 @@ const deltaUpdate = (delta: LedgerDelta) => {
  */
 export const openBudget = (): Condition =>
   or(attr('status').notExists(), attr('status').eq('ACTIVE'));
+
+/**
+ * A budget its tenant's close has not closed: the close closes every budget before the tenant's
+ * record flips, so a change decided before that (a refund, a funding) fails here and, read again,
+ * is refused 409 (the closed-tenant rule). On every item of a budget, as `openBudget`.
+ */
+export const notClosedBudget = (): Condition =>
+  or(attr('status').notExists(), attr('status').ne('CLOSED'));
+
+/** Refunds (`returns`) and the operator's changes decided on exact values never land on a closed budget. */
+const refusesClosed = (change: LedgerChange): boolean =>
+  change.guard.kind === 'returns' || change.guard.kind === 'snapshot';
 
 /**
  * That a budget still has the n shards it was read with (on shard 0, which counts them): a
@@ -202,7 +220,7 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
     period?.closed
       ? keys.ledgerPeriod(change.scope, change.unit, period.start)
       : keys.ledger(change.scope, change.unit),
-    deltaUpdate(change.delta),
+    deltaUpdate(change),
     {
       condition: and(
         attr('pk').exists(),
@@ -211,6 +229,8 @@ export function ledgerUpdate(change: LedgerChange): TransactItem {
         // read), where the change must go by the exact path that keeps the gate.
         (guard.kind === 'snapshot' || guard.kind === 'maxAllocated') && shardCountIs(1),
         inCurrentPeriod(change),
+        // A closed period's ledger has no status: only the budget's current item is closed.
+        !period?.closed && refusesClosed(change) && notClosedBudget(),
       ),
       returnOld: true,
     },
@@ -225,7 +245,7 @@ const inCurrentPeriod = (change: LedgerChange): Condition | false =>
 
 /** The fast path: the change's delta on one shard, which must cover `covers` when given. */
 function shardUpdate(change: LedgerChange, k: number, covers: number | undefined): TransactItem {
-  return update(shardKey(change.scope, change.unit, k), deltaUpdate(change.delta), {
+  return update(shardKey(change.scope, change.unit, k), deltaUpdate(change), {
     condition: and(
       attr('pk').exists(),
       covers !== undefined && attr('remaining').gte(covers),
@@ -235,6 +255,7 @@ function shardUpdate(change: LedgerChange, k: number, covers: number | undefined
       inCurrentPeriod(change),
       // A refund's spent comes off this shard: it must still hold that much.
       change.guard.kind === 'returns' && attr('spent').gte(change.guard.spent),
+      refusesClosed(change) && notClosedBudget(),
     ),
   });
 }
@@ -268,7 +289,7 @@ function shardRewrite(
   if (k === 0) set[BUDGET_ALLOCATED] = budget.allocated;
   return update(
     shardKey(change.scope, change.unit, k),
-    { set },
+    { set: { ...set, ...(after.debt > before.debt && debtMark(change)) } },
     {
       condition: and(
         attr('pk').exists(),
@@ -277,6 +298,7 @@ function shardRewrite(
         ...SHARD_FIELDS.map((f) => attr(f).eq(before[f])),
         change.guard.kind === 'admit' && openBudget(),
         k === 0 && inCurrentPeriod(change),
+        refusesClosed(change) && notClosedBudget(),
       ),
     },
   );

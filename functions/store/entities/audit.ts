@@ -9,6 +9,7 @@ import {
   resourceIdOf,
 } from '../../domain/audit.js';
 import { type Budget, budgetKey } from '../../domain/budget.js';
+import type { Policy } from '../../domain/policies.js';
 import type { Tenant } from '../../domain/tenant.js';
 import { originOf, type WebhookSecurity } from '../../domain/webhook-security.js';
 import type { Subscription } from '../../domain/webhooks.js';
@@ -34,7 +35,27 @@ const budgetAttributes = (b: Budget) => ({
   ...(b.status !== 'ACTIVE' && { status: b.status }),
 });
 
-const tenantAttributes = (t: Tenant) => ({ name: t.name, status: t.status });
+/** Its name and status, and its settings and metadata when it has any (changes of them are audited). */
+const tenantAttributes = (t: Tenant) => ({
+  name: t.name,
+  status: t.status,
+  ...(t.settings && { settings: { ...t.settings } }),
+  ...(t.metadata && { metadata: { ...t.metadata } }),
+});
+
+/** What decides a policy's effect, and its standing. */
+const policyAttributes = (p: Policy) => ({
+  name: p.name,
+  scope_pattern: p.scopePattern,
+  priority: p.priority,
+  status: p.status,
+  ...(p.caps && { caps: { ...p.caps } }),
+  ...(p.commitOveragePolicy && { commit_overage_policy: p.commitOveragePolicy }),
+  ...(p.ttl && { reservation_ttl_override: { ...p.ttl } }),
+  ...(p.rateLimits && { rate_limits: { ...p.rateLimits } }),
+  ...(p.effectiveFrom && { effective_from: p.effectiveFrom }),
+  ...(p.effectiveUntil && { effective_until: p.effectiveUntil }),
+});
 
 /** Never the secret or its hash: what an operator may see of a key. */
 const keyAttributes = (k: ApiKey) => ({
@@ -66,7 +87,7 @@ const securityAttributes = (c: WebhookSecurity) => ({
   allow_http: c.allowHttp,
 });
 
-type Recorded = Budget | Tenant | ApiKey | Subscription | WebhookSecurity;
+type Recorded = Budget | Tenant | ApiKey | Policy | Subscription | WebhookSecurity;
 
 const state = (x: Recorded): Item =>
   'ref' in x
@@ -77,7 +98,9 @@ const state = (x: Recorded): Item =>
         ? securityAttributes(x)
         : 'keyId' in x
           ? keyAttributes(x)
-          : tenantAttributes(x);
+          : 'policyId' in x
+            ? policyAttributes(x)
+            : tenantAttributes(x);
 
 /** What a record keeps of the thing changed, before (absent: created) and after (absent: deleted). */
 function recordedStates(e: AuditEntry): { before?: Item; after?: Item } {
@@ -99,6 +122,8 @@ export function auditItem(e: AuditEntry): Item {
     at_ms: e.atMs,
     actor: actorName(e.actor),
     actor_type: actorTypeOf(e.actor),
+    // A named operator credential: the person, beside its key id (docs/decisions.md § Operators).
+    ...(e.actor.kind === 'operator' && { actor_name: e.actor.name }),
     request_id: e.requestId,
     ...traceOf(e),
     action: e.action,
@@ -138,6 +163,7 @@ export function auditRecordOf(stored: Item): AuditRecord {
     actor,
     // Records written before actor_type: the admin key, or a key id.
     actorType: actorType ?? (actor === 'admin' ? 'admin' : 'api_key'),
+    actorName: item.actor_name === undefined ? undefined : String(item.actor_name),
     requestId: String(item.request_id),
     ...(typeof item.trace_id === 'string' && { traceId: item.trace_id }),
     ...(typeof item.trace_flags === 'string' && { traceFlags: item.trace_flags }),
