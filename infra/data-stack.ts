@@ -32,6 +32,8 @@ export interface DataStackProps extends StackProps {
    * rotates it)
    */
   readonly adminApiKeySecretName?: string;
+  /** Generate the edge's origin-verify secret (docs/decisions.md § Edge). @default false */
+  readonly originVerify?: boolean;
 }
 
 /** A secret as functions see it: what its *_SECRET_ID variable holds, and what to grant. */
@@ -61,6 +63,8 @@ export class DataStack extends Stack {
    * Encrypt, only the delivery function Decrypt (docs/decisions.md § Events and webhooks).
    */
   readonly webhookKey: Key;
+  /** The value CloudFront adds as X-Origin-Verify and the functions check, when the edge is on. */
+  readonly originVerify?: SecretRef;
 
   constructor(scope: Construct, id: string, props: DataStackProps = {}) {
     const ephemeral = props.ephemeral ?? false;
@@ -128,6 +132,21 @@ export class DataStack extends Stack {
         'only the functions ever hold this HMAC key (it signs page cursors, it is never shown to anyone); rotating it would only break the cursors of pages being read. Rotate by hand if it leaks: put a new value, cursors issued before fail with 400',
     });
     this.cursorSecret = { secretId: cursorSecret.secretArn, policyArn: cursorSecret.secretArn };
+
+    if (props.originVerify) {
+      const originVerify = new Secret(this, 'OriginVerifySecret', {
+        description:
+          'X-Origin-Verify: CloudFront adds it, the functions of the budget reservation service check it',
+        generateSecretString: { passwordLength: 48, excludePunctuation: true },
+        removalPolicy,
+      });
+      Validations.of(originVerify).acknowledge({
+        id: 'AwsSolutions-SMG4',
+        reason:
+          'only CloudFront (in the distribution’s origin configuration) and the functions hold it, and it only proves a request came through the edge; rotate by putting a new value and redeploying the edge stack: the functions read it again on a mismatch (docs/deploy.md § Edge)',
+      });
+      this.originVerify = { secretId: originVerify.secretArn, policyArn: originVerify.secretArn };
+    }
 
     this.eventBus = new EventBus(this, 'BudgetEvents', {
       description: 'Every event of the service: budget state, reservations, lifecycle changes',
