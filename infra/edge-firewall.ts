@@ -51,7 +51,9 @@ const block = (code: number, body: string, headers: Record<string, string> = {})
     customResponse: {
       responseCode: code,
       customResponseBodyKey: body,
-      responseHeaders: Object.entries(headers).map(([name, value]) => ({ name, value })),
+      ...(Object.keys(headers).length > 0 && {
+        responseHeaders: Object.entries(headers).map(([name, value]) => ({ name, value })),
+      }),
     },
   },
 });
