@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { testClock } from '../helpers/clock.js';
 import { expectError } from '../helpers/errors.js';
 import { adminHeaders, givenTenant } from '../helpers/fixtures.js';
-import { request } from '../helpers/http.js';
+import { type Json, request } from '../helpers/http.js';
+import { captureOutput } from '../helpers/output.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
 // Floods of bad keys cost nothing (issue 25 point 3): the log line of each request counts its
@@ -14,34 +15,19 @@ const stack = useTestStack({
   env: { LOG_LEVEL: 'info', API_KEY_CACHE_TTL_MS: String(KEY_CACHE_MS) },
 });
 
-type Line = Record<string, unknown>;
-const written: string[] = [];
-beforeAll(() => {
-  const keep = (chunk: string | Uint8Array) => {
-    written.push(String(chunk));
-    return true;
-  };
-  vi.spyOn(process.stdout, 'write').mockImplementation(keep);
-  vi.spyOn(process.stderr, 'write').mockImplementation(keep);
-});
-afterAll(() => {
-  vi.restoreAllMocks();
-});
+const linesDuring = captureOutput();
 
 /** Introspects with `key` and returns the answer with the request's log line. */
 async function introspect(key: string) {
-  const from = written.length;
-  const res = await request('GET', `${stack.runtimeUrl}/v1/auth/introspect`, {
-    headers: { 'x-service-api-key': key },
+  let res: Awaited<ReturnType<typeof request<Json>>> | undefined;
+  const lines = await linesDuring(async () => {
+    res = await request('GET', `${stack.runtimeUrl}/v1/auth/introspect`, {
+      headers: { 'x-service-api-key': key },
+    });
   });
-  const line = written
-    .slice(from)
-    .join('')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as Line)
-    .find((l) => l.msg === 'request' || l.message === 'request');
+  const line = lines.find((l) => l.msg === 'request' || l.message === 'request');
   expect(line, 'the request’s log line').toBeDefined();
+  if (!res) throw new Error('no answer');
   return { res, calls: line?.dynamodb_calls };
 }
 
