@@ -50,6 +50,11 @@ export interface FunctionDefaults {
   readonly table: ITable;
   readonly adminApiKey: SecretRef;
   readonly cursorSecret: SecretRef;
+  /**
+   * The edge's origin-verify secret: every route's function checks it (http/origin.ts).
+   * @default - none: the edge is off, nothing checks where a request came from
+   */
+  readonly originVerify?: SecretRef;
   /** Logs are deleted with the stack. @default false */
   readonly ephemeral?: boolean;
   /** Function and access logs. @default RetentionDays.ONE_MONTH */
@@ -169,12 +174,14 @@ export class ApiStack extends Stack {
           // Only the functions that check X-Admin-API-Key learn where the key is, or may read it.
           ...(adminAuth && { ADMIN_API_KEY_SECRET_ID: props.adminApiKey.secretId }),
           ...(route.paginates && { CURSOR_SECRET_ID: props.cursorSecret.secretId }),
+          ...(props.originVerify && { ORIGIN_VERIFY_SECRET_ID: props.originVerify.secretId }),
           ...webhookEnvironment(route, props.webhooks),
         },
       });
       fn.grantTable(props.table, route.table);
       if (adminAuth) fn.grantSecretRead(props.adminApiKey.policyArn);
       if (route.paginates) fn.grantSecretRead(props.cursorSecret.policyArn);
+      if (props.originVerify) fn.grantSecretRead(props.originVerify.policyArn);
       grantWebhooks(fn, route, props.webhooks);
       // The route's own path, then its mounts: more routes to the same function (the first
       // keeps the construct ids it always had, so its logical ids do not move).

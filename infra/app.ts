@@ -12,6 +12,8 @@ import {
   pascal,
 } from './api-stack.js';
 import { DataStack } from './data-stack.js';
+import { EdgeFirewallStack, type EdgeLimits } from './edge-firewall.js';
+import { EdgeStack } from './edge-stack.js';
 import { JobsStack } from './jobs-stack.js';
 import { MonitoringStack } from './monitoring-stack.js';
 
@@ -23,6 +25,8 @@ export interface Stacks {
   readonly jobs: JobsStack;
   /** @default - none with `-c monitoring=false` */
   readonly monitoring?: MonitoringStack;
+  /** The web ACL (us-east-1) and the distribution. @default - none with `-c edge=false` */
+  readonly edge?: { readonly firewall: EdgeFirewallStack; readonly distribution: EdgeStack };
 }
 
 /** Each server's own stack, which creates its HTTP API; the admin one first (see below). */
@@ -46,7 +50,14 @@ const SERVER_STACKS: readonly {
  *   ephemeral=true         test stacks: table, key and logs deleted with the stacks
  *   adminApiKeySecretName  use this existing secret instead of generating (and rotating) one
  *   adminKeyRotationDays   days between rotations of the generated admin key (default 30)
- *   domainName + certificateArn [+ adminBasePath]   custom domain for both APIs
+ *   domainName + certificateArn [+ adminBasePath]   custom domain for both APIs (on the
+ *                          edge's distribution, the certificate in us-east-1; on API Gateway
+ *                          with -c edge=false, the certificate in the stacks' region)
+ *   edge=false             no CloudFront and WAF in front of the APIs (development); the
+ *                          functions then check no origin header
+ *   edgeKeyRatePerMinute   requests per minute per API key at the edge (default 3000)
+ *   edgeSourceRatePerMinute   requests per minute per source address at the edge (default 6000)
+ *   adminAllowList         comma-separated CIDR ranges the admin API accepts at the edge
  *   alarmEmail             subscribe this address to the alarm topic
  *   monitoring=false       no dashboard, alarms or alarm topic (the monitoring stack)
  *   reserveSweeperConcurrency=false   for accounts whose Lambda concurrency quota is below 101
@@ -67,7 +78,8 @@ export function createStacks(
   const prefix = context('stackPrefix') ?? 'BudgetReservations';
   const ephemeral = context('ephemeral') === 'true';
   const tracing = context('tracing') !== 'false';
-  const domain = customDomain(context);
+  const edgeOn = context('edge') !== 'false';
+  const domain = customDomain(context, edgeOn);
   const adminApiKeySecretName = context('adminApiKeySecretName');
   const rotationDays = context('adminKeyRotationDays');
   if (rotationDays && !/^\d+$/.test(rotationDays)) {
@@ -82,12 +94,14 @@ export function createStacks(
   const data = new DataStack(app, `${prefix}Data`, {
     description: 'Budget reservation service: table, admin and cursor keys, budget events bus',
     ephemeral,
+    originVerify: edgeOn,
     ...(adminApiKeySecretName && { adminApiKeySecretName }),
   });
   const defaults: FunctionDefaults = {
     table: data.table,
     adminApiKey: data.adminApiKey,
     cursorSecret: data.cursorSecret,
+    ...(data.originVerify && { originVerify: data.originVerify }),
     ephemeral,
     tracing,
     metricsTenantDimension: context('metricsTenantDimension') === 'true',
@@ -147,7 +161,16 @@ export function createStacks(
   }
   const runtime = stacks.get('runtime');
   const admin = stacks.get('admin');
-  if (domain && runtime && admin) mapCustomDomain(domain, runtime, admin);
+  const edge =
+    edgeOn && runtime?.api && admin?.api && data.originVerify
+      ? edgeStacks(app, prefix, context, {
+          runtimeApi: runtime.api.api,
+          adminApi: admin.api.api,
+          originVerifySecretArn: data.originVerify.secretId,
+          ...(domain && { domain }),
+        })
+      : undefined;
+  if (!edge && domain && runtime && admin) mapCustomDomain(domain, runtime, admin);
 
   const monitored = (server: Server) => {
     const api = apis[server];
@@ -177,14 +200,73 @@ export function createStacks(
 
   Tags.of(app).add('service', 'budget-reservations');
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
-  return { data, routes: stacks, jobs, ...(monitoring && { monitoring }) };
+  return { data, routes: stacks, jobs, ...(monitoring && { monitoring }), ...(edge && { edge }) };
 }
 
-function customDomain(context: (key: string) => string | undefined): CustomDomain | undefined {
+/**
+ * The edge: the web ACL in its own stack pinned to us-east-1 (where a CLOUDFRONT web ACL must
+ * be), the distribution in the service's region, reading the ACL's ARN from an SSM parameter
+ * at deploy time (docs/decisions.md § Edge).
+ */
+function edgeStacks(
+  app: App,
+  prefix: string,
+  context: (key: string) => string | undefined,
+  apis: Omit<ConstructorParameters<typeof EdgeStack>[2], 'webAclArnParameter' | 'adminBasePath'>,
+): NonNullable<Stacks['edge']> {
+  const perMinute = (key: string, fallback: number) => {
+    const value = context(key) ?? String(fallback);
+    // WAF's rate rules count from 10 to 2 billion requests per window.
+    if (!/^\d+$/.test(value) || Number(value) < 10 || Number(value) > 2_000_000_000)
+      throw new Error(`context ${key} must be a number of requests per minute (10 or more)`);
+    return Number(value);
+  };
+  const adminAllowList = context('adminAllowList')
+    ?.split(',')
+    .map((c) => c.trim())
+    .filter((c) => c !== '');
+  for (const cidr of adminAllowList ?? []) {
+    if (!/^[\d.]+\/\d{1,2}$|^[\da-fA-F:]+\/\d{1,3}$/.test(cidr))
+      throw new Error(`context adminAllowList: ${cidr} is not a CIDR range (e.g. 203.0.113.0/24)`);
+  }
+  const adminBasePath = apis.domain?.adminBasePath ?? context('adminBasePath') ?? 'admin';
+  const limits: EdgeLimits = {
+    perKeyPerMinute: perMinute('edgeKeyRatePerMinute', 3_000),
+    perSourcePerMinute: perMinute('edgeSourceRatePerMinute', 6_000),
+    adminBasePath,
+    ...(adminAllowList && adminAllowList.length > 0 && { adminAllowList }),
+  };
+  const webAclArnParameter = `/${prefix}/edge/web-acl-arn`;
+  const firewall = new EdgeFirewallStack(app, `${prefix}EdgeFirewall`, {
+    description: 'Budget reservation service: the AWS WAF web ACL of the edge (us-east-1)',
+    limits,
+    webAclArnParameter,
+  });
+  const distribution = new EdgeStack(app, `${prefix}Edge`, {
+    description: 'Budget reservation service: CloudFront in front of both HTTP APIs',
+    ...apis,
+    webAclArnParameter,
+    adminBasePath,
+  });
+  distribution.addStackDependency(firewall);
+  return { firewall, distribution };
+}
+
+function customDomain(
+  context: (key: string) => string | undefined,
+  edgeOn: boolean,
+): CustomDomain | undefined {
   const domainName = context('domainName');
   const certificateArn = context('certificateArn');
   if (domainName && !certificateArn) {
-    throw new Error('context domainName needs certificateArn (an ACM certificate in the region)');
+    throw new Error(
+      edgeOn
+        ? 'context domainName needs certificateArn (an ACM certificate in us-east-1, for CloudFront)'
+        : 'context domainName needs certificateArn (an ACM certificate in the region)',
+    );
+  }
+  if (edgeOn && certificateArn && !certificateArn.includes(':us-east-1:')) {
+    throw new Error('context certificateArn: CloudFront takes only ACM certificates in us-east-1');
   }
   const adminBasePath = context('adminBasePath');
   return domainName && certificateArn

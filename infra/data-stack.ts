@@ -32,6 +32,8 @@ export interface DataStackProps extends StackProps {
    * rotates it)
    */
   readonly adminApiKeySecretName?: string;
+  /** Generate the edge's origin-verify secret (docs/decisions.md § Edge). @default false */
+  readonly originVerify?: boolean;
 }
 
 /** A secret as functions see it: what its *_SECRET_ID variable holds, and what to grant. */
@@ -61,6 +63,8 @@ export class DataStack extends Stack {
    * Encrypt, only the delivery function Decrypt (docs/decisions.md § Events and webhooks).
    */
   readonly webhookKey: Key;
+  /** The value CloudFront adds as X-Origin-Verify and the functions check, when the edge is on. */
+  readonly originVerify?: SecretRef;
 
   constructor(scope: Construct, id: string, props: DataStackProps = {}) {
     const ephemeral = props.ephemeral ?? false;
@@ -117,17 +121,23 @@ export class DataStack extends Stack {
       this.adminApiKey = { secretId: arn, policyArn: arn };
     }
 
-    const cursorSecret = new Secret(this, 'CursorSecret', {
+    this.cursorSecret = this.unrotatedSecret('CursorSecret', {
       description: 'HMAC key that signs pagination cursors of the budget reservation service',
-      generateSecretString: { passwordLength: 64, excludePunctuation: true },
+      length: 64,
       removalPolicy,
-    });
-    Validations.of(cursorSecret).acknowledge({
-      id: 'AwsSolutions-SMG4',
-      reason:
+      whyNotRotated:
         'only the functions ever hold this HMAC key (it signs page cursors, it is never shown to anyone); rotating it would only break the cursors of pages being read. Rotate by hand if it leaks: put a new value, cursors issued before fail with 400',
     });
-    this.cursorSecret = { secretId: cursorSecret.secretArn, policyArn: cursorSecret.secretArn };
+    if (props.originVerify) {
+      this.originVerify = this.unrotatedSecret('OriginVerifySecret', {
+        description:
+          'X-Origin-Verify: CloudFront adds it, the functions of the budget reservation service check it',
+        length: 48,
+        removalPolicy,
+        whyNotRotated:
+          'only CloudFront (in the distribution’s origin configuration) and the functions hold it, and it only proves a request came through the edge; rotate by putting a new value and redeploying the edge stack: the functions read it again on a mismatch (docs/deploy.md § The edge)',
+      });
+    }
 
     this.eventBus = new EventBus(this, 'BudgetEvents', {
       description: 'Every event of the service: budget state, reservations, lifecycle changes',
@@ -151,5 +161,19 @@ export class DataStack extends Stack {
       value: this.eventBus.eventBusName,
       description: 'The bus budget events are put on (source budget-reservations)',
     });
+  }
+
+  /** A generated secret (never in a template) that the stack does not rotate, and why. */
+  private unrotatedSecret(
+    id: string,
+    o: { description: string; length: number; removalPolicy: RemovalPolicy; whyNotRotated: string },
+  ): SecretRef {
+    const secret = new Secret(this, id, {
+      description: o.description,
+      generateSecretString: { passwordLength: o.length, excludePunctuation: true },
+      removalPolicy: o.removalPolicy,
+    });
+    Validations.of(secret).acknowledge({ id: 'AwsSolutions-SMG4', reason: o.whyNotRotated });
+    return { secretId: secret.secretArn, policyArn: secret.secretArn };
   }
 }

@@ -59,6 +59,7 @@ export async function synthesizeApp(context: Record<string, unknown> = {}) {
     stacks.jobs,
     ...stacks.routes.values(),
     ...(stacks.monitoring ? [stacks.monitoring] : []),
+    ...(stacks.edge ? [stacks.edge.firewall, stacks.edge.distribution] : []),
   ];
   const templates = new Map(
     ordered.map((s) => [s.stackName, assembly.getStackByName(s.stackName).template as Template]),
@@ -144,6 +145,7 @@ function resourceName(resource: unknown): string {
   if (/Table\w*(Arn|Ref)|ExportsOutputFnGetAttTable/.test(text)) return 'the table';
   if (/AdminApiKey/.test(text)) return 'the admin key secret';
   if (/CursorSecret/.test(text)) return 'the cursor secret';
+  if (/OriginVerifySecret/.test(text)) return 'the edge’s origin-verify secret';
   if (/WebhookSecretsKey/.test(text)) return 'the webhook key (KMS)';
   if (/WebhookSecret/.test(text)) return 'the webhook secret';
   if (/WebhookDelivery\w*Arn|WebhookDeliveryAF/.test(text)) return 'the delivery function';

@@ -3176,6 +3176,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
@@ -3205,6 +3206,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
@@ -3283,6 +3285,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
@@ -3316,6 +3319,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -3347,6 +3351,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
@@ -3375,6 +3380,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -3410,6 +3416,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -3441,6 +3448,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -3479,6 +3487,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
@@ -3513,6 +3522,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -3549,6 +3559,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
@@ -3576,6 +3587,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
@@ -3607,6 +3619,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];

@@ -148,3 +148,25 @@ export const webhookSecret = (): Promise<string> =>
     : webhookKeySecret
       ? webhookKeySecret.get()
       : Promise.resolve('');
+
+const originVerifySecret = config.ORIGIN_VERIFY_SECRET_ID
+  ? cachedSecret(
+      () => readSecret(config.ORIGIN_VERIFY_SECRET_ID, 'ORIGIN_VERIFY_SECRET'),
+      () => Number.POSITIVE_INFINITY,
+      'origin-verify header',
+    )
+  : undefined;
+
+/**
+ * The value CloudFront puts in X-Origin-Verify, or undefined when nothing checks it (the edge
+ * is off, or a local run without ORIGIN_VERIFY_SECRET). Read once per container; `fresh`
+ * reads it again (at most every 10 s), for a value that may have been changed since.
+ */
+export const originVerifyValue = ({ fresh = false } = {}): Promise<string | undefined> =>
+  config.ORIGIN_VERIFY_SECRET
+    ? Promise.resolve(config.ORIGIN_VERIFY_SECRET)
+    : originVerifySecret
+      ? fresh
+        ? originVerifySecret.refresh()
+        : originVerifySecret.get()
+      : Promise.resolve(undefined);

@@ -77,6 +77,13 @@ const settings = {
   CURSOR_SECRET_ID: text(''),
   MAX_BODY_BYTES: int(65_536, 1_024, 1_048_576),
   API_KEY_CACHE_TTL_MS: int(5_000, 0, 5_000),
+  /**
+   * The edge's origin-verify header (docs/decisions.md § Edge): in AWS the secret CloudFront
+   * adds to every request it forwards (set by the CDK stack when the edge is on); locally a
+   * plain value, for tests. Neither set: no check (the edge is off, or a local run).
+   */
+  ORIGIN_VERIFY_SECRET_ID: text(''),
+  ORIGIN_VERIFY_SECRET: text(''),
   // Events and webhooks (docs/decisions.md § Events and webhooks).
   /** Local runner: derive and store events (reads the table's stream). Always on in AWS. */
   EVENTS_ENABLED: flag(true),

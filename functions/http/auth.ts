@@ -13,6 +13,7 @@ import { DomainError } from '../domain/errors.js';
 import { grants, type Permission } from '../domain/permissions.js';
 import type { Auth, Required } from '../routes.js';
 import { getApiKeyByHash } from '../store/api-keys.js';
+import { isKeyShaped, UnknownKeys } from './unknown-keys.js';
 
 /** A tenant key's caller is the domain's Caller; admin and anonymous callers never reach a use case that needs one. */
 export interface TenantCaller extends Caller {
@@ -129,7 +130,8 @@ async function authenticateOperator(
 /** The key a secret names, live: 401 when it is missing, unknown, revoked or expired. */
 async function liveKey(secret: string | undefined, now: number): Promise<ApiKey> {
   if (!secret) throw unauthorized('X-Service-API-Key header is required');
-  const key = await findKey(secret, now);
+  // Not of our shape: no key could match, so no table read (http/unknown-keys.ts).
+  const key = isKeyShaped(secret) ? await findKey(secret, now) : undefined;
   // Lookup is by SHA-256 of the secret, so response time does not depend on how much of it matched.
   if (!key) throw unauthorized('API key is not valid');
   if (key.status === 'REVOKED') throw unauthorized('API key has been revoked');
@@ -143,12 +145,15 @@ async function liveKey(secret: string | undefined, now: number): Promise<ApiKey>
 // are on the server clock, so tests move past the bound instead of waiting for it.
 const cache = new Map<string, { key: ApiKey; at: number }>();
 const CACHE_MAX = 10_000;
+const unknownKeys = new UnknownKeys(CACHE_MAX, () => config.API_KEY_CACHE_TTL_MS);
 
 export async function findKey(secret: string, now: number): Promise<ApiKey | undefined> {
   const hash = hashKeySecret(secret);
   const hit = cache.get(hash);
   if (hit && now >= hit.at && now - hit.at < config.API_KEY_CACHE_TTL_MS) return hit.key;
+  if (unknownKeys.has(hash, now)) return undefined;
   const key = await getApiKeyByHash(hash);
+  if (!key) unknownKeys.add(hash, now);
   if (key && config.API_KEY_CACHE_TTL_MS > 0) {
     if (cache.size >= CACHE_MAX) cache.clear();
     cache.set(hash, { key, at: now });

@@ -22,6 +22,7 @@ import {
 import { publishMetrics } from '../telemetry/metrics.js';
 import { type ErrorDetails, errorResponse } from './errors.js';
 import type { AuthKind, RouteAnswer, RouteInput, RouteSchemas } from './handler.js';
+import { verifyOrigin } from './origin.js';
 import { Reply } from './reply.js';
 
 export type Event = APIGatewayProxyEventV2;
@@ -41,8 +42,12 @@ export function serve(
 ) {
   // No early timeout answer: it would answer 500 while a write is in flight and may still land.
   // The request's deadline (functions/deadline.ts) stops its loops between attempts instead.
+  // The edge's origin check comes first: a request that bypassed CloudFront gets nothing else.
   const handle = middy<Event, Result, Error, Context>({ timeoutEarlyInMillis: 0 }).handler(
-    (event) => answer(event, serverNow(), currentInvocation()),
+    async (event) => {
+      await verifyOrigin(event.headers ?? {});
+      return answer(event, serverNow(), currentInvocation());
+    },
   );
   let coldStart = true;
   return (event: Event, context: Context): Promise<Result> =>

@@ -59,6 +59,7 @@ export function synth(
     stacks.jobs,
     ...stacks.routes.values(),
     ...(stacks.monitoring ? [stacks.monitoring] : []),
+    ...(stacks.edge ? [stacks.edge.firewall, stacks.edge.distribution] : []),
   ];
   const templates = new Map(all.map((s) => [s.stackName, Template.fromStack(s)]));
   const template = (s: Stack) => templates.get(s.stackName) as Template;
@@ -126,3 +127,12 @@ export function sectionsOf(template: Template): Record<keyof typeof STACK_LIMITS
     Mappings: count('Mappings'),
   };
 }
+
+/**
+ * The functions of a template that are the service's own: all but CDK's AwsCustomResource
+ * provider (the edge stack reads the web ACL's ARN with it at deploy time).
+ */
+export const serviceFunctions = (resources: Resources): Resource[] =>
+  Object.entries(resources)
+    .filter(([id, r]) => r.Type === 'AWS::Lambda::Function' && !id.startsWith('AWS679f53fa'))
+    .map(([, r]) => r);

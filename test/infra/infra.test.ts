@@ -20,6 +20,7 @@ import {
   type Statement,
   type Synthesized,
   sectionsOf,
+  serviceFunctions,
   statementsOf,
   synth,
 } from '../helpers/synth.js';
@@ -48,6 +49,9 @@ describe('CDK app', () => {
         'BudgetReservationsGovernanceApi',
         'BudgetReservationsEventsApi',
         'BudgetReservationsMonitoring',
+        // The edge: its web ACL in us-east-1, the distribution beside the APIs.
+        'BudgetReservationsEdgeFirewall',
+        'BudgetReservationsEdge',
       ]);
       const dependsOn = (name: string) =>
         s.all
@@ -71,6 +75,13 @@ describe('CDK app', () => {
         'BudgetReservationsAdminApi',
         'BudgetReservationsData',
         'BudgetReservationsJobs',
+      ]);
+      expect(dependsOn('BudgetReservationsEdgeFirewall')).toEqual([]);
+      expect(dependsOn('BudgetReservationsEdge')).toEqual([
+        'BudgetReservationsAdminApi',
+        'BudgetReservationsData',
+        'BudgetReservationsEdgeFirewall',
+        'BudgetReservationsRuntimeApi',
       ]);
       expect(dependsOn('BudgetReservationsMonitoring')).toEqual([
         'BudgetReservationsAdminApi',
@@ -170,9 +181,7 @@ describe('CDK app', () => {
     it('runs every function on Node.js 22, arm64, CommonJS, JSON logs to its own log group', () => {
       for (const stack of s.all) {
         const resources = s.template(stack).toJSON().Resources as Resources;
-        for (const fn of Object.values(resources).filter(
-          (r) => r.Type === 'AWS::Lambda::Function',
-        )) {
+        for (const fn of serviceFunctions(resources)) {
           expect(fn.Properties).toMatchObject({
             Runtime: 'nodejs22.x',
             Architectures: ['arm64'],
@@ -243,10 +252,14 @@ describe('CDK app', () => {
       expect(consoleRoutes).toEqual(
         expect.arrayContaining(['GET /console', 'GET /console/{proxy+}']),
       );
-      // The console's function reads nothing: no table, no secret (it only writes its logs).
+      // The console's function reads nothing but the edge's origin-verify secret: no table (it
+      // only writes its logs).
       const { resources, logicalId: fnId } = s.fn('console');
-      const actions = statementsOf(resources, fnId).flatMap(actionsOf);
-      expect(actions.filter((a) => !a.startsWith('xray:') && !a.startsWith('logs:'))).toEqual([]);
+      const statements = statementsOf(resources, fnId).filter(
+        (st) => !actionsOf(st).some((a) => a.startsWith('xray:') || a.startsWith('logs:')),
+      );
+      expect(statements.flatMap(actionsOf)).toEqual(['secretsmanager:GetSecretValue']);
+      expect(JSON.stringify(statements.map((st) => st.Resource))).toContain('OriginVerifySecret');
     });
   });
 
@@ -336,8 +349,10 @@ describe('CDK app', () => {
           .filter((st) => actionsOf(st).includes('secretsmanager:GetSecretValue'))
           .flatMap((st) => [st.Resource].flat());
 
-        const expected = Number(acceptsAdminKey(route)) + Number(route.paginates === true);
+        // Every route's function reads the edge's origin-verify secret (-c edge=false: none).
+        const expected = Number(acceptsAdminKey(route)) + Number(route.paginates === true) + 1;
         expect(reads.length, id).toBe(expected);
+        expect(JSON.stringify(reads), id).toContain('OriginVerifySecret');
       }
     });
   });
@@ -636,7 +651,7 @@ describe('CDK app', () => {
       expect(text).not.toMatch(/"ADMIN_API_KEY"\s*:/);
       expect(text).not.toContain('change-me');
       for (const stack of s.all) {
-        for (const fn of Object.values(s.template(stack).findResources('AWS::Lambda::Function'))) {
+        for (const fn of serviceFunctions(s.template(stack).toJSON().Resources as Resources)) {
           expect(Object.keys(fn.Properties.Environment.Variables)).not.toContain('ADMIN_API_KEY');
         }
       }
@@ -734,8 +749,9 @@ describe('CDK app', () => {
       s.template(routeStack('admin')).hasOutput('AdminUrl', {});
     });
 
-    it('maps both APIs on a custom domain set by context, admin under /admin', () => {
+    it('maps both APIs on a custom domain set by context, admin under /admin (-c edge=false)', () => {
       const mapped = synth({
+        edge: 'false',
         domainName: 'budgets.example.com',
         certificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/abc',
       });
@@ -776,7 +792,7 @@ describe('CDK app', () => {
       const off = synth({ tracing: 'false', metricsTenantDimension: 'true' });
       const functions = (x: Synthesized) =>
         x.all.flatMap((stack) =>
-          Object.values(x.template(stack).findResources('AWS::Lambda::Function')),
+          serviceFunctions(x.template(stack).toJSON().Resources as Resources),
         );
 
       for (const fn of functions(s)) {
@@ -952,6 +968,12 @@ describe('CDK app', () => {
         { adminApiKeySecretName: 'budgets/admin-key' },
         { monitoring: 'false', alarmEmail: 'ops@example.com' },
         { ephemeral: 'true', reserveSweeperConcurrency: 'false' },
+        { edge: 'false' },
+        {
+          domainName: 'budgets.example.com',
+          certificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/abc',
+          adminAllowList: '203.0.113.0/24, 2001:db8::/32',
+        },
       ]) {
         expect(() => synth(context), JSON.stringify(context)).not.toThrow();
       }
@@ -971,6 +993,12 @@ describe('CDK app', () => {
 
       expect([...reasons.keys()].sort()).toEqual([
         'AwsSolutions-APIG4',
+        // The edge: no geo restriction, no CloudFront standard logs, the default certificate.
+        'AwsSolutions-CFR1',
+        'AwsSolutions-CFR3',
+        'AwsSolutions-CFR4',
+        // CDK's AwsCustomResource provider, which reads the web ACL's ARN at deploy time.
+        'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
         'AwsSolutions-IAM5[Resource::*]',
         'AwsSolutions-L1',
         'AwsSolutions-SMG4',
@@ -1003,7 +1031,20 @@ describe('CDK app', () => {
           "AWS::Events::EventBus": 1,
           "AWS::KMS::Key": 1,
           "AWS::SecretsManager::ResourcePolicy": 1,
-          "AWS::SecretsManager::Secret": 2,
+          "AWS::SecretsManager::Secret": 3,
+        },
+        "BudgetReservationsEdge": {
+          "AWS::CloudFront::Distribution": 1,
+          "AWS::CloudFront::Function": 1,
+          "AWS::IAM::Policy": 1,
+          "AWS::IAM::Role": 1,
+          "AWS::Lambda::Function": 1,
+          "AWS::Logs::LogGroup": 1,
+          "Custom::AWS": 1,
+        },
+        "BudgetReservationsEdgeFirewall": {
+          "AWS::SSM::Parameter": 1,
+          "AWS::WAFv2::WebACL": 1,
         },
         "BudgetReservationsEventsApi": {
           "AWS::ApiGatewayV2::Integration": 22,

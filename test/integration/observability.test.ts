@@ -1,8 +1,9 @@
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { localClient } from '../../infra/local/dynamodb.js';
 import { givenTenantWith, usd } from '../helpers/fixtures.js';
 import { request } from '../helpers/http.js';
+import { captureOutput, type Line } from '../helpers/output.js';
 import { reservationsApi } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
@@ -10,34 +11,8 @@ import { useTestStack } from '../helpers/scaffold.js';
 const stack = useTestStack({ env: { LOG_LEVEL: 'info', POWERTOOLS_METRICS_DISABLED: 'false' } });
 const { reserve, commit } = reservationsApi(stack);
 
-type Line = Record<string, unknown>;
-
-// Everything the process writes (log lines on stdout and stderr, EMF documents on stdout) is
-// kept here instead of printed: the fixtures' own requests would flood the test output.
-const written: string[] = [];
-beforeAll(() => {
-  const keep = (chunk: string | Uint8Array) => {
-    written.push(String(chunk));
-    return true;
-  };
-  vi.spyOn(process.stdout, 'write').mockImplementation(keep);
-  vi.spyOn(process.stderr, 'write').mockImplementation(keep);
-});
-afterAll(() => {
-  vi.restoreAllMocks();
-});
-
-/** The JSON lines the process writes while `act` runs. */
-async function linesDuring(act: () => Promise<unknown>): Promise<Line[]> {
-  const from = written.length;
-  await act();
-  return written
-    .slice(from)
-    .join('')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as Line);
-}
+// Everything the process writes is kept here instead of printed (test/helpers/output.ts).
+const linesDuring = captureOutput();
 
 /** The request's log lines (EMF documents carry its request id too, as metadata). */
 const logLinesOf = (lines: Line[], requestId: string) =>
