@@ -230,6 +230,30 @@ export const routes = {
     table: { items: 'write' },
     stack: SETTLEMENT,
   },
+  delegateReservation: {
+    server: 'runtime',
+    method: 'POST',
+    path: '/v1/reservations/{reservation_id}/delegations',
+    entry: 'runtime/delegate-reservation',
+    // A delegation is a new reservation (out of the parent's hold): the reserve's permission.
+    auth: tenant('reservations:create'),
+    status: 201,
+    table: { items: 'write' },
+    stack: SETTLEMENT,
+  },
+  listDelegations: {
+    server: 'runtime',
+    method: 'GET',
+    path: '/v1/reservations/{reservation_id}/delegations',
+    entry: 'runtime/list-delegations',
+    // The admin key lists any tenant's (the console's tree).
+    auth: { kind: 'tenantOrAdmin', permission: 'reservations:list' },
+    status: 200,
+    table: { items: 'read' },
+    paginates: true,
+    mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/delegations' }],
+    stack: SETTLEMENT,
+  },
   listCharges: {
     server: 'runtime',
     method: 'GET',

@@ -89,6 +89,18 @@ const EXAMPLES: Record<RouteId, Example> = {
       metrics: { tokens_output: 120 },
     },
   },
+  delegateReservation: {
+    pathParameters: { reservation_id: reservationIdOf(SAMPLE.reserveKey) },
+    body: {
+      idempotency_key: `${SAMPLE.reserveKey}-delegate-1`,
+      amount: usd(200_000),
+      ttl_ms: 30_000,
+    },
+  },
+  listDelegations: {
+    pathParameters: { reservation_id: reservationIdOf(SAMPLE.reserveKey) },
+    query: { limit: '20' },
+  },
   listCharges: {
     pathParameters: { reservation_id: reservationIdOf(SAMPLE.reserveKey) },
     query: { limit: '20' },

@@ -35,6 +35,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reservations/{reservation_id}/delegations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A reservation’s delegations (children), in order, with their state and use */
+        get: operations["listDelegations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/reservations/{reservation_id}/charges": {
         parameters: {
             query?: never;
@@ -999,9 +1016,35 @@ export interface components {
             tenant_id: string;
             name: string;
         };
+        Delegation: {
+            reservation_id: string;
+            status: components["schemas"]["ReservationStatus"];
+            /** @description 1 for a child of a root reservation, 2 for a grandchild, … */
+            depth: number;
+            /** @description What the delegation carved out of the parent’s hold */
+            reserved: components["schemas"]["Amount"];
+            /** @description What it still holds: 0 once not ACTIVE */
+            held: components["schemas"]["Amount"];
+            /** @description What it spent: its commit’s actual, or its charges so far */
+            charged: components["schemas"]["Amount"];
+            scope_path: string;
+            created_at_ms: number;
+            expires_at_ms: number;
+            /** @description Its own ACTIVE children */
+            active_delegations: number;
+        };
+        DelegationListResponse: {
+            reservation_id: string;
+            status: components["schemas"]["ReservationStatus"];
+            /** @description What the reservation itself still holds: 0 once not ACTIVE */
+            held: components["schemas"]["Amount"];
+            delegations: components["schemas"]["Delegation"][];
+            has_more: boolean;
+            next_cursor?: string;
+        };
         ErrorResponse: {
             /** @enum {string} */
-            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
+            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "DELEGATIONS_ACTIVE" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
             message: string;
             request_id: string;
             details?: {
@@ -1401,6 +1444,40 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             410: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listDelegations: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                reservation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A reservation’s delegations (children), in order, with their state and use */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DelegationListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };

@@ -19,6 +19,8 @@ export type ErrorCode =
   | 'BUDGET_FROZEN'
   | 'BUDGET_CLOSED'
   | 'KEY_REVOKED'
+  /** Ours: a reservation's ACTIVE delegations stand in the way (docs/decisions.md § Delegations). */
+  | 'DELEGATIONS_ACTIVE'
   | 'INTERNAL_ERROR';
 
 /** A refusal the caller can act on. Carries an error code, never an HTTP status. */

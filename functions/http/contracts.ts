@@ -21,7 +21,13 @@ import {
   UpdateTenantBody,
   ValidateKeyBody,
 } from './schemas/admin.js';
-import { ChargeBody, EventIdParams, ListChargesQuery, RefundBody } from './schemas/extensions.js';
+import {
+  ChargeBody,
+  DelegationBody,
+  EventIdParams,
+  ListChargesQuery,
+  RefundBody,
+} from './schemas/extensions.js';
 import * as res from './schemas/responses.js';
 import {
   CommitBody,
@@ -170,6 +176,25 @@ export const contracts = {
     body: ChargeBody,
     response: res.ChargeResponse,
     refusals: [404, 409, 410],
+  },
+  delegateReservation: {
+    summary:
+      'Hand part of an ACTIVE reservation’s hold to a child reservation (a sub-agent’s budget)',
+    tag: 'Delegations',
+    extension: true,
+    params: ReservationIdParams,
+    body: DelegationBody,
+    response: res.ReservationCreateResponse,
+    refusals: [404, 409, 410],
+  },
+  listDelegations: {
+    summary: 'A reservation’s delegations (children), in order, with their state and use',
+    tag: 'Delegations',
+    extension: true,
+    params: ReservationIdParams,
+    query: ListChargesQuery,
+    response: res.DelegationListResponse,
+    refusals: [404],
   },
   listCharges: {
     summary: 'A reservation’s charges, in order, and its running totals',

@@ -19,6 +19,7 @@ export const STATUS = {
   BUDGET_FROZEN: 409,
   BUDGET_CLOSED: 409,
   KEY_REVOKED: 409,
+  DELEGATIONS_ACTIVE: 409,
   RESERVATION_EXPIRED: 410,
   INTERNAL_ERROR: 500,
 } as const satisfies Record<ErrorCode, number>;

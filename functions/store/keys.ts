@@ -40,6 +40,11 @@ export const keys = {
     pk: chargesPartition(reservationId),
     sk: pad(sequence),
   }),
+  /** A reservation's delegations (its children) in the order they were made: one Query. */
+  delegation: (parentId: string, sequence: number) => ({
+    pk: `DELEGATIONS#${parentId}`,
+    sk: pad(sequence),
+  }),
   event: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: SK }),
   /** A refused reservation, kept a day for the stream to turn into reservation.denied. */
   refusal: (refusalId: string) => ({ pk: `REFUSAL#${refusalId}`, sk: SK }),
