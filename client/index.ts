@@ -46,6 +46,9 @@ export type ReservationDetail = RuntimeSchemas['ReservationDetail'];
 // Ours (x-extension budget-reservations): charges, refunds, estimate accuracy.
 export type Charge = AdminSchemas['Charge'];
 export type ChargePage = AdminSchemas['ChargeListResponse'];
+export type Delegation = AdminSchemas['Delegation'];
+export type DelegationPage = AdminSchemas['DelegationListResponse'];
+export type Delegated = RuntimeSchemas['ReservationCreateResponse'];
 export type Refunded = AdminSchemas['RefundResponse'];
 export type EstimateAccuracy = AdminSchemas['EstimateAccuracyResponse'];
 export type AccuracyFigures = AdminSchemas['AccuracyFigures'];

@@ -3,6 +3,7 @@ import { audit } from './audit.js';
 import { budgetPeriods, watchBudget } from './budget-history.js';
 import * as budgets from './budgets.js';
 import { createBudgetsMany, createKeysMany, createTenantsMany, fundMany } from './bulk.js';
+import * as delegations from './delegations.js';
 import * as keys from './keys.js';
 import * as reservations from './reservations.js';
 import { balances, introspect } from './runtime.js';
@@ -46,6 +47,8 @@ export const commands: readonly AnyCommand[] = [
   reservations.getReservation,
   reservations.releaseReservation,
   settlement.listCharges,
+  delegations.listDelegations,
+  delegations.delegateReservation,
   settlement.refundReservation,
   settlement.refundEvent,
   balances,

@@ -105,8 +105,8 @@ const ALLOWED: readonly (readonly [difference: string, reason: string])[] = [
   ],
   ['ErrorResponse.cycles_evidence: never sent', NO_EVIDENCE],
   [
-    'ErrorResponse.error: also DUPLICATE_RESOURCE|KEY_REVOKED',
-    'admin-plane codes (a tenant or budget that exists, a change to a revoked key): both documents share one error body, and no runtime operation answers them',
+    'ErrorResponse.error: also DUPLICATE_RESOURCE|KEY_REVOKED|DELEGATIONS_ACTIVE',
+    'admin-plane codes (a tenant or budget that exists, a change to a revoked key), which no runtime operation answers, and ours: a parent reservation committed while its delegations are ACTIVE (docs/decisions.md § Delegations); both documents share one error body',
   ],
 ];
 
