@@ -391,8 +391,156 @@ async function runScenario({ layouts, agentAllocated, operations }: Scenario): P
   }
 }
 
+/** A small seeded generator: a run's random choices replay from its seed. */
+function random(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+  return { next, int: (min: number, max: number) => min + Math.floor(next() * (max - min + 1)) };
+}
+
+/**
+ * Concurrent clients each build a tree (a root, children, grandchildren, some under a deeper
+ * agent level) and settle it in a random order — commits with overage, charges, releases, or
+ * nothing (left to expire) — while server time moves and the sweeper runs. Afterwards every
+ * ledger must hold exactly what the answers say was spent, and nothing reserved.
+ */
+async function runRace({ seed, layouts }: { seed: number; layouts: Scenario['layouts'] }) {
+  const rnd = random(seed);
+  const t = await givenTenant(stack);
+  const allocations: [string, number][] = [
+    ['', 10_000_000],
+    ['workspace:w', 1_000_000],
+    [AGENT, 20_000],
+  ];
+  for (const [i, [scope, allocated]] of allocations.entries()) {
+    const res = await request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
+      headers: adminHeaders,
+      body: {
+        scope: scopeOf(t, scope),
+        unit: 'USD_MICROCENTS',
+        allocated: usd(allocated),
+        ...(layouts[i] === 'sharded' && { shards: 3 }),
+        ...(layouts[i] === 'daily' && { period: 'DAILY' }),
+      },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+  }
+  const run: Run = { t, model: new Model(), story: [`race seed ${seed} ${layouts.join(',')}`] };
+  const spent = new Map<string, number>();
+  const scopesOf = new Map<string, string[]>();
+
+  async function settle(id: string, held: number, hasAgent: boolean): Promise<void> {
+    const choice = rnd.int(0, 4);
+    if (choice === 0) return; // left to expire
+    if (choice === 1) {
+      const res = await post(run, `/v1/reservations/${id}/release`, {});
+      run.story.push(`release ${id} → ${res.status}`);
+      return;
+    }
+    if (choice === 2) {
+      const amount = rnd.int(1, Math.max(1, held));
+      const res = await post(run, `/v1/reservations/${id}/charges`, { amount: usd(amount) });
+      run.story.push(`charge ${id} ${amount} → ${res.status}`);
+      if (res.status === 200) spent.set(id, (spent.get(id) ?? 0) + amount);
+    }
+    const actual = (spent.get(id) ?? 0) + rnd.int(0, Math.ceil(held * (hasAgent ? 1 : 1.5)));
+    const res = await post(run, `/v1/reservations/${id}/commit`, { actual: usd(actual) });
+    run.story.push(
+      `commit ${id} ${actual} → ${res.status} ${JSON.stringify(res.body.error ?? '')}`,
+    );
+    if (res.status === 200) spent.set(id, actual);
+    // Children still ACTIVE: release the parent instead, and them with it.
+    if (res.status === 409 && errorOf(res).error === 'DELEGATIONS_ACTIVE') {
+      const released = await post(run, `/v1/reservations/${id}/release`, {});
+      run.story.push(`release ${id} (cascade) → ${released.status}`);
+    }
+  }
+
+  async function tree(depth: number, parentId: string, parentScopes: string[], held: number) {
+    const children = depth >= 3 ? 0 : rnd.int(0, 3);
+    const made: { id: string; held: number; agent: boolean }[] = [];
+    let left = held;
+    for (let i = 0; i < children && left > 1; i++) {
+      const amount = rnd.int(1, Math.floor(left / 2));
+      const agent = !parentScopes.includes(AGENT) && rnd.next() < 0.4;
+      const res = await post(run, `/v1/reservations/${parentId}/delegations`, {
+        amount: usd(amount),
+        ...(rnd.next() < 0.5 && { ttl_ms: rnd.int(1_000, 30_000) }),
+        ...(agent && { subject: { agent: 'a' } }),
+      });
+      run.story.push(`delegate ${parentId} ${amount} → ${res.status}`);
+      if (res.status !== 201) continue;
+      const id = String(res.body.reservation_id);
+      const scopes = agent ? [...parentScopes, AGENT] : parentScopes;
+      scopesOf.set(id, scopes);
+      left -= amount;
+      made.push({ id, held: amount, agent: scopes.includes(AGENT) });
+      await tree(depth + 1, id, scopes, amount);
+    }
+    // Children settle concurrently, in a random order.
+    await Promise.all(made.map((c) => settle(c.id, c.held, c.agent)));
+  }
+
+  async function client(): Promise<void> {
+    const estimate = rnd.int(500, 5_000);
+    const res = await post(run, '/v1/reservations', {
+      subject: { workspace: 'w' },
+      action: { kind: 'agent.run', name: 'orchestrator' },
+      estimate: usd(estimate),
+      overage_policy: rnd.next() < 0.5 ? 'REJECT' : 'ALLOW_IF_AVAILABLE',
+      ttl_ms: rnd.int(20_000, 120_000),
+      grace_period_ms: 0,
+    });
+    if (res.status !== 200) return;
+    const id = String(res.body.reservation_id);
+    scopesOf.set(id, [...ROOT_SCOPES]);
+    await tree(1, id, ROOT_SCOPES, estimate);
+    await settle(id, estimate, false);
+  }
+
+  let racing = true;
+  const time = (async () => {
+    while (racing) {
+      clock.advance(rnd.int(0, 1_500));
+      await sweepOnce();
+    }
+  })();
+  await Promise.all([client(), client(), client(), client()]);
+  racing = false;
+  await time;
+  clock.advance(200_000);
+  await sweepOnce();
+
+  const want: Record<string, unknown> = {};
+  for (const [scope, allocated] of allocations) {
+    let total = 0;
+    for (const [id, scopes] of scopesOf) if (scopes.includes(scope)) total += spent.get(id) ?? 0;
+    want[scope] = { allocated, spent: total, reserved: 0, remaining: allocated - total };
+  }
+  const got: Record<string, unknown> = {};
+  for (const b of (await balancesOf(stack, t)).values()) {
+    got[relativeScope(t, String(b.scope_path))] = {
+      allocated: amountOf(b.allocated),
+      spent: amountOf(b.spent),
+      reserved: amountOf(b.reserved),
+      remaining: amountOf(b.remaining),
+    };
+  }
+  expect(got, run.story.join('\n')).toEqual(want);
+}
+
 describe('delegation trees, against a model', () => {
   it('keeps every ledger and answer equal to the model through random trees of delegations, charges, commits, releases, extends and expiries', async () => {
     await assertModel('delegation model', scenario, runScenario, 6);
+  });
+
+  it('audits every ledger exactly after concurrent clients build and settle trees while the sweeper runs', async () => {
+    const race = fc.record({ seed: fc.nat(), layouts: fc.tuple(layout, layout, layout) });
+    await assertModel('delegation race', race, runRace, 4);
   });
 });
