@@ -75,6 +75,7 @@ export const AUDIT_OPERATIONS = complete<AuditOperation>()([
   'releaseReservation',
   'refundReservation',
   'refundEvent',
+  'delegateReservation',
 ]);
 
 export const AUDIT_RESOURCE_TYPES = complete<AuditResourceType>()([

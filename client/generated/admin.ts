@@ -500,7 +500,7 @@ export interface components {
             tenant_id: string;
             key_id?: string;
             /** @enum {string} */
-            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "refundReservation" | "refundEvent";
+            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "refundReservation" | "refundEvent" | "delegateReservation";
             /** @enum {string} */
             resource_type: "budget" | "tenant" | "api_key" | "reservation" | "event";
             resource_id: string;
@@ -2223,7 +2223,7 @@ export interface operations {
             query?: {
                 tenant_id?: string;
                 key_id?: string;
-                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "refundReservation" | "refundEvent";
+                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "refundReservation" | "refundEvent" | "delegateReservation";
                 resource_type?: "budget" | "tenant" | "api_key" | "reservation" | "event";
                 resource_id?: string;
                 from?: string;

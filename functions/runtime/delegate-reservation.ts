@@ -7,6 +7,8 @@ import { delegateReservation } from '../use-cases/delegations.js';
 export const handler = httpHandler(
   'delegateReservation',
   { params: ReservationIdParams, body: DelegationBody },
-  async ({ caller, params, body, now }) =>
-    reservationCreatedView(await delegateReservation(caller, params.reservation_id, body, now)),
+  async ({ caller, params, body, now, requestId }) =>
+    reservationCreatedView(
+      await delegateReservation(caller, params.reservation_id, body, { now, requestId }),
+    ),
 );

@@ -1,3 +1,4 @@
+import type { AuditEntry } from '../domain/audit.js';
 import type { Budgets } from '../domain/budget.js';
 import type { Delegated } from '../domain/delegation.js';
 import type { Reservation } from '../domain/reservation.js';
@@ -15,7 +16,7 @@ import { type Item, putIfAbsent } from './expressions.js';
 import { keys } from './keys.js';
 import { queryPage } from './pages.js';
 import { getItems } from './transact.js';
-import { type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
+import { auditPut, type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 // Delegations (docs/decisions.md § Delegations): the parent's update, the delegation's
 // idempotency record, the child's reservation item, the child's place in its parent's listing
@@ -29,6 +30,8 @@ export interface NewDelegation {
   readonly budgets: Budgets;
   readonly idempotency: { readonly scope: IdempotencyScope; readonly outcome: OutcomeToStore };
   readonly now: number;
+  /** Every delegation is audited (parent and child named), in its own transaction. */
+  readonly audit: AuditEntry;
 }
 
 function delegationTransactions(n: NewDelegation): (attempt: number) => GuardedTransaction {
@@ -49,6 +52,7 @@ function delegationTransactions(n: NewDelegation): (attempt: number) => GuardedT
         type: 'delegation',
         child_id: child.reservationId,
       }),
+      auditPut(n.audit),
     ];
     return {
       items: [...head, ...placed.items],

@@ -1,3 +1,4 @@
+import type { AuditEntry } from '../domain/audit.js';
 import type { Budgets } from '../domain/budget.js';
 import { type Caller, type Credential, requireOwnTenant } from '../domain/caller.js';
 import { invalidCursor } from '../domain/cursor.js';
@@ -14,6 +15,7 @@ import { affectedScopes, type Reservation } from '../domain/reservation.js';
 import { insertDelegation, queryDelegations } from '../store/delegations.js';
 import { readReservation } from '../store/reservation-queries.js';
 import { recordMetric } from '../telemetry/invocation.js';
+import type { WriteContext } from './context.js';
 import { type Page, type PageRequest, paged } from './pages.js';
 import { type Lease, leaseAt, type Reserved } from './reservations.js';
 import { changeReservation } from './settlements.js';
@@ -27,6 +29,7 @@ export type { DelegationRequest };
 interface DelegationPlan {
   readonly result: Reserved;
   readonly delegated: Delegated;
+  readonly audit: AuditEntry;
 }
 
 /**
@@ -38,7 +41,7 @@ export async function delegateReservation(
   caller: Caller,
   parentId: string,
   request: DelegationRequest,
-  now: number,
+  { now, requestId }: WriteContext,
 ): Promise<Reserved & Lease> {
   const childId = derivedId('rsv', caller.tenant, 'delegation', request.idempotencyKey);
   const lease = leaseAt(now);
@@ -62,11 +65,27 @@ export async function delegateReservation(
           ...ledgersAfter(budgets, delegated.holds),
         ],
       };
-      return { result, delegated };
+      const audit: AuditEntry = {
+        tenant: parent.tenant,
+        actor: { kind: 'key', keyId: caller.keyId },
+        requestId,
+        atMs: now,
+        action: 'reservation.delegate',
+        reservationId: parentId,
+        detail: {
+          parent_reservation_id: parentId,
+          child_reservation_id: childId,
+          amount: child.reserved.amount,
+          unit: child.reserved.unit,
+          depth: child.delegation?.depth,
+          scopes: affectedScopes(child),
+        },
+      };
+      return { result, delegated, audit };
     },
     onWritten: (parent) => recordMetric('Delegations', 1, {}, parent.tenant),
-    write: (parent, { delegated }, idempotency, budgets: Budgets) =>
-      insertDelegation({ parent, delegated, budgets, idempotency, now }),
+    write: (parent, { delegated, audit }, idempotency, budgets: Budgets) =>
+      insertDelegation({ parent, delegated, budgets, idempotency, now, audit }),
   });
   return { ...result, ...lease.of(result.expiresAtMs) };
 }

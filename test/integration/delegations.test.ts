@@ -4,7 +4,13 @@ import { L, ledgers } from '../helpers/balances.js';
 import { testClock } from '../helpers/clock.js';
 import { expectError } from '../helpers/errors.js';
 import type { GivenTenant } from '../helpers/fixtures.js';
-import { givenBudget, givenTenant, givenTenantWith, usd } from '../helpers/fixtures.js';
+import {
+  adminHeaders,
+  givenBudget,
+  givenTenant,
+  givenTenantWith,
+  usd,
+} from '../helpers/fixtures.js';
 import { type Json, request } from '../helpers/http.js';
 import { reservationsApi } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
@@ -84,6 +90,27 @@ describe('POST /v1/reservations/{id}/delegations', () => {
     const got = await api.getReservation(t, res.body.reservation_id);
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({ status: 'ACTIVE', reserved: usd(200) });
+    // Audited: the parent is the resource, the child named in the detail.
+    const audit = await request(
+      'GET',
+      `${stack.adminUrl}/v1/admin/audit/logs?tenant_id=${t.tenant}&operation=delegateReservation`,
+      { headers: adminHeaders },
+    );
+    expect(audit.body.logs).toEqual([
+      expect.objectContaining({
+        operation: 'delegateReservation',
+        resource_type: 'reservation',
+        resource_id: id,
+        key_id: t.keyId,
+        metadata: expect.objectContaining({
+          detail: expect.objectContaining({
+            parent_reservation_id: id,
+            child_reservation_id: res.body.reservation_id,
+            amount: 200,
+          }),
+        }),
+      }),
+    ]);
     // A child never outlives its parent: a longer TTL is the parent's expiry.
     const long = await delegate(t, id, { amount: usd(10), ttl_ms: 3_600_000 });
     expect(long.body.expires_at_ms).toBe(expiresAtMs);
