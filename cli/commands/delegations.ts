@@ -6,18 +6,14 @@ import {
   unwrap,
 } from '../../client/index.js';
 import { CLI_NAME } from '../config.js';
-import type { Context } from '../context.js';
 import { CliError } from '../exit-codes.js';
 import { morePages, record, table } from '../output.js';
 import { defineCommand, integer, listing, PAGE_OPTIONS, type PageOptions } from '../spec.js';
 import { UNIT_OPTION } from './budgets.js';
+import { asAdmin, ms } from './settlement.js';
 
 // Sub-agent budgets (ours, docs/decisions.md § Delegations): a reservation's children, and a
 // delegation made by hand (an agent makes its own through POST …/delegations).
-
-const ms = (t: number) => new Date(t).toISOString();
-const asAdmin = (ctx: Context) =>
-  (ctx.options.as ?? (ctx.config.adminKey ? 'admin' : 'tenant')) === 'admin';
 
 export const listDelegations = defineCommand<PageOptions>({
   name: 'reservations delegations',

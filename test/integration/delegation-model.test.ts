@@ -182,6 +182,33 @@ const scenario = fc.record({
 });
 type Scenario = typeof scenario extends fc.Arbitrary<infer S> ? S : never;
 
+/** Periods stay put: a run takes minutes of server time, never across a UTC midnight. */
+function awayFromMidnight(): void {
+  const intoDay = clock.now() % 86_400_000;
+  if (intoDay > 86_400_000 - 3_600_000) clock.advance(86_400_000 - intoDay + 1_000);
+}
+
+/** USD budgets by relative scope, each unsharded, in 3 shards, or rolling DAILY. */
+async function givenLayouts(
+  t: GivenTenant,
+  budgets: readonly (readonly [string, number])[],
+  layouts: Scenario['layouts'],
+): Promise<void> {
+  for (const [i, [scope, allocated]] of budgets.entries()) {
+    const res = await request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
+      headers: adminHeaders,
+      body: {
+        scope: scopeOf(t, scope),
+        unit: 'USD_MICROCENTS',
+        allocated: usd(allocated),
+        ...(layouts[i] === 'sharded' && { shards: 3 }),
+        ...(layouts[i] === 'daily' && { period: 'DAILY' }),
+      },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+  }
+}
+
 interface Run {
   readonly t: GivenTenant;
   readonly model: Model;
@@ -347,32 +374,20 @@ async function step(run: Run, o: Operation): Promise<void> {
 }
 
 async function runScenario({ layouts, agentAllocated, operations }: Scenario): Promise<void> {
-  // Periods stay put: a run takes minutes of server time, never across a UTC midnight.
-  const intoDay = clock.now() % 86_400_000;
-  if (intoDay > 86_400_000 - 3_600_000) clock.advance(86_400_000 - intoDay + 1_000);
+  awayFromMidnight();
   const t = await givenTenant(stack);
   const model = new Model();
   model.now = clock.now();
   const run: Run = { t, model, story: [`tenant ${t.tenant}`] };
-  const budgets: [string, number, (typeof layouts)[number]][] = [
-    ['', 1_000_000, layouts[0]],
-    ['workspace:w', 100_000, layouts[1]],
-    [AGENT, agentAllocated, layouts[2]],
+  const budgets: [string, number][] = [
+    ['', 1_000_000],
+    ['workspace:w', 100_000],
+    [AGENT, agentAllocated],
   ];
-  for (const [scope, allocated, kind] of budgets) {
-    const res = await request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
-      headers: adminHeaders,
-      body: {
-        scope: scopeOf(t, scope),
-        unit: 'USD_MICROCENTS',
-        allocated: usd(allocated),
-        ...(kind === 'sharded' && { shards: 3 }),
-        ...(kind === 'daily' && { period: 'DAILY' }),
-      },
-    });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+  await givenLayouts(t, budgets, layouts);
+  for (const [i, [scope, allocated]] of budgets.entries()) {
     model.ledgers.set(scope, { allocated, spent: 0, reserved: 0 });
-    run.story.push(`budget '${scope}' ${allocated} ${kind}`);
+    run.story.push(`budget '${scope}' ${allocated} ${layouts[i]}`);
   }
   for (const o of operations) {
     run.story.push(JSON.stringify(o));
@@ -410,6 +425,7 @@ function random(seed: number) {
  * ledger must hold exactly what the answers say was spent, and nothing reserved.
  */
 async function runRace({ seed, layouts }: { seed: number; layouts: Scenario['layouts'] }) {
+  awayFromMidnight();
   const rnd = random(seed);
   const t = await givenTenant(stack);
   const allocations: [string, number][] = [
@@ -417,19 +433,7 @@ async function runRace({ seed, layouts }: { seed: number; layouts: Scenario['lay
     ['workspace:w', 1_000_000],
     [AGENT, 20_000],
   ];
-  for (const [i, [scope, allocated]] of allocations.entries()) {
-    const res = await request('POST', `${stack.adminUrl}/v1/admin/budgets`, {
-      headers: adminHeaders,
-      body: {
-        scope: scopeOf(t, scope),
-        unit: 'USD_MICROCENTS',
-        allocated: usd(allocated),
-        ...(layouts[i] === 'sharded' && { shards: 3 }),
-        ...(layouts[i] === 'daily' && { period: 'DAILY' }),
-      },
-    });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-  }
+  await givenLayouts(t, allocations, layouts);
   const run: Run = { t, model: new Model(), story: [`race seed ${seed} ${layouts.join(',')}`] };
   const spent = new Map<string, number>();
   const scopesOf = new Map<string, string[]>();
