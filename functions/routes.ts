@@ -235,9 +235,10 @@ export const routes = {
     method: 'POST',
     path: '/v1/reservations/{reservation_id}/delegations',
     entry: 'runtime/delegate-reservation',
-    // A delegation is a new reservation (out of the parent's hold): the reserve's permission.
+    // A delegation is a new reservation (out of the parent's hold): the reserve's permission,
+    // and the reserve's status (200), so a client handles its answer as a reserve's.
     auth: tenant('reservations:create'),
-    status: 201,
+    status: 200,
     table: { items: 'write' },
     stack: SETTLEMENT,
   },

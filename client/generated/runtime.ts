@@ -1287,7 +1287,7 @@ export interface operations {
         };
         responses: {
             /** @description Hand part of an ACTIVE reservation’s hold to a child reservation (a sub-agent’s budget) */
-            201: {
+            200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];

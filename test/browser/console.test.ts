@@ -637,13 +637,13 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
       idempotency_key: 'stream-run-child-1',
       amount: usd(0.03),
     });
-    expect(child.status, JSON.stringify(child.body)).toBe(201);
+    expect(child.status, JSON.stringify(child.body)).toBe(200);
     const childId = String(child.body.reservation_id);
     const grandchild = await runtime(`/v1/reservations/${childId}/delegations`, {
       idempotency_key: 'stream-run-grandchild-1',
       amount: usd(0.01),
     });
-    expect(grandchild.status, JSON.stringify(grandchild.body)).toBe(201);
+    expect(grandchild.status, JSON.stringify(grandchild.body)).toBe(200);
     await running.getByRole('button', { name: /^Delegations…/ }).click();
     const tree = page.getByRole('dialog', { name: `Delegations of ${streamed}` });
     await tree.getByText(childId).waitFor();

@@ -298,7 +298,7 @@ async function step(run: Run, o: Operation): Promise<void> {
         (n.children.size >= MAX_CHILDREN ? '409 DELEGATIONS_ACTIVE' : undefined) ??
         (o.amount > n.held ? '409 BUDGET_EXCEEDED' : undefined) ??
         (agent && remainingOf(m.ledger(AGENT)) < o.amount ? '409 BUDGET_EXCEEDED' : undefined);
-      if (!expectAnswer(run, res, refused ?? 201)) return;
+      if (!expectAnswer(run, res, refused ?? 200)) return;
       if (agent) m.ledger(AGENT).reserved += o.amount;
       n.held -= o.amount;
       const child: Node = {
@@ -478,7 +478,7 @@ async function runRace({ seed, layouts }: { seed: number; layouts: Scenario['lay
         ...(agent && { subject: { agent: 'a' } }),
       });
       run.story.push(`delegate ${parentId} ${amount} → ${res.status}`);
-      if (res.status !== 201) continue;
+      if (res.status !== 200) continue;
       const id = String(res.body.reservation_id);
       const scopes = agent ? [...parentScopes, AGENT] : parentScopes;
       scopesOf.set(id, scopes);

@@ -49,7 +49,7 @@ async function parentOf(estimate: number, extra: Json = {}) {
 
 async function childOf(t: GivenTenant, parent: string, amount: number, body: Json = {}) {
   const res = await delegate(t, parent, { amount: usd(amount), ...body });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
   return String(res.body.reservation_id);
 }
 
@@ -59,7 +59,7 @@ describe('POST /v1/reservations/{id}/delegations', () => {
 
     const res = await delegate(t, id, { amount: usd(200), ttl_ms: 10_000 });
 
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toMatchObject({
       decision: 'ALLOW',
       reserved: usd(200),
@@ -189,7 +189,7 @@ describe('POST /v1/reservations/{id}/delegations', () => {
     await givenBudget(stack, t, 'workspace:w/agent:a1', 150);
     const res = await delegate(t, id, { amount: usd(100), subject: { agent: 'a1' } });
 
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.affected_scopes).toEqual([
       `tenant:${t.tenant}`,
       `tenant:${t.tenant}/workspace:w`,
@@ -235,7 +235,7 @@ describe('POST /v1/reservations/{id}/delegations', () => {
     const again = await delegate(t, id, body);
     const other = await delegate(t, id, { ...body, amount: usd(101) });
 
-    expect(again.status).toBe(201);
+    expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     expectError(other, 409, 'IDEMPOTENCY_MISMATCH');
     expect(await heldBy(t, id)).toBe(400);
