@@ -11,7 +11,7 @@ import type { OutcomeToStore } from './entities/outcome.js';
 import { chargeUpdate, parentUpdate, reservationRefundUpdate } from './entities/reservation.js';
 import { putIfAbsent, type TransactItem } from './expressions.js';
 import { chargesPartition } from './keys.js';
-import { queryPage } from './pages.js';
+import { partitionInOrder } from './pages.js';
 import { auditPut, type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 // Charges of part of an actual while a reservation is ACTIVE, and refunds of what was charged
@@ -62,13 +62,8 @@ export async function queryCharges(q: {
   readonly after?: string | undefined;
   readonly limit: number;
 }): Promise<{ readonly charges: Charge[]; readonly nextPosition?: string | undefined }> {
-  const page = await queryPage({
-    partitionKey: 'pk',
+  const page = await partitionInOrder({
     partition: chargesPartition(q.reservationId),
-    sortKey: 'sk',
-    lowest: '',
-    highest: '~',
-    newestFirst: false,
     after: q.after,
     limit: q.limit,
   });

@@ -14,7 +14,7 @@ import {
 } from './entities/reservation.js';
 import { type Item, putIfAbsent } from './expressions.js';
 import { keys } from './keys.js';
-import { queryPage } from './pages.js';
+import { partitionInOrder } from './pages.js';
 import { getItems } from './transact.js';
 import { auditPut, type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
@@ -70,13 +70,8 @@ export async function queryDelegations(q: {
   readonly after?: string | undefined;
   readonly limit: number;
 }): Promise<{ readonly children: Reservation[]; readonly nextPosition?: string | undefined }> {
-  const page = await queryPage({
-    partitionKey: 'pk',
+  const page = await partitionInOrder({
     partition: keys.delegation(q.parentId, 0).pk,
-    sortKey: 'sk',
-    lowest: '',
-    highest: '~',
-    newestFirst: false,
     after: q.after,
     limit: q.limit,
   });

@@ -79,3 +79,20 @@ export async function queryPage(q: PageQuery): Promise<ItemPage> {
   // Out of Queries for this page: resume after the last item looked at, matched or not.
   return examined === undefined ? { items } : { items, nextPosition: examined };
 }
+
+/** One page of a base-table partition in sort-key order (a reservation's charges, children). */
+export const partitionInOrder = (q: {
+  readonly partition: string;
+  readonly after?: string | undefined;
+  readonly limit: number;
+}): Promise<ItemPage> =>
+  queryPage({
+    partitionKey: 'pk',
+    partition: q.partition,
+    sortKey: 'sk',
+    lowest: '',
+    highest: '~',
+    newestFirst: false,
+    after: q.after,
+    limit: q.limit,
+  });
