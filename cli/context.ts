@@ -66,6 +66,14 @@ export class Context {
     });
   }
 
+  /**
+   * Whether an operation both planes serve (events, webhooks) goes to the tenant's own route:
+   * when the tenant key is the one in use (`--as tenant`, or no admin key configured).
+   */
+  asTenant(): boolean {
+    return 'tenantKey' in this.credentials('either');
+  }
+
   /** Neither key: the health and OpenAPI documents. */
   anonymous(server: 'admin' | 'runtime'): AdminApi | RuntimeApi {
     const init = { fetch: (request: Request) => this.send(request) };

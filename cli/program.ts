@@ -6,12 +6,16 @@ import { type AnyCommand, integer } from './spec.js';
 
 /** What each group of commands is for, in `budget-reservations --help`. */
 const GROUPS: Readonly<Record<string, string>> = {
-  tenants: 'Tenants: create, list, show, rename, suspend, resume, close',
-  keys: 'Tenant API keys: create (the secret shown once), list, show, update, revoke, validate',
+  tenants: 'Tenants: create, list, show, rename, suspend, resume, close, bulk actions',
+  keys: 'API keys (tenants’, and operators’ under __system__): create (the secret shown once), list, show, update, revoke, validate',
   budgets:
-    'Budgets: create, fund, freeze, change limits, caps, shards and thresholds, periods, watch, estimate accuracy',
+    'Budgets: create, fund, freeze, change limits, caps, shards and thresholds, periods, watch, bulk actions, estimate accuracy',
+  policies:
+    'Policies: caps and TTL limits by scope pattern, enforced on reserve, dry run and decide',
   reservations: 'Reservations: list, show, force-release, charges, refund',
-  events: 'Usage events: refund',
+  events: 'The event log: list (filters), show one; refund a usage event',
+  webhooks:
+    'Webhook subscriptions: create (the secret shown once), list, show, update, pause, resume, delete, test, deliveries, replay, bulk, security',
   config: 'The CLI’s own configuration: where it looks, what it uses',
 };
 

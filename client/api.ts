@@ -61,6 +61,8 @@ export async function unwrap<T>(
   call: Promise<{ readonly data?: T; readonly error?: unknown; readonly response: Response }>,
 ): Promise<T> {
   const { data, error, response } = await call;
+  // A 204 (a delete) has no body: there is nothing to answer but that it was done.
+  if (response.status === 204) return undefined as T;
   if (!response.ok || data === undefined) throw ApiError.of(response, error);
   return data;
 }

@@ -17,6 +17,10 @@ export type PeriodKind = NonNullable<Schemas['BudgetLedger']['period']>;
 export type FundOperation = Schemas['FundBudgetBody']['operation'];
 export type AuditOperation = Schemas['AuditLogEntry']['operation'];
 export type AuditResourceType = Schemas['AuditLogEntry']['resource_type'];
+export type EventType = Schemas['Event']['event_type'];
+export type EventCategory = Schemas['Event']['category'];
+export type SubscriptionStatus = Schemas['WebhookSubscription']['status'];
+export type DeliveryStatus = Schemas['WebhookDelivery']['status'];
 
 type Missing<T, V extends readonly unknown[]> = Exclude<T, V[number]>;
 /** `values` when it names every member of T; otherwise a type error naming the missing ones. */
@@ -39,7 +43,34 @@ export const PERMISSIONS = complete<Permission>()([
   'decide',
   'events:create',
   'budgets:write',
+  'budgets:read',
+  'policies:read',
+  'policies:write',
+  'webhooks:read',
+  'webhooks:write',
+  'events:read',
+  'admin:read',
+  'admin:write',
+  'admin:tenants:read',
+  'admin:tenants:write',
+  'admin:budgets:read',
+  'admin:budgets:write',
+  'admin:policies:read',
+  'admin:policies:write',
+  'admin:apikeys:read',
+  'admin:apikeys:write',
+  'admin:webhooks:read',
+  'admin:webhooks:write',
+  'admin:events:read',
+  'admin:audit:read',
 ]);
+
+/** What a tenant key made without a list holds: SPEC's eight and budgets:write. */
+export const DEFAULT_PERMISSIONS = PERMISSIONS.slice(0, 9);
+/** A named operator credential's permissions (owner OPERATORS). */
+export const ADMIN_PERMISSIONS = PERMISSIONS.filter((p) => p.startsWith('admin:'));
+/** The owner of named operator credentials (docs/decisions.md § Operators). */
+export const OPERATORS = '__system__';
 
 export const TENANT_STATUSES = complete<TenantStatus>()(['ACTIVE', 'SUSPENDED', 'CLOSED']);
 export const BUDGET_STATUSES = complete<BudgetStatus>()(['ACTIVE', 'FROZEN', 'CLOSED']);
@@ -72,7 +103,14 @@ export const AUDIT_OPERATIONS = complete<AuditOperation>()([
   'freezeBudget',
   'unfreezeBudget',
   'closeBudget',
+  'createPolicy',
+  'updatePolicy',
   'releaseReservation',
+  'createWebhookSubscription',
+  'updateWebhookSubscription',
+  'deleteWebhookSubscription',
+  'disableWebhookSubscription',
+  'updateWebhookSecurityConfig',
   'refundReservation',
   'refundEvent',
   'delegateReservation',
@@ -82,8 +120,95 @@ export const AUDIT_RESOURCE_TYPES = complete<AuditResourceType>()([
   'tenant',
   'budget',
   'api_key',
+  'policy',
   'reservation',
+  'webhook',
+  'config',
   'event',
+]);
+
+export const EVENT_CATEGORIES = complete<EventCategory>()([
+  'budget',
+  'tenant',
+  'api_key',
+  'policy',
+  'reservation',
+  'system',
+  'webhook',
+]);
+/** What a tenant's own subscriptions and event listing may name. */
+export const TENANT_EVENT_CATEGORIES: readonly EventCategory[] = [
+  'budget',
+  'reservation',
+  'tenant',
+];
+
+export const EVENT_TYPES = complete<EventType>()([
+  'budget.created',
+  'budget.updated',
+  'budget.funded',
+  'budget.debited',
+  'budget.reset',
+  'budget.reset_spent',
+  'budget.debt_repaid',
+  'budget.frozen',
+  'budget.unfrozen',
+  'budget.closed',
+  'budget.closed_via_tenant_cascade',
+  'budget.threshold_crossed',
+  'budget.exhausted',
+  'budget.over_limit_entered',
+  'budget.over_limit_exited',
+  'budget.debt_incurred',
+  'budget.burn_rate_anomaly',
+  'reservation.denied',
+  'reservation.denial_rate_spike',
+  'reservation.expired',
+  'reservation.expiry_rate_spike',
+  'reservation.commit_overage',
+  'reservation.released_via_tenant_cascade',
+  'tenant.created',
+  'tenant.updated',
+  'tenant.suspended',
+  'tenant.reactivated',
+  'tenant.closed',
+  'tenant.settings_changed',
+  'webhook.created',
+  'webhook.updated',
+  'webhook.paused',
+  'webhook.resumed',
+  'webhook.disabled',
+  'webhook.deleted',
+  'webhook.disabled_via_tenant_cascade',
+  'api_key.created',
+  'api_key.revoked',
+  'api_key.revoked_via_tenant_cascade',
+  'api_key.expired',
+  'api_key.permissions_changed',
+  'api_key.auth_failed',
+  'api_key.auth_failure_rate_spike',
+  'policy.created',
+  'policy.updated',
+  'policy.deleted',
+  'system.store_connection_lost',
+  'system.store_connection_restored',
+  'system.high_latency',
+  'system.webhook_delivery_failed',
+  'system.webhook_test',
+  'custom.refund',
+  'custom.delegation',
+]);
+
+export const SUBSCRIPTION_STATUSES = complete<SubscriptionStatus>()([
+  'ACTIVE',
+  'PAUSED',
+  'DISABLED',
+]);
+export const DELIVERY_STATUSES = complete<DeliveryStatus>()([
+  'PENDING',
+  'SUCCESS',
+  'FAILED',
+  'RETRYING',
 ]);
 
 /** `value` when it is one of `values`, else undefined: a filter read from a URL or a file. */

@@ -8,12 +8,22 @@ import type { IndexName } from './store/table.js';
  * does to the table (and so its IAM grant), and its sizing where it differs from the default.
  */
 export type Server = 'runtime' | 'admin';
+/** A permission a tenant key must hold, or several of which it must hold one. */
+export type Required = Permission | readonly Permission[];
 export type Auth =
   | { readonly kind: 'none' }
-  | { readonly kind: 'admin' }
-  | { readonly kind: 'tenant'; readonly permission?: Permission }
+  /**
+   * X-Admin-API-Key: the bootstrap admin key, or a named operator credential holding `operator`
+   * (an `admin:*` permission; docs/decisions.md § Operators).
+   */
+  | { readonly kind: 'admin'; readonly operator?: Permission }
+  | { readonly kind: 'tenant'; readonly permission?: Required }
   /** The admin key (X-Admin-API-Key) for any tenant, or a tenant key (holding the permission). */
-  | { readonly kind: 'tenantOrAdmin'; readonly permission?: Permission };
+  | {
+      readonly kind: 'tenantOrAdmin';
+      readonly permission?: Required;
+      readonly operator?: Permission;
+    };
 
 /** What a function does to the table, checked against functions/store/*: its IAM grant. */
 export interface TableAccess {
@@ -25,15 +35,22 @@ export interface TableAccess {
   readonly describe?: boolean;
 }
 
+/**
+ * What of the webhook machinery a function uses beyond the table (its IAM grant): sealing
+ * signing secrets (KMS Encrypt), sending to the delivery queue, invoking the delivery function
+ * for a /test probe (the one function that may open a secret: KMS Decrypt).
+ */
+export type WebhookGrant = 'seal' | 'enqueue' | 'probe';
+
 export interface Route {
   readonly server: Server;
-  readonly method: 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'ANY';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'ANY';
   /** API Gateway route path; `$default` catches whatever no other route of the server matches. */
   readonly path: string;
   readonly entry: string;
   readonly auth: Auth;
-  /** The status of a success. */
-  readonly status: 200 | 201;
+  /** The status of a success (204: no body). */
+  readonly status: 200 | 201 | 202 | 204;
   readonly table: TableAccess;
   /** @default 512 */
   readonly memoryMb?: number;
@@ -41,6 +58,8 @@ export interface Route {
   readonly timeoutSeconds?: number;
   /** Signs pagination cursors, so it reads the cursor secret. @default false */
   readonly paginates?: boolean;
+  /** @default - none */
+  readonly webhooks?: readonly WebhookGrant[];
   /**
    * The same function also answers the route's method at these (server, path) pairs: the
    * console, served by the admin server, reaches the runtime calls it needs on its own origin.
@@ -57,6 +76,12 @@ export interface Route {
    * @default - the route's server
    */
   readonly stack?: string;
+  /**
+   * What a request path must look like beyond `path` (a regular expression), where a greedy
+   * variable matches more than the route answers: the 405 of another method is only for these.
+   * @default - `path` alone
+   */
+  readonly requestPaths?: string;
 }
 
 /** Another server and path at which a route's function answers (API Gateway: one more route). */
@@ -118,429 +143,708 @@ const LISTING_INDEXES: readonly IndexName[] = [
   'byToolset',
 ];
 
+/** Budget reads: the reference's `budgets:read`, or SPEC's `balances:read` (keys made before it). */
+const BUDGET_READS: Required = ['budgets:read', 'balances:read'];
+
 /** The stack of our settlement extensions' routes: `<prefix>SettlementApi`. */
 const SETTLEMENT = 'settlement';
+
+/** The stack of the governance routes (policies, bulk actions, overview): `<prefix>GovernanceApi`. */
+const GOVERNANCE = 'governance';
 
 const tenant = (
   permission?: Permission,
 ): { readonly kind: 'tenant'; readonly permission?: Permission } =>
   permission ? { kind: 'tenant', permission } : { kind: 'tenant' };
 
-export const routes = {
-  createReservation: {
-    server: 'runtime',
-    method: 'POST',
-    path: '/v1/reservations',
-    entry: 'runtime/create-reservation',
-    auth: tenant('reservations:create'),
-    status: 200,
-    // Frees expired holds before refusing: reads the due index.
-    table: { items: 'write', indexes: ['dueForExpiry'] },
-  },
-  listReservations: {
-    server: 'runtime',
-    method: 'GET',
-    path: '/v1/reservations',
-    entry: 'runtime/list-reservations',
-    // The admin key lists any tenant's, named by ?tenant= (required then): the console's view.
-    auth: { kind: 'tenantOrAdmin', permission: 'reservations:list' },
-    status: 200,
-    table: { items: 'read', indexes: LISTING_INDEXES },
-    paginates: true,
-    mounts: [{ server: 'admin', path: '/v1/reservations' }],
-  },
-  getReservation: {
-    server: 'runtime',
-    method: 'GET',
-    path: '/v1/reservations/{reservation_id}',
-    entry: 'runtime/get-reservation',
-    auth: tenant('reservations:list'),
-    status: 200,
-    table: { items: 'read' },
-  },
-  commitReservation: {
-    server: 'runtime',
-    method: 'POST',
-    path: '/v1/reservations/{reservation_id}/commit',
-    entry: 'runtime/commit-reservation',
-    auth: tenant('reservations:commit'),
-    status: 200,
-    table: { items: 'write' },
-  },
-  releaseReservation: {
-    server: 'runtime',
-    method: 'POST',
-    path: '/v1/reservations/{reservation_id}/release',
-    entry: 'runtime/release-reservation',
-    // The admin key releases any tenant's reservation (audited): the operator's force-release.
-    auth: { kind: 'tenantOrAdmin', permission: 'reservations:release' },
-    status: 200,
-    table: { items: 'write' },
-    mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/release' }],
-  },
-  extendReservation: {
-    server: 'runtime',
-    method: 'POST',
-    path: '/v1/reservations/{reservation_id}/extend',
-    entry: 'runtime/extend-reservation',
-    auth: tenant('reservations:extend'),
-    status: 200,
-    table: { items: 'write' },
-  },
-  decide: {
-    server: 'runtime',
-    method: 'POST',
-    path: '/v1/decide',
-    entry: 'runtime/decide',
-    auth: tenant('decide'),
-    status: 200,
-    // Frees expired holds before refusing: reads the due index.
-    table: { items: 'write', indexes: ['dueForExpiry'] },
-  },
-  listBalances: {
-    server: 'runtime',
-    method: 'GET',
-    path: '/v1/balances',
-    entry: 'runtime/list-balances',
-    auth: tenant('balances:read'),
-    status: 200,
-    table: { items: 'read' },
-    paginates: true,
-  },
-  createEvent: {
-    server: 'runtime',
-    method: 'POST',
-    path: '/v1/events',
-    entry: 'runtime/create-event',
-    auth: tenant('events:create'),
-    status: 201,
-    // Frees expired holds before refusing: reads the due index.
-    table: { items: 'write', indexes: ['dueForExpiry'] },
-  },
-  // Ours (x-extension budget-reservations): charges while a hold is open, refunds, estimate
-  // accuracy (docs/decisions.md). A stack of their own, so the servers' stacks keep their room.
-  chargeReservation: {
-    server: 'runtime',
-    method: 'POST',
-    path: '/v1/reservations/{reservation_id}/charges',
-    entry: 'runtime/charge-reservation',
-    // A charge is part of a commit: the same permission.
-    auth: tenant('reservations:commit'),
-    status: 200,
-    table: { items: 'write' },
-    stack: SETTLEMENT,
-  },
-  delegateReservation: {
-    server: 'runtime',
-    method: 'POST',
-    path: '/v1/reservations/{reservation_id}/delegations',
-    entry: 'runtime/delegate-reservation',
-    // A delegation is a new reservation (out of the parent's hold): the reserve's permission,
-    // and the reserve's status (200), so a client handles its answer as a reserve's.
-    auth: tenant('reservations:create'),
-    status: 200,
-    table: { items: 'write' },
-    stack: SETTLEMENT,
-  },
-  listDelegations: {
-    server: 'runtime',
-    method: 'GET',
-    path: '/v1/reservations/{reservation_id}/delegations',
-    entry: 'runtime/list-delegations',
-    // The admin key lists any tenant's (the console's tree).
-    auth: { kind: 'tenantOrAdmin', permission: 'reservations:list' },
-    status: 200,
-    table: { items: 'read' },
-    paginates: true,
-    mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/delegations' }],
-    stack: SETTLEMENT,
-  },
-  listCharges: {
-    server: 'runtime',
-    method: 'GET',
-    path: '/v1/reservations/{reservation_id}/charges',
-    entry: 'runtime/list-charges',
-    // The admin key lists any tenant's (the console, before a refund).
-    auth: { kind: 'tenantOrAdmin', permission: 'reservations:list' },
-    status: 200,
-    table: { items: 'read' },
-    paginates: true,
-    mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/charges' }],
-    stack: SETTLEMENT,
-  },
-  refundReservation: {
-    server: 'runtime',
-    method: 'POST',
-    path: '/v1/reservations/{reservation_id}/refunds',
-    entry: 'runtime/refund-reservation',
-    // A refund raises what an agent may spend: the operator's, or budgets:write, never a
-    // runtime permission.
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
-    status: 200,
-    table: { items: 'write' },
-    mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/refunds' }],
-    stack: SETTLEMENT,
-  },
-  refundEvent: {
-    server: 'runtime',
-    method: 'POST',
-    path: '/v1/events/{event_id}/refunds',
-    entry: 'runtime/refund-event',
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
-    status: 200,
-    table: { items: 'write' },
-    mounts: [{ server: 'admin', path: '/v1/events/{event_id}/refunds' }],
-    stack: SETTLEMENT,
-  },
-  /** Any valid key may describe itself; the runtime plane does not know the admin key. */
-  runtimeIntrospectAuth: {
-    server: 'runtime',
-    method: 'GET',
-    path: '/v1/auth/introspect',
-    entry: 'runtime/introspect-auth',
-    auth: tenant(),
-    status: 200,
-    table: { items: 'read' },
-    ...small,
-  },
-  runtimeHealth: healthRoute('runtime'),
-  runtimeOpenApi: openApiRoute('runtime'),
-  runtimeNotFound: notFoundRoute('runtime'),
+/** An events-and-webhooks route: the admin server, the `events` stack (docs/deploy.md § Stacks). */
+const eventsRoute = <M extends Route['method'], P extends string, E extends string, A extends Auth>(
+  method: M,
+  path: P,
+  entry: E,
+  auth: A,
+) => ({ server: 'admin', stack: 'events', method, path, entry, auth, status: 200 }) as const;
 
-  createTenant: {
-    server: 'admin',
-    method: 'POST',
-    path: '/v1/admin/tenants',
-    entry: 'admin/create-tenant',
-    auth: { kind: 'admin' },
-    status: 201,
-    table: { items: 'write' },
-  },
-  createApiKey: {
-    server: 'admin',
-    method: 'POST',
-    path: '/v1/admin/api-keys',
-    entry: 'admin/create-api-key',
-    auth: { kind: 'admin' },
-    status: 201,
-    table: { items: 'write' },
-  },
-  createBudget: {
-    server: 'admin',
-    method: 'POST',
-    path: '/v1/admin/budgets',
-    entry: 'admin/create-budget',
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
-    status: 201,
-    table: { items: 'write' },
-  },
-  fundBudget: {
-    server: 'admin',
-    method: 'POST',
-    // <scope>/<unit>/fund: API Gateway decodes %2F before matching, so a nested scope spans
-    // several segments and only a greedy variable (last in the path) can hold it.
-    path: '/v1/admin/budgets/{budget+}',
-    entry: 'admin/fund-budget',
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
-    status: 200,
-    table: { items: 'write' },
-  },
-  listBudgets: {
-    server: 'admin',
-    method: 'GET',
-    path: '/v1/admin/budgets',
-    entry: 'admin/list-budgets',
-    auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
-    status: 200,
-    table: { items: 'read' },
-    paginates: true,
-  },
-  lookupBudget: {
-    server: 'admin',
-    method: 'GET',
-    path: '/v1/admin/budgets/lookup',
-    entry: 'admin/lookup-budget',
-    auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
-    status: 200,
-    table: { items: 'read' },
-  },
-  getEstimateAccuracy: {
-    server: 'admin',
-    method: 'GET',
-    path: '/v1/admin/budgets/accuracy',
-    entry: 'admin/get-estimate-accuracy',
-    auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
-    status: 200,
-    table: { items: 'read' },
-    stack: SETTLEMENT,
-  },
-  listBudgetPeriods: {
-    server: 'admin',
-    method: 'GET',
-    path: '/v1/admin/budgets/periods',
-    entry: 'admin/list-budget-periods',
-    auth: { kind: 'tenantOrAdmin', permission: 'balances:read' },
-    status: 200,
-    table: { items: 'read' },
-    paginates: true,
-  },
-  updateBudget: {
-    server: 'admin',
-    method: 'PATCH',
-    path: '/v1/admin/budgets',
-    entry: 'admin/update-budget',
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
-    status: 200,
-    table: { items: 'write' },
-  },
-  freezeBudget: {
-    server: 'admin',
-    method: 'POST',
-    path: '/v1/admin/budgets/freeze',
-    entry: 'admin/freeze-budget',
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
-    status: 200,
-    table: { items: 'write' },
-  },
-  unfreezeBudget: {
-    server: 'admin',
-    method: 'POST',
-    path: '/v1/admin/budgets/unfreeze',
-    entry: 'admin/unfreeze-budget',
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
-    status: 200,
-    table: { items: 'write' },
-  },
-  fundBudgetByQuery: {
-    server: 'admin',
-    method: 'POST',
-    // Beside SPEC's path form: a nested scope in a query parameter has no path-decoding trap.
-    path: '/v1/admin/budgets/fund',
-    entry: 'admin/fund-budget-by-query',
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
-    status: 200,
-    table: { items: 'write' },
-  },
-  listTenants: {
-    server: 'admin',
-    method: 'GET',
-    path: '/v1/admin/tenants',
-    entry: 'admin/list-tenants',
-    auth: { kind: 'admin' },
-    status: 200,
-    table: { items: 'read', indexes: ['directory'] },
-    paginates: true,
-  },
-  getTenant: {
-    server: 'admin',
-    method: 'GET',
-    path: '/v1/admin/tenants/{tenant_id}',
-    entry: 'admin/get-tenant',
-    auth: { kind: 'admin' },
-    status: 200,
-    table: { items: 'read' },
-  },
-  updateTenant: {
-    server: 'admin',
-    method: 'PATCH',
-    path: '/v1/admin/tenants/{tenant_id}',
-    entry: 'admin/update-tenant',
-    auth: { kind: 'admin' },
-    status: 200,
-    // Closing revokes the tenant's keys (directory), releases its ACTIVE reservations and
-    // closes its budgets (the ledger index, in the table).
-    table: { items: 'write', indexes: ['directory', ...LISTING_INDEXES] },
-    timeoutSeconds: 29,
-  },
-  listApiKeys: {
-    server: 'admin',
-    method: 'GET',
-    path: '/v1/admin/api-keys',
-    entry: 'admin/list-api-keys',
-    auth: { kind: 'admin' },
-    status: 200,
-    table: { items: 'read', indexes: ['directory'] },
-    paginates: true,
-  },
-  getApiKey: {
-    server: 'admin',
-    method: 'GET',
-    path: '/v1/admin/api-keys/{key_id}',
-    entry: 'admin/get-api-key',
-    auth: { kind: 'admin' },
-    status: 200,
-    table: { items: 'read' },
-  },
-  updateApiKey: {
-    server: 'admin',
-    method: 'PATCH',
-    path: '/v1/admin/api-keys/{key_id}',
-    entry: 'admin/update-api-key',
-    auth: { kind: 'admin' },
-    status: 200,
-    table: { items: 'write' },
-  },
-  revokeApiKey: {
-    server: 'admin',
-    method: 'DELETE',
-    path: '/v1/admin/api-keys/{key_id}',
-    entry: 'admin/revoke-api-key',
-    auth: { kind: 'admin' },
-    status: 200,
-    table: { items: 'write' },
-  },
-  listAuditLogs: {
-    server: 'admin',
-    method: 'GET',
-    path: '/v1/admin/audit/logs',
-    entry: 'admin/list-audit-logs',
-    // The operator reads every tenant's trail; a key with budgets:write its own tenant's.
-    auth: { kind: 'tenantOrAdmin', permission: 'budgets:write' },
-    status: 200,
-    table: { items: 'read', indexes: ['directory'] },
-    paginates: true,
-  },
-  validateKey: {
-    server: 'admin',
-    method: 'POST',
-    path: '/v1/auth/validate',
-    entry: 'admin/validate-key',
-    auth: { kind: 'admin' },
-    status: 200,
-    table: { items: 'read' },
-  },
-  /** The reference's dual auth: the admin key, or any valid tenant key. */
-  adminIntrospectAuth: {
-    server: 'admin',
-    method: 'GET',
-    path: '/v1/auth/introspect',
-    entry: 'admin/introspect-auth',
-    auth: { kind: 'tenantOrAdmin' },
-    status: 200,
-    table: { items: 'read' },
-    ...small,
-  },
-  /**
-   * The operator console (docs/decisions.md § Console): its page at /console, its bundled files
-   * under /console/; it calls the admin API, and the two runtime routes mounted above, from the
-   * page with the admin key the operator signs in with.
-   */
-  console: {
-    server: 'admin',
-    method: 'GET',
-    path: '/console',
-    entry: 'admin/console',
-    auth: { kind: 'none' },
-    status: 200,
-    table: {},
-    mounts: [{ server: 'admin', path: '/console/{proxy+}' }],
-    assets: 'console',
-    ...small,
-  },
-  adminHealth: healthRoute('admin'),
-  adminOpenApi: openApiRoute('admin'),
-  adminNotFound: notFoundRoute('admin'),
-} as const satisfies Record<string, Route>;
+const SUBSCRIPTION = '/v1/admin/webhooks/{subscription_id}';
+const TENANT_SUBSCRIPTION = '/v1/webhooks/{subscription_id}';
+const WEBHOOK_SECURITY = '/v1/admin/config/webhook-security';
+/** The tenants' webhook routes: a key with the permission, or the operator on its behalf. */
+const webhooksRead = { kind: 'tenantOrAdmin', permission: 'webhooks:read' } as const;
+const webhooksWrite = { kind: 'tenantOrAdmin', permission: 'webhooks:write' } as const;
+
+// Built inside a call marked pure: a deployed function is built with its own route's facts
+// (functions/http/route-facts.ts), and the marker lets the bundler drop the unused table, whose
+// initializer calls helpers (tenant(), healthRoute(), …) a bundler must otherwise assume have
+// side effects.
+const table = () =>
+  ({
+    createReservation: {
+      server: 'runtime',
+      method: 'POST',
+      path: '/v1/reservations',
+      entry: 'runtime/create-reservation',
+      auth: tenant('reservations:create'),
+      status: 200,
+      // Frees expired holds before refusing: reads the due index.
+      table: { items: 'write', indexes: ['dueForExpiry'] },
+    },
+    listReservations: {
+      server: 'runtime',
+      method: 'GET',
+      path: '/v1/reservations',
+      entry: 'runtime/list-reservations',
+      // The admin key lists any tenant's, named by ?tenant= (required then): the console's view.
+      auth: { kind: 'tenantOrAdmin', permission: 'reservations:list', operator: 'admin:read' },
+      status: 200,
+      table: { items: 'read', indexes: LISTING_INDEXES },
+      paginates: true,
+      mounts: [{ server: 'admin', path: '/v1/reservations' }],
+    },
+    getReservation: {
+      server: 'runtime',
+      method: 'GET',
+      path: '/v1/reservations/{reservation_id}',
+      entry: 'runtime/get-reservation',
+      auth: tenant('reservations:list'),
+      status: 200,
+      table: { items: 'read' },
+    },
+    commitReservation: {
+      server: 'runtime',
+      method: 'POST',
+      path: '/v1/reservations/{reservation_id}/commit',
+      entry: 'runtime/commit-reservation',
+      auth: tenant('reservations:commit'),
+      status: 200,
+      table: { items: 'write' },
+    },
+    releaseReservation: {
+      server: 'runtime',
+      method: 'POST',
+      path: '/v1/reservations/{reservation_id}/release',
+      entry: 'runtime/release-reservation',
+      // The admin key releases any tenant's reservation (audited): the operator's force-release.
+      auth: { kind: 'tenantOrAdmin', permission: 'reservations:release', operator: 'admin:write' },
+      status: 200,
+      table: { items: 'write' },
+      mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/release' }],
+    },
+    extendReservation: {
+      server: 'runtime',
+      method: 'POST',
+      path: '/v1/reservations/{reservation_id}/extend',
+      entry: 'runtime/extend-reservation',
+      auth: tenant('reservations:extend'),
+      status: 200,
+      table: { items: 'write' },
+    },
+    decide: {
+      server: 'runtime',
+      method: 'POST',
+      path: '/v1/decide',
+      entry: 'runtime/decide',
+      auth: tenant('decide'),
+      status: 200,
+      // Frees expired holds before refusing: reads the due index.
+      table: { items: 'write', indexes: ['dueForExpiry'] },
+    },
+    listBalances: {
+      server: 'runtime',
+      method: 'GET',
+      path: '/v1/balances',
+      entry: 'runtime/list-balances',
+      auth: tenant('balances:read'),
+      status: 200,
+      table: { items: 'read' },
+      paginates: true,
+    },
+    createEvent: {
+      server: 'runtime',
+      method: 'POST',
+      path: '/v1/events',
+      entry: 'runtime/create-event',
+      auth: tenant('events:create'),
+      status: 201,
+      // Frees expired holds before refusing: reads the due index.
+      table: { items: 'write', indexes: ['dueForExpiry'] },
+    },
+    // Ours (x-extension budget-reservations): charges while a hold is open, refunds, estimate
+    // accuracy (docs/decisions.md). A stack of their own, so the servers' stacks keep their room.
+    chargeReservation: {
+      server: 'runtime',
+      method: 'POST',
+      path: '/v1/reservations/{reservation_id}/charges',
+      entry: 'runtime/charge-reservation',
+      // A charge is part of a commit: the same permission.
+      auth: tenant('reservations:commit'),
+      status: 200,
+      table: { items: 'write' },
+      stack: SETTLEMENT,
+    },
+    delegateReservation: {
+      server: 'runtime',
+      method: 'POST',
+      path: '/v1/reservations/{reservation_id}/delegations',
+      entry: 'runtime/delegate-reservation',
+      // A delegation is a new reservation (out of the parent's hold): the reserve's permission,
+      // and the reserve's status (200), so a client handles its answer as a reserve's.
+      auth: tenant('reservations:create'),
+      status: 200,
+      table: { items: 'write' },
+      stack: SETTLEMENT,
+    },
+    listDelegations: {
+      server: 'runtime',
+      method: 'GET',
+      path: '/v1/reservations/{reservation_id}/delegations',
+      entry: 'runtime/list-delegations',
+      // The admin key lists any tenant's (the console's tree); an operator credential as for the
+      // reservation listing.
+      auth: { kind: 'tenantOrAdmin', permission: 'reservations:list', operator: 'admin:read' },
+      status: 200,
+      table: { items: 'read' },
+      paginates: true,
+      mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/delegations' }],
+      stack: SETTLEMENT,
+    },
+    listCharges: {
+      server: 'runtime',
+      method: 'GET',
+      path: '/v1/reservations/{reservation_id}/charges',
+      entry: 'runtime/list-charges',
+      // The admin key lists any tenant's (the console, before a refund); an operator credential
+      // as for the reservation listing.
+      auth: { kind: 'tenantOrAdmin', permission: 'reservations:list', operator: 'admin:read' },
+      status: 200,
+      table: { items: 'read' },
+      paginates: true,
+      mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/charges' }],
+      stack: SETTLEMENT,
+    },
+    refundReservation: {
+      server: 'runtime',
+      method: 'POST',
+      path: '/v1/reservations/{reservation_id}/refunds',
+      entry: 'runtime/refund-reservation',
+      // A refund raises what an agent may spend: the operator's (a credential with
+      // admin:budgets:write), or budgets:write, never a runtime permission.
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
+      status: 200,
+      table: { items: 'write' },
+      mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/refunds' }],
+      stack: SETTLEMENT,
+    },
+    refundEvent: {
+      server: 'runtime',
+      method: 'POST',
+      path: '/v1/events/{event_id}/refunds',
+      entry: 'runtime/refund-event',
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
+      status: 200,
+      table: { items: 'write' },
+      mounts: [{ server: 'admin', path: '/v1/events/{event_id}/refunds' }],
+      stack: SETTLEMENT,
+    },
+    /** Any valid key may describe itself; the runtime plane does not know the admin key. */
+    runtimeIntrospectAuth: {
+      server: 'runtime',
+      method: 'GET',
+      path: '/v1/auth/introspect',
+      entry: 'runtime/introspect-auth',
+      auth: tenant(),
+      status: 200,
+      table: { items: 'read' },
+      ...small,
+    },
+    runtimeHealth: healthRoute('runtime'),
+    runtimeOpenApi: openApiRoute('runtime'),
+    runtimeNotFound: notFoundRoute('runtime'),
+
+    createTenant: {
+      server: 'admin',
+      method: 'POST',
+      path: '/v1/admin/tenants',
+      entry: 'admin/create-tenant',
+      auth: { kind: 'admin', operator: 'admin:tenants:write' },
+      status: 201,
+      table: { items: 'write' },
+    },
+    createApiKey: {
+      server: 'admin',
+      method: 'POST',
+      path: '/v1/admin/api-keys',
+      entry: 'admin/create-api-key',
+      auth: { kind: 'admin', operator: 'admin:apikeys:write' },
+      status: 201,
+      table: { items: 'write' },
+    },
+    createBudget: {
+      server: 'admin',
+      method: 'POST',
+      path: '/v1/admin/budgets',
+      entry: 'admin/create-budget',
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
+      status: 201,
+      table: { items: 'write' },
+    },
+    fundBudget: {
+      server: 'admin',
+      method: 'POST',
+      // <scope>/<unit>/fund: API Gateway decodes %2F before matching, so a nested scope spans
+      // several segments and only a greedy variable (last in the path) can hold it.
+      path: '/v1/admin/budgets/{budget+}',
+      requestPaths: '^/v1/admin/budgets/.+/[^/]+/fund$',
+      entry: 'admin/fund-budget',
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
+      status: 200,
+      table: { items: 'write' },
+    },
+    listBudgets: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/budgets',
+      entry: 'admin/list-budgets',
+      auth: { kind: 'tenantOrAdmin', permission: BUDGET_READS, operator: 'admin:budgets:read' },
+      status: 200,
+      // Across tenants: the tenants (directory), and those in debt (the debt watch's partitions).
+      table: { items: 'read', indexes: ['directory', 'dueForExpiry'] },
+      paginates: true,
+    },
+    lookupBudget: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/budgets/lookup',
+      entry: 'admin/lookup-budget',
+      auth: { kind: 'tenantOrAdmin', permission: BUDGET_READS, operator: 'admin:budgets:read' },
+      status: 200,
+      table: { items: 'read' },
+    },
+    getEstimateAccuracy: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/budgets/accuracy',
+      entry: 'admin/get-estimate-accuracy',
+      // A budget read: as the other budget reads (budgets:read, or SPEC's balances:read).
+      auth: { kind: 'tenantOrAdmin', permission: BUDGET_READS, operator: 'admin:budgets:read' },
+      status: 200,
+      table: { items: 'read' },
+      stack: SETTLEMENT,
+    },
+    listBudgetPeriods: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/budgets/periods',
+      entry: 'admin/list-budget-periods',
+      auth: { kind: 'tenantOrAdmin', permission: BUDGET_READS, operator: 'admin:budgets:read' },
+      status: 200,
+      table: { items: 'read' },
+      paginates: true,
+    },
+    updateBudget: {
+      server: 'admin',
+      method: 'PATCH',
+      path: '/v1/admin/budgets',
+      entry: 'admin/update-budget',
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
+      status: 200,
+      table: { items: 'write' },
+    },
+    freezeBudget: {
+      server: 'admin',
+      method: 'POST',
+      path: '/v1/admin/budgets/freeze',
+      entry: 'admin/freeze-budget',
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
+      status: 200,
+      table: { items: 'write' },
+    },
+    unfreezeBudget: {
+      server: 'admin',
+      method: 'POST',
+      path: '/v1/admin/budgets/unfreeze',
+      entry: 'admin/unfreeze-budget',
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
+      status: 200,
+      table: { items: 'write' },
+    },
+    fundBudgetByQuery: {
+      server: 'admin',
+      method: 'POST',
+      // Beside SPEC's path form: a nested scope in a query parameter has no path-decoding trap.
+      path: '/v1/admin/budgets/fund',
+      entry: 'admin/fund-budget-by-query',
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:budgets:write' },
+      status: 200,
+      table: { items: 'write' },
+    },
+    listTenants: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/tenants',
+      entry: 'admin/list-tenants',
+      auth: { kind: 'admin', operator: 'admin:tenants:read' },
+      status: 200,
+      table: { items: 'read', indexes: ['directory'] },
+      paginates: true,
+    },
+    getTenant: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/tenants/{tenant_id}',
+      entry: 'admin/get-tenant',
+      auth: { kind: 'admin', operator: 'admin:tenants:read' },
+      status: 200,
+      table: { items: 'read' },
+    },
+    updateTenant: {
+      server: 'admin',
+      method: 'PATCH',
+      path: '/v1/admin/tenants/{tenant_id}',
+      entry: 'admin/update-tenant',
+      auth: { kind: 'admin', operator: 'admin:tenants:write' },
+      status: 200,
+      // Closing revokes the tenant's keys (directory), releases its ACTIVE reservations and
+      // closes its budgets (the ledger index, in the table).
+      table: { items: 'write', indexes: ['directory', ...LISTING_INDEXES] },
+      timeoutSeconds: 29,
+    },
+    listApiKeys: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/api-keys',
+      entry: 'admin/list-api-keys',
+      auth: { kind: 'admin', operator: 'admin:apikeys:read' },
+      status: 200,
+      table: { items: 'read', indexes: ['directory'] },
+      paginates: true,
+    },
+    getApiKey: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/api-keys/{key_id}',
+      entry: 'admin/get-api-key',
+      auth: { kind: 'admin', operator: 'admin:apikeys:read' },
+      status: 200,
+      table: { items: 'read' },
+    },
+    updateApiKey: {
+      server: 'admin',
+      method: 'PATCH',
+      path: '/v1/admin/api-keys/{key_id}',
+      entry: 'admin/update-api-key',
+      auth: { kind: 'admin', operator: 'admin:apikeys:write' },
+      status: 200,
+      table: { items: 'write' },
+    },
+    revokeApiKey: {
+      server: 'admin',
+      method: 'DELETE',
+      path: '/v1/admin/api-keys/{key_id}',
+      entry: 'admin/revoke-api-key',
+      auth: { kind: 'admin', operator: 'admin:apikeys:write' },
+      status: 200,
+      table: { items: 'write' },
+    },
+    listAuditLogs: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/audit/logs',
+      entry: 'admin/list-audit-logs',
+      // The operator reads every tenant's trail; a key with budgets:write its own tenant's.
+      auth: { kind: 'tenantOrAdmin', permission: 'budgets:write', operator: 'admin:audit:read' },
+      status: 200,
+      table: { items: 'read', indexes: ['directory'] },
+      paginates: true,
+    },
+    /**
+     * Policies (docs/decisions.md § Policies): caps and reservation limits by scope pattern, which
+     * admission applies. A family of their own stack (the admin stack nears its limits).
+     */
+    createPolicy: {
+      server: 'admin',
+      method: 'POST',
+      path: '/v1/admin/policies',
+      entry: 'admin/create-policy',
+      auth: {
+        kind: 'tenantOrAdmin',
+        permission: 'policies:write',
+        operator: 'admin:policies:write',
+      },
+      status: 201,
+      table: { items: 'write' },
+      stack: GOVERNANCE,
+    },
+    listPolicies: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/policies',
+      entry: 'admin/list-policies',
+      auth: { kind: 'tenantOrAdmin', permission: 'policies:read', operator: 'admin:policies:read' },
+      status: 200,
+      table: { items: 'read' },
+      paginates: true,
+      stack: GOVERNANCE,
+    },
+    getPolicy: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/policies/{policy_id}',
+      entry: 'admin/get-policy',
+      auth: { kind: 'tenantOrAdmin', permission: 'policies:read', operator: 'admin:policies:read' },
+      status: 200,
+      table: { items: 'read' },
+      stack: GOVERNANCE,
+    },
+    updatePolicy: {
+      server: 'admin',
+      method: 'PATCH',
+      path: '/v1/admin/policies/{policy_id}',
+      entry: 'admin/update-policy',
+      auth: {
+        kind: 'tenantOrAdmin',
+        permission: 'policies:write',
+        operator: 'admin:policies:write',
+      },
+      status: 200,
+      table: { items: 'write' },
+      stack: GOVERNANCE,
+    },
+    /**
+     * Bulk actions (docs/decisions.md § Bulk actions): the reference's gates (500 rows,
+     * expected_count), one audited single operation per row; a close is the whole cascade.
+     */
+    bulkActionTenants: {
+      server: 'admin',
+      method: 'POST',
+      path: '/v1/admin/tenants/bulk-action',
+      entry: 'admin/bulk-action-tenants',
+      auth: { kind: 'admin', operator: 'admin:tenants:write' },
+      status: 200,
+      table: { items: 'write', indexes: ['directory', ...LISTING_INDEXES] },
+      timeoutSeconds: 29,
+      stack: GOVERNANCE,
+    },
+    bulkActionBudgets: {
+      server: 'admin',
+      method: 'POST',
+      path: '/v1/admin/budgets/bulk-action',
+      entry: 'admin/bulk-action-budgets',
+      auth: { kind: 'admin', operator: 'admin:budgets:write' },
+      status: 200,
+      table: { items: 'write' },
+      timeoutSeconds: 29,
+      stack: GOVERNANCE,
+    },
+    /**
+     * The operator's overview (docs/decisions.md § Overview): counters the admin writes maintain,
+     * the debt watch and the recent refusals and expiries; never a Scan.
+     */
+    getOverview: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/admin/overview',
+      entry: 'admin/get-overview',
+      auth: { kind: 'admin', operator: 'admin:read' },
+      status: 200,
+      table: { items: 'read', indexes: ['directory', 'dueForExpiry'] },
+      stack: GOVERNANCE,
+    },
+    validateKey: {
+      server: 'admin',
+      method: 'POST',
+      path: '/v1/auth/validate',
+      entry: 'admin/validate-key',
+      auth: { kind: 'admin', operator: 'admin:apikeys:read' },
+      status: 200,
+      table: { items: 'read' },
+    },
+    /** The reference's dual auth: the admin key, or any valid tenant key. */
+    adminIntrospectAuth: {
+      server: 'admin',
+      method: 'GET',
+      path: '/v1/auth/introspect',
+      entry: 'admin/introspect-auth',
+      auth: { kind: 'tenantOrAdmin' },
+      status: 200,
+      table: { items: 'read' },
+      ...small,
+    },
+    /**
+     * The operator console (docs/decisions.md § Console): its page at /console, its bundled files
+     * under /console/; it calls the admin API, and the two runtime routes mounted above, from the
+     * page with the admin key the operator signs in with.
+     */
+    console: {
+      server: 'admin',
+      method: 'GET',
+      path: '/console',
+      entry: 'admin/console',
+      auth: { kind: 'none' },
+      status: 200,
+      table: {},
+      mounts: [{ server: 'admin', path: '/console/{proxy+}' }],
+      assets: 'console',
+      ...small,
+    },
+
+    // Events and webhooks (docs/decisions.md § Events and webhooks): a stack of their own, their
+    // routes on the admin API. Events are read from the log (directory: one tenant's; byTenant:
+    // every tenant's event spreads); subscriptions are listed on the directory.
+    listEvents: {
+      ...eventsRoute('GET', '/v1/admin/events', 'admin/list-events', { kind: 'admin' }),
+      table: { items: 'read', indexes: ['directory', 'byTenant'] },
+      paginates: true,
+    },
+    getEvent: {
+      ...eventsRoute('GET', '/v1/admin/events/{event_id}', 'admin/get-event', { kind: 'admin' }),
+      table: { items: 'read' },
+    },
+    listTenantEvents: {
+      ...eventsRoute('GET', '/v1/events', 'admin/list-tenant-events', tenant('events:read')),
+      table: { items: 'read', indexes: ['directory'] },
+      paginates: true,
+    },
+    createWebhookSubscription: {
+      ...eventsRoute('POST', '/v1/admin/webhooks', 'admin/create-webhook-subscription', {
+        kind: 'admin',
+      }),
+      status: 201,
+      table: { items: 'write' },
+      webhooks: ['seal'],
+    },
+    listWebhookSubscriptions: {
+      ...eventsRoute('GET', '/v1/admin/webhooks', 'admin/list-webhook-subscriptions', {
+        kind: 'admin',
+      }),
+      table: { items: 'read', indexes: ['directory'] },
+      paginates: true,
+    },
+    getWebhookSubscription: {
+      ...eventsRoute('GET', SUBSCRIPTION, 'admin/get-webhook-subscription', { kind: 'admin' }),
+      table: { items: 'read' },
+    },
+    updateWebhookSubscription: {
+      ...eventsRoute('PATCH', SUBSCRIPTION, 'admin/update-webhook-subscription', { kind: 'admin' }),
+      table: { items: 'write' },
+      webhooks: ['seal'],
+    },
+    deleteWebhookSubscription: {
+      ...eventsRoute('DELETE', SUBSCRIPTION, 'admin/delete-webhook-subscription', {
+        kind: 'admin',
+      }),
+      status: 204,
+      table: { items: 'write' },
+    },
+    testWebhookSubscription: {
+      ...eventsRoute('POST', `${SUBSCRIPTION}/test`, 'admin/test-webhook-subscription', {
+        kind: 'admin',
+      }),
+      // The probe runs in the delivery function, which records it.
+      table: { items: 'read' },
+      webhooks: ['probe'],
+    },
+    listWebhookDeliveries: {
+      ...eventsRoute('GET', `${SUBSCRIPTION}/deliveries`, 'admin/list-webhook-deliveries', {
+        kind: 'admin',
+      }),
+      table: { items: 'read' },
+      paginates: true,
+    },
+    replayEvents: {
+      ...eventsRoute('POST', `${SUBSCRIPTION}/replay`, 'admin/replay-events', { kind: 'admin' }),
+      status: 202,
+      table: { items: 'write', indexes: ['directory', 'byTenant'] },
+      webhooks: ['enqueue'],
+      timeoutSeconds: 29,
+    },
+    bulkActionWebhooks: {
+      ...eventsRoute('POST', '/v1/admin/webhooks/bulk-action', 'admin/bulk-action-webhooks', {
+        kind: 'admin',
+      }),
+      table: { items: 'write', indexes: ['directory'] },
+      timeoutSeconds: 29,
+    },
+    getWebhookSecurityConfig: {
+      ...eventsRoute('GET', WEBHOOK_SECURITY, 'admin/get-webhook-security-config', {
+        kind: 'admin',
+      }),
+      table: { items: 'read' },
+    },
+    updateWebhookSecurityConfig: {
+      ...eventsRoute('PUT', WEBHOOK_SECURITY, 'admin/update-webhook-security-config', {
+        kind: 'admin',
+      }),
+      table: { items: 'write' },
+    },
+    createTenantWebhook: {
+      ...eventsRoute(
+        'POST',
+        '/v1/webhooks',
+        'admin/create-tenant-webhook',
+        tenant('webhooks:write'),
+      ),
+      status: 201,
+      table: { items: 'write' },
+      webhooks: ['seal'],
+    },
+    listTenantWebhooks: {
+      ...eventsRoute('GET', '/v1/webhooks', 'admin/list-tenant-webhooks', webhooksRead),
+      table: { items: 'read', indexes: ['directory'] },
+      paginates: true,
+    },
+    getTenantWebhook: {
+      ...eventsRoute('GET', TENANT_SUBSCRIPTION, 'admin/get-tenant-webhook', webhooksRead),
+      table: { items: 'read' },
+    },
+    updateTenantWebhook: {
+      ...eventsRoute('PATCH', TENANT_SUBSCRIPTION, 'admin/update-tenant-webhook', webhooksWrite),
+      table: { items: 'write' },
+      webhooks: ['seal'],
+    },
+    deleteTenantWebhook: {
+      ...eventsRoute('DELETE', TENANT_SUBSCRIPTION, 'admin/delete-tenant-webhook', webhooksWrite),
+      status: 204,
+      table: { items: 'write' },
+    },
+    testTenantWebhook: {
+      ...eventsRoute(
+        'POST',
+        `${TENANT_SUBSCRIPTION}/test`,
+        'admin/test-tenant-webhook',
+        webhooksWrite,
+      ),
+      table: { items: 'read' },
+      webhooks: ['probe'],
+    },
+    replayTenantWebhook: {
+      // Ours: the reference has replay on the admin plane only; a tenant replays its own.
+      ...eventsRoute(
+        'POST',
+        `${TENANT_SUBSCRIPTION}/replay`,
+        'admin/replay-tenant-webhook',
+        webhooksWrite,
+      ),
+      status: 202,
+      table: { items: 'write', indexes: ['directory'] },
+      webhooks: ['enqueue'],
+      timeoutSeconds: 29,
+    },
+    listTenantWebhookDeliveries: {
+      ...eventsRoute(
+        'GET',
+        `${TENANT_SUBSCRIPTION}/deliveries`,
+        'admin/list-tenant-webhook-deliveries',
+        webhooksRead,
+      ),
+      table: { items: 'read' },
+      paginates: true,
+    },
+    adminHealth: healthRoute('admin'),
+    adminOpenApi: openApiRoute('admin'),
+    adminNotFound: notFoundRoute('admin'),
+  }) as const satisfies Record<string, Route>;
+
+export const routes = /* @__PURE__ */ table();
 
 export type RouteId = keyof typeof routes;
 
@@ -551,6 +855,30 @@ export const placesOf = (route: Route): Mount[] => [
   { server: route.server, path: route.path },
   ...(route.mounts ?? []),
 ];
+
+/** A route path as a pattern of request paths: `{x}` one segment, `{x+}` one or more (API Gateway's). */
+export const pathPattern = (path: string): RegExp =>
+  new RegExp(`^${path.replace(/\{[a-z_]+\+\}/g, '.+').replace(/\{[a-z_]+\}/g, '[^/]+')}$`);
+
+/**
+ * The methods a path of `server` answers, from the route table (routes and mounts): what a
+ * request with another method is told in `Allow` (405), instead of 404.
+ */
+export function methodsAt(server: Server, path: string): string[] {
+  const methods = new Set<string>();
+  for (const [, route] of routeEntries()) {
+    if (route.path === '$default') continue;
+    const shape = route.requestPaths === undefined ? undefined : new RegExp(route.requestPaths);
+    for (const place of placesOf(route)) {
+      if (place.server !== server || !pathPattern(place.path).test(path)) continue;
+      if (place.path === route.path && shape && !shape.test(path)) continue;
+      methods.add(route.method);
+    }
+  }
+  // API Gateway answers HEAD for a GET route's path the way it answers GET.
+  if (methods.has('GET')) methods.add('HEAD');
+  return [...methods].sort();
+}
 
 /** Routes that check X-Admin-API-Key (alone, or as an alternative to a tenant key). */
 export const acceptsAdminKey = (route: Route): boolean =>
@@ -587,13 +915,27 @@ export const estimateAccuracyConsumer = {
 } as const satisfies Pick<Route, 'entry' | 'table' | 'memoryMb' | 'timeoutSeconds'>;
 
 /**
- * The budget events consumer (functions/jobs/budget-events.ts), fed by the table's stream: reads
- * the shards of a sharded budget, writes nothing (docs/decisions.md § Budget events).
+ * The events consumer (functions/jobs/stream-events.ts), fed by the table's stream: reads the
+ * shards of a sharded budget, writes the event log and the deliveries it queues, matches events
+ * to subscriptions (the directory index) (docs/decisions.md § Events and webhooks).
  */
-export const budgetEventsConsumer = {
-  entry: 'jobs/budget-events',
-  table: { items: 'read' },
+export const streamEventsConsumer = {
+  entry: 'jobs/stream-events',
+  table: { items: 'write', indexes: ['directory'] },
+  webhooks: ['enqueue'],
   memoryMb: 512,
-  // A batch waits for its webhook deliveries (bounded retries) before Lambda freezes it.
-  timeoutSeconds: 120,
+  timeoutSeconds: 60,
+} as const satisfies Pick<Route, 'entry' | 'table' | 'memoryMb' | 'timeoutSeconds' | 'webhooks'>;
+
+/**
+ * The delivery function (functions/jobs/deliver-webhooks.ts), fed by the delivery queue and
+ * invoked by /test probes: reads subscriptions and events, records attempts, disables a
+ * subscription after its run of failures (audited). The only function that opens secrets.
+ */
+export const webhookDelivery = {
+  entry: 'jobs/deliver-webhooks',
+  table: { items: 'write' },
+  memoryMb: 256,
+  // A batch's attempts run side by side, each bounded by WEBHOOK_TIMEOUT_MS (≤ 60 s).
+  timeoutSeconds: 90,
 } as const satisfies Pick<Route, 'entry' | 'table' | 'memoryMb' | 'timeoutSeconds'>;

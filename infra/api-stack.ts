@@ -21,7 +21,9 @@ import {
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import {
   acceptsAdminKey,
@@ -63,6 +65,14 @@ export interface FunctionDefaults {
   readonly serviceName: string;
 }
 
+/** The webhook machinery routes may use (route table `webhooks`): the jobs stack's and the key. */
+export interface WebhookResources {
+  /** The data stack's key that seals secrets. */
+  readonly keyArn: string;
+  readonly queue: IQueue;
+  readonly deliveryFunction: IFunction;
+}
+
 /** A server's HTTP API with its `$default` stage and access logs. */
 export interface OwnedApi {
   readonly api: HttpApi;
@@ -80,6 +90,8 @@ export interface ApiStackProps extends StackProps, FunctionDefaults {
   readonly owns?: { readonly server: Server; readonly throttle: ThrottleSettings };
   /** The HTTP APIs of other stacks that its routes or their mounts are on. @default {} */
   readonly apis?: Partial<Record<Server, HttpApi>>;
+  /** What routes with `webhooks` grants use. @default - none: no route may have them */
+  readonly webhooks?: WebhookResources;
 }
 
 /** A route's sizing, from the route table's defaults. */
@@ -149,6 +161,7 @@ export class ApiStack extends Stack {
         ...logs,
         ...sizingOf(route),
         entry: route.entry,
+        route: { id: routeId, route },
         description: `${route.server} ${route.method} ${route.path}`,
         ...(route.assets === 'console' && { afterBundling: consoleBuildCommands }),
         environment: {
@@ -156,11 +169,13 @@ export class ApiStack extends Stack {
           // Only the functions that check X-Admin-API-Key learn where the key is, or may read it.
           ...(adminAuth && { ADMIN_API_KEY_SECRET_ID: props.adminApiKey.secretId }),
           ...(route.paginates && { CURSOR_SECRET_ID: props.cursorSecret.secretId }),
+          ...webhookEnvironment(route, props.webhooks),
         },
       });
       fn.grantTable(props.table, route.table);
       if (adminAuth) fn.grantSecretRead(props.adminApiKey.policyArn);
       if (route.paginates) fn.grantSecretRead(props.cursorSecret.policyArn);
+      grantWebhooks(fn, route, props.webhooks);
       // The route's own path, then its mounts: more routes to the same function (the first
       // keeps the construct ids it always had, so its logical ids do not move).
       placesOf(route).forEach(({ server, path }, i) => {
@@ -232,6 +247,27 @@ export class ApiStack extends Stack {
     });
     return { api, stage, logs: accessLogs };
   }
+}
+
+/** Where a route's webhook grants point: the key, the queue, the delivery function. */
+function webhookEnvironment(route: Route, w: WebhookResources | undefined): Record<string, string> {
+  const uses = route.webhooks ?? [];
+  if (uses.length === 0) return {};
+  if (!w) throw new Error(`${route.entry}: uses webhooks, and the stack was given none`);
+  return {
+    ...(uses.includes('seal') && { WEBHOOK_KMS_KEY_ID: w.keyArn }),
+    ...(uses.includes('enqueue') && { WEBHOOK_QUEUE_URL: w.queue.queueUrl }),
+    ...(uses.includes('probe') && { WEBHOOK_DELIVERY_FUNCTION: w.deliveryFunction.functionName }),
+  };
+}
+
+/** Exactly what the route table says: Encrypt (never Decrypt), SendMessage, one Invoke. */
+function grantWebhooks(fn: ServiceFunction, route: Route, w: WebhookResources | undefined): void {
+  const uses = route.webhooks ?? [];
+  if (!w || uses.length === 0) return;
+  if (uses.includes('seal')) fn.grantSealing(w.keyArn, 'kms:Encrypt');
+  if (uses.includes('enqueue')) w.queue.grantSendMessages(fn);
+  if (uses.includes('probe')) fn.grantInvokeOf(w.deliveryFunction.functionArn);
 }
 
 /**

@@ -50,7 +50,7 @@ const SERVER_STACKS: readonly {
  *   alarmEmail             subscribe this address to the alarm topic
  *   monitoring=false       no dashboard, alarms or alarm topic (the monitoring stack)
  *   reserveSweeperConcurrency=false   for accounts whose Lambda concurrency quota is below 101
- *   webhookUrls            comma-separated URLs budget events are also POSTed to (signed)
+ *   webhookUrls            comma-separated URLs given an operator subscription to every event
  *   tracing=false          no X-Ray tracing (on by default)
  *   metricsTenantDimension=true   business metrics also per tenant (off by default: cost)
  *
@@ -95,6 +95,25 @@ export function createStacks(
     serviceName: prefix,
   };
 
+  // The background jobs first: the events routes send to its delivery queue and invoke its
+  // delivery function (they depend on it, never the other way round).
+  const jobs = new JobsStack(app, `${prefix}Jobs`, {
+    ...defaults,
+    description:
+      'Budget reservation service: expiry sweeper, events consumer, webhook delivery, admin key rotation',
+    eventBus: data.eventBus,
+    webhookKey: data.webhookKey,
+    reserveSweeperConcurrency: context('reserveSweeperConcurrency') !== 'false',
+    ...(webhookUrls && { webhookUrls }),
+    ...(data.generatedAdminApiKey && { adminApiKeySecret: data.generatedAdminApiKey }),
+    ...(rotationDays && { adminKeyRotation: Duration.days(Number(rotationDays)) }),
+  });
+  const webhooks = {
+    keyArn: data.webhookKey.keyArn,
+    queue: jobs.deliveryQueue,
+    deliveryFunction: jobs.webhookDelivery,
+  };
+
   const byStack = new Map<string, [RouteId, Route][]>();
   for (const [id, route] of routes) {
     const key = route.stack ?? route.server;
@@ -122,23 +141,13 @@ export function createStacks(
       description: `Budget reservation service: the ${key} routes`,
       routes: entries,
       apis: { runtime: apis.runtime?.api, admin: apis.admin?.api },
+      webhooks,
     });
     stacks.set(key, stack);
   }
   const runtime = stacks.get('runtime');
   const admin = stacks.get('admin');
   if (domain && runtime && admin) mapCustomDomain(domain, runtime, admin);
-
-  const jobs = new JobsStack(app, `${prefix}Jobs`, {
-    ...defaults,
-    description:
-      'Budget reservation service: expiry sweeper, budget events consumer, admin key rotation',
-    eventBus: data.eventBus,
-    reserveSweeperConcurrency: context('reserveSweeperConcurrency') !== 'false',
-    ...(webhookUrls && { webhookUrls }),
-    ...(data.generatedAdminApiKey && { adminApiKeySecret: data.generatedAdminApiKey }),
-    ...(rotationDays && { adminKeyRotation: Duration.days(Number(rotationDays)) }),
-  });
 
   const monitored = (server: Server) => {
     const api = apis[server];
@@ -156,7 +165,12 @@ export function createStacks(
           serviceName: prefix,
           apis: { runtime: monitored('runtime'), admin: monitored('admin') },
           sweeper: jobs.sweeper,
-          budgetEvents: { consumer: jobs.budgetEvents, dlq: jobs.budgetEventsDlq },
+          budgetEvents: {
+            consumer: jobs.budgetEvents,
+            dlq: jobs.budgetEventsDlq,
+            delivery: jobs.webhookDelivery,
+            deliveryDlq: jobs.deliveryDlq,
+          },
           table: data.table,
           ...(alarmEmail && { alarmEmail }),
         });

@@ -14,6 +14,7 @@ import {
   Table,
 } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus } from 'aws-cdk-lib/aws-events';
+import { Key } from 'aws-cdk-lib/aws-kms';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { tableDefinition } from '../functions/store/table.js';
@@ -55,6 +56,11 @@ export class DataStack extends Stack {
   readonly cursorSecret: SecretRef;
   /** Where budget events go: route them with ordinary EventBridge rules (README). */
   readonly eventBus: EventBus;
+  /**
+   * Seals webhook signing secrets and custom headers in the table: the subscription routes may
+   * Encrypt, only the delivery function Decrypt (docs/decisions.md § Events and webhooks).
+   */
+  readonly webhookKey: Key;
 
   constructor(scope: Construct, id: string, props: DataStackProps = {}) {
     const ephemeral = props.ephemeral ?? false;
@@ -72,7 +78,7 @@ export class DataStack extends Stack {
       removalPolicy,
       // Only idempotency records carry it; DynamoDB deletes them when due.
       timeToLiveAttribute: tableDefinition.timeToLiveAttribute,
-      // Budget events are derived from it (the jobs stack's consumer, docs/decisions.md).
+      // Budget events are derived from it (the jobs stack's consumer, docs/decisions.md § Events and webhooks).
       stream: StreamViewType[tableDefinition.stream],
     });
     for (const index of tableDefinition.indexes) {
@@ -124,7 +130,13 @@ export class DataStack extends Stack {
     this.cursorSecret = { secretId: cursorSecret.secretArn, policyArn: cursorSecret.secretArn };
 
     this.eventBus = new EventBus(this, 'BudgetEvents', {
-      description: 'Budget events: thresholds, exhaustion, debt, over limit, expiries, refusals',
+      description: 'Every event of the service: budget state, reservations, lifecycle changes',
+    });
+
+    this.webhookKey = new Key(this, 'WebhookSecretsKey', {
+      description: 'Seals the signing secrets and custom headers of webhook subscriptions',
+      enableKeyRotation: true,
+      removalPolicy,
     });
 
     new CfnOutput(this, 'TableName', {

@@ -56,8 +56,8 @@ export async function synthesizeApp(context: Record<string, unknown> = {}) {
   const assembly = app.synth();
   const ordered: Stack[] = [
     stacks.data,
-    ...stacks.routes.values(),
     stacks.jobs,
+    ...stacks.routes.values(),
     ...(stacks.monitoring ? [stacks.monitoring] : []),
   ];
   const templates = new Map(
@@ -144,7 +144,10 @@ function resourceName(resource: unknown): string {
   if (/Table\w*(Arn|Ref)|ExportsOutputFnGetAttTable/.test(text)) return 'the table';
   if (/AdminApiKey/.test(text)) return 'the admin key secret';
   if (/CursorSecret/.test(text)) return 'the cursor secret';
+  if (/WebhookSecretsKey/.test(text)) return 'the webhook key (KMS)';
   if (/WebhookSecret/.test(text)) return 'the webhook secret';
+  if (/WebhookDelivery\w*Arn|WebhookDeliveryAF/.test(text)) return 'the delivery function';
+  if (/WebhookDeliveries\w*Arn|WebhookDeliveries34/.test(text)) return 'the delivery queue';
   if (/:secret:/.test(text)) return 'the admin key secret (by name)';
   if (/BudgetEvents\w*Arn|BudgetEventsD4/.test(text)) return 'the budget events bus';
   if (/Dlq/.test(text)) return 'the DLQ';

@@ -24,6 +24,11 @@ export const SAMPLE = {
   delegateKey: 'run-1-step-3',
   /** Funded through the greedy route: three levels, so the path spans several segments. */
   nestedScope: 'tenant:acme/workspace:prod/agent:summarizer',
+  /** Ids the service makes up: replace them with the ones it answered. */
+  eventId: 'evt_00000000000000000000000000000000',
+  subscriptionId: 'whsub_000000000000000000000000',
+  /** `npm run webhook-receiver`'s address: the fixtures run against the local stack. */
+  webhookUrl: 'http://localhost:8787/events',
 } as const;
 
 /** Reservation ids are derived from (tenant, idempotency key), so fixtures can name them. */
@@ -36,6 +41,8 @@ interface Example {
   readonly body?: unknown;
   /** For the $default routes: the unmatched path. */
   readonly rawPath?: string;
+  /** A route that takes either key, called with the admin key (the walkthrough's tenant key lacks its permission). */
+  readonly asAdmin?: true;
 }
 
 const usd = (amount: number) => ({ unit: 'USD_MICROCENTS', amount });
@@ -120,7 +127,27 @@ const EXAMPLES: Record<RouteId, Example> = {
   runtimeOpenApi: {},
   runtimeNotFound: { rawPath: '/v1/no-such-endpoint' },
   createTenant: { body: { tenant_id: SAMPLE.tenant, name: 'Acme Corp' } },
-  createApiKey: { body: { tenant_id: SAMPLE.tenant, name: 'agents' } },
+  createApiKey: {
+    body: {
+      tenant_id: SAMPLE.tenant,
+      name: 'agents',
+      // SPEC's eight and budgets:write (a key's default), and the events and webhooks ones.
+      permissions: [
+        'reservations:create',
+        'reservations:commit',
+        'reservations:release',
+        'reservations:extend',
+        'reservations:list',
+        'balances:read',
+        'decide',
+        'events:create',
+        'budgets:write',
+        'events:read',
+        'webhooks:read',
+        'webhooks:write',
+      ],
+    },
+  },
   createBudget: {
     body: {
       scope: `tenant:${SAMPLE.tenant}`,
@@ -161,8 +188,94 @@ const EXAMPLES: Record<RouteId, Example> = {
     query: { reason: 'rotated' },
   },
   listAuditLogs: { query: { tenant_id: SAMPLE.tenant, operation: 'fundBudget' } },
+  createPolicy: {
+    body: {
+      tenant_id: SAMPLE.tenant,
+      name: 'summarizer caps',
+      scope_pattern: `tenant:${SAMPLE.tenant}/workspace:prod/*`,
+      priority: 10,
+      caps: { max_tokens: 4096 },
+      reservation_ttl_override: { max_ttl_ms: 600_000 },
+    },
+    asAdmin: true,
+  },
+  listPolicies: { query: { tenant_id: SAMPLE.tenant }, asAdmin: true },
+  // The created policy's id is random: the fixtures name one that does not exist.
+  getPolicy: { pathParameters: { policy_id: 'pol_0123456789abcdef' }, asAdmin: true },
+  updatePolicy: {
+    pathParameters: { policy_id: 'pol_0123456789abcdef' },
+    body: { status: 'DISABLED' },
+    asAdmin: true,
+  },
+  getOverview: {},
+  bulkActionTenants: {
+    body: {
+      filter: { search: 'no-such-tenant' },
+      action: 'SUSPEND',
+      expected_count: 0,
+      idempotency_key: 'bulk-1',
+    },
+  },
+  bulkActionBudgets: {
+    body: {
+      filter: { tenant_id: SAMPLE.tenant, scope_prefix: `tenant:${SAMPLE.tenant}/workspace:prod` },
+      action: 'CREDIT',
+      amount: usd(1_000_000),
+      idempotency_key: 'bulk-2',
+    },
+  },
   validateKey: { body: { key_secret: SAMPLE.apiKeySecret } },
   adminIntrospectAuth: {},
+  listEvents: { query: { tenant_id: SAMPLE.tenant, category: 'budget', limit: '20' } },
+  getEvent: { pathParameters: { event_id: SAMPLE.eventId } },
+  listTenantEvents: { query: { event_type: 'budget.threshold_crossed' } },
+  createWebhookSubscription: {
+    query: { tenant_id: SAMPLE.tenant },
+    body: { url: SAMPLE.webhookUrl, event_types: ['budget.threshold_crossed', 'budget.exhausted'] },
+  },
+  listWebhookSubscriptions: { query: { status: 'ACTIVE' } },
+  getWebhookSubscription: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
+  updateWebhookSubscription: {
+    pathParameters: { subscription_id: SAMPLE.subscriptionId },
+    body: { status: 'PAUSED' },
+  },
+  deleteWebhookSubscription: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
+  testWebhookSubscription: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
+  listWebhookDeliveries: {
+    pathParameters: { subscription_id: SAMPLE.subscriptionId },
+    query: { status: 'FAILED' },
+  },
+  replayEvents: {
+    pathParameters: { subscription_id: SAMPLE.subscriptionId },
+    body: { from: '2025-01-15T00:00:00Z', to: '2025-01-15T12:00:00Z', max_events: 100 },
+  },
+  bulkActionWebhooks: {
+    body: { filter: { tenant_id: SAMPLE.tenant }, action: 'PAUSE', idempotency_key: 'bulk-1' },
+  },
+  getWebhookSecurityConfig: {},
+  updateWebhookSecurityConfig: {
+    body: { blocked_cidr_ranges: ['10.0.0.0/8', '169.254.0.0/16'], allow_http: false },
+  },
+  createTenantWebhook: {
+    body: {
+      url: SAMPLE.webhookUrl,
+      event_types: ['budget.exhausted'],
+      event_categories: ['tenant'],
+    },
+  },
+  listTenantWebhooks: { query: { status: 'ACTIVE' } },
+  getTenantWebhook: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
+  updateTenantWebhook: {
+    pathParameters: { subscription_id: SAMPLE.subscriptionId },
+    body: { event_types: ['budget.exhausted', 'budget.threshold_crossed'] },
+  },
+  deleteTenantWebhook: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
+  testTenantWebhook: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
+  replayTenantWebhook: {
+    pathParameters: { subscription_id: SAMPLE.subscriptionId },
+    body: { from: '2025-01-15T00:00:00Z', max_events: 100 },
+  },
+  listTenantWebhookDeliveries: { pathParameters: { subscription_id: SAMPLE.subscriptionId } },
   console: {},
   adminHealth: {},
   adminOpenApi: {},
@@ -174,8 +287,9 @@ const TIME = new Date(Date.UTC(2025, 0, 15, 12, 0, 0));
 const REGION = 'us-east-1';
 const ACCOUNT = '123456789012';
 
-function authHeaders(route: Route): Record<string, string> {
-  if (route.auth.kind === 'admin') return { 'x-admin-api-key': SAMPLE.adminApiKey };
+function authHeaders(route: Route, example: Example): Record<string, string> {
+  if (route.auth.kind === 'admin' || example.asAdmin)
+    return { 'x-admin-api-key': SAMPLE.adminApiKey };
   // Budget writes may also use the admin key; the walkthrough uses the tenant's own.
   if (route.auth.kind === 'tenant' || route.auth.kind === 'tenantOrAdmin')
     return { 'x-service-api-key': SAMPLE.apiKeySecret };
@@ -212,7 +326,7 @@ export function httpApiEvent(id: RouteId, route: Route, example: Example) {
       'x-forwarded-for': '198.51.100.7',
       'x-forwarded-port': '443',
       'x-forwarded-proto': 'https',
-      ...authHeaders(route),
+      ...authHeaders(route, example),
     },
     ...(example.query && { queryStringParameters: example.query }),
     ...(example.pathParameters && { pathParameters: example.pathParameters }),

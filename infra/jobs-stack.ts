@@ -8,16 +8,18 @@ import {
 } from 'aws-cdk-lib';
 import { type IEventBus, Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
-import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { type ISecret, RotationSchedule, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import {
   adminKeyRotation,
-  budgetEventsConsumer,
   estimateAccuracyConsumer,
+  streamEventsConsumer,
   sweeper,
+  webhookDelivery,
 } from '../functions/routes.js';
 import { EVENT_ITEM_TYPES } from '../functions/store/table.js';
 import { commonEnvironment, type FunctionDefaults, functionLogs, sizingOf } from './api-stack.js';
@@ -26,6 +28,10 @@ import { ServiceFunction } from './service-function.js';
 export interface JobsStackProps extends StackProps, FunctionDefaults {
   /** The bus budget events are put on (the data stack's). */
   readonly eventBus: IEventBus;
+  /** The key that seals webhook secrets (the data stack's). */
+  readonly webhookKey: IKey;
+  /** Delivery function invocations at once, from the queue. @default 20 */
+  readonly deliveryConcurrency?: number;
   /** EXPIRY_SWEEP_INTERVAL_MS of the sweeper. @default Duration.seconds(5) */
   readonly sweepInterval?: Duration;
   /**
@@ -35,9 +41,10 @@ export interface JobsStackProps extends StackProps, FunctionDefaults {
    */
   readonly reserveSweeperConcurrency?: boolean;
   /**
-   * Webhook URLs the budget events consumer also POSTs every event to, signed with a secret the
-   * stack generates (output `WebhookSecretId`). The bus gets every event regardless.
-   * @default - none: events go to the bus only
+   * URLs that get an operator (`__system__`) subscription to every event, created by the events
+   * consumer on its first batch, signed with a secret the stack generates (output
+   * `WebhookSecretId`). The bus gets every event regardless.
+   * @default - none: subscriptions are made through the API
    */
   readonly webhookUrls?: readonly string[];
   /** The generated admin key, rotated here. @default - none: the key is yours to rotate */
@@ -59,10 +66,36 @@ export class JobsStack extends Stack {
   readonly adminKeyRotation?: ServiceFunction;
   /** Stream batches that never went through (their metadata: shard and sequence numbers). */
   readonly budgetEventsDlq: Queue;
+  /** One message per webhook delivery (its record is in the table). */
+  readonly deliveryQueue: Queue;
+  readonly deliveryDlq: Queue;
+  /** Makes every delivery attempt, and /test probes: the one function that opens secrets. */
+  readonly webhookDelivery: ServiceFunction;
 
   constructor(scope: Construct, id: string, props: JobsStackProps) {
     super(scope, id, props);
     this.sweeper = this.expirySweeper(props);
+    this.deliveryDlq = new Queue(this, 'WebhookDeliveryDlq', {
+      retentionPeriod: Duration.days(14),
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    Validations.of(this.deliveryDlq).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        'this queue is itself a dead-letter queue: delivery messages the delivery function kept failing on (docs/deploy.md § Events and webhooks); their deliveries stay findable on the due index',
+    });
+    this.deliveryQueue = new Queue(this, 'WebhookDeliveries', {
+      // Above the function's timeout; a retry sets its own visibility (the retry delay).
+      visibilityTimeout: Duration.seconds(6 * webhookDelivery.timeoutSeconds),
+      retentionPeriod: Duration.days(4),
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      // A message comes back once per retry (≤ 11 attempts) and after a crash: past 20 it is
+      // poison, not a failing receiver (whose deliveries end FAILED in the table).
+      deadLetterQueue: { queue: this.deliveryDlq, maxReceiveCount: 20 },
+    });
+    this.webhookDelivery = this.deliveryFunction(props);
     this.budgetEventsDlq = new Queue(this, 'BudgetEventsDlq', {
       retentionPeriod: Duration.days(14),
       encryption: QueueEncryption.SQS_MANAGED,
@@ -71,9 +104,9 @@ export class JobsStack extends Stack {
     Validations.of(this.budgetEventsDlq).acknowledge({
       id: 'AwsSolutions-SQS3',
       reason:
-        'this queue is itself a dead-letter queue: the on-failure destination of the stream mapping (docs/deploy.md § Budget events); nothing consumes it to need one',
+        'this queue is itself a dead-letter queue: the on-failure destination of the stream mapping (docs/deploy.md § Events and webhooks); nothing consumes it to need one',
     });
-    this.budgetEvents = this.budgetEventsConsumer(props);
+    this.budgetEvents = this.eventsConsumer(props);
     this.estimateAccuracy = this.estimateAccuracyConsumer(props);
     if (props.adminApiKeySecret) {
       this.adminKeyRotation = this.rotateAdminKey(props, props.adminApiKeySecret);
@@ -138,6 +171,37 @@ export class JobsStack extends Stack {
   }
 
   /**
+   * The delivery queue → the delivery function: batches of up to 10 delivery messages, their
+   * attempts made side by side (a hanging receiver holds only its own), at most
+   * `deliveryConcurrency` invocations at once, partial batch failures for the retries (each made
+   * visible again after its delay). It alone may Decrypt with the webhook key, and only under a
+   * subscription's encryption context.
+   */
+  private deliveryFunction(props: JobsStackProps): ServiceFunction {
+    const fn = new ServiceFunction(this, 'WebhookDelivery', {
+      ...functionLogs(props),
+      entry: webhookDelivery.entry,
+      description: 'makes webhook delivery attempts (and /test probes), records each one',
+      ...sizingOf(webhookDelivery),
+      environment: {
+        ...commonEnvironment(props),
+        WEBHOOK_QUEUE_URL: this.deliveryQueue.queueUrl,
+        WEBHOOK_KMS_KEY_ID: props.webhookKey.keyArn,
+      },
+    });
+    fn.grantTable(props.table, webhookDelivery.table);
+    fn.grantSealing(props.webhookKey.keyArn, 'kms:Decrypt');
+    fn.addEventSource(
+      new SqsEventSource(this.deliveryQueue, {
+        batchSize: 10,
+        reportBatchItemFailures: true,
+        maxConcurrency: props.deliveryConcurrency ?? 20,
+      }),
+    );
+    return fn;
+  }
+
+  /**
    * The table's stream → the estimate accuracy consumer (docs/decisions.md § Estimate
    * accuracy): a second event source mapping, invoked only for reservations leaving ACTIVE, in
    * batches of up to 1,000 gathered for up to 30 s (statistics: fewer, larger batches are fewer
@@ -183,13 +247,13 @@ export class JobsStack extends Stack {
   }
 
   /**
-   * The table's stream → the budget events consumer → the bus (and webhooks, if configured).
+   * The table's stream → the events consumer → the event log, the bus and the delivery queue.
    * Only items that can mean an event invoke it (filters on the stream records), in batches;
    * a failing batch is bisected, the consumer reports the record to retry from, and what still
    * fails after 10 tries (or a day) is dropped to the DLQ, so one poison record never holds
    * the stream.
    */
-  private budgetEventsConsumer(props: JobsStackProps): ServiceFunction {
+  private eventsConsumer(props: JobsStackProps): ServiceFunction {
     const webhookUrls = props.webhookUrls ?? [];
     const webhookSecret =
       webhookUrls.length > 0
@@ -203,27 +267,36 @@ export class JobsStack extends Stack {
       Validations.of(webhookSecret).acknowledge({
         id: 'AwsSolutions-SMG4',
         reason:
-          'every receiver verifies deliveries with this key: a scheduled rotation would break their checks; rotate it by hand together with the receivers (docs/deploy.md § Budget events)',
+          'every receiver verifies deliveries with this key: a scheduled rotation would break their checks; rotate it by PATCHing the subscriptions signing_secret, together with the receivers (docs/deploy.md § Events and webhooks)',
       });
     }
+    // Construct id kept from when it derived budget events alone: the function is not replaced.
     const fn = new ServiceFunction(this, 'BudgetEventsConsumer', {
       ...functionLogs(props),
-      entry: budgetEventsConsumer.entry,
-      description: 'derives budget events from the table stream and puts them on the bus',
-      ...sizingOf(budgetEventsConsumer),
+      entry: streamEventsConsumer.entry,
+      description:
+        'derives events from the table stream: logs them, puts them on the bus, queues deliveries',
+      ...sizingOf(streamEventsConsumer),
       environment: {
         ...commonEnvironment(props),
         EVENT_BUS_NAME: props.eventBus.eventBusName,
+        WEBHOOK_QUEUE_URL: this.deliveryQueue.queueUrl,
         ...(webhookSecret && {
           WEBHOOK_URLS: webhookUrls.join(','),
           WEBHOOK_SECRET_ID: webhookSecret.secretArn,
+          WEBHOOK_KMS_KEY_ID: props.webhookKey.keyArn,
         }),
       },
     });
-    fn.grantTable(props.table, budgetEventsConsumer.table);
+    fn.grantTable(props.table, streamEventsConsumer.table);
     fn.grantStreamRead(props.table);
     props.eventBus.grantPutEventsTo(fn);
-    if (webhookSecret) fn.grantSecretRead(webhookSecret.secretArn);
+    this.deliveryQueue.grantSendMessages(fn);
+    if (webhookSecret) {
+      // The bootstrap subscriptions: their secret read, then sealed.
+      fn.grantSecretRead(webhookSecret.secretArn);
+      fn.grantSealing(props.webhookKey.keyArn, 'kms:Encrypt');
+    }
     const streamArn = props.table.tableStreamArn;
     if (!streamArn) throw new Error('budget events need the table stream (DataStack)');
     const type = (...types: string[]) => ({ type: { S: FilterRule.or(...types) } });
@@ -238,7 +311,8 @@ export class JobsStack extends Stack {
       maxRecordAge: Duration.days(1),
       onFailure: new SqsDlq(this.budgetEventsDlq),
       filters: [
-        // Ledger writes (usage, debt), expiries (ACTIVE → EXPIRED), refusal records.
+        // Ledger writes (usage, debt), reservations ending (expired; committed over estimate),
+        // refusal records, audit records (admin changes' lifecycle events).
         FilterCriteria.filter({
           eventName: FilterRule.isEqual('MODIFY'),
           dynamodb: { NewImage: type(...EVENT_ITEM_TYPES.ledgers) },
@@ -246,22 +320,15 @@ export class JobsStack extends Stack {
         FilterCriteria.filter({
           eventName: FilterRule.isEqual('MODIFY'),
           dynamodb: {
-            NewImage: { ...type(EVENT_ITEM_TYPES.reservation), status: { S: ['EXPIRED'] } },
-          },
-        }),
-        FilterCriteria.filter({
-          eventName: FilterRule.isEqual('INSERT'),
-          dynamodb: { NewImage: type(EVENT_ITEM_TYPES.refusal) },
-        }),
-        // Refunds' audit records: custom.refund.
-        FilterCriteria.filter({
-          eventName: FilterRule.isEqual('INSERT'),
-          dynamodb: {
             NewImage: {
-              ...type(EVENT_ITEM_TYPES.audit),
-              action: { S: [...EVENT_ITEM_TYPES.refundActions] },
+              ...type(EVENT_ITEM_TYPES.reservation),
+              status: { S: [...EVENT_ITEM_TYPES.reservationStatuses] },
             },
           },
+        }),
+        FilterCriteria.filter({
+          eventName: FilterRule.isEqual('INSERT'),
+          dynamodb: { NewImage: type(EVENT_ITEM_TYPES.refusal, EVENT_ITEM_TYPES.audit) },
         }),
       ],
     });

@@ -42,7 +42,13 @@ export interface ServiceMonitoringProps {
   readonly apis: Readonly<Record<Server, MonitoredApi>>;
   readonly sweeper: IFunction;
   /** The budget events consumer and the DLQ of its stream mapping. @default - not watched */
-  readonly budgetEvents?: { readonly consumer: IFunction; readonly dlq: IQueue };
+  readonly budgetEvents?: {
+    readonly consumer: IFunction;
+    readonly dlq: IQueue;
+    /** The webhook delivery function and its queue's dead letters. */
+    readonly delivery: IFunction;
+    readonly deliveryDlq: IQueue;
+  };
   readonly table: ITable;
   /** Every alarm notifies it. */
   readonly topic: ITopic;
@@ -376,10 +382,10 @@ export class ServiceMonitoring extends Construct {
             }),
             this.emf('ConflictRetries', 'Sum', {}, s).with({ label: 'transactions retried' }),
             this.emf('BusyAnswers', 'Sum', { Reason: 'CONTENTION' }, s).with({
-              label: '503: contention outlasted retries',
+              label: '429: contention outlasted retries',
             }),
             this.emf('BusyAnswers', 'Sum', { Reason: 'THROTTLED' }, s).with({
-              label: '503: throttling outlasted retries',
+              label: '429: throttling outlasted retries',
             }),
             this.emf('BusyAnswers', 'Sum', { Reason: 'TIMEOUT' }, s).with({
               label: '503: the table did not answer in time',
@@ -498,8 +504,32 @@ export class ServiceMonitoring extends Construct {
           metrics: [this.search('BudgetEvents', 'Type', MetricStatistic.SUM, s)],
         },
         {
-          title: 'Webhook deliveries dropped',
-          metrics: [this.emf('WebhookDeliveriesDropped', 'Sum', {}, s)],
+          title: 'Webhook delivery attempts, by outcome',
+          metrics: [this.search('WebhookDeliveries', 'Outcome', MetricStatistic.SUM, s)],
+        },
+        {
+          title: 'Webhook delivery messages dead-lettered',
+          metrics: [
+            {
+              metric: budgetEvents.deliveryDlq.metricApproximateNumberOfMessagesVisible({
+                period: PERIOD,
+                statistic: 'Maximum',
+              }),
+              alarmFriendlyName: 'DeliveriesDeadLettered',
+              addAlarm: {
+                Critical: {
+                  ...atLeast(1),
+                  treatMissingDataOverride: TreatMissingData.NOT_BREACHING,
+                  alarmDescriptionOverride:
+                    'webhook delivery messages the delivery function kept failing on (not receivers that fail: those are recorded FAILED) went to the delivery DLQ; their deliveries are still on the due index',
+                },
+              },
+            },
+          ],
+        },
+        {
+          title: 'Delivery function errors',
+          metrics: [budgetEvents.delivery.metricErrors({ period: PERIOD, statistic: 'Sum' })],
         },
         {
           title: 'Iterator age (ms, max)',

@@ -6,10 +6,14 @@ import * as z from 'zod';
 import { type Contract, contracts } from '../functions/http/contracts.js';
 import * as adminSchemas from '../functions/http/schemas/admin.js';
 import { Metadata } from '../functions/http/schemas/common.js';
+import * as eventResponseSchemas from '../functions/http/schemas/event-responses.js';
 import * as extensionSchemas from '../functions/http/schemas/extensions.js';
+import * as governanceSchemas from '../functions/http/schemas/governance.js';
+import * as governanceResponses from '../functions/http/schemas/governance-responses.js';
 import * as responseSchemas from '../functions/http/schemas/responses.js';
 import * as runtimeSchemas from '../functions/http/schemas/runtime.js';
-import { BudgetEventMessage } from '../functions/outbound/schemas.js';
+import * as tenantSchemas from '../functions/http/schemas/tenants.js';
+import * as webhookSchemas from '../functions/http/schemas/webhooks.js';
 import {
   type Auth,
   placesOf,
@@ -98,8 +102,15 @@ function namesOf(...modules: Record<string, unknown>[]): Map<z.core.$ZodType, st
   }
   return names;
 }
-const requestNames = namesOf(runtimeSchemas, adminSchemas, extensionSchemas);
-const responseNames = namesOf(responseSchemas);
+const requestNames = namesOf(
+  runtimeSchemas,
+  adminSchemas,
+  tenantSchemas,
+  webhookSchemas,
+  governanceSchemas,
+  extensionSchemas,
+);
+const responseNames = namesOf(responseSchemas, eventResponseSchemas, governanceResponses);
 
 function nameOf(
   names: Map<z.core.$ZodType, string>,
@@ -159,23 +170,37 @@ const SECURITY: Record<Auth['kind'], Record<string, string[]>[]> = {
 const takesKey = (route: Route) => route.auth.kind !== 'none';
 const takesTenantKey = (route: Route) =>
   route.auth.kind === 'tenant' || route.auth.kind === 'tenantOrAdmin';
-/** Reading the table (a tenant key is read from it too) can meet throttling: 503, retry. */
+/** A key that may lack a permission: a tenant key, or an operator credential (403). */
+const checksPermission = (route: Route) =>
+  takesTenantKey(route) || (route.auth.kind === 'admin' && route.auth.operator !== undefined);
+/**
+ * Reading the table (every key is read from it, an operator credential's too) can meet
+ * throttling or contention: 429 (nothing written, retry after Retry-After), or a table that does
+ * not answer: 503.
+ */
 const readsTable = (route: Route) =>
   route.table.items !== undefined ||
   (route.table.indexes?.length ?? 0) > 0 ||
   route.table.describe === true ||
-  takesTenantKey(route);
+  takesKey(route);
 
 /** The error statuses of a route: its own refusals, and those any route of its kind may answer. */
 export function errorStatuses(route: Route, contract: Contract): number[] {
   const statuses = new Set<number>(contract.refusals ?? []);
   if (contract.body || contract.query || contract.params) statuses.add(400);
   if (takesKey(route)) statuses.add(401);
-  if (takesTenantKey(route)) statuses.add(403);
+  if (checksPermission(route)) statuses.add(403);
   statuses.add(500);
-  if (readsTable(route) && contract.alsoAnswers?.status !== 503) statuses.add(503);
+  // Health answers a table in trouble with its own 503 (DOWN), never busy.
+  if (readsTable(route) && contract.alsoAnswers?.status !== 503) {
+    statuses.add(429);
+    statuses.add(503);
+  }
   return [...statuses].sort((a, b) => a - b);
 }
+
+/** The response components of the statuses that are not a plain refusal. */
+const RESPONSE_OF_STATUS: Readonly<Record<number, string>> = { 429: 'Busy', 503: 'RetryLater' };
 
 /** OpenAPI's path template of a route: the contract's, where API Gateway's is not one. */
 export const documentPath = (route: Route, contract: Contract): string =>
@@ -210,20 +235,24 @@ function operation(
   if (contract.response) {
     const headers = {
       'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+      'X-Cycles-Trace-Id': { $ref: '#/components/headers/X-Cycles-Trace-Id' },
       ...(takesTenantKey(route) && {
         'X-Cycles-Tenant': { $ref: '#/components/headers/X-Cycles-Tenant' },
         'X-Service-Tenant': { $ref: '#/components/headers/X-Service-Tenant' },
       }),
     };
-    responses[route.status] = {
-      description: contract.summary,
-      headers,
-      content: {
-        'application/json': {
-          schema: ref(nameOf(responseNames, contract.response, `${id}'s response`)),
-        },
-      },
-    };
+    responses[route.status] =
+      route.status === 204
+        ? { description: contract.summary, headers }
+        : {
+            description: contract.summary,
+            headers,
+            content: {
+              'application/json': {
+                schema: ref(nameOf(responseNames, contract.response, `${id}'s response`)),
+              },
+            },
+          };
   }
   const also = contract.alsoAnswers;
   if (also) {
@@ -237,7 +266,7 @@ function operation(
   }
   for (const status of errorStatuses(route, contract)) {
     responses[status] = {
-      $ref: `#/components/responses/${status === 503 ? 'RetryLater' : 'Error'}`,
+      $ref: `#/components/responses/${RESPONSE_OF_STATUS[status] ?? 'Error'}`,
     };
   }
 
@@ -310,8 +339,6 @@ export function openApiDocument(server: Server): OpenApiDocument {
   }
   const responses = z.registry<{ id: string }>();
   for (const [schema, id] of responseNames) responses.add(schema, { id });
-  // What the webhooks POST (admin document only; docs/events has one JSON Schema per type).
-  if (server === 'admin') responses.add(BudgetEventMessage, { id: 'BudgetEvent' });
   const requestBodies = z.toJSONSchema(requests, { ...conversion, io: 'input', uri }).schemas;
   const responseBodies = z.toJSONSchema(responses, { ...conversion, io: 'output', uri }).schemas;
   const clash = Object.keys(requestBodies).filter((name) => name in responseBodies);
@@ -339,14 +366,29 @@ export function openApiDocument(server: Server): OpenApiDocument {
   const responseComponents = {
     Error: {
       description: "A refusal: SPEC's error body",
-      headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } },
+      headers: {
+        'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+        'X-Cycles-Trace-Id': { $ref: '#/components/headers/X-Cycles-Trace-Id' },
+      },
+      content: { 'application/json': { schema: ref('ErrorResponse') } },
+    },
+    Busy: {
+      description:
+        'Busy (error LIMIT_EXCEEDED, details.reason CONTENTION or THROTTLED): contention or throttling outlasted the retries; nothing was written. Retry after Retry-After seconds; a reserve with a new idempotency key is as safe as with the same one',
+      headers: {
+        'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+        'Retry-After': { $ref: '#/components/headers/Retry-After' },
+        'X-RateLimit-Reset': { $ref: '#/components/headers/X-RateLimit-Reset' },
+        'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' },
+      },
       content: { 'application/json': { schema: ref('ErrorResponse') } },
     },
     RetryLater: {
       description:
-        'Contention or throttling: nothing was written; retry after Retry-After seconds (error INTERNAL_ERROR)',
+        'The table did not answer in time (error INTERNAL_ERROR, details.reason TIMEOUT): a write may have landed; retry after Retry-After seconds with the same idempotency key, which replays it',
       headers: {
         'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+        'X-Cycles-Trace-Id': { $ref: '#/components/headers/X-Cycles-Trace-Id' },
         'Retry-After': { $ref: '#/components/headers/Retry-After' },
       },
       content: { 'application/json': { schema: ref('ErrorResponse') } },
@@ -396,12 +438,24 @@ export function openApiDocument(server: Server): OpenApiDocument {
       },
       headers: {
         'X-Request-Id': headerSchema('This request’s id, also in error bodies and the logs'),
+        'X-Cycles-Trace-Id': headerSchema(
+          "The request's W3C trace id: from its traceparent, else its X-Cycles-Trace-Id, else a new one; on every answer, and on the audit records, events and webhook deliveries it causes",
+          { type: 'string', pattern: '^[0-9a-f]{32}$' },
+        ),
         'X-Cycles-Tenant': headerSchema('The tenant of the key that authenticated the request'),
         'X-Service-Tenant': headerSchema('The tenant of the key that authenticated the request'),
-        'Retry-After': headerSchema('Seconds to wait before retrying', {
+        'Retry-After': headerSchema('Seconds to wait before retrying (delta-seconds)', {
           type: 'integer',
           minimum: 1,
         }),
+        'X-RateLimit-Reset': headerSchema(
+          'When the request may be retried, in Unix seconds (now + Retry-After, or when the limit resets)',
+          { type: 'integer', format: 'int64' },
+        ),
+        'X-RateLimit-Remaining': headerSchema(
+          'Requests left in the current window of a limit that applies to the caller; sent only where one does',
+          { type: 'integer' },
+        ),
       },
       securitySchemes: {
         ServiceApiKeyAuth: { type: 'apiKey', in: 'header', name: 'X-Service-API-Key' },
@@ -437,32 +491,42 @@ function budgetEventWebhooks() {
     schema,
   });
   return {
-    budgetEvent: {
+    event: {
       post: {
-        summary: 'A budget event, delivered to each configured webhook URL',
+        summary: 'An event, delivered to each webhook subscription that selects it',
         description:
-          'At least once: a delivery that does not get a 2xx within the timeout is retried with backoff and jitter, in order per URL, with the same body and event id. Deduplicate on `event_id`.',
-        operationId: 'budgetEvent',
+          "At least once: an attempt without a 2xx answer within the timeout is retried per the subscription's retry_policy (initial_delay_ms × backoff_multiplier^n, at most max_delay_ms, max_retries times), with the same body and event id; every attempt is listed by the subscription's deliveries operation. Deduplicate on `event_id`. The body is the reference protocol's Event, byte for byte as GET /v1/admin/events/{event_id} answers it.",
+        operationId: 'event',
         parameters: [
           header(
             'X-Cycles-Signature',
-            'HMAC-SHA256 of the raw body keyed with the webhook secret (WEBHOOK_SECRET, or the secret the stack generates), as `sha256=<hex>`: the reference protocol’s header. Check it in constant time before trusting the body.',
+            'HMAC-SHA256 of the raw body keyed with the subscription’s signing secret (answered once, when it was created), as `sha256=<hex>`: the reference protocol’s header. Check it in constant time before trusting the body.',
             { type: 'string', pattern: '^sha256=[0-9a-f]{64}$' },
           ),
           header('X-Cycles-Event-Id', 'The body’s event_id.', { type: 'string' }),
           header('X-Cycles-Event-Type', 'The body’s event_type.', { type: 'string' }),
-          header('X-Cycles-Delivery-Attempt', '1 for the first delivery, then 2, 3, …', {
+          header('X-Cycles-Trace-Id', 'The event’s trace id (the request that caused it).', {
+            type: 'string',
+            pattern: '^[0-9a-f]{32}$',
+          }),
+          header('traceparent', 'W3C Trace Context of the delivery: the trace id, a new span.', {
+            type: 'string',
+          }),
+          header('X-Cycles-Delivery-Id', 'The delivery (its record in the deliveries listing).', {
+            type: 'string',
+          }),
+          header('X-Cycles-Delivery-Attempt', '1 for the first attempt, then 2, 3, …', {
             type: 'integer',
             minimum: 1,
           }),
         ],
         requestBody: {
           required: true,
-          content: { 'application/json': { schema: ref('BudgetEvent') } },
+          content: { 'application/json': { schema: ref('Event') } },
         },
         responses: {
           '2XX': { description: 'Delivered: not sent again.' },
-          default: { description: 'Not delivered: retried with backoff.' },
+          default: { description: 'Not delivered: retried per the retry policy.' },
         },
       },
     },

@@ -7,7 +7,8 @@ import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-l
 import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import type { TableAccess } from '../functions/routes.js';
+import type { RouteFacts } from '../functions/http/route-facts.js';
+import type { Route, RouteId, TableAccess } from '../functions/routes.js';
 
 export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 
@@ -32,6 +33,15 @@ export const esbuildOptions = {
   define: { 'import.meta.url': '__importMetaUrl' },
   banner: "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;",
 } as const;
+
+/**
+ * The defines that build a function for its one route (functions/http/route-facts.ts): the
+ * route's facts as a constant, so no bundle carries the whole route table.
+ */
+export function routeDefines(id: string, route: Route): Record<string, string> {
+  const facts: RouteFacts = { id, auth: route.auth, status: route.status, path: route.path };
+  return { 'globalThis.__ONE_ROUTE__': 'true', __ROUTE_FACTS__: JSON.stringify(facts) };
+}
 
 /** A handler module under functions/, e.g. 'runtime/create-reservation'. */
 export const entryFile = (entry: string): string => join(repoRoot, 'functions', `${entry}.ts`);
@@ -65,6 +75,8 @@ export interface ServiceFunctionProps {
    * files they write there ship with the function. @default - none
    */
   readonly afterBundling?: (outputDir: string) => string[];
+  /** The route the function serves, if it is one: built with its facts (routeDefines). */
+  readonly route?: { readonly id: RouteId; readonly route: Route };
 }
 
 // Exactly the calls functions/store/*.ts makes. Transactions have no actions of their own: each
@@ -129,7 +141,10 @@ export class ServiceFunction extends NodejsFunction {
         sourcesContent: esbuildOptions.sourcesContent,
         bundleAwsSDK: false,
         externalModules: [...esbuildOptions.external],
-        define: esbuildOptions.define,
+        define: {
+          ...esbuildOptions.define,
+          ...(props.route && routeDefines(props.route.id, props.route.route)),
+        },
         banner: esbuildOptions.banner,
         logLevel: LogLevel.WARNING,
         ...(props.afterBundling && {
@@ -186,6 +201,26 @@ export class ServiceFunction extends NodejsFunction {
       ],
       [table.tableStreamArn],
     );
+  }
+
+  /**
+   * Encrypt (seal) or Decrypt (open) with the webhook key, and only with a subscription's
+   * encryption context (outbound/sealing.ts binds every value to its subscription id).
+   */
+  grantSealing(keyArn: string, action: 'kms:Encrypt' | 'kms:Decrypt'): void {
+    this.addToRolePolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: [action],
+        resources: [keyArn],
+        conditions: { StringLike: { 'kms:EncryptionContext:subscription_id': 'whsub_*' } },
+      }),
+    );
+  }
+
+  /** Lets the function invoke one other function (a /test probe in the delivery function). */
+  grantInvokeOf(functionArn: string): void {
+    this.allow(['lambda:InvokeFunction'], [functionArn]);
   }
 
   /** Lets the function read one secret: GetSecretValue on that ARN, nothing else. */

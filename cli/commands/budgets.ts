@@ -60,6 +60,7 @@ export function budgetLines(b: Budget | AdminSchemas['Budget']): string[] {
         : undefined,
     ],
     ['thresholds', b.thresholds && `${b.thresholds.join(', ') || 'none'} (% used)`],
+    ['escrow shards', 'shards' in b ? b.shards : undefined],
     ['max per reservation', b.max_reservation_amount?.amount],
     ['created', b.created_at],
   ]);

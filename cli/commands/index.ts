@@ -4,12 +4,15 @@ import { budgetPeriods, watchBudget } from './budget-history.js';
 import * as budgets from './budgets.js';
 import { createBudgetsMany, createKeysMany, createTenantsMany, fundMany } from './bulk.js';
 import * as delegations from './delegations.js';
+import * as events from './events.js';
+import * as governance from './governance.js';
 import * as keys from './keys.js';
 import * as reservations from './reservations.js';
 import { balances, introspect } from './runtime.js';
 import * as settlement from './settlement.js';
 import { health, openapi, showConfig } from './system.js';
 import * as tenants from './tenants.js';
+import * as webhooks from './webhooks.js';
 
 /**
  * Every command, in the order --help lists them. A new operation's command is one more
@@ -24,6 +27,7 @@ export const commands: readonly AnyCommand[] = [
   tenants.suspendTenant,
   tenants.resumeTenant,
   tenants.closeTenant,
+  governance.bulkTenants,
   keys.listKeys,
   keys.getKey,
   keys.createKey,
@@ -40,8 +44,13 @@ export const commands: readonly AnyCommand[] = [
   budgets.updateBudget,
   budgets.freezeBudget,
   budgets.unfreezeBudget,
+  governance.bulkBudgets,
   budgetPeriods,
   watchBudget,
+  governance.listPolicies,
+  governance.getPolicy,
+  governance.createPolicy,
+  governance.updatePolicy,
   settlement.budgetAccuracy,
   reservations.listReservations,
   reservations.getReservation,
@@ -54,6 +63,21 @@ export const commands: readonly AnyCommand[] = [
   balances,
   introspect,
   audit,
+  events.listEvents,
+  events.getEvent,
+  webhooks.listWebhooks,
+  webhooks.getWebhook,
+  webhooks.createWebhook,
+  webhooks.updateWebhook,
+  webhooks.pauseWebhook,
+  webhooks.resumeWebhook,
+  webhooks.deleteWebhook,
+  webhooks.testWebhook,
+  webhooks.listDeliveries,
+  webhooks.replayWebhook,
+  webhooks.bulkWebhooks,
+  webhooks.webhookSecurity,
+  governance.overview,
   health,
   openapi,
   showConfig,

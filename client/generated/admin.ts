@@ -331,6 +331,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a tenant’s policies */
+        get: operations["listPolicies"];
+        put?: never;
+        /** Create a policy: caps and reservation limits for the scopes its pattern matches */
+        post: operations["createPolicy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/policies/{policy_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a policy */
+        get: operations["getPolicy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change a policy (disable it with status DISABLED) */
+        patch: operations["updatePolicy"];
+        trace?: never;
+    };
+    "/v1/admin/tenants/bulk-action": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Suspend, reactivate or close every tenant a filter matches (at most 500; expected_count guards the set) */
+        post: operations["bulkActionTenants"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/budgets/bulk-action": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fund, freeze or unfreeze every budget of a tenant a filter matches (at most 500; expected_count guards the set) */
+        post: operations["bulkActionBudgets"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The operator’s overview: tenants and budgets by status, budgets in debt or over their limit, recent refusals and expiries */
+        get: operations["getAdminOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/validate": {
         parameters: {
             query?: never;
@@ -357,6 +444,268 @@ export interface paths {
         };
         /** Describe the calling key (the admin key, or a tenant key) */
         get: operations["adminIntrospectAuth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Query the event log (every tenant, or one) */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get one event: the document its deliveries carried */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Query the calling tenant's events (budget, reservation, tenant) */
+        get: operations["listTenantEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List webhook subscriptions */
+        get: operations["listWebhookSubscriptions"];
+        put?: never;
+        /** Create a webhook subscription (a tenant’s, or the operator’s own without tenant_id) */
+        post: operations["createWebhookSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhooks/{subscription_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a webhook subscription */
+        get: operations["getWebhookSubscription"];
+        put?: never;
+        post?: never;
+        /** Delete a webhook subscription */
+        delete: operations["deleteWebhookSubscription"];
+        options?: never;
+        head?: never;
+        /** Change, pause or resume a webhook subscription */
+        patch: operations["updateWebhookSubscription"];
+        trace?: never;
+    };
+    "/v1/admin/webhooks/{subscription_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a system.webhook_test event to the subscription’s URL, now */
+        post: operations["testWebhookSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhooks/{subscription_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a subscription’s deliveries, newest first */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhooks/{subscription_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deliver every selected event of a window again (all or nothing: else 400) */
+        post: operations["replayEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhooks/bulk-action": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause, resume or delete every subscription a filter matches */
+        post: operations["bulkActionWebhooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/config/webhook-security": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Where webhooks may point: blocked ranges, URL patterns, http */
+        get: operations["getWebhookSecurityConfig"];
+        /** Replace the webhook security configuration */
+        put: operations["updateWebhookSecurityConfig"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a tenant’s webhooks (the admin key names the tenant) */
+        get: operations["listTenantWebhooks"];
+        put?: never;
+        /** Create a webhook for the calling tenant */
+        post: operations["createTenantWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{subscription_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a tenant’s webhook */
+        get: operations["getTenantWebhook"];
+        put?: never;
+        post?: never;
+        /** Delete a tenant’s webhook */
+        delete: operations["deleteTenantWebhook"];
+        options?: never;
+        head?: never;
+        /** Change, pause or resume a tenant’s webhook */
+        patch: operations["updateTenantWebhook"];
+        trace?: never;
+    };
+    "/v1/webhooks/{subscription_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a system.webhook_test event to a tenant’s webhook, now */
+        post: operations["testTenantWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{subscription_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deliver every selected event of a window again to a tenant’s webhook (ours: the reference replays on the admin plane only) */
+        post: operations["replayTenantWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{subscription_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a tenant’s webhook deliveries, newest first */
+        get: operations["listTenantWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -401,7 +750,7 @@ export interface paths {
     };
 }
 export interface webhooks {
-    budgetEvent: {
+    event: {
         parameters: {
             query?: never;
             header?: never;
@@ -411,10 +760,10 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * A budget event, delivered to each configured webhook URL
-         * @description At least once: a delivery that does not get a 2xx within the timeout is retried with backoff and jitter, in order per URL, with the same body and event id. Deduplicate on `event_id`.
+         * An event, delivered to each webhook subscription that selects it
+         * @description At least once: an attempt without a 2xx answer within the timeout is retried per the subscription's retry_policy (initial_delay_ms × backoff_multiplier^n, at most max_delay_ms, max_retries times), with the same body and event id; every attempt is listed by the subscription's deliveries operation. Deduplicate on `event_id`. The body is the reference protocol's Event, byte for byte as GET /v1/admin/events/{event_id} answers it.
          */
-        post: operations["budgetEvent"];
+        post: operations["event"];
         delete?: never;
         options?: never;
         head?: never;
@@ -453,6 +802,67 @@ export interface components {
             name: string;
             tags?: string[];
         };
+        AdminOverviewResponse: {
+            /** Format: date-time */
+            as_of: string;
+            event_window_seconds: number;
+            tenant_counts: {
+                total: number;
+                active: number;
+                suspended: number;
+                closed: number;
+            };
+            budget_counts: {
+                total: number;
+                active: number;
+                frozen: number;
+                closed: number;
+                over_limit: number;
+                with_debt: number;
+                by_unit: {
+                    [key: string]: number;
+                };
+            };
+            over_limit_scopes: {
+                scope: string;
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                allocated: number;
+                remaining: number;
+                debt: number;
+            }[];
+            debt_scopes: {
+                scope: string;
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                debt: number;
+                overdraft_limit: number;
+            }[];
+            webhook_counts: {
+                total: number;
+                active: number;
+                disabled: number;
+                with_failures: number;
+            };
+            failing_webhooks: {
+                subscription_id: string;
+                url: string;
+                consecutive_failures: number;
+                /** Format: date-time */
+                last_failure_at?: string;
+            }[];
+            event_counts: {
+                total_recent: number;
+                by_category: {
+                    [key: string]: number;
+                };
+            };
+            recent_denials: components["schemas"]["OverviewEvent"][];
+            recent_expiries: components["schemas"]["OverviewEvent"][];
+            recent_denials_by_reason?: {
+                [key: string]: number;
+            };
+        };
         Amount: {
             /** @enum {string} */
             unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
@@ -464,7 +874,7 @@ export interface components {
             key_prefix: string;
             name: string;
             description?: string;
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -481,7 +891,7 @@ export interface components {
             key_prefix: string;
             name: string;
             description?: string;
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -500,15 +910,19 @@ export interface components {
             tenant_id: string;
             key_id?: string;
             /** @enum {string} */
-            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "refundReservation" | "refundEvent" | "delegateReservation";
+            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent" | "delegateReservation";
             /** @enum {string} */
-            resource_type: "budget" | "tenant" | "api_key" | "reservation" | "event";
+            resource_type: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "webhook" | "config" | "event";
             resource_id: string;
             request_id: string;
+            trace_id?: string;
             /** @enum {integer} */
-            status: 200 | 201;
+            status: 200 | 201 | 204;
             metadata: {
                 actor: string;
+                /** @enum {string} */
+                actor_type: "admin" | "api_key" | "admin_on_behalf_of" | "system";
+                actor_name?: string;
                 before?: {
                     [key: string]: unknown;
                 };
@@ -563,310 +977,40 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
-        /**
-         * budget event
-         * @description Any event of the budget reservation service.
-         */
-        BudgetEvent: {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "budget.threshold_crossed";
-            /** @constant */
-            category: "budget";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
+        BudgetBulkActionBody: {
+            filter: {
+                tenant_id: string;
+                scope_prefix?: string;
                 /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
+                unit?: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                /** @enum {string} */
+                status?: "ACTIVE" | "FROZEN" | "CLOSED";
+                over_limit?: boolean;
+                has_debt?: boolean;
+                utilization_min?: number;
+                utilization_max?: number;
+                search?: string;
             };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description Usage (spent + reserved) reached a threshold of the allocation. */
-            data: {
-                scope: string;
+            /** @enum {string} */
+            action: "CREDIT" | "DEBIT" | "RESET" | "RESET_SPENT" | "REPAY_DEBT" | "FREEZE" | "UNFREEZE";
+            amount?: {
                 /** @enum {string} */
                 unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                /** @description (spent + reserved) / allocated; absent when nothing is allocated. May exceed 1. */
-                utilization?: number;
-                allocated: number;
-                remaining: number;
-                spent: number;
-                reserved: number;
-                /** @description Ours: the budget's debt. */
-                debt: number;
-                /** @constant */
-                direction: "rising";
-                /**
-                 * Format: date-time
-                 * @description Ours: a rolling budget's current period.
-                 */
-                period_start?: string;
-                /**
-                 * Format: date-time
-                 * @description Ours: the end of a rolling budget's period.
-                 */
-                period_end?: string;
-                /** @description The threshold as a ratio: 0.5, 0.8, 1. */
-                threshold: number;
-                /** @description Ours: the same threshold as configured, in percent. */
-                threshold_percent: number;
-            } & {
-                [key: string]: unknown;
-            };
-            request_id?: string;
-        } | {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "budget.exhausted";
-            /** @constant */
-            category: "budget";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
-                /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
-            };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description Remaining went from above 0 to 0 or below. */
-            data: {
-                scope: string;
-                /** @enum {string} */
-                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                /** @description (spent + reserved) / allocated; absent when nothing is allocated. May exceed 1. */
-                utilization?: number;
-                allocated: number;
-                remaining: number;
-                spent: number;
-                reserved: number;
-                /** @description Ours: the budget's debt. */
-                debt: number;
-                /** @constant */
-                direction: "rising";
-                /**
-                 * Format: date-time
-                 * @description Ours: a rolling budget's current period.
-                 */
-                period_start?: string;
-                /**
-                 * Format: date-time
-                 * @description Ours: the end of a rolling budget's period.
-                 */
-                period_end?: string;
-                /** @constant */
-                threshold: 1;
-            } & {
-                [key: string]: unknown;
-            };
-            request_id?: string;
-        } | {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "budget.debt_incurred";
-            /** @constant */
-            category: "budget";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
-                /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
-            };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description A commit or event charged past remaining (ALLOW_WITH_OVERDRAFT). */
-            data: {
-                scope: string;
-                /** @enum {string} */
-                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                /** @description The debt this change added. */
-                debt_incurred: number;
-                total_debt: number;
-                overdraft_limit: number;
-            } & {
-                [key: string]: unknown;
-            };
-            request_id?: string;
-        } | {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "budget.over_limit_entered";
-            /** @constant */
-            category: "budget";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
-                /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
-            };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description Debt went above the overdraft limit: new holds are refused. */
-            data: {
-                scope: string;
-                /** @enum {string} */
-                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                debt: number;
-                overdraft_limit: number;
-                /** @constant */
-                is_over_limit: true;
-                /** @description debt / overdraft_limit; absent when the limit is 0. */
-                debt_utilization?: number;
-            } & {
-                [key: string]: unknown;
-            };
-            request_id?: string;
-        } | {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "reservation.expired";
-            /** @constant */
-            category: "reservation";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
-                /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
-            };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description A reservation expired unsettled: its hold went back to its budgets. */
-            data: {
-                reservation_id: string;
-                scope: string;
-                /** @enum {string} */
-                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                /** @description What was held and never committed. */
-                estimated_amount: number;
-                /** Format: date-time */
-                created_at: string;
-                /**
-                 * Format: date-time
-                 * @description When the reservation's TTL ran out (its expires_at_ms).
-                 */
-                expired_at: string;
-                ttl_ms: number;
-                /**
-                 * Format: date-time
-                 * @description Ours: when the hold was returned.
-                 */
-                finalized_at?: string;
-                /** @description Ours: the subject of the reservation. */
-                subject: {
-                    [key: string]: unknown;
-                };
-                action: {
-                    kind: string;
-                    name: string;
-                    tags?: string[];
-                };
-            } & {
-                [key: string]: unknown;
-            };
-            request_id?: string;
-        } | {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "reservation.denied";
-            /** @constant */
-            category: "reservation";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
-                /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
-            };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description A reservation was refused: a live one with 409, a dry run or a decide with DENY (not on a replay). */
-            data: {
-                scope: string;
-                /** @enum {string} */
-                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                /**
-                 * @description The error code the refusal answered (409).
-                 * @enum {string}
-                 */
-                reason_code: "BUDGET_CLOSED" | "BUDGET_FROZEN" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "BUDGET_EXCEEDED";
-                requested_amount: number;
-                remaining: number;
-                action: {
-                    kind: string;
-                    name: string;
-                    tags?: string[];
-                };
-                subject: {
-                    [key: string]: unknown;
-                };
-                /** @description Ours: refusals of the same kind the process did not report since the one before this. */
-                suppressed_count?: number;
-            } & {
-                [key: string]: unknown;
-            };
-            request_id?: string;
-        } | {
-            /** @description Stable across redeliveries: deduplicate on it. */
-            event_id: string;
-            /** @constant */
-            event_type: "custom.refund";
-            /** @constant */
-            category: "budget";
-            /** Format: date-time */
-            timestamp: string;
-            tenant_id: string;
-            scope?: string;
-            actor?: {
-                /** @enum {string} */
-                type: "admin" | "api_key" | "system";
-                key_id?: string;
-            };
-            /** @constant */
-            source: "budget-reservations";
-            /** @description Ours (x-extension budget-reservations): part of what a reservation or an event charged was given back (docs/decisions.md § Refunds). */
-            data: {
-                refund_id: string;
-                /** @description The reservation refunded (or event_id) */
-                reservation_id?: string;
-                /** @description The usage event refunded (or reservation_id) */
-                event_id?: string;
-                /** @enum {string} */
-                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
-                /** @description What this refund gave back on every scope charged */
                 amount: number;
-                /** @description Refunded so far, this refund included */
-                refunded_total: number;
-                /** @description What the reservation or event charged */
-                charged: number;
-                reason: string;
-                /** @description The scopes refunded, root first */
-                scopes: string[];
-            } & {
-                [key: string]: unknown;
             };
-            request_id?: string;
+            spent?: unknown;
+            reason?: string;
+            expected_count?: number;
+            idempotency_key: string;
+        };
+        BudgetBulkActionResponse: {
+            /** @enum {string} */
+            action: "CREDIT" | "DEBIT" | "RESET" | "REPAY_DEBT" | "RESET_SPENT" | "FREEZE" | "UNFREEZE";
+            total_matched: number;
+            succeeded: components["schemas"]["BulkActionRowOutcome"][];
+            failed: components["schemas"]["BulkActionRowOutcome"][];
+            skipped: components["schemas"]["BulkActionRowOutcome"][];
+            idempotency_key: string;
         };
         BudgetLedger: {
             ledger_id: string;
@@ -894,6 +1038,8 @@ export interface components {
             caps?: components["schemas"]["Caps"];
             caps_when_remaining_below_bps?: number;
             thresholds?: number[];
+            /** @description Ours: the escrow shards the budget is split into (docs/scaling.md), only when more than one — set by the operator (`shards`) or grown by the service under contention (audited as the system). */
+            shards?: number;
             /** @description Ours (x-extension budget-reservations): the most one reservation may hold on this budget; a larger estimate is refused with 409 BUDGET_EXCEEDED (details.reason MAX_RESERVATION_AMOUNT_EXCEEDED). */
             max_reservation_amount?: components["schemas"]["Amount"];
             /** Format: date-time */
@@ -905,6 +1051,12 @@ export interface components {
             ledgers: components["schemas"]["BudgetLedger"][];
             has_more: boolean;
             next_cursor?: string;
+        };
+        BulkActionRowOutcome: {
+            id: string;
+            error_code?: string;
+            message?: string;
+            reason?: string;
         };
         Caps: {
             max_tokens?: number;
@@ -958,23 +1110,10 @@ export interface components {
             next_cursor?: string;
         };
         CreateApiKeyBody: {
-            tenant_id: string;
+            tenant_id: string | "__system__";
             name: string;
             description?: string;
-            /**
-             * @default [
-             *       "reservations:create",
-             *       "reservations:commit",
-             *       "reservations:release",
-             *       "reservations:extend",
-             *       "reservations:list",
-             *       "balances:read",
-             *       "decide",
-             *       "events:create",
-             *       "budgets:write"
-             *     ]
-             */
-            permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             /** Format: date-time */
             expires_at?: string;
         };
@@ -1012,9 +1151,51 @@ export interface components {
                 amount: number;
             };
         };
+        CreatePolicyBody: {
+            tenant_id?: string;
+            name: string;
+            description?: string;
+            scope_pattern: string;
+            /** @default 0 */
+            priority?: number;
+            caps?: {
+                max_tokens?: number;
+                max_steps_remaining?: number;
+                tool_allowlist?: string[];
+                tool_denylist?: string[];
+                cooldown_ms?: number;
+            };
+            /** @enum {string} */
+            commit_overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            reservation_ttl_override?: {
+                default_ttl_ms?: number;
+                max_ttl_ms?: number;
+                max_extensions?: number;
+            };
+            rate_limits?: {
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
+            /** Format: date-time */
+            effective_from?: string;
+            /** Format: date-time */
+            effective_until?: string;
+        };
         CreateTenantBody: {
             tenant_id: string;
             name: string;
+            parent_tenant_id?: string;
+            metadata?: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            default_commit_overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            default_reservation_ttl_ms?: number;
+            max_reservation_ttl_ms?: number;
+            max_reservation_extensions?: number;
+            reservation_expiry_policy?: string;
+            /** @enum {string} */
+            unbudgeted_scopes?: "ZERO_ALLOCATION" | "SKIP";
         };
         Delegation: {
             reservation_id: string;
@@ -1044,7 +1225,7 @@ export interface components {
         };
         ErrorResponse: {
             /** @enum {string} */
-            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "DELEGATIONS_ACTIVE" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
+            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "DELEGATIONS_ACTIVE" | "REPLAY_IN_PROGRESS" | "MAX_EXTENSIONS_EXCEEDED" | "COUNT_MISMATCH" | "LIMIT_EXCEEDED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
             message: string;
             request_id: string;
             details?: {
@@ -1087,6 +1268,38 @@ export interface components {
             other: components["schemas"]["AccuracyFigures"];
             total: components["schemas"]["AccuracyFigures"];
         };
+        Event: {
+            event_id: string;
+            /** @enum {string} */
+            event_type: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation";
+            /** @enum {string} */
+            category: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook";
+            /** Format: date-time */
+            timestamp: string;
+            tenant_id: string;
+            scope?: string;
+            actor?: {
+                /** @enum {string} */
+                type: "admin" | "api_key" | "admin_on_behalf_of" | "system" | "scheduler";
+                key_id?: string;
+                source_ip?: string;
+            };
+            source: string;
+            data?: {
+                [key: string]: unknown;
+            };
+            correlation_id?: string;
+            request_id?: string;
+            trace_id?: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        EventListResponse: {
+            events: components["schemas"]["Event"][];
+            has_more: boolean;
+            next_cursor?: string;
+        };
         FundBudgetBody: {
             /** @enum {string} */
             operation: "CREDIT" | "DEBIT" | "RESET" | "RESET_SPENT" | "REPAY_DEBT";
@@ -1126,7 +1339,7 @@ export interface components {
             authenticated: true;
             /** @constant */
             auth_type: "admin";
-            permissions: "*"[];
+            permissions: ("*" | ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read"))[];
             capabilities: {
                 view_overview: boolean;
                 view_budgets: boolean;
@@ -1150,7 +1363,7 @@ export interface components {
             valid: true;
             tenant_id: string;
             key_id: string;
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             /** Format: date-time */
             expires_at?: string;
         } | {
@@ -1172,6 +1385,56 @@ export interface components {
             };
         } & {
             [key: string]: unknown;
+        };
+        OverviewEvent: {
+            event_id: string;
+            /** @enum {string} */
+            event_type: "reservation.denied" | "reservation.expired";
+            /** @constant */
+            category: "reservation";
+            /** Format: date-time */
+            timestamp: string;
+            tenant_id: string;
+            scope?: string;
+            source: string;
+            data: {
+                [key: string]: unknown;
+            };
+            request_id?: string;
+        };
+        Policy: {
+            policy_id: string;
+            name: string;
+            description?: string;
+            scope_pattern: string;
+            priority: number;
+            caps?: components["schemas"]["Caps"];
+            /** @enum {string} */
+            commit_overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            reservation_ttl_override?: {
+                default_ttl_ms?: number;
+                max_ttl_ms?: number;
+                max_extensions?: number;
+            };
+            rate_limits?: {
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
+            /** @enum {string} */
+            status: "ACTIVE" | "DISABLED";
+            /** Format: date-time */
+            effective_from?: string;
+            /** Format: date-time */
+            effective_until?: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at?: string;
+        };
+        PolicyListResponse: {
+            policies: components["schemas"]["Policy"][];
+            has_more: boolean;
+            next_cursor?: string;
         };
         RefundBody: {
             idempotency_key: string;
@@ -1212,6 +1475,20 @@ export interface components {
             status: "RELEASED";
             released: components["schemas"]["Amount"];
             balances: components["schemas"]["Balance"][];
+        };
+        ReplayEventsRequest: {
+            /** Format: date-time */
+            from?: string;
+            /** Format: date-time */
+            to?: string;
+            event_types?: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation")[];
+            /** @default 100 */
+            max_events?: number;
+        };
+        ReplayEventsResponse: {
+            replay_id: string;
+            events_queued: number;
+            estimated_completion_seconds: number;
         };
         ReservationListResponse: {
             reservations: components["schemas"]["ReservationSummary"][];
@@ -1256,17 +1533,56 @@ export interface components {
             name: string;
             /** @enum {string} */
             status: "ACTIVE" | "SUSPENDED" | "CLOSED";
+            parent_tenant_id?: string;
+            /** @enum {string} */
+            default_commit_overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
+            default_reservation_ttl_ms?: number;
+            max_reservation_ttl_ms?: number;
+            max_reservation_extensions?: number;
+            /** @enum {string} */
+            reservation_expiry_policy?: "AUTO_RELEASE" | "GRACE_ONLY";
+            /** @enum {string} */
+            unbudgeted_scopes?: "ZERO_ALLOCATION" | "SKIP";
+            metadata?: {
+                [key: string]: string;
+            };
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
             updated_at?: string;
+            /** Format: date-time */
+            suspended_at?: string;
+            /** Format: date-time */
+            closed_at?: string;
+        };
+        TenantBulkActionBody: {
+            filter: {
+                /** @enum {string} */
+                status?: "ACTIVE" | "SUSPENDED" | "CLOSED";
+                parent_tenant_id?: string;
+                observe_mode?: string;
+                search?: string;
+            };
+            /** @enum {string} */
+            action: "SUSPEND" | "REACTIVATE" | "CLOSE";
+            expected_count?: number;
+            idempotency_key: string;
+        };
+        TenantBulkActionResponse: {
+            /** @enum {string} */
+            action: "SUSPEND" | "REACTIVATE" | "CLOSE";
+            total_matched: number;
+            succeeded: components["schemas"]["BulkActionRowOutcome"][];
+            failed: components["schemas"]["BulkActionRowOutcome"][];
+            skipped: components["schemas"]["BulkActionRowOutcome"][];
+            idempotency_key: string;
         };
         TenantIntrospection: {
             /** @constant */
             authenticated: true;
             /** @constant */
             auth_type: "tenant";
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             capabilities: {
                 view_overview: boolean;
                 view_budgets: boolean;
@@ -1294,7 +1610,7 @@ export interface components {
         UpdateApiKeyBody: {
             name?: string;
             description?: string;
-            permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
         };
         UpdateBudgetBody: {
             overdraft_limit?: {
@@ -1318,13 +1634,249 @@ export interface components {
                 amount: number;
             } | null;
         };
+        UpdatePolicyBody: {
+            name?: string;
+            description?: string | null;
+            scope_pattern?: string;
+            priority?: number;
+            /** @enum {string} */
+            status?: "ACTIVE" | "DISABLED";
+            caps?: {
+                max_tokens?: number;
+                max_steps_remaining?: number;
+                tool_allowlist?: string[];
+                tool_denylist?: string[];
+                cooldown_ms?: number;
+            } | null;
+            commit_overage_policy?: ("REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT") | null;
+            reservation_ttl_override?: {
+                default_ttl_ms?: number;
+                max_ttl_ms?: number;
+                max_extensions?: number;
+            } | null;
+            rate_limits?: {
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            } | null;
+            effective_from?: string | null;
+            effective_until?: string | null;
+        };
         UpdateTenantBody: {
             name?: string;
             /** @enum {string} */
             status?: "ACTIVE" | "SUSPENDED" | "CLOSED";
+            metadata?: {
+                [key: string]: string;
+            };
+            default_commit_overage_policy?: ("REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT") | null;
+            default_reservation_ttl_ms?: number | null;
+            max_reservation_ttl_ms?: number | null;
+            max_reservation_extensions?: number | null;
+            reservation_expiry_policy?: string | null;
+            unbudgeted_scopes?: ("ZERO_ALLOCATION" | "SKIP") | null;
         };
         ValidateKeyBody: {
             key_secret: string;
+        };
+        WebhookBulkActionRequest: {
+            filter: {
+                tenant_id?: string;
+                /** @enum {string} */
+                status?: "ACTIVE" | "PAUSED" | "DISABLED";
+                /** @enum {string} */
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation";
+                search?: string;
+            };
+            /** @enum {string} */
+            action: "PAUSE" | "RESUME" | "DELETE";
+            expected_count?: number;
+            idempotency_key: string;
+        };
+        WebhookBulkActionResponse: {
+            /** @enum {string} */
+            action: "PAUSE" | "RESUME" | "DELETE";
+            total_matched: number;
+            succeeded: {
+                id: string;
+                error_code?: string;
+                message?: string;
+                reason?: string;
+            }[];
+            failed: {
+                id: string;
+                error_code?: string;
+                message?: string;
+                reason?: string;
+            }[];
+            skipped: {
+                id: string;
+                error_code?: string;
+                message?: string;
+                reason?: string;
+            }[];
+            idempotency_key: string;
+        };
+        WebhookCreateRequest: {
+            name?: string;
+            description?: string;
+            url: string;
+            event_categories?: ("budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook")[];
+            scope_filter?: string;
+            thresholds?: {
+                budget_utilization?: number[];
+                burn_rate_multiplier?: number;
+                burn_rate_window_seconds?: number;
+                denial_rate_threshold?: number;
+                expiry_rate_threshold?: number;
+                auth_failure_rate_threshold?: number;
+                rate_window_seconds?: number;
+            };
+            signing_secret?: string;
+            headers?: {
+                [key: string]: string;
+            };
+            retry_policy?: {
+                max_retries?: number;
+                initial_delay_ms?: number;
+                backoff_multiplier?: number;
+                max_delay_ms?: number;
+            };
+            disable_after_failures?: number;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            event_types: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation")[];
+        };
+        WebhookCreateResponse: {
+            subscription: components["schemas"]["WebhookSubscription"];
+            signing_secret: string;
+        };
+        WebhookDelivery: {
+            delivery_id: string;
+            subscription_id: string;
+            event_id: string;
+            /** @enum {string} */
+            event_type: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation";
+            /** @enum {string} */
+            status: "PENDING" | "SUCCESS" | "FAILED" | "RETRYING";
+            /** Format: date-time */
+            attempted_at: string;
+            /** Format: date-time */
+            completed_at?: string;
+            attempts: number;
+            response_status?: number;
+            response_time_ms?: number;
+            error_message?: string;
+            /** Format: date-time */
+            next_retry_at?: string;
+            trace_id?: string;
+            trace_flags?: string;
+            traceparent_inbound_valid?: boolean;
+        };
+        WebhookDeliveryListResponse: {
+            deliveries: components["schemas"]["WebhookDelivery"][];
+            has_more: boolean;
+            next_cursor?: string;
+        };
+        WebhookListResponse: {
+            subscriptions: components["schemas"]["WebhookSubscription"][];
+            has_more: boolean;
+            next_cursor?: string;
+        };
+        WebhookSecurityConfig: {
+            blocked_cidr_ranges: string[];
+            allowed_url_patterns: string[];
+            allow_http: boolean;
+        };
+        WebhookSecurityConfigRequest: {
+            blocked_cidr_ranges?: string[];
+            allowed_url_patterns?: string[];
+            allow_http?: boolean;
+        };
+        WebhookSubscription: {
+            subscription_id: string;
+            tenant_id: string;
+            name?: string;
+            description?: string;
+            url: string;
+            event_types: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation")[];
+            event_categories?: ("budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook")[];
+            scope_filter?: string;
+            thresholds?: {
+                budget_utilization?: number[];
+                burn_rate_multiplier?: number;
+                burn_rate_window_seconds?: number;
+                denial_rate_threshold?: number;
+                expiry_rate_threshold?: number;
+                auth_failure_rate_threshold?: number;
+                rate_window_seconds?: number;
+            };
+            headers?: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            status: "ACTIVE" | "PAUSED" | "DISABLED";
+            retry_policy: {
+                max_retries: number;
+                initial_delay_ms: number;
+                backoff_multiplier: number;
+                max_delay_ms: number;
+            };
+            disable_after_failures: number;
+            consecutive_failures: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at?: string;
+            /** Format: date-time */
+            last_triggered_at?: string;
+            /** Format: date-time */
+            last_success_at?: string;
+            /** Format: date-time */
+            last_failure_at?: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        WebhookTestResponse: {
+            success: boolean;
+            response_status?: number;
+            response_time_ms?: number;
+            error_message?: string;
+            event_id?: string;
+        };
+        WebhookUpdateRequest: {
+            name?: string;
+            description?: string;
+            url?: string;
+            event_categories?: ("budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook")[];
+            scope_filter?: string;
+            thresholds?: {
+                budget_utilization?: number[];
+                burn_rate_multiplier?: number;
+                burn_rate_window_seconds?: number;
+                denial_rate_threshold?: number;
+                expiry_rate_threshold?: number;
+                auth_failure_rate_threshold?: number;
+                rate_window_seconds?: number;
+            };
+            signing_secret?: string;
+            headers?: {
+                [key: string]: string;
+            };
+            retry_policy?: {
+                max_retries?: number;
+                initial_delay_ms?: number;
+                backoff_multiplier?: number;
+                max_delay_ms?: number;
+            };
+            disable_after_failures?: number;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            event_types?: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation")[];
+            /** @enum {string} */
+            status?: "ACTIVE" | "PAUSED";
         };
     };
     responses: {
@@ -1332,16 +1884,31 @@ export interface components {
         Error: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description Contention or throttling: nothing was written; retry after Retry-After seconds (error INTERNAL_ERROR) */
+        /** @description Busy (error LIMIT_EXCEEDED, details.reason CONTENTION or THROTTLED): contention or throttling outlasted the retries; nothing was written. Retry after Retry-After seconds; a reserve with a new idempotency key is as safe as with the same one */
+        Busy: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description The table did not answer in time (error INTERNAL_ERROR, details.reason TIMEOUT): a write may have landed; retry after Retry-After seconds with the same idempotency key, which replays it */
         RetryLater: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                 "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
@@ -1358,12 +1925,18 @@ export interface components {
     headers: {
         /** @description This request’s id, also in error bodies and the logs */
         "X-Request-Id": string;
+        /** @description The request's W3C trace id: from its traceparent, else its X-Cycles-Trace-Id, else a new one; on every answer, and on the audit records, events and webhook deliveries it causes */
+        "X-Cycles-Trace-Id": string;
         /** @description The tenant of the key that authenticated the request */
         "X-Cycles-Tenant": string;
         /** @description The tenant of the key that authenticated the request */
         "X-Service-Tenant": string;
-        /** @description Seconds to wait before retrying */
+        /** @description Seconds to wait before retrying (delta-seconds) */
         "Retry-After": number;
+        /** @description When the request may be retried, in Unix seconds (now + Retry-After, or when the limit resets) */
+        "X-RateLimit-Reset": number;
+        /** @description Requests left in the current window of a limit that applies to the caller; sent only where one does */
+        "X-RateLimit-Remaining": number;
     };
     pathItems: never;
 }
@@ -1380,6 +1953,14 @@ export interface operations {
                 toolset?: string;
                 status?: "ACTIVE" | "COMMITTED" | "RELEASED" | "EXPIRED";
                 idempotency_key?: string;
+                from?: string;
+                to?: string;
+                expires_from?: string;
+                expires_to?: string;
+                finalized_from?: string;
+                finalized_to?: string;
+                sort_by?: "reservation_id" | "tenant" | "scope_path" | "status" | "reserved" | "created_at_ms" | "expires_at_ms";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -1393,6 +1974,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1404,6 +1986,7 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1430,6 +2013,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1444,6 +2028,7 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             410: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1466,6 +2051,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1478,6 +2064,7 @@ export interface operations {
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1500,6 +2087,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1512,6 +2100,7 @@ export interface operations {
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1538,6 +2127,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1551,6 +2141,7 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1577,6 +2168,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1590,6 +2182,7 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1598,6 +2191,10 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "ACTIVE" | "SUSPENDED" | "CLOSED";
+                parent_tenant_id?: string;
+                search?: string;
+                sort_by?: "tenant_id" | "name" | "status" | "created_at";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -1611,6 +2208,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1619,6 +2217,8 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1640,6 +2240,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1648,7 +2249,9 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1656,8 +2259,11 @@ export interface operations {
     listApiKeys: {
         parameters: {
             query?: {
-                tenant_id?: string;
+                tenant_id?: string | "__system__";
                 status?: "ACTIVE" | "REVOKED" | "EXPIRED";
+                search?: string;
+                sort_by?: "key_id" | "name" | "tenant_id" | "status" | "created_at" | "expires_at";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -1671,6 +2277,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1679,6 +2286,8 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1700,6 +2309,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1708,8 +2318,10 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1721,6 +2333,13 @@ export interface operations {
                 scope_prefix?: string;
                 unit?: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
                 status?: "ACTIVE" | "FROZEN" | "CLOSED";
+                over_limit?: boolean;
+                has_debt?: boolean;
+                utilization_min?: number;
+                utilization_max?: number;
+                search?: string;
+                sort_by?: "tenant_id" | "scope" | "unit" | "status" | "commit_overage_policy" | "utilization" | "debt";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -1734,6 +2353,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1745,6 +2365,7 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1766,6 +2387,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1779,6 +2401,7 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1803,6 +2426,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1816,6 +2440,7 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1844,6 +2469,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1857,6 +2483,7 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1877,6 +2504,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1889,6 +2517,7 @@ export interface operations {
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1909,6 +2538,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1921,6 +2551,7 @@ export interface operations {
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1943,6 +2574,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1955,6 +2587,7 @@ export interface operations {
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1975,6 +2608,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1988,6 +2622,7 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -2008,6 +2643,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -2021,6 +2657,7 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -2048,6 +2685,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -2061,6 +2699,7 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -2080,6 +2719,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2088,7 +2728,9 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -2112,6 +2754,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2120,8 +2763,10 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -2141,6 +2786,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2149,7 +2795,9 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -2171,6 +2819,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2179,8 +2828,10 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -2204,6 +2855,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2212,8 +2864,10 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -2221,13 +2875,15 @@ export interface operations {
     listAuditLogs: {
         parameters: {
             query?: {
-                tenant_id?: string;
+                tenant_id?: string | "__system__";
                 key_id?: string;
-                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "releaseReservation" | "refundReservation" | "refundEvent" | "delegateReservation";
-                resource_type?: "budget" | "tenant" | "api_key" | "reservation" | "event";
+                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent" | "delegateReservation";
+                resource_type?: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "webhook" | "config" | "event";
                 resource_id?: string;
                 from?: string;
                 to?: string;
+                sort_by?: "timestamp" | "operation" | "resource_type" | "tenant_id" | "key_id" | "status";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -2241,6 +2897,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -2252,6 +2909,249 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listPolicies: {
+        parameters: {
+            query?: {
+                tenant_id?: string;
+                scope_pattern?: string;
+                status?: "ACTIVE" | "DISABLED";
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List a tenant’s policies */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    createPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePolicyBody"];
+            };
+        };
+        responses: {
+            /** @description Create a policy: caps and reservation limits for the scopes its pattern matches */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Policy"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                policy_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get a policy */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Policy"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    updatePolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                policy_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePolicyBody"];
+            };
+        };
+        responses: {
+            /** @description Change a policy (disable it with status DISABLED) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Policy"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    bulkActionTenants: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TenantBulkActionBody"];
+            };
+        };
+        responses: {
+            /** @description Suspend, reactivate or close every tenant a filter matches (at most 500; expected_count guards the set) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantBulkActionResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    bulkActionBudgets: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BudgetBulkActionBody"];
+            };
+        };
+        responses: {
+            /** @description Fund, freeze or unfreeze every budget of a tenant a filter matches (at most 500; expected_count guards the set) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetBulkActionResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getAdminOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operator’s overview: tenants and budgets by status, budgets in debt or over their limit, recent refusals and expiries */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminOverviewResponse"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -2273,6 +3173,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2281,6 +3182,8 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -2298,6 +3201,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -2308,6 +3212,767 @@ export interface operations {
             };
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation";
+                category?: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook";
+                scope?: string;
+                correlation_id?: string;
+                from?: string;
+                to?: string;
+                cursor?: string;
+                /** @description More is served as 100. */
+                limit?: number;
+                tenant_id?: string;
+                trace_id?: string;
+                request_id?: string;
+                search?: string;
+                sort_by?: "event_type" | "category" | "scope" | "tenant_id" | "timestamp";
+                sort_dir?: "asc" | "desc";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Query the event log (every tenant, or one) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get one event: the document its deliveries carried */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listTenantEvents: {
+        parameters: {
+            query?: {
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation";
+                category?: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook";
+                scope?: string;
+                correlation_id?: string;
+                from?: string;
+                to?: string;
+                cursor?: string;
+                /** @description More is served as 100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Query the calling tenant's events (budget, reservation, tenant) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listWebhookSubscriptions: {
+        parameters: {
+            query?: {
+                tenant_id?: string;
+                status?: "ACTIVE" | "PAUSED" | "DISABLED";
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation";
+                search?: string;
+                sort_by?: "url" | "tenant_id" | "status" | "consecutive_failures";
+                sort_dir?: "asc" | "desc";
+                cursor?: string;
+                /** @description More is served as 100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List webhook subscriptions */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    createWebhookSubscription: {
+        parameters: {
+            query?: {
+                tenant_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Create a webhook subscription (a tenant’s, or the operator’s own without tenant_id) */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreateResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get a webhook subscription */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    deleteWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete a webhook subscription */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    updateWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description Change, pause or resume a webhook subscription */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    testWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Send a system.webhook_test event to the subscription’s URL, now */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                status?: "PENDING" | "SUCCESS" | "FAILED" | "RETRYING";
+                from?: string;
+                to?: string;
+                cursor?: string;
+                /** @description More is served as 100. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List a subscription’s deliveries, newest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    replayEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayEventsRequest"];
+            };
+        };
+        responses: {
+            /** @description Deliver every selected event of a window again (all or nothing: else 400) */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayEventsResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    bulkActionWebhooks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookBulkActionRequest"];
+            };
+        };
+        responses: {
+            /** @description Pause, resume or delete every subscription a filter matches */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookBulkActionResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getWebhookSecurityConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Where webhooks may point: blocked ranges, URL patterns, http */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecurityConfig"];
+                };
+            };
+            401: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    updateWebhookSecurityConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookSecurityConfigRequest"];
+            };
+        };
+        responses: {
+            /** @description Replace the webhook security configuration */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecurityConfig"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listTenantWebhooks: {
+        parameters: {
+            query?: {
+                tenant?: string;
+                status?: "ACTIVE" | "PAUSED" | "DISABLED";
+                cursor?: string;
+                /** @description More is served as 100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List a tenant’s webhooks (the admin key names the tenant) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    createTenantWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Create a webhook for the calling tenant */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreateResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    getTenantWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get a tenant’s webhook */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    deleteTenantWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete a tenant’s webhook */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    updateTenantWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description Change, pause or resume a tenant’s webhook */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    testTenantWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Send a system.webhook_test event to a tenant’s webhook, now */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    replayTenantWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayEventsRequest"];
+            };
+        };
+        responses: {
+            /** @description Deliver every selected event of a window again to a tenant’s webhook (ours: the reference replays on the admin plane only) */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayEventsResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listTenantWebhookDeliveries: {
+        parameters: {
+            query?: {
+                status?: "PENDING" | "SUCCESS" | "FAILED" | "RETRYING";
+                from?: string;
+                to?: string;
+                cursor?: string;
+                /** @description More is served as 100. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                subscription_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List a tenant’s webhook deliveries, newest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -2325,6 +3990,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2357,6 +4023,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2366,17 +4033,23 @@ export interface operations {
             500: components["responses"]["Error"];
         };
     };
-    budgetEvent: {
+    event: {
         parameters: {
             query?: never;
             header: {
-                /** @description HMAC-SHA256 of the raw body keyed with the webhook secret (WEBHOOK_SECRET, or the secret the stack generates), as `sha256=<hex>`: the reference protocol’s header. Check it in constant time before trusting the body. */
+                /** @description HMAC-SHA256 of the raw body keyed with the subscription’s signing secret (answered once, when it was created), as `sha256=<hex>`: the reference protocol’s header. Check it in constant time before trusting the body. */
                 "X-Cycles-Signature": string;
                 /** @description The body’s event_id. */
                 "X-Cycles-Event-Id": string;
                 /** @description The body’s event_type. */
                 "X-Cycles-Event-Type": string;
-                /** @description 1 for the first delivery, then 2, 3, … */
+                /** @description The event’s trace id (the request that caused it). */
+                "X-Cycles-Trace-Id": string;
+                /** @description W3C Trace Context of the delivery: the trace id, a new span. */
+                traceparent: string;
+                /** @description The delivery (its record in the deliveries listing). */
+                "X-Cycles-Delivery-Id": string;
+                /** @description 1 for the first attempt, then 2, 3, … */
                 "X-Cycles-Delivery-Attempt": number;
             };
             path?: never;
@@ -2384,7 +4057,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["BudgetEvent"];
+                "application/json": components["schemas"]["Event"];
             };
         };
         responses: {
@@ -2395,7 +4068,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not delivered: retried with backoff. */
+            /** @description Not delivered: retried per the retry policy. */
             default: {
                 headers: {
                     [name: string]: unknown;

@@ -405,7 +405,7 @@ export interface components {
                 amount: number;
             };
             /**
-             * @default REJECT
+             * @description Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise
              * @enum {string}
              */
             overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
@@ -446,12 +446,12 @@ export interface components {
                 unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
                 amount: number;
             };
-            /** @default 60000 */
+            /** @description Default 60000, unless the tenant (default_reservation_ttl_ms) or a policy says otherwise; capped to the tenant's and policies' maximum */
             ttl_ms?: number;
             /** @default 5000 */
             grace_period_ms?: number;
             /**
-             * @default REJECT
+             * @description Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise
              * @enum {string}
              */
             overage_policy?: "REJECT" | "ALLOW_IF_AVAILABLE" | "ALLOW_WITH_OVERDRAFT";
@@ -502,7 +502,7 @@ export interface components {
         } | {
             /** @constant */
             decision: "DENY";
-            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN or BUDGET_CLOSED. Handle unknown values as a DENY. */
+            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, BUDGET_CLOSED, MAX_RESERVATION_AMOUNT_EXCEEDED (ours: the estimate is above a budget's max_reservation_amount), TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY. */
             reason_code: string;
             /** @description Canonical scope identifiers, in canonical order */
             affected_scopes: string[];
@@ -557,7 +557,7 @@ export interface components {
         };
         ErrorResponse: {
             /** @enum {string} */
-            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "DELEGATIONS_ACTIVE" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
+            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "DELEGATIONS_ACTIVE" | "REPLAY_IN_PROGRESS" | "MAX_EXTENSIONS_EXCEEDED" | "COUNT_MISMATCH" | "LIMIT_EXCEEDED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
             message: string;
             request_id: string;
             details?: {
@@ -684,7 +684,7 @@ export interface components {
         } | {
             /** @constant */
             decision: "DENY";
-            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN or BUDGET_CLOSED. Handle unknown values as a DENY. */
+            /** @description Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, BUDGET_CLOSED, MAX_RESERVATION_AMOUNT_EXCEEDED (ours: the estimate is above a budget's max_reservation_amount), TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY. */
             reason_code: string;
             /** @description Canonical scope identifiers, in canonical order */
             affected_scopes: string[];
@@ -760,7 +760,7 @@ export interface components {
             authenticated: true;
             /** @constant */
             auth_type: "tenant";
-            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write")[];
+            permissions: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             capabilities: {
                 view_overview: boolean;
                 view_budgets: boolean;
@@ -786,16 +786,31 @@ export interface components {
         Error: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description Contention or throttling: nothing was written; retry after Retry-After seconds (error INTERNAL_ERROR) */
+        /** @description Busy (error LIMIT_EXCEEDED, details.reason CONTENTION or THROTTLED): contention or throttling outlasted the retries; nothing was written. Retry after Retry-After seconds; a reserve with a new idempotency key is as safe as with the same one */
+        Busy: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description The table did not answer in time (error INTERNAL_ERROR, details.reason TIMEOUT): a write may have landed; retry after Retry-After seconds with the same idempotency key, which replays it */
         RetryLater: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                 "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
@@ -812,12 +827,18 @@ export interface components {
     headers: {
         /** @description This request’s id, also in error bodies and the logs */
         "X-Request-Id": string;
+        /** @description The request's W3C trace id: from its traceparent, else its X-Cycles-Trace-Id, else a new one; on every answer, and on the audit records, events and webhook deliveries it causes */
+        "X-Cycles-Trace-Id": string;
         /** @description The tenant of the key that authenticated the request */
         "X-Cycles-Tenant": string;
         /** @description The tenant of the key that authenticated the request */
         "X-Service-Tenant": string;
-        /** @description Seconds to wait before retrying */
+        /** @description Seconds to wait before retrying (delta-seconds) */
         "Retry-After": number;
+        /** @description When the request may be retried, in Unix seconds (now + Retry-After, or when the limit resets) */
+        "X-RateLimit-Reset": number;
+        /** @description Requests left in the current window of a limit that applies to the caller; sent only where one does */
+        "X-RateLimit-Remaining": number;
     };
     pathItems: never;
 }
@@ -834,6 +855,14 @@ export interface operations {
                 toolset?: string;
                 status?: "ACTIVE" | "COMMITTED" | "RELEASED" | "EXPIRED";
                 idempotency_key?: string;
+                from?: string;
+                to?: string;
+                expires_from?: string;
+                expires_to?: string;
+                finalized_from?: string;
+                finalized_to?: string;
+                sort_by?: "reservation_id" | "tenant" | "scope_path" | "status" | "reserved" | "created_at_ms" | "expires_at_ms";
+                sort_dir?: "asc" | "desc";
                 limit?: number;
                 cursor?: string;
             };
@@ -847,6 +876,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -858,6 +888,7 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -882,6 +913,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -893,7 +925,9 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -913,6 +947,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -926,6 +961,7 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             410: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -952,6 +988,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -966,6 +1003,7 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             410: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -992,6 +1030,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1006,6 +1045,7 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             410: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1032,6 +1072,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1046,6 +1087,7 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             410: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1070,6 +1112,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1082,6 +1125,7 @@ export interface operations {
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1109,6 +1153,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1120,6 +1165,7 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1144,6 +1190,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1155,7 +1202,9 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1178,6 +1227,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1190,6 +1240,7 @@ export interface operations {
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1216,6 +1267,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1230,6 +1282,7 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             410: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1252,6 +1305,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1264,6 +1318,7 @@ export interface operations {
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1290,6 +1345,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1304,6 +1360,7 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             410: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1330,6 +1387,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1343,6 +1401,7 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1369,6 +1428,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1382,6 +1442,7 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1399,6 +1460,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
                     "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
                     [name: string]: unknown;
@@ -1409,6 +1471,7 @@ export interface operations {
             };
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
         };
@@ -1426,6 +1489,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1458,6 +1522,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -5,10 +5,13 @@ import { useLoad } from './hooks.js';
 import { ApiKeys } from './pages/ApiKeys.js';
 import { Audit } from './pages/Audit.js';
 import { Budgets } from './pages/Budgets.js';
+import { Events } from './pages/Events.js';
 import { Overview } from './pages/Overview.js';
+import { Policies } from './pages/Policies.js';
 import { Reservations } from './pages/Reservations.js';
 import { SignIn } from './pages/SignIn.js';
 import { Tenants } from './pages/Tenants.js';
+import { Webhooks } from './pages/Webhooks.js';
 import { hrefOf, PAGE_TITLES, PAGES, type PageId, type Params, useLocation } from './router.js';
 import { currentKey, IDLE_TIMEOUT_MS, isIdle, signIn, signOut, touch } from './session.js';
 
@@ -168,10 +171,16 @@ function PageView({ page, params }: { readonly page: PageId; readonly params: Pa
       return <Tenants params={params} />;
     case 'budgets':
       return <Budgets params={params} />;
+    case 'policies':
+      return <Policies params={params} />;
     case 'reservations':
       return <Reservations params={params} />;
     case 'keys':
       return <ApiKeys params={params} />;
+    case 'events':
+      return <Events params={params} />;
+    case 'webhooks':
+      return <Webhooks params={params} />;
     case 'audit':
       return <Audit params={params} />;
   }

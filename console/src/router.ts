@@ -4,15 +4,28 @@ import { useEffect, useState } from 'preact/hooks';
  * Pages live in the URL's fragment (#/budgets?tenant=acme): a reload or a shared link opens
  * the same view, and the server serves one page. Only view state goes there, never a key.
  */
-export const PAGES = ['overview', 'tenants', 'budgets', 'reservations', 'keys', 'audit'] as const;
+export const PAGES = [
+  'overview',
+  'tenants',
+  'budgets',
+  'policies',
+  'reservations',
+  'keys',
+  'events',
+  'webhooks',
+  'audit',
+] as const;
 export type PageId = (typeof PAGES)[number];
 
 export const PAGE_TITLES: Readonly<Record<PageId, string>> = {
   overview: 'Overview',
   tenants: 'Tenants',
   budgets: 'Budgets',
+  policies: 'Policies',
   reservations: 'Reservations',
   keys: 'API keys',
+  events: 'Events',
+  webhooks: 'Webhooks',
   audit: 'Audit trail',
 };
 

@@ -6,6 +6,5 @@ import { createApiKey } from '../use-cases/api-keys.js';
 export const handler = httpHandler(
   'createApiKey',
   { body: CreateApiKeyBody },
-  async ({ body, now, requestId }) =>
-    createdApiKeyView(await createApiKey(body, { now, requestId })),
+  async ({ caller, body, context }) => createdApiKeyView(await createApiKey(caller, body, context)),
 );

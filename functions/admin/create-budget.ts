@@ -6,6 +6,5 @@ import { createBudget } from '../use-cases/budgets.js';
 export const handler = httpHandler(
   'createBudget',
   { body: CreateBudgetBody },
-  async ({ caller, body, now, requestId }) =>
-    budgetView(await createBudget(caller, body, { now, requestId })),
+  async ({ caller, body, context }) => budgetView(await createBudget(caller, body, context)),
 );

@@ -6,5 +6,5 @@ import { createTenant } from '../use-cases/tenants.js';
 export const handler = httpHandler(
   'createTenant',
   { body: CreateTenantBody },
-  async ({ body, now, requestId }) => tenantView(await createTenant(body, { now, requestId })),
+  async ({ body, context }) => tenantView(await createTenant(body, context)),
 );

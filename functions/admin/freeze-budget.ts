@@ -6,6 +6,6 @@ import { setBudgetFrozen } from '../use-cases/budget-settings.js';
 export const handler = httpHandler(
   'freezeBudget',
   { query: BudgetQuery },
-  async ({ caller, query, now, requestId }) =>
-    budgetLedgerView(await setBudgetFrozen(caller, query, true, { now, requestId })),
+  async ({ caller, query, context }) =>
+    budgetLedgerView(await setBudgetFrozen(caller, query, true, context)),
 );

@@ -6,6 +6,6 @@ import { fundBudget } from '../use-cases/budgets.js';
 export const handler = httpHandler(
   'fundBudgetByQuery',
   { query: BudgetQuery, body: FundBudgetBody },
-  async ({ caller, query, body, now, requestId }) =>
-    fundedView(await fundBudget(caller, fundRequest(query, body), { now, requestId })),
+  async ({ caller, query, body, context }) =>
+    fundedView(await fundBudget(caller, fundRequest(query, body), context)),
 );

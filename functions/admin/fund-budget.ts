@@ -6,6 +6,6 @@ import { fundBudget } from '../use-cases/budgets.js';
 export const handler = httpHandler(
   'fundBudget',
   { params: FundPath, body: FundBudgetBody },
-  async ({ caller, params, body, now, requestId }) =>
-    fundedView(await fundBudget(caller, fundRequest(params, body), { now, requestId })),
+  async ({ caller, params, body, context }) =>
+    fundedView(await fundBudget(caller, fundRequest(params, body), context)),
 );

@@ -1,10 +1,15 @@
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { plainHandler } from '../http/serve.js';
 import { log } from '../log.js';
+import { methodsAt } from '../routes.js';
 import { notFound } from '../use-cases/not-found.js';
 
 const answer = plainHandler('adminNotFound', async ({ event }) =>
-  notFound(event.requestContext?.http?.method ?? '', event.rawPath ?? ''),
+  notFound(
+    event.requestContext?.http?.method ?? '',
+    event.rawPath ?? '',
+    methodsAt('admin', event.rawPath ?? ''),
+  ),
 );
 
 /**

@@ -6,6 +6,6 @@ import { revokeApiKey } from '../use-cases/api-keys.js';
 export const handler = httpHandler(
   'revokeApiKey',
   { params: KeyParams, query: RevokeApiKeyQuery },
-  async ({ params, query, now, requestId }) =>
-    apiKeyView(await revokeApiKey(params.key_id, query.reason, { now, requestId }), now),
+  async ({ params, query, now, context }) =>
+    apiKeyView(await revokeApiKey(params.key_id, query.reason, context), now),
 );

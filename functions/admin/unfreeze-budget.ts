@@ -6,6 +6,6 @@ import { setBudgetFrozen } from '../use-cases/budget-settings.js';
 export const handler = httpHandler(
   'unfreezeBudget',
   { query: BudgetQuery },
-  async ({ caller, query, now, requestId }) =>
-    budgetLedgerView(await setBudgetFrozen(caller, query, false, { now, requestId })),
+  async ({ caller, query, context }) =>
+    budgetLedgerView(await setBudgetFrozen(caller, query, false, context)),
 );

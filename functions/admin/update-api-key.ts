@@ -6,6 +6,6 @@ import { updateApiKeyDetails } from '../use-cases/api-keys.js';
 export const handler = httpHandler(
   'updateApiKey',
   { params: KeyParams, body: UpdateApiKeyBody },
-  async ({ params, body, now, requestId }) =>
-    apiKeyView(await updateApiKeyDetails(params.key_id, body, { now, requestId }), now),
+  async ({ caller, params, body, now, context }) =>
+    apiKeyView(await updateApiKeyDetails(caller, params.key_id, body, context), now),
 );

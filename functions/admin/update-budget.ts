@@ -6,6 +6,6 @@ import { changeBudget } from '../use-cases/budget-settings.js';
 export const handler = httpHandler(
   'updateBudget',
   { query: BudgetQuery, body: UpdateBudgetBody },
-  async ({ caller, query, body, now, requestId }) =>
-    budgetLedgerView(await changeBudget(caller, query, body, { now, requestId })),
+  async ({ caller, query, body, context }) =>
+    budgetLedgerView(await changeBudget(caller, query, body, context)),
 );

@@ -6,6 +6,6 @@ import { changeTenant } from '../use-cases/tenants.js';
 export const handler = httpHandler(
   'updateTenant',
   { params: TenantParams, body: UpdateTenantBody },
-  async ({ params, body, now, requestId }) =>
-    tenantView(await changeTenant(params.tenant_id, body, { now, requestId })),
+  async ({ params, body, context }) =>
+    tenantView(await changeTenant(params.tenant_id, body, context)),
 );

@@ -36,8 +36,20 @@ const settings = {
    * call answers 503 with Retry-After well inside the function's timeout (docs/deploy.md).
    */
   DYNAMODB_ATTEMPT_TIMEOUT_MS: int(IN_LAMBDA ? 1_000 : 10_000, 50, 10_000),
+  /**
+   * Opening a connection: 0.5 s in Lambda; locally 5 s, where a connection to DynamoDB Local on
+   * loopback is slow only when the machine is starved, and a burst opens a hundred at once.
+   */
   DYNAMODB_CONNECT_TIMEOUT_MS: int(IN_LAMBDA ? 500 : 5_000, 50, 10_000),
   DYNAMODB_MAX_ATTEMPTS: int(3, 1, 5),
+  /**
+   * How long a request may go on starting DynamoDB calls of its retry loops (a retry after a
+   * conflict, a read after a stale write); past it, it answers 429 with nothing written, and a
+   * call already sent is always waited for (functions/deadline.ts). 0: the function's remaining
+   * time less one call's worst case (in a 10 s function: 10 − 3 × 1 − 0.5 = 6.5 s). Locally 20 s: nothing
+   * times a local function out, and DynamoDB Local queues a burst's calls for seconds.
+   */
+  REQUEST_DEADLINE_MS: int(IN_LAMBDA ? 0 : 20_000, 0, 900_000),
   AWS_REGION: text('us-east-1'),
   LOG_LEVEL: oneOf(['debug', 'info', 'warn', 'error', 'silent'], 'info'),
   /** Powertools' own variables (it reads them too): `service` of logs and metrics. */
@@ -51,6 +63,12 @@ const settings = {
   HOST: text('127.0.0.1', { min: 1 }),
   RUNTIME_PORT: int(7878, 0, 65_535),
   ADMIN_PORT: int(7979, 0, 65_535),
+  /**
+   * Local servers: requests handled at once per server, as a function's concurrency caps them in
+   * AWS; more are answered 429 at once (0: no cap). DynamoDB Local runs one call at a time, so
+   * without it a flood queues there until every request's deadline passes.
+   */
+  LOCAL_MAX_IN_FLIGHT: int(256, 0, 100_000),
   EXPIRY_SWEEP_INTERVAL_MS: int(5_000, 100, 3_600_000),
   DATA_DIR: text('.data'),
   DYNAMODB_IN_MEMORY: flag(false),
@@ -59,17 +77,37 @@ const settings = {
   CURSOR_SECRET_ID: text(''),
   MAX_BODY_BYTES: int(65_536, 1_024, 1_048_576),
   API_KEY_CACHE_TTL_MS: int(5_000, 0, 5_000),
-  // Budget events (docs/decisions.md § Budget events).
-  /** The EventBridge bus the stream consumer puts events on (set by the CDK stack). */
+  // Events and webhooks (docs/decisions.md § Events and webhooks).
+  /** Local runner: derive and store events (reads the table's stream). Always on in AWS. */
+  EVENTS_ENABLED: flag(true),
+  /** How long events and webhook deliveries are kept (DynamoDB TTL). */
+  EVENT_RETENTION_DAYS: int(30, 1, 3_650),
+  /** The EventBridge bus the stream consumer puts every event on (set by the CDK stack). */
   EVENT_BUS_NAME: text(''),
-  /** Comma-separated webhook URLs every event is POSTed to, signed with WEBHOOK_SECRET. */
+  /**
+   * The environment bootstrap: comma-separated URLs that get an operator (`__system__`)
+   * subscription to every event at start, signed with WEBHOOK_SECRET (created once, idempotent).
+   */
   WEBHOOK_URLS: urlList(),
   WEBHOOK_SECRET: text(''),
   WEBHOOK_SECRET_ID: text(''),
-  WEBHOOK_MAX_RETRIES: int(5, 0, 10),
-  WEBHOOK_RETRY_INITIAL_MS: int(1_000, 1, 60_000),
-  WEBHOOK_RETRY_MAX_MS: int(60_000, 1, 3_600_000),
+  /** Per delivery attempt, connection included. */
   WEBHOOK_TIMEOUT_MS: int(5_000, 100, 60_000),
+  /** How long the stream consumer reuses a tenant's subscription list (webhook changes clear it). */
+  WEBHOOK_CACHE_TTL_MS: int(5_000, 0, 60_000),
+  /** Local targets (loopback, http) allowed until an operator PUTs a security config: local runs. */
+  WEBHOOK_LOCAL_TARGETS: flag(false),
+  /** AWS: the delivery queue (SQS) the consumer and replays send to. */
+  WEBHOOK_QUEUE_URL: text(''),
+  /** AWS: the delivery function a /test probe invokes (the one reader of signing secrets). */
+  WEBHOOK_DELIVERY_FUNCTION: text(''),
+  /** AWS: the KMS key that seals signing secrets and custom headers. */
+  WEBHOOK_KMS_KEY_ID: text(''),
+  /** Local: the AES-256-GCM key (base64) that seals them; the local runner keeps one in DATA_DIR. */
+  WEBHOOK_SEALING_KEY: text(''),
+  /** Local worker pool: deliveries in flight at once, and per subscription. */
+  WEBHOOK_WORKERS: int(16, 1, 256),
+  WEBHOOK_WORKERS_PER_SUBSCRIPTION: int(2, 1, 64),
   /**
    * Local runner: estimate accuracy is aggregated from the table's stream (on by default; off,
    * and without webhooks, the table has no stream: docs/decisions.md § Estimate accuracy).
@@ -77,10 +115,25 @@ const settings = {
   ESTIMATE_ACCURACY: flag(true),
   /** Local runner: how often the table's stream is read. */
   STREAM_POLL_INTERVAL_MS: int(250, 10, 60_000),
-  /** Refused reservations are recorded for reservation.denied (the local runner: with webhooks). */
+  /** Refused reservations are recorded for reservation.denied and the operator's overview. */
   REFUSAL_EVENTS: flag(true),
+  /**
+   * How a new tenant's unbudgeted scopes count when its creation names none (docs/decisions.md §
+   * Unbudgeted scopes): SPEC's ZERO_ALLOCATION, or SKIP for a deployment moving from the reference.
+   */
+  UNBUDGETED_SCOPES_DEFAULT: oneOf(['ZERO_ALLOCATION', 'SKIP'], 'ZERO_ALLOCATION'),
   /** At most one refusal record per tenant, scope, unit and code per this interval (0: all). */
   REFUSAL_EVENT_INTERVAL_MS: int(1_000, 0, 3_600_000),
+  // Budgets that shard themselves (docs/decisions.md § Escrow shards).
+  /** The most escrow shards contention gives a budget by itself (1: never; an operator's PATCH may go to 64). */
+  AUTO_SHARDS_MAX: int(16, 1, 64),
+  /**
+   * A budget grows when, in one process within the window, at least this many of the
+   * transactions on its items met a conflict, and at least AUTO_SHARDS_CONFLICT_PERCENT of them.
+   */
+  AUTO_SHARDS_CONFLICTS: int(20, 1, 100_000),
+  AUTO_SHARDS_CONFLICT_PERCENT: int(10, 1, 100),
+  AUTO_SHARDS_WINDOW_MS: int(10_000, 1_000, 600_000),
   /** The operator console's built files (default: beside the bundle in AWS, console/dist locally). */
   CONSOLE_DIR: optionalText(),
 } satisfies Record<string, Setting<unknown>>;

@@ -2,6 +2,16 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Permission } from './permissions.js';
 
 export const KEY_SECRET_PREFIX = 'cyc_live_';
+
+/**
+ * The owner of named operator credentials: the reference's sentinel for operator-owned records
+ * (`__system__`), which no tenant id can be (ids start with a letter or digit). Such a key is an
+ * admin-plane credential: it authenticates as X-Admin-API-Key and holds only `admin:*`
+ * permissions (docs/decisions.md § Operators).
+ */
+export const OPERATORS = '__system__';
+
+export const isOperatorKey = (key: Pick<ApiKey, 'tenant'>): boolean => key.tenant === OPERATORS;
 /** Shown in listings and logs; never enough to authenticate. */
 export const KEY_PREFIX_LENGTH = KEY_SECRET_PREFIX.length + 5;
 
@@ -24,6 +34,17 @@ export interface ApiKey {
 /** The status a listing shows: REVOKED, else EXPIRED once past `expiresAt`, else ACTIVE. */
 export const keyStatus = (key: ApiKey, nowMs: number): 'ACTIVE' | 'REVOKED' | 'EXPIRED' =>
   key.status === 'REVOKED' ? 'REVOKED' : isExpired(key, nowMs) ? 'EXPIRED' : 'ACTIVE';
+
+/** The reference's sort keys of the key listing. */
+export const KEY_SORT_KEYS = [
+  'key_id',
+  'name',
+  'tenant_id',
+  'status',
+  'created_at',
+  'expires_at',
+] as const;
+export type KeySortKey = (typeof KEY_SORT_KEYS)[number];
 
 /** What an operator may change on a live key (name, description, permissions); never its tenant or secret. */
 export interface ApiKeyChange {

@@ -1,5 +1,4 @@
 import type { Unit } from './amounts.js';
-import type { AuditRecord } from './audit.js';
 import { type Budget, type Counters, isOverLimit } from './budget.js';
 import { derivedId } from './fingerprint.js';
 import type { Period } from './period.js';
@@ -8,24 +7,21 @@ import type { Action, Reservation } from './reservation.js';
 import type { Subject } from './scopes.js';
 
 /**
- * Budget events (docs/decisions.md § Budget events): what a change of the table means to someone
+ * Budget events (docs/decisions.md § Events and webhooks): what a change of the table means to someone
  * watching a budget, derived from an item as it was and as it became. Pure: the stream consumer
  * (jobs/budget-events.ts) decodes the images, these functions decide, the edge renders.
  *
  * Type names are the reference's EventType values (cycles-governance-admin v0.1.25).
  */
-/** The `source` of every event (the envelope's, and the EventBridge entries'). */
-export const EVENT_SOURCE = 'budget-reservations';
-
 export const BUDGET_EVENT_TYPES = [
   'budget.threshold_crossed',
   'budget.exhausted',
   'budget.debt_incurred',
   'budget.over_limit_entered',
+  'budget.over_limit_exited',
   'reservation.expired',
   'reservation.denied',
-  // Ours: a refund (domain/refund-events.ts), under the reference's `custom.` prefix.
-  'custom.refund',
+  'reservation.commit_overage',
 ] as const;
 export type BudgetEventType = (typeof BUDGET_EVENT_TYPES)[number];
 
@@ -63,6 +59,7 @@ export interface Refusal {
   readonly action: Action;
   readonly keyId?: string | undefined;
   readonly requestId?: string | undefined;
+  readonly traceId?: string | undefined;
   /** Refusals of the same kind this process did not record since it recorded the last one. */
   readonly suppressed: number;
 }
@@ -89,9 +86,15 @@ export type BudgetEvent =
       readonly incurred: number;
     })
   | (EventBase & { readonly type: 'budget.over_limit_entered'; readonly budget: BudgetState })
+  | (EventBase & { readonly type: 'budget.over_limit_exited'; readonly budget: BudgetState })
   | (EventBase & { readonly type: 'reservation.expired'; readonly reservation: Reservation })
-  | (EventBase & { readonly type: 'reservation.denied'; readonly refusal: Refusal })
-  | (EventBase & { readonly type: 'custom.refund'; readonly audit: AuditRecord });
+  | (EventBase & {
+      readonly type: 'reservation.commit_overage';
+      readonly reservation: Reservation;
+      /** What the commit charged: more than the estimate held. */
+      readonly actual: number;
+    })
+  | (EventBase & { readonly type: 'reservation.denied'; readonly refusal: Refusal });
 
 /** What the allocation is used by: spent and held (SPEC's utilization). */
 const usedOf = (c: Counters): bigint => BigInt(c.spent) + BigInt(c.reserved);
@@ -190,9 +193,10 @@ export function usageEvents(t: LedgerTransition): BudgetEvent[] {
 const debtOf = (b: BudgetState) => ({ debt: b.counters.debt, overdraftLimit: b.overdraftLimit });
 
 /**
- * Debt events of one write: debt incurred (debt went up) and over-limit entered (debt above the
- * overdraft limit, after not being: more debt, or a limit lowered below it). A rollover carries
- * the debt on unchanged, so it reports neither.
+ * Debt events of one write: debt incurred (debt went up), over-limit entered (debt above the
+ * overdraft limit, after not being: more debt, or a limit lowered below it) and exited (back at
+ * or below it: a repayment, or a limit raised). A rollover carries the debt on unchanged, so it
+ * reports none.
  */
 export function debtEvents(t: LedgerTransition): BudgetEvent[] {
   const { after, tenant, at, recordId } = t;
@@ -205,6 +209,10 @@ export function debtEvents(t: LedgerTransition): BudgetEvent[] {
   }
   if (isOverLimit(debtOf(after)) && !isOverLimit(debtOf(before))) {
     const type = 'budget.over_limit_entered';
+    events.push({ type, id: occurrenceId(type, recordId), tenant, at, budget: after });
+  }
+  if (!isOverLimit(debtOf(after)) && isOverLimit(debtOf(before))) {
+    const type = 'budget.over_limit_exited';
     events.push({ type, id: occurrenceId(type, recordId), tenant, at, budget: after });
   }
   return events;
@@ -236,13 +244,35 @@ export function reachedEvents(tenant: string, at: number, budget: BudgetState): 
   return events;
 }
 
-/** A reservation left ACTIVE for EXPIRED: its hold was returned unsettled (once per reservation). */
+/**
+ * A reservation's end: left ACTIVE for EXPIRED (its hold returned unsettled), or COMMITTED for
+ * more than its estimate (`reservation.commit_overage`). Once per reservation.
+ */
 export function reservationEvents(
   before: Reservation | undefined,
   after: Reservation,
   at: number,
 ): BudgetEvent[] {
-  if (before?.status !== 'ACTIVE' || after.status !== 'EXPIRED') return [];
+  if (before?.status !== 'ACTIVE') return [];
+  const committed = after.committed?.amount;
+  if (
+    after.status === 'COMMITTED' &&
+    committed !== undefined &&
+    committed > after.reserved.amount
+  ) {
+    const type = 'reservation.commit_overage';
+    return [
+      {
+        type,
+        id: derivedId('evt', type, after.reservationId),
+        tenant: after.tenant,
+        at: after.finalizedAtMs ?? at,
+        reservation: after,
+        actual: committed,
+      },
+    ];
+  }
+  if (after.status !== 'EXPIRED') return [];
   const type = 'reservation.expired';
   return [
     {

@@ -16,6 +16,18 @@ export interface BudgetRef {
  */
 export const budgetKey = (ref: BudgetRef): string => `${ref.scope}#${ref.unit}`;
 
+/** The reference's sort keys of the budget listing. */
+export const BUDGET_SORT_KEYS = [
+  'tenant_id',
+  'scope',
+  'unit',
+  'status',
+  'commit_overage_policy',
+  'utilization',
+  'debt',
+] as const;
+export type BudgetSortKey = (typeof BUDGET_SORT_KEYS)[number];
+
 /** What the keys of a scope's budgets (in every unit) start with. */
 export const budgetKeyPrefix = (scope: string): string => `${scope}#`;
 

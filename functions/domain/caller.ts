@@ -10,8 +10,24 @@ export interface Caller {
   readonly keyExpiresAt?: string | undefined;
 }
 
-/** Whoever authenticated a request: the operator's admin key, or a tenant's API key. */
-export type Credential = { readonly kind: 'admin' } | (Caller & { readonly kind: 'tenant' });
+/**
+ * A named operator credential (docs/decisions.md § Operators): an admin-plane key of the
+ * reserved owner OPERATORS, holding `admin:*` permissions, sent as `X-Admin-API-Key`.
+ */
+export interface Operator {
+  readonly keyId: string;
+  readonly name: string;
+  readonly permissions: readonly Permission[];
+  readonly keyExpiresAt?: string | undefined;
+}
+
+/**
+ * Whoever authenticated a request: the operator (the bootstrap admin key, or a named operator
+ * credential), or a tenant's API key.
+ */
+export type Credential =
+  | { readonly kind: 'admin'; readonly operator?: Operator | undefined }
+  | (Caller & { readonly kind: 'tenant' });
 
 /** Who may write budgets: the operator (any tenant's) or a tenant key (its own only). */
 export type BudgetWriter = Credential;

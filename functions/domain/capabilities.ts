@@ -63,6 +63,30 @@ export function tenantCapabilities(permissions: readonly string[]): Capabilities
   ) as Capabilities;
 }
 
+/**
+ * The rows of the six admin-plane flags for a named operator credential (docs/decisions.md §
+ * Operators), by the same wildcard reading as the tenant rows: the wildcard or the granular
+ * admin permission of the resource. The other rows are the tenant table's, whose `admin:*`
+ * entries an operator's permissions meet.
+ */
+const OPERATOR_RULES: Readonly<Record<Capability, readonly string[]>> = {
+  ...TENANT_RULES,
+  view_overview: ['admin:read'],
+  view_audit: ['admin:read', 'admin:audit:read'],
+  view_tenants: ['admin:read', 'admin:tenants:read'],
+  view_api_keys: ['admin:read', 'admin:apikeys:read'],
+  manage_tenants: ['admin:write', 'admin:tenants:write'],
+  manage_api_keys: ['admin:write', 'admin:apikeys:write'],
+};
+
+/** A named operator credential's capabilities, from its `admin:*` permissions. */
+export function operatorCapabilities(permissions: readonly string[]): Capabilities {
+  const held = new Set(permissions);
+  return Object.fromEntries(
+    CAPABILITIES.map((c) => [c, OPERATOR_RULES[c].some((p) => held.has(p))]),
+  ) as Capabilities;
+}
+
 /** The admin key is unconstrained (`permissions: ["*"]`): every capability is true. */
 export const adminCapabilities = (): Capabilities =>
   Object.fromEntries(CAPABILITIES.map((c) => [c, true])) as Capabilities;

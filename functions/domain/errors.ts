@@ -1,6 +1,9 @@
 /**
  * SPEC § Errors: the 12 codes, plus DUPLICATE_RESOURCE for the admin plane and the reference's
- * TENANT_CLOSED, BUDGET_FROZEN, BUDGET_CLOSED and KEY_REVOKED (see docs/decisions.md).
+ * TENANT_CLOSED, BUDGET_FROZEN, BUDGET_CLOSED, KEY_REVOKED, MAX_EXTENSIONS_EXCEEDED (its
+ * runtime's: a tenant's or policy's extension limit), COUNT_MISMATCH and LIMIT_EXCEEDED (its
+ * bulk actions' safety gates, 400; busy is LIMIT_EXCEEDED too, 429, as a RetryLaterError; see
+ * docs/decisions.md).
  */
 export type ErrorCode =
   | 'INVALID_REQUEST'
@@ -21,6 +24,11 @@ export type ErrorCode =
   | 'KEY_REVOKED'
   /** Ours: a reservation's ACTIVE delegations stand in the way (docs/decisions.md § Delegations). */
   | 'DELEGATIONS_ACTIVE'
+  | 'LIMIT_EXCEEDED'
+  /** The reference's webhook codes: a replay to the subscription runs; a bulk filter's count moved. */
+  | 'REPLAY_IN_PROGRESS'
+  | 'COUNT_MISMATCH'
+  | 'MAX_EXTENSIONS_EXCEEDED'
   | 'INTERNAL_ERROR';
 
 /** A refusal the caller can act on. Carries an error code, never an HTTP status. */
@@ -37,21 +45,52 @@ export class DomainError extends Error {
   }
 }
 
+/**
+ * A known path asked with a method it does not answer: 405 with `Allow`, and the reference's
+ * body for it (INVALID_REQUEST), rather than a 404 that says the path does not exist.
+ */
+export class MethodNotAllowedError extends DomainError {
+  constructor(
+    method: string,
+    path: string,
+    readonly allowed: readonly string[],
+  ) {
+    super(
+      'INVALID_REQUEST',
+      `${path} does not answer ${method}; it answers ${allowed.join(', ')}`,
+      {
+        method,
+        allowed: [...allowed],
+      },
+    );
+  }
+}
+
 export const invalidRequest = (message: string, details?: Record<string, unknown>) =>
   new DomainError('INVALID_REQUEST', message, details);
 
 /**
- * Why a request could not get through: other writes held its items, DynamoDB throttled it, or
- * the table did not answer in time (then a write's outcome is unknown: the same idempotency key
- * replays it if it landed).
+ * Why a request could not get through: other writes held its items, DynamoDB throttled it, the
+ * service had as many requests in flight as it takes (the local server, as a function's
+ * concurrency would), or the table did not answer in time (then a write's outcome is unknown:
+ * the same idempotency key replays it if it landed).
  */
-export type BusyReason = 'CONTENTION' | 'THROTTLED' | 'TIMEOUT';
+export type BusyReason = 'CONTENTION' | 'THROTTLED' | 'CONCURRENCY' | 'TIMEOUT';
+
+/** A limit that applies to the caller (a rate limit): what is left of it, and when it resets. */
+export interface AppliedLimit {
+  readonly remaining: number;
+  readonly resetAtMs: number;
+}
 
 /**
- * The same request may well succeed a moment later: contention on a hot item or throttling
- * outlasted the operation's retry budget (nothing was written), or the table timed out. Answered 503 with SPEC's
- * retryable `INTERNAL_ERROR` body, `details.reason` and `Retry-After` (docs/decisions.md,
- * "Contention"), never as an unexpected 500.
+ * The same request may well succeed a moment later. Busy — contention on a hot item or
+ * throttling outlasted the operation's retry budget or its deadline — means nothing was
+ * written: answered 429 `LIMIT_EXCEEDED` with `details.reason` and `Retry-After`, which clients
+ * back off from (the reference protocol's ERROR SEMANTICS, revision 2026-07-04, and its SDK
+ * recovery profile). `TIMEOUT` — the table did not answer, so a write's outcome is unknown — is
+ * answered 503 `INTERNAL_ERROR` with `Retry-After`: the SDK retries a 5xx reserve at once with
+ * the same key, which replays a write that landed (docs/decisions.md, "Contention").
  */
 export class RetryLaterError extends Error {
   override readonly name = 'RetryLaterError';
@@ -59,8 +98,17 @@ export class RetryLaterError extends Error {
   constructor(
     readonly reason: BusyReason,
     readonly retryAfterMs: number,
-    options?: ErrorOptions,
+    options?: ErrorOptions & { readonly limit?: AppliedLimit },
   ) {
     super(`busy (${reason}): retry after ${retryAfterMs} ms`, options);
+    this.limit = options?.limit;
+  }
+
+  /** Present when a limit of the caller's applies (X-RateLimit-Remaining / -Reset). */
+  readonly limit: AppliedLimit | undefined;
+
+  /** Whether nothing was written for sure: 429 (busy), rather than 503 (outcome unknown). */
+  get nothingWritten(): boolean {
+    return this.reason !== 'TIMEOUT';
   }
 }

@@ -82,21 +82,20 @@ export const mustGate = (budget: Counters): boolean => budget.debt > 0 || budget
 export const shardCovers = (s: Shard, amount: number): boolean => !s.gated && s.remaining >= amount;
 
 /**
- * A shard that covers `amount` on its own, looking from `seed` onward, so concurrent holds
- * (seeded by their ids) spread over the shards instead of racing for the first.
+ * A shard that covers `amount` on its own, chosen among those that do by `seed`, so concurrent
+ * holds (seeded by their ids) spread over them instead of racing for the first — also when the
+ * remaining is gathered on a few shards (`liveShards`).
  */
 export function pickShard(
   shards: readonly Shard[],
   amount: number,
   seed: number,
 ): number | undefined {
-  const n = shards.length;
-  for (let i = 0; i < n; i++) {
-    const k = (seed + i) % n;
-    const shard = shards[k];
-    if (shard && shardCovers(shard, amount)) return k;
-  }
-  return undefined;
+  const covering: number[] = [];
+  shards.forEach((shard, k) => {
+    if (shardCovers(shard, amount)) covering.push(k);
+  });
+  return covering.length === 0 ? undefined : covering[seed % covering.length];
 }
 
 /**
@@ -108,12 +107,15 @@ export type Route =
   | { readonly path: 'exact' };
 
 export function routeChange(
-  change: Pick<LedgerChange, 'guard'>,
+  change: Pick<LedgerChange, 'guard'> & { readonly delta?: LedgerDelta | undefined },
   shards: readonly Shard[],
   pinned: number | undefined,
   seed: number,
 ): Route {
   const guard: LedgerGuard = change.guard;
+  // A change of the allocation (funding) rewrites every shard: the budget's allocation, kept on
+  // shard 0 for reads that are not one instant (store/budgets/read.ts), changes with it.
+  if ((change.delta?.allocated ?? 0) !== 0) return { path: 'exact' };
   switch (guard.kind) {
     case 'exists':
       // Gives budget back (or charges exactly what is held): no shard condition needed.
@@ -163,17 +165,35 @@ export function applyToShard(s: Shard, delta: LedgerDelta): Shard {
 }
 
 /**
+ * Over how many shards a healthy budget's remaining is laid out: all n, so that each serves
+ * fast holds, unless it would not fill n shards with `need` each (the amount the change that
+ * ran the exact path had to find on one shard): then over as many as it fills, at least one.
+ * So as a budget runs low its remaining gathers onto fewer shards: holds stay on the fast path
+ * until it is truly spent, a refusal is decided on few live shards, and a burst near exhaustion
+ * does not turn every hold into a write of every shard (docs/scaling.md § At the edges).
+ */
+export function liveShards(n: number, remaining: number, need = 0): number {
+  if (!(need > 0)) return n;
+  return Math.min(n, Math.max(1, Math.floor(remaining / need)));
+}
+
+/** What a change had to find on one shard: the exact path gathers the remaining by it. */
+export const needOf = (change: Pick<LedgerChange, 'guard'>): number | undefined =>
+  change.guard.kind === 'admit' || change.guard.kind === 'covers' ? change.guard.amount : undefined;
+
+/**
  * The exact path: the shards as `after` (the budget once the change is applied, computed on
  * the merged ledger) should be laid out. Holds stay where they are (a reservation settles on its
  * own shard), so the change's reserved and spent go to `pin`; debt goes to shard 0; and the
- * remaining is split evenly while the budget is healthy, so each shard can serve fast holds.
- * Each shard's allocation is whatever makes its own remaining come out; only their sum is
- * visible. Integers throughout.
+ * remaining is split evenly over shards 0..m−1 (`liveShards`, given `need`) while the budget is
+ * healthy, so each of them can serve fast holds. Each shard's allocation is whatever makes its
+ * own remaining come out; only their sum is visible. Integers throughout.
  */
 export function respread(
   shards: readonly Shard[],
   after: Counters,
   pin?: { readonly shard: number; readonly delta: LedgerDelta },
+  need?: number,
 ): Shard[] {
   const n = shards.length;
   const gated = mustGate(after);
@@ -185,11 +205,12 @@ export function respread(
   if (total(reserved) !== after.reserved || total(spent) !== after.spent) {
     throw new Error('respread: the shards and the budget disagree on reserved or spent');
   }
-  const base = Math.floor(after.remaining / n);
-  const extra = after.remaining - base * n;
+  const m = gated ? 1 : liveShards(n, after.remaining, need);
+  const base = Math.floor(after.remaining / m);
+  const extra = after.remaining - base * m;
   return shards.map((_, k) => {
     const debt = k === 0 ? after.debt : 0;
-    const remaining = gated ? (k === 0 ? after.remaining : 0) : base + (k < extra ? 1 : 0);
+    const remaining = k >= m ? 0 : base + (k < extra ? 1 : 0);
     return {
       allocated: remaining + (spent[k] ?? 0) + (reserved[k] ?? 0) + debt,
       spent: spent[k] ?? 0,
@@ -213,30 +234,62 @@ export interface ShardMove {
 }
 
 /**
- * The moves that even out a healthy budget's remaining over its shards, each between two shards
- * (so each is a small transaction that a busy budget lets through): from the shards above an
- * even share to those below, largest first. None while the shards are gated: only the exact path
- * may lay out a budget with debt or a negative remaining.
+ * The moves that even out a healthy budget's remaining over its live shards (`liveShards`, given
+ * `need`: all of them unless the remaining is short of a hold of `need` on each), each between two
+ * shards (so each is a small transaction that a busy budget lets through): from the shards above
+ * their share to those below, largest first. A shard past the live ones has a share of 0, so a
+ * budget running low is gathered onto fewer shards this way too. None while the shards are gated:
+ * only the exact path may lay out a budget with debt or a negative remaining.
  */
-export function evenOutMoves(shards: readonly Shard[]): ShardMove[] {
+export function evenOutMoves(shards: readonly Shard[], need = 0): ShardMove[] {
   if (shards.length < 2 || shards.some((s) => s.gated || s.debt > 0 || s.remaining < 0)) return [];
   const total = shards.reduce((sum, s) => sum + s.remaining, 0);
-  const share = Math.floor(total / shards.length);
+  const live = liveShards(shards.length, total, need);
+  const shareOf = (k: number) => (k < live ? Math.floor(total / live) : 0);
   const surplus = shards
-    .map((s, k) => ({ k, left: s.remaining - share }))
+    .map((s, k) => ({ k, left: s.remaining - shareOf(k) }))
     .filter((x) => x.left > 0)
     .sort((a, b) => b.left - a.left);
   const moves: ShardMove[] = [];
   for (const [to, s] of shards.entries()) {
-    let need = share - s.remaining;
+    let want = shareOf(to) - s.remaining;
     for (const donor of surplus) {
-      if (need <= 0) break;
-      const amount = Math.min(need, donor.left);
+      if (want <= 0) break;
+      const amount = Math.min(want, donor.left);
       if (amount <= 0) continue;
       moves.push({ from: donor.k, to, amount });
       donor.left -= amount;
-      need -= amount;
+      want -= amount;
     }
   }
   return moves;
+}
+
+/**
+ * The most shards a budget at `scope` may have, given the other sharded budgets of its tenant in
+ * its unit (scope → shards): what keeps every path through it within one transaction.
+ */
+export const mostShardsOnPaths = (sharded: ReadonlyMap<string, number>, scope: string): number =>
+  Math.min(MAX_SHARDS, MAX_PATH_EXTRA_SHARDS - heaviestPathExtra(sharded, scope, 1) + 1);
+
+/**
+ * The count a budget that met sustained contention grows to by itself: double, at most
+ * `ceiling` (AUTO_SHARDS_MAX) and `room` (the path rule); undefined when it cannot grow.
+ */
+export function grownShardCount(
+  current: number,
+  ceiling: number,
+  room: number,
+): number | undefined {
+  const to = Math.min(current * 2, ceiling, room);
+  return to > current ? to : undefined;
+}
+
+/**
+ * Whether a sharded budget's remaining is gathered on some of its shards (`liveShards`): it is
+ * running low, and more shards would only be spread thin (fewer than half hold any).
+ */
+export function runningLow(shards: readonly Shard[]): boolean {
+  const holding = shards.filter((s) => s.remaining > 0).length;
+  return holding * 2 < shards.length;
 }

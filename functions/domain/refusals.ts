@@ -42,12 +42,20 @@ export interface ScopeRefusal {
   readonly maxReservationAmount?: number | undefined;
 }
 
+export const MAX_RESERVATION_AMOUNT_EXCEEDED = 'MAX_RESERVATION_AMOUNT_EXCEEDED';
+
+/**
+ * A DENY that no budget's state explains: the tenant's close (the reference's closed-tenant
+ * rule), or no budget at any derived scope (the tenant's SKIP option for unbudgeted scopes; a
+ * live reserve or event answers 404 NOT_FOUND instead).
+ */
+export type TenantDenyReason = 'TENANT_CLOSED' | 'BUDGET_NOT_FOUND';
+
 /**
  * Why a decide or a dry run answers DENY (the reference's open DecisionReasonCode): the code a
- * live reservation's 409 carries, or ours for the cap of one reservation.
+ * live reservation's 409 carries, ours for the cap of one reservation, or the tenant's.
  */
-export const MAX_RESERVATION_AMOUNT_EXCEEDED = 'MAX_RESERVATION_AMOUNT_EXCEEDED';
-export type ReasonCode = RefusalCode | typeof MAX_RESERVATION_AMOUNT_EXCEEDED;
+export type ReasonCode = RefusalCode | typeof MAX_RESERVATION_AMOUNT_EXCEEDED | TenantDenyReason;
 
 export const reasonCodeOf = (r: ScopeRefusal): ReasonCode =>
   r.maxReservationAmount === undefined ? r.code : MAX_RESERVATION_AMOUNT_EXCEEDED;

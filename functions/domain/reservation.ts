@@ -5,6 +5,18 @@ import { type LedgerChange, type OveragePolicy, releaseChange } from './ledger.j
 import type { Subject } from './scopes.js';
 
 export type ReservationStatus = 'ACTIVE' | 'COMMITTED' | 'RELEASED' | 'EXPIRED';
+
+/** The reference's sort keys of the reservation listing. */
+export const RESERVATION_SORT_KEYS = [
+  'reservation_id',
+  'tenant',
+  'scope_path',
+  'status',
+  'reserved',
+  'created_at_ms',
+  'expires_at_ms',
+] as const;
+export type ReservationSortKey = (typeof RESERVATION_SORT_KEYS)[number];
 /** `charge`: part of the actual, charged while the reservation stays ACTIVE (same deadline as commit). */
 export type Trigger = 'commit' | 'charge' | 'delegate' | 'release' | 'extend' | 'expire';
 
@@ -34,6 +46,10 @@ export interface Reservation {
   readonly metadata?: Readonly<Record<string, unknown>> | undefined;
   /** The TTL it was reserved with: its first expiry was createdAtMs + ttlMs (extends move it). */
   readonly ttlMs: number;
+  /** Extensions it may have (its tenant's or a policy's limit when reserved); absent: no limit. */
+  readonly maxExtensions?: number | undefined;
+  /** Extensions it has had; absent: none. */
+  readonly extensions?: number | undefined;
   /**
    * What it still holds on each scope (`heldAmount`): the estimate, less what its charges took
    * from it (and, later, what delegations carve out). Absent: the whole estimate.

@@ -1,25 +1,38 @@
 import { adminApiKeys } from '../config/secrets.js';
 import { config } from '../config/settings.js';
 import type { ApiKey } from '../domain/api-keys.js';
-import { hashKeySecret, isExpired, secretsEqual } from '../domain/api-keys.js';
-import type { Caller } from '../domain/caller.js';
+import {
+  hashKeySecret,
+  isExpired,
+  isOperatorKey,
+  KEY_SECRET_PREFIX,
+  secretsEqual,
+} from '../domain/api-keys.js';
+import type { Caller, Operator } from '../domain/caller.js';
 import { DomainError } from '../domain/errors.js';
-import type { Permission } from '../domain/permissions.js';
-import type { Auth } from '../routes.js';
+import { grants, type Permission } from '../domain/permissions.js';
+import type { Auth, Required } from '../routes.js';
 import { getApiKeyByHash } from '../store/api-keys.js';
 
 /** A tenant key's caller is the domain's Caller; admin and anonymous callers never reach a use case that needs one. */
 export interface TenantCaller extends Caller {
   readonly kind: 'tenant';
 }
-export type RouteCaller =
-  | TenantCaller
-  | { readonly kind: 'admin' }
-  | { readonly kind: 'anonymous' };
+/** The operator: the bootstrap admin key, or a named operator credential. */
+export interface AdminCaller {
+  readonly kind: 'admin';
+  readonly operator?: Operator | undefined;
+}
+export type RouteCaller = TenantCaller | AdminCaller | { readonly kind: 'anonymous' };
 
 type Headers = Record<string, string | undefined>;
 
 const unauthorized = (message: string) => new DomainError('UNAUTHORIZED', message);
+
+const forbidden = (required: Permission) =>
+  new DomainError('FORBIDDEN', `API key lacks permission ${required}`, {
+    missing_permission: required,
+  });
 
 /** Resolves the caller a route requires from the request headers (names lower-cased). */
 export async function authenticate(
@@ -31,10 +44,10 @@ export async function authenticate(
     case 'none':
       return { kind: 'anonymous' };
     case 'admin':
-      return authenticateAdmin(headers['x-admin-api-key']);
+      return authenticateAdmin(headers['x-admin-api-key'], auth.operator, now);
     case 'tenantOrAdmin':
       if (headers['x-admin-api-key'] !== undefined)
-        return authenticateAdmin(headers['x-admin-api-key']);
+        return authenticateAdmin(headers['x-admin-api-key'], auth.operator, now);
       return authenticateTenant(headers, auth.permission, now);
     case 'tenant':
       return authenticateTenant(headers, auth.permission, now);
@@ -43,46 +56,17 @@ export async function authenticate(
 
 async function authenticateTenant(
   headers: Headers,
-  permission: Permission | undefined,
+  permission: Required | undefined,
   now: number,
 ): Promise<TenantCaller> {
-  const caller = await authenticateKey(
-    headers['x-service-api-key'] ?? headers['x-cycles-api-key'],
-    now,
-  );
-  if (permission && !caller.permissions.includes(permission)) {
-    throw new DomainError('FORBIDDEN', `API key lacks permission ${permission}`, {
-      missing_permission: permission,
-    });
+  const key = await liveKey(headers['x-service-api-key'] ?? headers['x-cycles-api-key'], now);
+  if (isOperatorKey(key)) {
+    throw unauthorized('an operator credential authenticates with X-Admin-API-Key');
   }
-  return caller;
-}
-
-/**
- * The current admin key, or the previous one during a rotation window (both audited as admin).
- * A key neither cached value knows is checked once more against a fresh read of the secret: it
- * may have been rotated in since this container last read it.
- */
-async function authenticateAdmin(given: string | undefined): Promise<RouteCaller> {
-  const accepted = await adminApiKeys();
-  if (accepted.length === 0) {
-    throw unauthorized('admin operations are disabled: ADMIN_API_KEY is not set');
-  }
-  if (!given) throw unauthorized('X-Admin-API-Key header is required');
-  const matches = (keys: readonly string[]) => keys.some((key) => secretsEqual(given, key));
-  if (!matches(accepted) && !matches(await adminApiKeys({ fresh: true }))) {
-    throw unauthorized('X-Admin-API-Key is not valid');
-  }
-  return { kind: 'admin' };
-}
-
-async function authenticateKey(secret: string | undefined, now: number): Promise<TenantCaller> {
-  if (!secret) throw unauthorized('X-Service-API-Key header is required');
-  const key = await findKey(secret, now);
-  // Lookup is by SHA-256 of the secret, so response time does not depend on how much of it matched.
-  if (!key) throw unauthorized('API key is not valid');
-  if (key.status === 'REVOKED') throw unauthorized('API key has been revoked');
-  if (isExpired(key, now)) throw unauthorized('API key has expired');
+  const anyOf: readonly Permission[] =
+    permission === undefined ? [] : typeof permission === 'string' ? [permission] : permission;
+  const first = anyOf[0];
+  if (first !== undefined && !anyOf.some((p) => grants(key.permissions, p))) throw forbidden(first);
   return {
     kind: 'tenant',
     tenant: key.tenant,
@@ -90,6 +74,67 @@ async function authenticateKey(secret: string | undefined, now: number): Promise
     permissions: key.permissions,
     keyExpiresAt: key.expiresAt,
   };
+}
+
+/**
+ * X-Admin-API-Key: the bootstrap admin key — current, or previous during a rotation window (both
+ * audited as `admin`) — or a named operator credential (audited under its key id and name), which
+ * must hold the route's operator permission. A value neither cached admin key knows is checked
+ * once more against a fresh read of the secret: it may have been rotated in since this container
+ * last read it.
+ */
+async function authenticateAdmin(
+  given: string | undefined,
+  required: Permission | undefined,
+  now: number,
+): Promise<AdminCaller> {
+  const accepted = await adminApiKeys();
+  const matches = (keys: readonly string[]) =>
+    given !== undefined && keys.some((key) => secretsEqual(given, key));
+  if (matches(accepted)) return { kind: 'admin' };
+  if (given?.startsWith(KEY_SECRET_PREFIX)) return authenticateOperator(given, required, now);
+  if (accepted.length === 0) {
+    throw unauthorized('admin operations are disabled: ADMIN_API_KEY is not set');
+  }
+  if (!given) throw unauthorized('X-Admin-API-Key header is required');
+  if (!matches(await adminApiKeys({ fresh: true }))) {
+    throw unauthorized('X-Admin-API-Key is not valid');
+  }
+  return { kind: 'admin' };
+}
+
+async function authenticateOperator(
+  secret: string,
+  required: Permission | undefined,
+  now: number,
+): Promise<AdminCaller> {
+  const key = await liveKey(secret, now);
+  if (!isOperatorKey(key)) {
+    throw unauthorized(
+      'X-Admin-API-Key is not valid: a tenant key authenticates with X-Cycles-API-Key',
+    );
+  }
+  if (required && !grants(key.permissions, required)) throw forbidden(required);
+  return {
+    kind: 'admin',
+    operator: {
+      keyId: key.keyId,
+      name: key.name,
+      permissions: key.permissions,
+      keyExpiresAt: key.expiresAt,
+    },
+  };
+}
+
+/** The key a secret names, live: 401 when it is missing, unknown, revoked or expired. */
+async function liveKey(secret: string | undefined, now: number): Promise<ApiKey> {
+  if (!secret) throw unauthorized('X-Service-API-Key header is required');
+  const key = await findKey(secret, now);
+  // Lookup is by SHA-256 of the secret, so response time does not depend on how much of it matched.
+  if (!key) throw unauthorized('API key is not valid');
+  if (key.status === 'REVOKED') throw unauthorized('API key has been revoked');
+  if (isExpired(key, now)) throw unauthorized('API key has expired');
+  return key;
 }
 
 // A short positive cache per container saves a read on almost every request. It is what bounds

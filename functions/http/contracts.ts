@@ -1,4 +1,4 @@
-import type * as z from 'zod/mini';
+import * as z from 'zod/mini';
 import type { RouteId } from '../routes.js';
 import {
   BudgetQuery,
@@ -21,6 +21,7 @@ import {
   UpdateTenantBody,
   ValidateKeyBody,
 } from './schemas/admin.js';
+import * as events from './schemas/event-responses.js';
 import {
   ChargeBody,
   DelegationBody,
@@ -28,6 +29,15 @@ import {
   ListChargesQuery,
   RefundBody,
 } from './schemas/extensions.js';
+import {
+  BudgetBulkActionBody,
+  CreatePolicyBody,
+  ListPoliciesQuery,
+  PolicyParams,
+  TenantBulkActionBody,
+  UpdatePolicyBody,
+} from './schemas/governance.js';
+import * as gov from './schemas/governance-responses.js';
 import * as res from './schemas/responses.js';
 import {
   CommitBody,
@@ -40,6 +50,21 @@ import {
   ReleaseBody,
   ReservationIdParams,
 } from './schemas/runtime.js';
+import {
+  CreateWebhookQuery,
+  EventParams,
+  ListDeliveriesQuery,
+  ListEventsQuery,
+  ListTenantEventsQuery,
+  ListTenantWebhooksQuery,
+  ListWebhooksQuery,
+  ReplayEventsRequest,
+  SubscriptionParams,
+  WebhookBulkActionRequest,
+  WebhookCreateRequest,
+  WebhookSecurityConfigRequest,
+  WebhookUpdateRequest,
+} from './schemas/webhooks.js';
 
 /**
  * What each route takes and answers, beside the route table (which must stay free of schemas:
@@ -61,7 +86,7 @@ export interface Contract {
    * the route table: 400 (it takes input), 401 and 403 (it takes a key), 500, 503 (it reads).
    * @default []
    */
-  readonly refusals?: readonly (404 | 409 | 410)[];
+  readonly refusals?: readonly (404 | 405 | 409 | 410)[];
   /** A second answer that is not an error body. @default - none */
   readonly alsoAnswers?: {
     readonly status: number;
@@ -96,11 +121,15 @@ const openApi = {
   response: res.OpenApiDocument,
 } as const satisfies Contract;
 const notFound = {
-  summary: 'Any method and path no operation of the server matches',
+  summary:
+    'Any method and path no operation of the server matches: 405 with Allow where the path answers other methods, else 404',
   tag: 'Service',
-  refusals: [404],
+  refusals: [404, 405],
 } as const satisfies Contract;
 const budget = { tag: 'Budgets', query: BudgetQuery } as const;
+const subscription = { tag: 'Webhooks', params: SubscriptionParams } as const;
+/** A 204's (absent) body: what its handler answers; the documents describe no content. */
+const NoContent = z.undefined();
 
 export const contracts = {
   createReservation: {
@@ -108,7 +137,8 @@ export const contracts = {
     tag: 'Reservations',
     body: CreateReservationBody,
     response: res.ReservationCreateResponse,
-    refusals: [409],
+    // 404: a tenant that skips unbudgeted scopes, with none of the derived ones budgeted.
+    refusals: [404, 409],
   },
   listReservations: {
     summary: 'List reservations (the admin key lists those of the tenant it names)',
@@ -166,7 +196,7 @@ export const contracts = {
     tag: 'Events',
     body: CreateEventBody,
     response: res.EventCreateResponse,
-    refusals: [409],
+    refusals: [404, 409],
   },
   chargeReservation: {
     summary: 'Charge part of the actual while the reservation stays ACTIVE (streaming, long tasks)',
@@ -371,6 +401,57 @@ export const contracts = {
     query: ListAuditLogsQuery,
     response: res.AuditLogListResponse,
   },
+  createPolicy: {
+    summary: 'Create a policy: caps and reservation limits for the scopes its pattern matches',
+    tag: 'Policies',
+    body: CreatePolicyBody,
+    response: gov.Policy,
+    refusals: [404, 409],
+  },
+  listPolicies: {
+    summary: 'List a tenant’s policies',
+    tag: 'Policies',
+    query: ListPoliciesQuery,
+    response: gov.PolicyListResponse,
+  },
+  getPolicy: {
+    summary: 'Get a policy',
+    tag: 'Policies',
+    params: PolicyParams,
+    response: gov.Policy,
+    refusals: [404],
+  },
+  updatePolicy: {
+    summary: 'Change a policy (disable it with status DISABLED)',
+    tag: 'Policies',
+    params: PolicyParams,
+    body: UpdatePolicyBody,
+    response: gov.Policy,
+    refusals: [404, 409],
+  },
+  bulkActionTenants: {
+    summary:
+      'Suspend, reactivate or close every tenant a filter matches (at most 500; expected_count guards the set)',
+    tag: 'Tenants',
+    body: TenantBulkActionBody,
+    response: gov.TenantBulkActionResponse,
+    refusals: [409],
+  },
+  bulkActionBudgets: {
+    summary:
+      'Fund, freeze or unfreeze every budget of a tenant a filter matches (at most 500; expected_count guards the set)',
+    tag: 'Budgets',
+    body: BudgetBulkActionBody,
+    response: gov.BudgetBulkActionResponse,
+    refusals: [409],
+  },
+  getOverview: {
+    summary:
+      'The operator’s overview: tenants and budgets by status, budgets in debt or over their limit, recent refusals and expiries',
+    tag: 'Dashboard',
+    response: gov.AdminOverviewResponse,
+    operationId: 'getAdminOverview',
+  },
   validateKey: {
     summary: 'Check whether a key secret is valid',
     tag: 'Auth',
@@ -381,6 +462,149 @@ export const contracts = {
     summary: 'Describe the calling key (the admin key, or a tenant key)',
     tag: 'Auth',
     response: res.Introspection,
+  },
+  listEvents: {
+    summary: 'Query the event log (every tenant, or one)',
+    tag: 'Events',
+    query: ListEventsQuery,
+    response: events.EventListResponse,
+  },
+  getEvent: {
+    summary: 'Get one event: the document its deliveries carried',
+    tag: 'Events',
+    params: EventParams,
+    response: events.Event,
+    refusals: [404],
+  },
+  listTenantEvents: {
+    summary: "Query the calling tenant's events (budget, reservation, tenant)",
+    tag: 'Events',
+    query: ListTenantEventsQuery,
+    response: events.EventListResponse,
+  },
+  createWebhookSubscription: {
+    summary: 'Create a webhook subscription (a tenant’s, or the operator’s own without tenant_id)',
+    tag: 'Webhooks',
+    query: CreateWebhookQuery,
+    body: WebhookCreateRequest,
+    response: events.WebhookCreateResponse,
+    refusals: [404, 409],
+  },
+  listWebhookSubscriptions: {
+    summary: 'List webhook subscriptions',
+    tag: 'Webhooks',
+    query: ListWebhooksQuery,
+    response: events.WebhookListResponse,
+  },
+  getWebhookSubscription: {
+    ...subscription,
+    summary: 'Get a webhook subscription',
+    response: events.WebhookSubscription,
+    refusals: [404],
+  },
+  updateWebhookSubscription: {
+    ...subscription,
+    summary: 'Change, pause or resume a webhook subscription',
+    body: WebhookUpdateRequest,
+    response: events.WebhookSubscription,
+    refusals: [404, 409],
+  },
+  deleteWebhookSubscription: {
+    ...subscription,
+    summary: 'Delete a webhook subscription',
+    response: NoContent,
+    refusals: [404, 409],
+  },
+  testWebhookSubscription: {
+    ...subscription,
+    summary: 'Send a system.webhook_test event to the subscription’s URL, now',
+    response: events.WebhookTestResponse,
+    refusals: [404, 409],
+  },
+  listWebhookDeliveries: {
+    ...subscription,
+    summary: 'List a subscription’s deliveries, newest first',
+    query: ListDeliveriesQuery,
+    response: events.WebhookDeliveryListResponse,
+    refusals: [404],
+  },
+  replayEvents: {
+    ...subscription,
+    summary: 'Deliver every selected event of a window again (all or nothing: else 400)',
+    body: ReplayEventsRequest,
+    response: events.ReplayEventsResponse,
+    refusals: [404, 409],
+  },
+  bulkActionWebhooks: {
+    summary: 'Pause, resume or delete every subscription a filter matches',
+    tag: 'Webhooks',
+    body: WebhookBulkActionRequest,
+    response: events.WebhookBulkActionResponse,
+    refusals: [409],
+  },
+  getWebhookSecurityConfig: {
+    summary: 'Where webhooks may point: blocked ranges, URL patterns, http',
+    tag: 'Webhooks',
+    response: events.WebhookSecurityConfig,
+  },
+  updateWebhookSecurityConfig: {
+    summary: 'Replace the webhook security configuration',
+    tag: 'Webhooks',
+    body: WebhookSecurityConfigRequest,
+    response: events.WebhookSecurityConfig,
+  },
+  createTenantWebhook: {
+    summary: 'Create a webhook for the calling tenant',
+    tag: 'Webhooks',
+    body: WebhookCreateRequest,
+    response: events.WebhookCreateResponse,
+    refusals: [409],
+  },
+  listTenantWebhooks: {
+    summary: 'List a tenant’s webhooks (the admin key names the tenant)',
+    tag: 'Webhooks',
+    query: ListTenantWebhooksQuery,
+    response: events.WebhookListResponse,
+  },
+  getTenantWebhook: {
+    ...subscription,
+    summary: 'Get a tenant’s webhook',
+    response: events.WebhookSubscription,
+    refusals: [404],
+  },
+  updateTenantWebhook: {
+    ...subscription,
+    summary: 'Change, pause or resume a tenant’s webhook',
+    body: WebhookUpdateRequest,
+    response: events.WebhookSubscription,
+    refusals: [404, 409],
+  },
+  deleteTenantWebhook: {
+    ...subscription,
+    summary: 'Delete a tenant’s webhook',
+    response: NoContent,
+    refusals: [404, 409],
+  },
+  testTenantWebhook: {
+    ...subscription,
+    summary: 'Send a system.webhook_test event to a tenant’s webhook, now',
+    response: events.WebhookTestResponse,
+    refusals: [404, 409],
+  },
+  replayTenantWebhook: {
+    ...subscription,
+    summary:
+      'Deliver every selected event of a window again to a tenant’s webhook (ours: the reference replays on the admin plane only)',
+    body: ReplayEventsRequest,
+    response: events.ReplayEventsResponse,
+    refusals: [404, 409],
+  },
+  listTenantWebhookDeliveries: {
+    ...subscription,
+    summary: 'List a tenant’s webhook deliveries, newest first',
+    query: ListDeliveriesQuery,
+    response: events.WebhookDeliveryListResponse,
+    refusals: [404],
   },
   console: { summary: 'The operator console', tag: 'Console', page: true },
   adminHealth: health,

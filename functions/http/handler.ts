@@ -3,13 +3,16 @@ import type * as z from 'zod/mini';
 import { config } from '../config/settings.js';
 import { invalidRequest } from '../domain/errors.js';
 import { illFormedStringAt, parseExactJson } from '../domain/json.js';
-import { type RouteId, routes } from '../routes.js';
+import type { Trace } from '../domain/trace.js';
+import type { RouteId, routes } from '../routes.js';
 import type { Invocation } from '../telemetry/invocation.js';
-import { authenticate, type RouteCaller, type TenantCaller } from './auth.js';
+import { actorOf, type WriteContext } from '../use-cases/context.js';
+import { type AdminCaller, authenticate, type RouteCaller, type TenantCaller } from './auth.js';
 import type { contracts } from './contracts.js';
 import type { ErrorDetails } from './errors.js';
 import type { Reply } from './reply.js';
-import { type Event, respond, serve } from './serve.js';
+import { routeFacts } from './route-facts.js';
+import { type Event, requestTrace, respond, serve } from './serve.js';
 
 export type { Event, Result } from './serve.js';
 
@@ -56,8 +59,10 @@ type CallerOf<R extends RouteId> =
   AuthKind<R> extends 'tenant'
     ? TenantCaller
     : AuthKind<R> extends 'tenantOrAdmin'
-      ? TenantCaller | { readonly kind: 'admin' }
-      : RouteCaller;
+      ? TenantCaller | AdminCaller
+      : AuthKind<R> extends 'admin'
+        ? AdminCaller
+        : RouteCaller;
 
 export interface RouteInput<R extends RouteId, S extends Schemas> {
   readonly body: Parsed<S, 'body'>;
@@ -65,7 +70,11 @@ export interface RouteInput<R extends RouteId, S extends Schemas> {
   readonly params: Parsed<S, 'params'>;
   readonly caller: CallerOf<R>;
   readonly requestId: string;
+  /** The request's W3C trace (echoed on the answer, stamped on what it writes). */
+  readonly trace: Trace;
   readonly now: number;
+  /** Who writes, in which request, when: what an audited change records. */
+  readonly context: WriteContext;
   readonly event: Event;
 }
 
@@ -83,12 +92,13 @@ export function httpHandler<R extends RouteId>(
   run: (input: RouteInput<R, RouteSchemas<R>>) => Promise<RouteAnswer<R>>,
   options: { readonly errorDetails?: ErrorDetails } = {},
 ) {
-  const route = routes[routeId];
+  const route = routeFacts(routeId);
   return serve(routeId, options, async (event, now, invocation) => {
     const headers = event.headers ?? {};
     const caller = await authenticate(headers, route.auth, now);
     if (invocation) identify(invocation, caller);
     const s: Schemas = schemas;
+    const requestId = invocation?.requestId ?? randomUUID();
     const input = {
       body: s.body ? parseBody(s.body, event, headers) : undefined,
       query: s.query
@@ -96,8 +106,14 @@ export function httpHandler<R extends RouteId>(
         : undefined,
       params: s.params ? parse(s.params, event.pathParameters ?? {}, 'path parameter ') : undefined,
       caller,
-      requestId: invocation?.requestId ?? randomUUID(),
+      requestId,
+      trace: invocation?.trace ?? requestTrace(headers),
       now,
+      context: {
+        now,
+        requestId,
+        ...(caller.kind !== 'anonymous' && { actor: actorOf(caller) }),
+      },
       event,
     } as RouteInput<R, RouteSchemas<R>>;
     return respond(await run(input), route.status);
@@ -106,7 +122,7 @@ export function httpHandler<R extends RouteId>(
 
 /** Who called, for the log line (key id, never the secret) and the metrics. */
 function identify(invocation: Invocation, caller: RouteCaller): void {
-  if (caller.kind === 'admin') invocation.keyId = 'admin';
+  if (caller.kind === 'admin') invocation.keyId = caller.operator?.keyId ?? 'admin';
   if (caller.kind !== 'tenant') return;
   invocation.tenant = caller.tenant;
   invocation.keyId = caller.keyId;

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type {
   APIGatewayProxyEventV2,
@@ -6,8 +6,10 @@ import type {
   Context,
 } from 'aws-lambda';
 import { serverNow } from '../clock.js';
+import { deadlineBudgetMs, startDeadline } from '../deadline.js';
 import { DomainError, RetryLaterError } from '../domain/errors.js';
 import { exactJson } from '../domain/json.js';
+import { type Trace, traceOf, traceparentOf } from '../domain/trace.js';
 import { log } from '../log.js';
 import type { RouteId, routes } from '../routes.js';
 import {
@@ -37,18 +39,27 @@ export function serve(
   options: { readonly errorDetails?: ErrorDetails },
   answer: (event: Event, now: number, invocation: Invocation | undefined) => Promise<Result>,
 ) {
-  const handle = middy<Event, Result, Error, Context>().handler((event) =>
-    answer(event, serverNow(), currentInvocation()),
+  // No early timeout answer: it would answer 500 while a write is in flight and may still land.
+  // The request's deadline (functions/deadline.ts) stops its loops between attempts instead.
+  const handle = middy<Event, Result, Error, Context>({ timeoutEarlyInMillis: 0 }).handler(
+    (event) => answer(event, serverNow(), currentInvocation()),
   );
   let coldStart = true;
   return (event: Event, context: Context): Promise<Result> =>
     runInvocation(event.requestContext?.requestId || randomUUID(), async (invocation) => {
+      invocation.trace = requestTrace(event.headers ?? {});
       const cold = coldStart;
       coldStart = false;
+      startDeadline(deadlineBudgetMs(context?.getRemainingTimeInMillis?.()));
       try {
         return finish(await handle(event, context), { invocation, routeId, event, cold });
       } catch (error) {
-        const response = errorResponse(error, invocation.requestId, options.errorDetails);
+        const response = errorResponse(
+          error,
+          invocation.requestId,
+          options.errorDetails,
+          serverNow(),
+        );
         return finish(response, { invocation, routeId, event, cold, error });
       }
     });
@@ -60,9 +71,25 @@ export const respond = (answer: unknown, status: number): Result => {
   return {
     statusCode: reply.statusCode ?? status,
     headers: { ...reply.headers },
-    body: exactJson(reply.body),
+    // 204 (a delete) has no body at all.
+    body: (reply.statusCode ?? status) === 204 ? '' : exactJson(reply.body),
   };
 };
+
+const freshHex = (bytes: number) => randomBytes(bytes).toString('hex');
+
+/** The request's trace, from its `traceparent` or `X-Cycles-Trace-Id`, else a new one. */
+export const requestTrace = (headers: Record<string, string | undefined>): Trace =>
+  traceOf(headers.traceparent, headers['x-cycles-trace-id'], () => freshHex(16));
+
+/**
+ * Every answer names its trace (CORRELATION AND TRACING: 2xx, 4xx and 5xx alike): the id, and a
+ * `traceparent` of it with this hop's span.
+ */
+export const traceHeaders = (trace: Trace): Record<string, string> => ({
+  'x-cycles-trace-id': trace.traceId,
+  traceparent: traceparentOf(trace, freshHex(8)),
+});
 
 /** Routes that take no key and no input, and answer 200: health checks, documents, not found. */
 type PlainRouteId = {
@@ -109,6 +136,7 @@ function finish(response: Result, outcome: Outcome): Result {
     ...(response.headers as Record<string, string> | undefined),
     'content-type': 'application/json',
     'x-request-id': requestId,
+    ...(invocation.trace && traceHeaders(invocation.trace)),
   };
   if (tenant) {
     headers['x-service-tenant'] = tenant;
@@ -117,6 +145,7 @@ function finish(response: Result, outcome: Outcome): Result {
   const latencyMs = Math.round((performance.now() - invocation.startedAt) * 100) / 100;
   const fields = {
     request_id: requestId,
+    ...(invocation.trace && { trace_id: invocation.trace.traceId }),
     route: routeId,
     method: outcome.event.requestContext?.http?.method,
     status: response.statusCode,
@@ -135,7 +164,7 @@ function finish(response: Result, outcome: Outcome): Result {
     log.info('request', fields);
   } else if (error instanceof RetryLaterError) {
     recordMetric('BusyAnswers', 1, { Reason: error.reason });
-    log.warn('request', { ...fields, busy_reason: error.reason });
+    log.warn('request', { ...fields, busy_reason: error.reason, ...busyCause(error) });
   } else if (error !== undefined) {
     // Logged with its cause and stack; its message never reaches the client (errors.ts).
     log.error('request', { ...fields, error });
@@ -144,4 +173,11 @@ function finish(response: Result, outcome: Outcome): Result {
   }
   publishMetrics(invocation);
   return { ...response, headers };
+}
+
+/** What made a request busy, as the SDK said it (a timeout's kind, a code): no key material. */
+function busyCause(error: RetryLaterError) {
+  const cause = error.cause;
+  if (!(cause instanceof Error)) return {};
+  return { busy_cause: `${cause.name}: ${cause.message}`.slice(0, 200) };
 }

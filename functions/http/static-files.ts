@@ -5,8 +5,9 @@ import { fileURLToPath } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { DomainError } from '../domain/errors.js';
 import { log } from '../log.js';
-import { type RouteId, routes } from '../routes.js';
+import type { RouteId } from '../routes.js';
 import { errorResponse } from './errors.js';
+import { routeFacts } from './route-facts.js';
 
 /**
  * The builder of the one handler that answers files instead of JSON: the operator console
@@ -112,6 +113,7 @@ export function staticFilesHandler(
     return site;
   };
 
+  const folder = routeFacts(routeId).path.split('/').at(-1) ?? '';
   return async (event: Event): Promise<Result> => {
     const startedAt = performance.now();
     const requestId = event.requestContext?.requestId || randomUUID();
@@ -119,7 +121,6 @@ export function staticFilesHandler(
     const name = proxy ?? 'index.html';
     const files = load();
     const found = files?.get(name);
-    const folder = routes[routeId].path.split('/').at(-1) ?? '';
     // At <route>/ (should API Gateway route it here) or <route>/index.html: one level down.
     const nested = proxy !== undefined || (event.rawPath ?? '').endsWith('/');
     const file = found && name === 'index.html' && nested ? nestedPage(found, folder) : found;

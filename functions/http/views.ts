@@ -8,6 +8,7 @@ import {
   budgetKey,
   isOverLimit,
   type Ledger,
+  shardCount,
 } from '../domain/budget.js';
 import type { Caps } from '../domain/caps.js';
 import type { DomainError } from '../domain/errors.js';
@@ -92,7 +93,7 @@ export const expiredReservationDetails = (refusal: DomainError) =>
     : refusal.details;
 
 /** SPEC § Caps: only the constraints set. */
-const capsView = (c: Caps) => ({
+export const capsView = (c: Caps) => ({
   ...(c.maxTokens !== undefined && { max_tokens: c.maxTokens }),
   ...(c.maxStepsRemaining !== undefined && { max_steps_remaining: c.maxStepsRemaining }),
   ...(c.toolAllowlist !== undefined && { tool_allowlist: c.toolAllowlist }),
@@ -178,13 +179,33 @@ export const balancePageView = (p: Page<Ledger>) => ({
 
 // ---- admin ----------------------------------------------------------------------------------
 
-export const tenantView = (t: Tenant) => ({
-  tenant_id: t.tenantId,
-  name: t.name,
-  status: t.status,
-  created_at: t.createdAt,
-  ...(t.updatedAt !== undefined && { updated_at: t.updatedAt }),
-});
+/** The reference's Tenant: each setting only when set, `unbudgeted_scopes` (ours) only when SKIP. */
+export const tenantView = (t: Tenant) => {
+  const s = t.settings ?? {};
+  return {
+    tenant_id: t.tenantId,
+    name: t.name,
+    status: t.status,
+    ...(t.parentTenantId !== undefined && { parent_tenant_id: t.parentTenantId }),
+    ...(s.defaultCommitOveragePolicy && {
+      default_commit_overage_policy: s.defaultCommitOveragePolicy,
+    }),
+    ...(s.defaultReservationTtlMs !== undefined && {
+      default_reservation_ttl_ms: s.defaultReservationTtlMs,
+    }),
+    ...(s.maxReservationTtlMs !== undefined && { max_reservation_ttl_ms: s.maxReservationTtlMs }),
+    ...(s.maxReservationExtensions !== undefined && {
+      max_reservation_extensions: s.maxReservationExtensions,
+    }),
+    ...(s.reservationExpiryPolicy && { reservation_expiry_policy: s.reservationExpiryPolicy }),
+    ...(s.unbudgetedScopes === 'SKIP' && { unbudgeted_scopes: s.unbudgetedScopes }),
+    ...(t.metadata !== undefined && { metadata: { ...t.metadata } }),
+    created_at: t.createdAt,
+    ...(t.updatedAt !== undefined && { updated_at: t.updatedAt }),
+    ...(t.suspendedAt !== undefined && { suspended_at: t.suspendedAt }),
+    ...(t.closedAt !== undefined && { closed_at: t.closedAt }),
+  };
+};
 
 export const tenantPageView = (p: Page<Tenant>) => ({
   tenants: p.items.map(tenantView),
@@ -220,14 +241,21 @@ export const auditRecordView = (r: AuditRecord) => ({
   log_id: r.logId,
   timestamp: new Date(r.atMs).toISOString(),
   tenant_id: r.tenant,
-  ...(r.actor !== 'admin' && { key_id: r.actor }),
+  ...(r.actorType === 'api_key' && { key_id: r.actor }),
   operation: r.operation,
   resource_type: r.resourceType,
   resource_id: r.resourceId,
   request_id: r.requestId,
-  status: r.operation.startsWith('create') ? (201 as const) : (200 as const),
+  ...(r.traceId !== undefined && { trace_id: r.traceId }),
+  status: r.operation.startsWith('create')
+    ? (201 as const)
+    : r.operation.startsWith('delete')
+      ? (204 as const)
+      : (200 as const),
   metadata: {
     actor: r.actor,
+    actor_type: r.actorType,
+    ...(r.actorName !== undefined && { actor_name: r.actorName }),
     ...(r.before !== undefined && { before: r.before }),
     ...(r.after !== undefined && { after: r.after }),
     ...(r.detail !== undefined && { detail: r.detail }),
@@ -269,12 +297,22 @@ export const keyValidationView = (v: KeyValidation) =>
  */
 export function introspectionView(i: Introspection) {
   if (i.authType === 'admin') {
-    return {
+    const { operator } = i;
+    const body = {
       authenticated: true as const,
       auth_type: 'admin' as const,
-      permissions: ['*' as const],
+      permissions: operator ? [...operator.permissions] : ['*' as const],
       capabilities: i.capabilities,
     };
+    // A named operator credential is a key: its id (and expiry) travel as a tenant key's do.
+    return operator
+      ? new Reply(undefined, body, {
+          'x-cycles-key-id': operator.keyId,
+          ...(operator.keyExpiresAt !== undefined && {
+            'x-cycles-key-expires-at': operator.keyExpiresAt,
+          }),
+        })
+      : body;
   }
   return tenantIntrospectionView(i);
 }
@@ -334,8 +372,10 @@ export const budgetLedgerView = ({ tenant, budget: b, createdAt, updatedAt }: Bu
       caps_when_remaining_below_bps: b.caps.belowRemainingBps,
     }),
   }),
-  // Ours, only when not the default [50, 80, 100] (docs/decisions.md § Budget events).
+  // Ours, only when not the default [50, 80, 100] (docs/decisions.md § Events and webhooks).
   ...(b.thresholds && { thresholds: [...b.thresholds] }),
+  // Ours, only when split (set by the operator or grown under contention: docs/scaling.md).
+  ...(shardCount(b) > 1 && { shards: shardCount(b) }),
   ...maxReservationView(b),
   created_at: createdAt,
   ...(updatedAt !== undefined && { updated_at: updatedAt }),

@@ -4,9 +4,8 @@ import {
   type PutEventsRequestEntry,
 } from '@aws-sdk/client-eventbridge';
 import { config } from '../config/settings.js';
-import { EVENT_SOURCE } from '../domain/budget-events.js';
+import { EVENT_SOURCE, type EventDocument } from '../domain/events.js';
 import { log } from '../log.js';
-import type { BudgetEventMessage } from './schemas.js';
 
 let client: EventBridgeClient | undefined;
 
@@ -16,7 +15,7 @@ const PER_CALL = 10;
 const ENTRY_RETRIES = 3;
 
 /** One bus entry: source `budget-reservations`, detail-type the event type, detail the event. */
-export const busEntry = (busName: string, m: BudgetEventMessage): PutEventsRequestEntry => ({
+export const busEntry = (busName: string, m: EventDocument): PutEventsRequestEntry => ({
   EventBusName: busName,
   Source: EVENT_SOURCE,
   DetailType: m.event_type,
@@ -30,7 +29,7 @@ export const busEntry = (busName: string, m: BudgetEventMessage): PutEventsReque
  */
 export async function putOnBus(
   busName: string,
-  messages: readonly BudgetEventMessage[],
+  messages: readonly EventDocument[],
 ): Promise<Set<number>> {
   client ??= new EventBridgeClient({ region: config.AWS_REGION, maxAttempts: 3 });
   let pending = messages.map((_, i) => i);
@@ -42,7 +41,7 @@ export async function putOnBus(
       const out = await client
         .send(
           new PutEventsCommand({
-            Entries: batch.map((j) => busEntry(busName, messages[j] as BudgetEventMessage)),
+            Entries: batch.map((j) => busEntry(busName, messages[j] as EventDocument)),
           }),
         )
         .catch((error: unknown) => {

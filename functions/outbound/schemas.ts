@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { MAX_AMOUNT, UNITS } from '../domain/amounts.js';
-import { BUDGET_EVENT_TYPES, type BudgetEventType, EVENT_SOURCE } from '../domain/budget-events.js';
+import { BUDGET_EVENT_TYPES } from '../domain/budget-events.js';
+import { categoryOf, EVENT_SOURCE } from '../domain/events.js';
 import { REFUSAL_CODES } from '../domain/refusals.js';
 
 /**
@@ -61,20 +62,27 @@ export const DebtIncurredData = z
   })
   .meta({ description: 'A commit or event charged past remaining (ALLOW_WITH_OVERDRAFT).' });
 
+const overLimit = <T extends boolean>(isOver: T) => ({
+  scope: z.string(),
+  unit: Unit,
+  debt: Amount,
+  overdraft_limit: Amount,
+  is_over_limit: z.literal(isOver),
+  debt_utilization: z
+    .number()
+    .min(0)
+    .optional()
+    .describe('debt / overdraft_limit; absent when the limit is 0.'),
+});
+
 export const OverLimitEnteredData = z
-  .looseObject({
-    scope: z.string(),
-    unit: Unit,
-    debt: Amount,
-    overdraft_limit: Amount,
-    is_over_limit: z.literal(true),
-    debt_utilization: z
-      .number()
-      .min(0)
-      .optional()
-      .describe('debt / overdraft_limit; absent when the limit is 0.'),
-  })
+  .looseObject(overLimit(true))
   .meta({ description: 'Debt went above the overdraft limit: new holds are refused.' });
+
+export const OverLimitExitedData = z.looseObject(overLimit(false)).meta({
+  description:
+    'Debt came back to the overdraft limit or below (a repayment, or a raised limit): the budget takes new holds again.',
+});
 
 const Subject = z.record(z.string(), z.unknown());
 const Action = z.object({
@@ -121,6 +129,18 @@ export const ReservationDeniedData = z
       'A reservation was refused: a live one with 409, a dry run or a decide with DENY (not on a replay).',
   });
 
+export const CommitOverageData = z
+  .looseObject({
+    reservation_id: z.string(),
+    scope: z.string(),
+    unit: Unit,
+    estimated_amount: Amount,
+    actual_amount: Amount,
+    overage: Amount.min(1).describe('actual_amount - estimated_amount'),
+    overage_policy: z.enum(['REJECT', 'ALLOW_IF_AVAILABLE', 'ALLOW_WITH_OVERDRAFT']),
+  })
+  .meta({ description: 'A reservation was committed for more than it held.' });
+
 export const RefundData = z
   .looseObject({
     refund_id: z.string(),
@@ -138,22 +158,47 @@ export const RefundData = z
       'Ours (x-extension budget-reservations): part of what a reservation or an event charged was given back (docs/decisions.md § Refunds).',
   });
 
+export const DelegationData = z
+  .looseObject({
+    parent_reservation_id: z.string().describe('The reservation whose hold the child took part of'),
+    child_reservation_id: z.string().describe('The child reservation the delegation made'),
+    unit: Unit,
+    amount: Amount.min(1).describe("What moved from the parent's hold to the child's"),
+    depth: z.number().int().min(1).describe('The child’s depth: a child of a root is 1'),
+    scopes: z.array(z.string()).describe('The child’s scopes, root first'),
+  })
+  .meta({
+    description:
+      'Ours (x-extension budget-reservations): a reservation handed part of its hold to a child reservation (docs/decisions.md § Delegations).',
+  });
+
 export const DATA_SCHEMAS = {
   'budget.threshold_crossed': ThresholdCrossedData,
   'budget.exhausted': ExhaustedData,
   'budget.debt_incurred': DebtIncurredData,
   'budget.over_limit_entered': OverLimitEnteredData,
+  'budget.over_limit_exited': OverLimitExitedData,
   'reservation.expired': ReservationExpiredData,
   'reservation.denied': ReservationDeniedData,
+  'reservation.commit_overage': CommitOverageData,
   'custom.refund': RefundData,
-} as const satisfies Record<BudgetEventType, z.ZodType>;
+  'custom.delegation': DelegationData,
+} as const satisfies Record<PublishedEventType, z.ZodType>;
 
-/** The reference's EventCategory: a refund changes budgets, so `budget` (it has no `custom`). */
-const categoryOf = (type: BudgetEventType) =>
-  type.startsWith('reservation.') ? ('reservation' as const) : ('budget' as const);
+/**
+ * The types published here: the budget-state events, and our `custom.refund` and
+ * `custom.delegation` (derived from a refund's or a delegation's audit record:
+ * domain/audit-events.ts), in the reference's categories `budget` and `reservation`.
+ */
+const PUBLISHED_EVENT_TYPES = [
+  ...BUDGET_EVENT_TYPES,
+  'custom.refund',
+  'custom.delegation',
+] as const;
+type PublishedEventType = (typeof PUBLISHED_EVENT_TYPES)[number];
 
 /** The reference's Event envelope around one type's data. */
-function envelope<T extends BudgetEventType>(type: T) {
+function envelope<T extends PublishedEventType>(type: T) {
   return z
     .strictObject({
       event_id: z
@@ -174,13 +219,18 @@ function envelope<T extends BudgetEventType>(type: T) {
       source: z.literal(EVENT_SOURCE),
       data: DATA_SCHEMAS[type],
       request_id: z.string().optional(),
+      trace_id: z
+        .string()
+        .regex(/^[0-9a-f]{32}$/)
+        .optional()
+        .describe("The W3C trace id of the request that caused it, or the event's own."),
     })
     .meta({ title: type, description: DATA_SCHEMAS[type].description });
 }
 
 export const EVENT_SCHEMAS = Object.fromEntries(
-  BUDGET_EVENT_TYPES.map((type) => [type, envelope(type)]),
-) as { readonly [T in BudgetEventType]: ReturnType<typeof envelope<T>> };
+  PUBLISHED_EVENT_TYPES.map((type) => [type, envelope(type)]),
+) as { readonly [T in PublishedEventType]: ReturnType<typeof envelope<T>> };
 
 /** Any budget event. */
 export const BudgetEventMessage = z
@@ -189,9 +239,12 @@ export const BudgetEventMessage = z
     EVENT_SCHEMAS['budget.exhausted'],
     EVENT_SCHEMAS['budget.debt_incurred'],
     EVENT_SCHEMAS['budget.over_limit_entered'],
+    EVENT_SCHEMAS['budget.over_limit_exited'],
     EVENT_SCHEMAS['reservation.expired'],
     EVENT_SCHEMAS['reservation.denied'],
+    EVENT_SCHEMAS['reservation.commit_overage'],
     EVENT_SCHEMAS['custom.refund'],
+    EVENT_SCHEMAS['custom.delegation'],
   ])
   .meta({ title: 'budget event', description: 'Any event of the budget reservation service.' });
 export type BudgetEventMessage = z.infer<typeof BudgetEventMessage>;
@@ -201,7 +254,7 @@ export function jsonSchemaFiles(): Record<string, unknown> {
   const files: Record<string, unknown> = {
     'budget-event.schema.json': z.toJSONSchema(BudgetEventMessage, { io: 'output' }),
   };
-  for (const type of BUDGET_EVENT_TYPES) {
+  for (const type of PUBLISHED_EVENT_TYPES) {
     files[`${type}.schema.json`] = z.toJSONSchema(EVENT_SCHEMAS[type], { io: 'output' });
   }
   return files;

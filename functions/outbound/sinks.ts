@@ -1,59 +1,59 @@
-import { webhookSecret } from '../config/secrets.js';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { config } from '../config/settings.js';
-import type { BudgetEvent } from '../domain/budget-events.js';
-import { log } from '../log.js';
-import type { EventBus, EventWebhooks } from '../use-cases/publish-budget-events.js';
+import type { AttemptPorts, ProbeResult, Prober } from '../use-cases/deliveries.js';
+import { probeSubscription } from '../use-cases/deliveries.js';
+import type { EventBus } from '../use-cases/publish-events.js';
+import type { WebhookPorts } from '../use-cases/webhooks.js';
 import { putOnBus } from './bus.js';
-import { budgetEventMessage } from './messages.js';
-import { type DispatcherStats, WebhookDispatcher } from './webhooks.js';
+import { webhookSealer } from './sealing.js';
+import { postWebhook, resolveAll } from './webhooks.js';
 
-// The outbound edge's adapters for the budget events use case's ports, as http/handler.ts is the
-// inbound edge's: a domain event rendered once into its wire message (messages.ts), then put on
-// the EventBridge bus (bus.ts) or POSTed, signed, to each webhook (webhooks.ts).
+// The outbound edge's adapters for the use cases' ports, as http/handler.ts is the inbound
+// edge's: the EventBridge bus (bus.ts), the delivery queue (queue.ts), webhook POSTs
+// (webhooks.ts), sealing (sealing.ts), and where a /test probe runs.
+
+export { deliveryQueue } from './queue.js';
 
 /** The stack's bus (EVENT_BUS_NAME): source `budget-reservations`, detail-type the event type. */
 export const busOf = (busName: string): EventBus => ({
-  put: (events) => putOnBus(busName, events.map(budgetEventMessage)),
+  put: (events) => putOnBus(busName, events),
 });
 
-let dispatcher: WebhookDispatcher | undefined;
-/** Drops already handed out by `takeDropped` (deliveries outlive batches). */
-let droppedTaken = 0;
+/** What a delivery attempt needs: the sealed secrets opened, the POST, the clock. */
+export const attemptPorts = (clock: () => number = Date.now): AttemptPorts => ({
+  open: (sealed, id) => webhookSealer().open(sealed, id),
+  post: (request, security) => postWebhook(request, security, config.WEBHOOK_TIMEOUT_MS),
+  clock,
+});
 
-const delivery = (e: BudgetEvent) => {
-  const m = budgetEventMessage(e);
-  return { eventId: m.event_id, eventType: m.event_type, body: JSON.stringify(m) };
-};
+/** What the subscription routes need: name resolution and sealing (no opening). */
+export const webhookPorts = (): WebhookPorts => ({
+  resolve: resolveAll,
+  seal: (plain, id) => webhookSealer().seal(plain, id),
+});
 
-/** The process's webhooks (one dispatcher, its queues outliving batches), when WEBHOOK_URLS names any. */
-export function webhooksOf(): EventWebhooks | undefined {
-  if (config.WEBHOOK_URLS.length === 0) return undefined;
-  dispatcher ??= new WebhookDispatcher({
-    urls: config.WEBHOOK_URLS,
-    secret: webhookSecret,
-    maxRetries: config.WEBHOOK_MAX_RETRIES,
-    initialDelayMs: config.WEBHOOK_RETRY_INITIAL_MS,
-    maxDelayMs: config.WEBHOOK_RETRY_MAX_MS,
-    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-    log,
-  });
-  const d = dispatcher;
-  return {
-    enqueue: (events) => d.enqueue(events.map(delivery)),
-    idle: (deadline) => d.idle(deadline),
-    takeDropped: () => {
-      const dropped = d.stats().dropped - droppedTaken;
-      droppedTaken += dropped;
-      return dropped;
-    },
-    stats: () => ({ ...d.stats() }),
+let lambda: Promise<LambdaClient> | undefined;
+
+/**
+ * Where a /test probe runs. In AWS the delivery function (WEBHOOK_DELIVERY_FUNCTION), invoked
+ * synchronously: it alone may open a signing secret. Locally, this process.
+ */
+export function prober(clock: () => number = Date.now): Prober {
+  const fn = config.WEBHOOK_DELIVERY_FUNCTION;
+  if (!fn) return (id, request) => probeSubscription(id, request, attemptPorts(clock));
+  return async (id, request) => {
+    const { InvokeCommand, LambdaClient } = await import('@aws-sdk/client-lambda');
+    lambda ??= Promise.resolve(new LambdaClient({ region: config.AWS_REGION, maxAttempts: 2 }));
+    const out = await (await lambda).send(
+      new InvokeCommand({
+        FunctionName: fn,
+        Payload: Buffer.from(JSON.stringify({ probe: { subscriptionId: id, ...request } })),
+      }),
+    );
+    if (out.FunctionError) throw new Error(`the delivery function failed: ${out.FunctionError}`);
+    const answer = JSON.parse(Buffer.from(out.Payload ?? new Uint8Array()).toString('utf8')) as {
+      result?: ProbeResult;
+    };
+    return answer.result;
   };
 }
-
-/** The local runner's shutdown: pending deliveries are abandoned. */
-export function stopWebhooks(): void {
-  dispatcher?.stop();
-}
-
-/** Local runner and tests: what the dispatcher has done so far. */
-export const webhookStats = (): DispatcherStats | undefined => dispatcher?.stats();

@@ -1,14 +1,27 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Logger } from '../log.js';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import type { AttemptResult, WebhookRequest } from '../domain/deliveries.js';
+import { traceparentOf } from '../domain/trace.js';
+import {
+  blockedAddress,
+  checkTargetUrl,
+  type WebhookSecurity,
+} from '../domain/webhook-security.js';
 
 /**
- * Webhook delivery of budget events: POSTed as JSON, signed like the reference's events service
- * (`X-Cycles-Signature: sha256=<hex HMAC-SHA256 of the raw body>`), retried with exponential
- * backoff and jitter, bounded, then dropped with a log line and a counter. Deliveries run beside
- * the stream, never in a request: a receiver that is slow or down delays only its own events.
+ * One webhook delivery attempt (the reference's WebhookDelivery rules): a POST of the event's
+ * JSON, byte for byte as stored, signed `X-Cycles-Signature: sha256=<hex HMAC-SHA256 of the raw
+ * body>` with the subscription's secret, with the event's id, type and trace. The target's name
+ * is resolved here and every address checked against the blocked ranges; the connection then
+ * goes to the address checked (no second lookup a re-pointed name could win). Redirects are not
+ * followed (a 3xx is a failure), the attempt has a deadline, and nothing of the answer but its
+ * status is read.
  */
 export const SIGNATURE_HEADER = 'x-cycles-signature';
-export const USER_AGENT = 'budget-reservations-events/1';
+export const USER_AGENT = 'budget-reservations-webhooks/2';
 
 export const signatureOf = (secret: string, body: string): string =>
   `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`;
@@ -20,219 +33,109 @@ export function verifySignature(secret: string, body: string, header: string | u
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-export interface Delivery {
-  readonly eventId: string;
-  readonly eventType: string;
-  /** The event as JSON: signed and sent byte for byte. */
-  readonly body: string;
+/** The headers of an attempt: the subscription's first, the protocol's over them. */
+export function deliveryHeaders(r: WebhookRequest): Record<string, string> {
+  const own = Object.fromEntries(
+    Object.entries(r.headers ?? {}).filter(
+      ([name]) => !/^(x-cycles-|content-type$|content-length$|host$|traceparent$)/i.test(name),
+    ),
+  );
+  return {
+    ...own,
+    'content-type': 'application/json',
+    'user-agent': USER_AGENT,
+    'x-cycles-event-id': r.eventId,
+    'x-cycles-event-type': r.eventType,
+    'x-cycles-delivery-id': r.deliveryId,
+    'x-cycles-delivery-attempt': String(r.attempt),
+    [SIGNATURE_HEADER]: signatureOf(r.secret, r.body),
+    'x-cycles-trace-id': r.traceId,
+    traceparent: traceparentOf({ traceId: r.traceId, flags: r.traceFlags }, freshSpan()),
+    ...(r.requestId !== undefined && { 'x-request-id': r.requestId }),
+  };
 }
 
-/** Sends one POST and answers its status (it throws on a network error or the abort). */
-export type Post = (
-  url: string,
-  body: string,
-  headers: Record<string, string>,
-  signal: AbortSignal,
-) => Promise<number>;
-
-export interface DispatcherOptions {
-  readonly urls: readonly string[];
-  /** The signing secret (AWS: read from Secrets Manager, cached). */
-  readonly secret: () => string | Promise<string>;
-  /** Retries after the first attempt (the reference's max_retries). */
-  readonly maxRetries: number;
-  readonly initialDelayMs: number;
-  readonly maxDelayMs: number;
-  /** Per attempt. */
-  readonly timeoutMs: number;
-  /** Deliveries waiting or in flight per URL; past it new ones are dropped. @default 10000 */
-  readonly maxPendingPerUrl?: number;
-  /** Deliveries in flight per URL at once. @default 8 */
-  readonly maxInFlightPerUrl?: number;
-  /** @default fetch */
-  readonly post?: Post;
-  /** Backoff waits; tests pass a fast clock. @default setTimeout */
-  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
-  /** @default Math.random */
-  readonly random?: () => number;
-  readonly log: Logger;
-}
-
-export interface DispatcherStats {
-  delivered: number;
-  retried: number;
-  /** Given up on: retries exhausted, refused (4xx), or the queue was full. */
-  dropped: number;
-  pending: number;
-}
-
-/**
- * The wait before retry `n` (1, 2, …): the reference's `initial × 2^(n−1)`, capped, with "equal
- * jitter" (half fixed, half random), so receivers coming back are not hit by every sender at once.
- */
-export function backoffMs(n: number, initialMs: number, maxMs: number, random: number): number {
-  const full = Math.min(maxMs, initialMs * 2 ** (n - 1));
-  return Math.round(full / 2 + (random * full) / 2);
-}
-
-/** 408, 429 and 5xx may pass on a later try; any other status will not. */
-const retryable = (status: number) => status === 408 || status === 429 || status >= 500;
-
-const fetchPost: Post = async (url, body, headers, signal) => {
-  const res = await fetch(url, { method: 'POST', body, headers, signal, redirect: 'manual' });
-  await res.body?.cancel();
-  return res.status;
+const freshSpan = () => {
+  let span = randomBytes(8).toString('hex');
+  while (/^0+$/.test(span)) span = randomBytes(8).toString('hex');
+  return span;
 };
 
-const timerSleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
-  });
+/** Resolves a host to every address it has (an IP literal is itself). */
+export type Resolve = (host: string) => Promise<string[]>;
+export const resolveAll: Resolve = async (host) =>
+  isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
-interface Lane {
-  readonly url: string;
-  /** What logs may show: a webhook URL's path often holds its secret (Slack's do). */
-  readonly origin: string;
-  readonly waiting: Delivery[];
-  inFlight: number;
-}
+/** Why an attempt failed, in a form safe to keep and show (no URL path, no secret). */
+const reason = (error: unknown): string => {
+  const e = error as NodeJS.ErrnoException;
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.code === 'ETIMEDOUT') {
+    return 'timed out';
+  }
+  if (e?.code) return `connection failed (${e.code})`;
+  return e instanceof Error ? e.message : String(error);
+};
 
-export class WebhookDispatcher {
-  private readonly lanes: Lane[];
-  private readonly stopping = new AbortController();
-  private readonly idleWaiters = new Set<() => void>();
-  private readonly counters: Omit<DispatcherStats, 'pending'> = {
-    delivered: 0,
-    retried: 0,
-    dropped: 0,
+/**
+ * Makes one attempt and answers what came of it: the status (0 when there was no answer), the
+ * time it took, and why it failed. Never throws.
+ */
+export async function postWebhook(
+  r: WebhookRequest,
+  security: WebhookSecurity,
+  timeoutMs: number,
+  resolve: Resolve = resolveAll,
+): Promise<AttemptResult> {
+  const started = performance.now();
+  const took = () => performance.now() - started;
+  let target: URL;
+  let address: string;
+  try {
+    target = checkTargetUrl(security, r.url);
+    const host = target.hostname.replace(/^\[|\]$/g, '');
+    const addresses = await resolve(host);
+    const blocked = blockedAddress(security, addresses);
+    if (blocked !== undefined) {
+      return {
+        status: 0,
+        latencyMs: took(),
+        error: `refused: resolves to ${blocked}, a blocked range`,
+      };
+    }
+    const first = addresses[0];
+    if (first === undefined) return { status: 0, latencyMs: took(), error: 'no address' };
+    address = first;
+  } catch (error) {
+    return { status: 0, latencyMs: took(), error: reason(error) };
+  }
+  // The connection goes to the address just checked, whatever the name resolves to by now.
+  const pinned: LookupFunction = (_host, options, callback) => {
+    const family = isIP(address);
+    if ((options as { all?: boolean }).all) callback(null, [{ address, family }]);
+    else callback(null, address, family);
   };
-
-  constructor(private readonly options: DispatcherOptions) {
-    this.lanes = options.urls.map((url) => ({
-      url,
-      origin: new URL(url).origin,
-      waiting: [],
-      inFlight: 0,
-    }));
-  }
-
-  /** Queues each event for every URL and returns at once. */
-  enqueue(deliveries: readonly Delivery[]): void {
-    if (this.stopping.signal.aborted) return;
-    const max = this.options.maxPendingPerUrl ?? 10_000;
-    for (const lane of this.lanes) {
-      for (const d of deliveries) {
-        if (lane.waiting.length + lane.inFlight >= max) {
-          this.drop(lane, d, 'queue full', 0);
-          continue;
-        }
-        lane.waiting.push(d);
-      }
-      this.pump(lane);
-    }
-  }
-
-  stats(): DispatcherStats {
-    const pending = this.lanes.reduce((n, l) => n + l.waiting.length + l.inFlight, 0);
-    return { ...this.counters, pending };
-  }
-
-  /** Resolves true once nothing is pending, or false at `deadline` (epoch ms). */
-  idle(deadline = Number.POSITIVE_INFINITY): Promise<boolean> {
-    if (this.stats().pending === 0) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const timer =
-        deadline === Number.POSITIVE_INFINITY
-          ? undefined
-          : setTimeout(() => done(false), Math.max(0, deadline - Date.now()));
-      const done = (value: boolean) => {
-        clearTimeout(timer);
-        this.idleWaiters.delete(check);
-        resolve(value);
-      };
-      const check = () => {
-        if (this.stats().pending === 0) done(true);
-      };
-      this.idleWaiters.add(check);
-    });
-  }
-
-  /** Abandons whatever is pending (the local runner's shutdown). */
-  stop(): void {
-    this.stopping.abort(new Error('webhook dispatcher stopped'));
-    for (const lane of this.lanes) lane.waiting.length = 0;
-    for (const check of [...this.idleWaiters]) check();
-  }
-
-  private pump(lane: Lane): void {
-    const max = this.options.maxInFlightPerUrl ?? 8;
-    while (lane.inFlight < max && lane.waiting.length > 0) {
-      const d = lane.waiting.shift();
-      if (!d) break;
-      lane.inFlight++;
-      void this.deliver(lane, d).finally(() => {
-        lane.inFlight--;
-        this.pump(lane);
-        for (const check of [...this.idleWaiters]) check();
-      });
-    }
-  }
-
-  private async deliver(lane: Lane, d: Delivery): Promise<void> {
-    const o = this.options;
-    const signal = this.stopping.signal;
-    const attempts = 1 + o.maxRetries;
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      let outcome: string;
-      try {
-        const headers = {
-          'content-type': 'application/json',
-          'user-agent': USER_AGENT,
-          'x-cycles-event-id': d.eventId,
-          'x-cycles-event-type': d.eventType,
-          'x-cycles-delivery-attempt': String(attempt),
-          [SIGNATURE_HEADER]: signatureOf(await o.secret(), d.body),
-        };
-        const attemptSignal = AbortSignal.any([signal, AbortSignal.timeout(o.timeoutMs)]);
-        const status = await (o.post ?? fetchPost)(lane.url, d.body, headers, attemptSignal);
-        if (status >= 200 && status < 300) {
-          this.counters.delivered++;
-          return;
-        }
-        if (!retryable(status)) return this.drop(lane, d, `refused with ${status}`, attempt);
-        outcome = `answered ${status}`;
-      } catch (error) {
-        if (signal.aborted) return;
-        outcome = error instanceof Error ? error.message : String(error);
-      }
-      if (attempt === attempts) return this.drop(lane, d, outcome, attempt);
-      this.counters.retried++;
-      const wait = backoffMs(attempt, o.initialDelayMs, o.maxDelayMs, (o.random ?? Math.random)());
-      try {
-        await (o.sleep ?? timerSleep)(wait, signal);
-      } catch {
-        return; // stopped
-      }
-    }
-  }
-
-  private drop(lane: Lane, d: Delivery, why: string, attempts: number): void {
-    this.counters.dropped++;
-    this.options.log.warn('webhook delivery dropped', {
-      webhook: lane.origin,
-      event_id: d.eventId,
-      event_type: d.eventType,
-      reason: why,
-      attempts,
-      dropped_total: this.counters.dropped,
-    });
-  }
+  const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise<AttemptResult>((done) => {
+    const req = send(
+      target,
+      {
+        method: 'POST',
+        headers: deliveryHeaders(r),
+        lookup: pinned,
+        signal: AbortSignal.timeout(timeoutMs),
+      },
+      (res) => {
+        res.resume(); // only the status matters: the body is drained and dropped
+        done({
+          status: res.statusCode ?? 0,
+          latencyMs: took(),
+          ...(!(res.statusCode && res.statusCode >= 200 && res.statusCode < 300) && {
+            error: `HTTP ${res.statusCode}`,
+          }),
+        });
+      },
+    );
+    req.on('error', (error) => done({ status: 0, latencyMs: took(), error: reason(error) }));
+    req.end(r.body);
+  });
 }

@@ -6,10 +6,10 @@ import { forceReleaseReservation, releaseReservation } from '../use-cases/settle
 export const handler = httpHandler(
   'releaseReservation',
   { params: ReservationIdParams, body: ReleaseBody },
-  async ({ caller, params, body, now, requestId }) =>
+  async ({ caller, params, body, now, context }) =>
     releasedView(
       caller.kind === 'admin'
-        ? await forceReleaseReservation(params.reservation_id, body, { now, requestId })
+        ? await forceReleaseReservation(params.reservation_id, body, context)
         : await releaseReservation(caller, params.reservation_id, body, now),
     ),
 );

@@ -1,4 +1,4 @@
-import type { ApiKey } from '../domain/api-keys.js';
+import { type ApiKey, isOperatorKey } from '../domain/api-keys.js';
 import type { AuditEntry } from '../domain/audit.js';
 import {
   apiKeyItem,
@@ -7,7 +7,7 @@ import {
   isApiKeyItem,
   keyAttributes,
 } from './entities/api-key.js';
-import { tenantExists } from './entities/tenant.js';
+import { closedTenantIn, tenantOpen } from './entities/tenant.js';
 import { and, attr, type Item, or, putIfAbsent, type TransactItem, update } from './expressions.js';
 import { directory, keys } from './keys.js';
 import { queryPage } from './pages.js';
@@ -24,7 +24,8 @@ export function newApiKeyTransaction(
   audit?: AuditEntry,
 ): TransactItem[] {
   return [
-    tenantExists(key.tenant),
+    // An operator credential's owner is no tenant (domain/api-keys.ts OPERATORS).
+    ...(isOperatorKey(key) ? [] : [tenantOpen(key.tenant)]),
     putIfAbsent(apiKeyItem(secretHash, key)),
     putIfAbsent(apiKeyPointerItem(secretHash, key.keyId)),
     ...(audit ? [auditPut(audit)] : []),
@@ -35,9 +36,10 @@ export async function insertApiKey(
   secretHash: string,
   key: ApiKey,
   audit: AuditEntry,
-): Promise<'inserted' | 'noTenant'> {
+): Promise<'inserted' | 'noTenant' | 'tenantClosed'> {
   const outcome = await transact(newApiKeyTransaction(secretHash, key, audit));
-  return outcome.kind === 'committed' ? 'inserted' : 'noTenant';
+  if (outcome.kind === 'committed') return 'inserted';
+  return closedTenantIn(outcome) ? 'tenantClosed' : 'noTenant';
 }
 
 export async function getApiKeyByHash(secretHash: string): Promise<ApiKey | undefined> {

@@ -12,6 +12,8 @@ export interface AuditQuery {
   readonly resourceId?: string | undefined;
   readonly fromMs?: number | undefined;
   readonly toMs?: number | undefined;
+  /** Oldest first; newest first by default. */
+  readonly oldestFirst?: boolean | undefined;
   readonly after?: string | undefined;
   readonly limit: number;
 }
@@ -37,7 +39,7 @@ export async function queryAudit(q: AuditQuery) {
     sortKey: where.partitionKey === 'pk' ? 'sk' : 'dir_sk',
     lowest: range.from,
     highest: range.to,
-    newestFirst: true,
+    newestFirst: q.oldestFirst !== true,
     after: q.after,
     limit: q.limit,
     matches,

@@ -100,7 +100,8 @@ export const applyRefund = (n: NewRefund): Promise<WriteOutcome> =>
 /**
  * [the record's update, the idempotency record, what else the write puts, the ledger items]: a
  * failed update reads again (stale), a failed idempotency record replays (duplicate), a failed
- * ledger condition proves what the placement says.
+ * ledger condition proves what the placement says; the sharded budgets touched go with it, for
+ * this process's shard cache (store/write.ts).
  */
 function withRecord(
   record: TransactItem,
@@ -112,6 +113,11 @@ function withRecord(
   const head = [record, putIfAbsent(idempotencyItem(scope, outcome, n.now)), ...others];
   return {
     items: [...head, ...placed.items],
-    layout: { recordAt: 1, proofs: [...head.map(() => undefined), ...placed.proofs] },
+    layout: {
+      recordAt: 1,
+      proofs: [...head.map(() => undefined), ...placed.proofs],
+      // The shard cache follows: a change written moves its shard, a failed one is read afresh.
+      touches: placed.touches,
+    },
   };
 }

@@ -39,18 +39,20 @@ dynamoClient.middlewareStack.remove('loggerMiddleware');
 
 /**
  * Throttling and plain-write conflicts that outlast the SDK's own retries (it retries
- * throttles, not conflicts) mean "nothing was done, try again shortly"; a call that timed out
- * on every attempt means "the table did not answer: try again", its outcome unknown (a write
- * may have landed, and the same idempotency key then replays it). Both are RetryLaterError,
- * answered 503 with Retry-After, never a 500. Outermost (initialize step), so it sees the final
- * error.
+ * throttles, not conflicts) mean "nothing was done, try again shortly" (429 LIMIT_EXCEEDED); a
+ * call that timed out on every attempt means "the table did not answer: try again", its outcome
+ * unknown (a write may have landed, and the same idempotency key then replays it: 503). So does
+ * TransactionInProgressException: the SDK sent a transaction again (same ClientRequestToken)
+ * after an attempt timed out, and that attempt is still being applied. All are
+ * RetryLaterError with Retry-After, never a 500. Outermost (initialize step), so it sees the
+ * final error.
  */
 const BUSY: Record<string, BusyReason> = {
   ProvisionedThroughputExceededException: 'THROTTLED',
   ThrottlingException: 'THROTTLED',
   RequestLimitExceeded: 'THROTTLED',
   TransactionConflictException: 'CONTENTION',
-  TransactionInProgressException: 'CONTENTION',
+  TransactionInProgressException: 'TIMEOUT',
   // The SDK's own deadline (requestTimeout, connectionTimeout), and a socket the table dropped.
   TimeoutError: 'TIMEOUT',
   RequestTimeout: 'TIMEOUT',

@@ -2,7 +2,7 @@ import type { AuditEntry } from '../domain/audit.js';
 import type { Budgets } from '../domain/budget.js';
 import type { Delegated } from '../domain/delegation.js';
 import type { Reservation } from '../domain/reservation.js';
-import { placeChanges, seedOf } from './budgets/placement.js';
+import { oneRewriteAtATime, placeChanges, seedOf } from './budgets/placement.js';
 import { type IdempotencyScope, idempotencyItem } from './entities/idempotency.js';
 import type { OutcomeToStore } from './entities/outcome.js';
 import {
@@ -34,13 +34,20 @@ export interface NewDelegation {
   readonly audit: AuditEntry;
 }
 
-function delegationTransactions(n: NewDelegation): (attempt: number) => GuardedTransaction {
+/**
+ * Each attempt's transaction, as a reserve's (store/reservation-writes.ts): after a conflict the
+ * holds go to another shard, unless they rewrite a sharded budget whole (then it reads again).
+ */
+function delegationTransactions(
+  n: NewDelegation,
+): (attempt: number) => GuardedTransaction | undefined {
   const { child, parent: after, holds } = n.delegated;
   const { scope, outcome } = n.idempotency;
   const record = reservationItem(child, outcome);
   const sequence = after.delegations ?? 1;
   return (attempt) => {
     const placed = placeChanges(holds, n.budgets, seedOf(child.reservationId, attempt));
+    if (attempt > 0 && placed.exact) return undefined;
     // The child's holds on the parent's scopes are on the parent's shards.
     const shards = [...n.parent.holds.map((h) => h.shard), ...placed.shards];
     const head = [
@@ -56,13 +63,30 @@ function delegationTransactions(n: NewDelegation): (attempt: number) => GuardedT
     ];
     return {
       items: [...head, ...placed.items],
-      layout: { recordAt: 1, proofs: [...head.map(() => undefined), ...placed.proofs] },
+      layout: {
+        // The child's item keeps the delegation's outcome too, and outlives the idempotency
+        // record (7 days): a key reused after that replays from it (or is 409
+        // IDEMPOTENCY_MISMATCH), as a reserve's; a concurrent duplicate fails both.
+        recordAt: 2,
+        proofs: [...head.map(() => undefined), ...placed.proofs],
+        touches: placed.touches,
+      },
     };
   };
 }
 
-export const insertDelegation = (n: NewDelegation): Promise<WriteOutcome> =>
-  transactWrite(delegationTransactions(n), 'settle');
+export async function insertDelegation(n: NewDelegation): Promise<WriteOutcome> {
+  const build = delegationTransactions(n);
+  const { rewritten } = placeChanges(n.delegated.holds, n.budgets, 0);
+  if (rewritten.length === 0) return transactWrite(build, 'settle');
+  // A write not sent (another request of this process rewrote the budget): read again.
+  return (
+    (await oneRewriteAtATime(rewritten, () => transactWrite(build, 'settle'))) ?? {
+      kind: 'stale',
+      refused: [],
+    }
+  );
+}
 
 /** A reservation's children in the order they were made, after a cursor's position. */
 export async function queryDelegations(q: {

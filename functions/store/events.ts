@@ -18,14 +18,25 @@ export interface NewEvent {
 }
 
 /** The debit on every scope and the event record (its own idempotency record): scopes + 1 items. */
-export function eventTransaction(e: NewEvent, attempt = 0): GuardedTransaction {
+export function eventTransaction(
+  e: NewEvent,
+  attempt = 0,
+): GuardedTransaction & { exact: boolean } {
   const placed = placeChanges(e.charges, e.budgets ?? NO_BUDGETS, seedOf(e.event.eventId, attempt));
   const items: TransactItem[] = [...placed.items, putIfAbsent(eventItem(e.event, e.outcome))];
-  return { items, layout: { recordAt: placed.items.length, proofs: placed.proofs } };
+  return {
+    items,
+    layout: { recordAt: placed.items.length, proofs: placed.proofs, touches: placed.touches },
+    exact: placed.exact,
+  };
 }
 
+/** A charge that rewrites a sharded budget whole is not sent again after a conflict: read again. */
 export function insertEvent(e: NewEvent): Promise<WriteOutcome> {
-  return transactWrite((attempt) => eventTransaction(e, attempt));
+  return transactWrite((attempt) => {
+    const t = eventTransaction(e, attempt);
+    return attempt > 0 && t.exact ? undefined : t;
+  });
 }
 
 /** The event, or undefined when it never existed (strongly consistent). */

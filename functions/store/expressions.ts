@@ -94,6 +94,8 @@ export interface UpdateParts {
   readonly set?: Readonly<Record<string, unknown>>;
   /** SET a = a + delta. */
   readonly add?: Readonly<Record<string, number>>;
+  /** SET a = b: the value another attribute of the item has as the write applies. */
+  readonly copy?: Readonly<Record<string, string>>;
   /** ADD a :set (a string set). */
   readonly addToSet?: Readonly<Record<string, ReadonlySet<string>>>;
   /** ADD a :n (a number: an absent attribute starts at 0, unlike `add`). */
@@ -113,6 +115,7 @@ export function updateExpression(parts: UpdateParts, p: Placeholders): string {
       const name = p.name(a);
       return `${name} = ${name} + ${p.value(a, d)}`;
     }),
+    ...Object.entries(parts.copy ?? {}).map(([a, from]) => `${p.name(a)} = ${p.name(from)}`),
   ];
   const adds = [
     ...Object.entries(parts.addToSet ?? {}),
@@ -163,11 +166,31 @@ export function update(key: Key, parts: UpdateParts, options: WriteOptions = {})
 }
 
 /** A ConditionCheck of one item inside a transaction. */
-export function conditionCheck(key: Key, condition: Condition): TransactItem {
+export function conditionCheck(
+  key: Key,
+  condition: Condition,
+  options: Pick<WriteOptions, 'returnOld'> = {},
+): TransactItem {
   const p = new Placeholders();
   const expression = condition(p);
   return {
     ConditionCheck: {
+      TableName: tableName(),
+      Key: key,
+      ConditionExpression: expression,
+      ExpressionAttributeNames: p.names,
+      ...withValues(p),
+      ...(options.returnOld && { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const }),
+    },
+  };
+}
+
+/** A Delete of one item inside a transaction, on its condition. */
+export function remove(key: Key, condition: Condition): TransactItem {
+  const p = new Placeholders();
+  const expression = condition(p);
+  return {
+    Delete: {
       TableName: tableName(),
       Key: key,
       ConditionExpression: expression,

@@ -2,10 +2,11 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { documentClient } from './client.js';
-import { type IdempotencyScope, idempotencyItem } from './entities/idempotency.js';
-import type { OutcomeToStore } from './entities/outcome.js';
+import { type IdempotencyScope, idempotencyItem, idempotencyKey } from './entities/idempotency.js';
+import type { OutcomeToStore, StoredOutcome } from './entities/outcome.js';
 import { putIfAbsentInput } from './expressions.js';
 import { recordedOutcomeOf } from './records.js';
+import { getItems } from './transact.js';
 import type { WriteOutcome } from './write.js';
 
 /** A record on its own (decide has no other effect); `duplicate` carries the one that won. */
@@ -25,4 +26,12 @@ export async function putIdempotencyRecord(
       stored: recordedOutcomeOf(error.Item ? unmarshall(error.Item) : undefined),
     };
   }
+}
+
+/** The outcome an idempotency record keeps, or undefined when there is none. */
+export async function readIdempotencyRecord(
+  s: IdempotencyScope,
+): Promise<StoredOutcome | undefined> {
+  const key = idempotencyKey(s);
+  return recordedOutcomeOf((await getItems([key])).get(key.pk));
 }

@@ -4,12 +4,28 @@ import type { Level } from '../domain/scopes.js';
 
 /** Every key format of the table lives here (docs/table-design.md). */
 const SK = '-';
+export const POLICY_PREFIX = 'POLICY#';
 export const DUE_SHARDS = 16;
 
 const pad = (n: number): string => String(Math.max(0, Math.trunc(n))).padStart(15, '0');
 
 export const keys = {
   tenant: (tenant: string) => ({ pk: `TENANT#${tenant}`, sk: SK }),
+  /**
+   * A policy lives in its tenant's partition, so a tenant's state and policies are one Query
+   * (tenantState) and the listing is a strongly consistent Query too.
+   */
+  policy: (tenant: string, policyId: string) => ({
+    pk: `TENANT#${tenant}`,
+    sk: `${POLICY_PREFIX}${policyId}`,
+  }),
+  /** Holds a policy's name, so no two policies of a tenant share one (409 DUPLICATE_RESOURCE). */
+  policyName: (tenant: string, name: string) => ({
+    pk: `TENANT#${tenant}`,
+    sk: `POLICYNAME#${name}`,
+  }),
+  /** Points from a policy id to its tenant (GET and PATCH by id). */
+  policyId: (policyId: string) => ({ pk: `POLICYID#${policyId}`, sk: SK }),
   apiKey: (secretHash: string) => ({ pk: `APIKEY#${secretHash}`, sk: SK }),
   /** Points from a key id to its key item (keys are stored under the hash of their secret). */
   apiKeyId: (keyId: string) => ({ pk: `APIKEYID#${keyId}`, sk: SK }),
@@ -32,6 +48,17 @@ export const keys = {
     pk: ledgerIndexPartition(tenant, segment),
     sk: budgetKey({ scope, unit }),
   }),
+  /**
+   * The budget of a ledger item's or a shard's pk, undefined for any other: parsed from the end,
+   * where the unit (which holds no '#') and a shard's number are, so a scope may hold '#'.
+   */
+  budgetOfLedgerPk: (pk: string): { scope: string; unit: Unit } | undefined => {
+    if (!pk.startsWith('LEDGER#')) return undefined;
+    const parts = pk.slice('LEDGER#'.length).split('#');
+    if (/^\d+$/.test(parts[parts.length - 1] ?? '')) parts.pop();
+    const unit = parts.pop();
+    return unit && parts.length > 0 ? { scope: parts.join('#'), unit: unit as Unit } : undefined;
+  },
   reservation: (reservationId: string) => ({ pk: `RESERVATION#${reservationId}`, sk: SK }),
   /** The reservation id of a reservation item's pk. */
   reservationIdOfPk: (pk: string) => pk.slice('RESERVATION#'.length),
@@ -46,6 +73,19 @@ export const keys = {
     sk: pad(sequence),
   }),
   event: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: SK }),
+  /**
+   * An emitted event (the protocol's Event: budget state, lifecycle, …), kept for the retention.
+   * Not `EVENT#`: those are the usage events clients record (POST /v1/events).
+   */
+  loggedEvent: (eventId: string) => ({ pk: `EVT#${eventId}`, sk: SK }),
+  webhook: (subscriptionId: string) => ({ pk: `WEBHOOK#${subscriptionId}`, sk: SK }),
+  /** A subscription's deliveries, newest last: its delivery log is one Query. */
+  delivery: (subscriptionId: string, createdAtMs: number, deliveryId: string) => ({
+    pk: deliveryPartition(subscriptionId),
+    sk: `${pad(createdAtMs)}#${deliveryId}`,
+  }),
+  /** The operator's webhook security settings (one item; the defaults while absent). */
+  webhookSecurity: () => ({ pk: 'CONFIG#webhook-security', sk: SK }),
   /** A refused reservation, kept a day for the stream to turn into reservation.denied. */
   refusal: (refusalId: string) => ({ pk: `REFUSAL#${refusalId}`, sk: SK }),
   /**
@@ -71,6 +111,22 @@ export const keys = {
 };
 
 export const auditPartition = (tenant: string): string => `AUDIT#${tenant}`;
+export const deliveryPartition = (subscriptionId: string): string =>
+  `WHDELIVERIES#${subscriptionId}`;
+
+/** The sort key bounds of a time range [from, to] (either open) of keys led by 15-digit ms. */
+export const timeRange = (fromMs = 0, toMs = 999_999_999_999_999) => ({
+  from: pad(fromMs),
+  to: `${pad(toMs)}#~`,
+});
+
+/** Positions of time-ordered listings (events, deliveries): `<ms>#<id>`. */
+export const isTimePosition = (position: string): boolean =>
+  /^\d{15}#[A-Za-z0-9_.-]+$/.test(position);
+
+/** `<ms, 15 digits>#<id>`: what events and deliveries are ordered by. */
+export const timeKey = (atMs: number, id: string): string => `${pad(atMs)}#${id}`;
+
 export const chargesPartition = (reservationId: string): string => `CHARGES#${reservationId}`;
 export const reservationIdOfCharges = (pk: string): string => pk.slice('CHARGES#'.length);
 /** A charge's position in its listing (its sequence, as the sort key holds it). */
@@ -98,7 +154,59 @@ export const directory = {
     sk: (tenant: string, auditSk: string) =>
       `${auditSk.slice(0, 15)}#${tenant}#${auditSk.slice(16)}`,
   },
+  /** One tenant's events by time (`timeKey`); all tenants' are in `eventSpreads` instead. */
+  events: { pk: (tenant: string) => `EVENTS#${tenant}` },
+  /** Webhook subscriptions by owner (a tenant, or `__system__`), then id. */
+  webhooks: {
+    pk: 'WEBHOOKS',
+    sk: (tenant: string, subscriptionId: string) => `${tenant}#${subscriptionId}`,
+    ownerPrefix: (tenant: string) => `${tenant}#`,
+  },
+  /**
+   * The recent refusals and expiries the operator's overview lists, by time (then tenant and
+   * id), each spread over RECENT_SPREAD partitions: written per (sampled) refusal and per expiry.
+   */
+  denials: {
+    pk: (id: string) => `DENIALS#${hashOf(id) % RECENT_SPREAD}`,
+    sk: (atMs: number, tenant: string, id: string) => `${pad(atMs)}#${tenant}#${id}`,
+  },
+  expiries: {
+    pk: (id: string) => `EXPIRIES#${hashOf(id) % RECENT_SPREAD}`,
+    sk: (atMs: number, tenant: string, id: string) => `${pad(atMs)}#${tenant}#${id}`,
+  },
 } as const;
+
+/**
+ * Every tenant's events, by time, on the `byTenant` index (`tenant_pk` / `list_sk`, keys only),
+ * spread over EVENT_SPREAD partitions by event id: a busy deployment's events do not meet one
+ * index partition's 1,000 writes/s; the operator's listing queries all and merges.
+ */
+export const EVENT_SPREAD = 4;
+export const eventSpreads = (): string[] =>
+  Array.from({ length: EVENT_SPREAD }, (_, k) => `EVENTS~${k}`);
+export const eventSpreadOf = (eventId: string): string =>
+  `EVENTS~${hashOf(eventId) % EVENT_SPREAD}`;
+
+/**
+ * Unfinished webhook deliveries on the sparse due index (`due_pk` / `due_sk`, beside the
+ * reservations' `DUE#k`), by when they are next due: the local worker resumes them at start,
+ * and in AWS a delivery whose message was lost stays findable. Spread like the events.
+ */
+export const DELIVERY_DUE_SPREAD = 4;
+export const deliveryDuePartitions = (): string[] =>
+  Array.from({ length: DELIVERY_DUE_SPREAD }, (_, k) => `WEBHOOKDUE#${k}`);
+export const deliveryDuePartition = (deliveryId: string): string =>
+  `WEBHOOKDUE#${hashOf(deliveryId) % DELIVERY_DUE_SPREAD}`;
+
+/** Partitions each recent-activity listing of the directory is spread over. */
+export const RECENT_SPREAD = 4;
+
+/** The operator overview's counters, spread so that concurrent admin changes rarely meet. */
+export const COUNTER_SPREAD = 8;
+export const counterKey = (k: number) => ({ pk: `OVERVIEW#${k}`, sk: SK });
+
+/** The lowest directory sort key at or after `atMs` (a time window's start). */
+export const directoryTimeFloor = (atMs: number): string => pad(atMs);
 
 export const ledgerIndexPartition = (tenant: string, segment: string): string =>
   `LEDGERINDEX#${tenant}#${segment}`;

@@ -1,6 +1,6 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient, tableName } from './client.js';
-import { and, attr, type Item, queryExpressions } from './expressions.js';
+import { and, attr, type Item, type Key, queryExpressions } from './expressions.js';
 import type { IndexName } from './table.js';
 
 /**
@@ -96,3 +96,95 @@ export const partitionInOrder = (q: {
     after: q.after,
     limit: q.limit,
   });
+
+/**
+ * One page of a listing spread over several partitions of a keys-only index (keys.ts: event
+ * spreads): each partition's next keys in order, merged; the items read back with one strongly
+ * consistent BatchGetItem per round and filtered fresh. The position is the sort key of the
+ * last item returned (or examined, when the examination cap stopped the page).
+ */
+export interface SpreadQuery {
+  readonly index: IndexName;
+  readonly partitionKey: string;
+  readonly partitions: readonly string[];
+  readonly sortKey: string;
+  readonly lowest: string;
+  readonly highest: string;
+  readonly newestFirst: boolean;
+  readonly after?: string | undefined;
+  readonly limit: number;
+  /** The items of index entries (their base-table keys), by pk. */
+  readonly read: (keys: readonly Key[]) => Promise<ReadonlyMap<string, Item>>;
+  readonly matches?: (item: Item) => boolean;
+}
+
+/** Index entries examined per page at most, so a selective filter cannot run one call long. */
+const MAX_EXAMINED = 1_000;
+
+export async function querySpreadPage(q: SpreadQuery): Promise<ItemPage> {
+  const matches = q.matches ?? (() => true);
+  const found: Item[] = [];
+  let position = q.after;
+  let examined = 0;
+  for (;;) {
+    const { entries, exhausted } = await nextEntries(q, position, q.limit + 1 - found.length);
+    if (entries.length === 0) break;
+    const items = await q.read(entries.map(({ pk, sk }) => ({ pk, sk })));
+    for (const entry of entries) {
+      examined++;
+      const item = items.get(entry.pk);
+      if (item && matches(item)) {
+        if (found.length === q.limit) return { items: found, nextPosition: position };
+        found.push(item);
+      }
+      position = entry.position;
+    }
+    if (exhausted) return { items: found };
+    if (examined >= MAX_EXAMINED) return { items: found, nextPosition: position };
+  }
+  return { items: found };
+}
+
+interface Entry extends Key {
+  readonly position: string;
+}
+
+/** The next `limit` entries past `position` across every partition, merged in order. */
+async function nextEntries(
+  q: SpreadQuery,
+  position: string | undefined,
+  limit: number,
+): Promise<{ entries: Entry[]; exhausted: boolean }> {
+  let lowest = q.lowest;
+  let highest = q.highest;
+  if (position !== undefined) {
+    if (q.newestFirst) highest = position < highest ? position : highest;
+    else lowest = position > lowest ? position : lowest;
+  }
+  if (lowest > highest) return { entries: [], exhausted: true };
+  const pages = await Promise.all(
+    q.partitions.map((partition) =>
+      documentClient.send(
+        new QueryCommand({
+          TableName: tableName(),
+          IndexName: q.index,
+          ...queryExpressions(
+            and(attr(q.partitionKey).eq(partition), attr(q.sortKey).between(lowest, highest)),
+          ),
+          ScanIndexForward: !q.newestFirst,
+          Limit: limit + 1,
+        }),
+      ),
+    ),
+  );
+  const order = q.newestFirst ? -1 : 1;
+  const merged = pages
+    .flatMap((page) => page.Items ?? [])
+    .map((i) => ({ pk: String(i.pk), sk: String(i.sk), position: String(i[q.sortKey]) }))
+    .filter((e) => e.position !== position)
+    .sort((a, b) => (a.position < b.position ? -order : a.position > b.position ? order : 0));
+  const entries = merged.slice(0, limit);
+  const exhausted =
+    merged.length <= limit && pages.every((page) => page.LastEvaluatedKey === undefined);
+  return { entries, exhausted };
+}

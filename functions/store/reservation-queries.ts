@@ -44,6 +44,9 @@ export interface ReservationListQuery {
   readonly subject: Partial<Record<SubjectLevel, string | undefined>>;
   /** The position to continue after (from a previous page); undefined: the newest first. */
   readonly after?: string | undefined;
+  /** Only those created in [from, to] (epoch ms, either open): a range of the listing's key. */
+  readonly createdFrom?: number | undefined;
+  readonly createdTo?: number | undefined;
   readonly limit: number;
   /** Applied to fresh items: the index only narrows the walk. */
   readonly matches: (r: Reservation) => boolean;
@@ -98,7 +101,12 @@ async function nextListKeys(
   source: ListingSource,
   position: string | undefined,
   limit: number,
+  window: { readonly from?: number | undefined; readonly to?: number | undefined } = {},
 ): Promise<{ listKeys: string[]; exhausted: boolean }> {
+  // The listing key starts with the creation time: a window is a range of it.
+  const upper = window.to === undefined ? undefined : listSortKey(window.to, '~');
+  const below =
+    position !== undefined && (upper === undefined || position <= upper) ? position : upper;
   const pages = await Promise.all(
     source.partitions.map((partition) =>
       documentClient.send(
@@ -108,7 +116,9 @@ async function nextListKeys(
           ...queryExpressions(
             and(
               attr(source.attribute).eq(partition),
-              position !== undefined && attr('list_sk').lt(position),
+              window.from !== undefined
+                ? attr('list_sk').between(listSortKey(window.from, ''), below ?? LAST_LIST_KEY)
+                : below !== undefined && attr('list_sk').lt(below),
             ),
           ),
           ScanIndexForward: false,
@@ -119,12 +129,17 @@ async function nextListKeys(
   );
   const merged = pages
     .flatMap((page) => (page.Items ?? []).map((i) => String(i.list_sk)))
+    // `between` includes its upper bound: the position itself was returned before.
+    .filter((sk) => below === undefined || sk < below)
     .sort((a, b) => (a < b ? 1 : a > b ? -1 : 0));
   const listKeys = merged.slice(0, limit);
   const exhausted =
     merged.length <= limit && pages.every((page) => page.LastEvaluatedKey === undefined);
   return { listKeys, exhausted };
 }
+
+/** Above every listing key. */
+const LAST_LIST_KEY = listSortKey(999_999_999_999_999, '~');
 
 /** Cap on index entries examined per page, so a selective filter cannot make one call unbounded. */
 const MAX_EXAMINED = 1_000;
@@ -141,7 +156,10 @@ export async function queryReservations(q: ReservationListQuery): Promise<Reserv
   let position = q.after;
   let exhausted = false;
   while (found.length <= q.limit && examined < MAX_EXAMINED && !exhausted) {
-    const next = await nextListKeys(source, position, q.limit + 1 - found.length);
+    const next = await nextListKeys(source, position, q.limit + 1 - found.length, {
+      from: q.createdFrom,
+      to: q.createdTo,
+    });
     const { listKeys } = next;
     exhausted = next.exhausted;
     if (listKeys.length === 0) break;

@@ -3,7 +3,7 @@ import type { AuditEntry } from '../domain/audit.js';
 import { type Budgets, NO_BUDGETS } from '../domain/budget.js';
 import type { LedgerChange } from '../domain/ledger.js';
 import type { Hold, Reservation } from '../domain/reservation.js';
-import { placeChanges, seedOf } from './budgets/placement.js';
+import { oneRewriteAtATime, placeChanges, seedOf } from './budgets/placement.js';
 import { type IdempotencyScope, idempotencyItem } from './entities/idempotency.js';
 import type { OutcomeToStore } from './entities/outcome.js';
 import {
@@ -30,31 +30,43 @@ export interface NewReservation {
  * record, which is its own idempotency record and remembers the shard of each hold.
  */
 export function reserveTransaction(n: NewReservation, attempt = 0): GuardedTransaction {
-  return reserveTransactions(n)(attempt);
+  const built = reserveTransactions(n)(attempt);
+  if (!built) throw new Error('a reserve rewriting a sharded budget is not sent again');
+  return built;
 }
 
 /**
  * The reserve's transaction of each attempt: the reservation record and its stored outcome are
- * built once; an attempt after a conflict only places the holds again (another shard).
+ * built once; an attempt after a conflict only places the holds again (another shard), unless
+ * they rewrite a sharded budget whole (then the reserve reads again: store/write.ts).
  */
-function reserveTransactions(n: NewReservation): (attempt: number) => GuardedTransaction {
+function reserveTransactions(
+  n: NewReservation,
+): (attempt: number) => GuardedTransaction | undefined {
   const r = n.reservation;
   const record = reservationItem(r, n.outcome);
   return (attempt) => {
     const placed = placeChanges(n.holds, n.budgets ?? NO_BUDGETS, seedOf(r.reservationId, attempt));
+    if (attempt > 0 && placed.exact) return undefined;
     // Keyed by a hash of (tenant, idempotency key): a replay fails here instead of reserving
     // twice. It remembers the shard each hold took, for the settlement.
     const put = putIfAbsent({ ...record, ...holdShardsAttribute(placed.shards) });
     return {
       items: [...placed.items, put],
-      layout: { recordAt: placed.items.length, proofs: placed.proofs },
+      layout: { recordAt: placed.items.length, proofs: placed.proofs, touches: placed.touches },
     };
   };
 }
 
-export function insertReservation(n: NewReservation): Promise<WriteOutcome> {
-  return transactWrite(reserveTransactions(n));
+export async function insertReservation(n: NewReservation): Promise<WriteOutcome> {
+  const build = reserveTransactions(n);
+  const rewritten = placeChanges(n.holds, n.budgets ?? NO_BUDGETS, 0).rewritten;
+  if (rewritten.length === 0) return transactWrite(build);
+  return (await oneRewriteAtATime(rewritten, () => transactWrite(build))) ?? STALE;
 }
+
+/** A write not sent: what it was decided on has moved; read again. */
+const STALE: WriteOutcome = { kind: 'stale', refused: [] };
 
 /** A child settling into its ACTIVE parent: the parent as read, and as the settlement leaves it. */
 export interface IntoParent {
@@ -111,7 +123,7 @@ export function settleTransaction(s: Settlement): GuardedTransaction {
   ];
   // No record item: a concurrent duplicate fails the reservation's condition, and the read
   // that follows finds its outcome on the reservation (store/snapshot.ts).
-  return { items, layout: { proofs: [undefined, ...placed.proofs] } };
+  return { items, layout: { proofs: [undefined, ...placed.proofs], touches: placed.touches } };
 }
 
 /** `stale` also when the reservation is no longer ACTIVE-and-settleable: read it again. */

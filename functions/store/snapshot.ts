@@ -2,7 +2,7 @@ import type { Unit } from '../domain/amounts.js';
 import type { Budgets } from '../domain/budget.js';
 import type { Reservation } from '../domain/reservation.js';
 import type { UsageEvent } from '../domain/settlement.js';
-import { budgetsOf, ledgerKeys } from './budgets/read.js';
+import { budgetsOf, ledgerKeys, readHeldShards } from './budgets/read.js';
 import { eventOf, isEventItem } from './entities/event.js';
 import { type IdempotencyScope, idempotencyKey } from './entities/idempotency.js';
 import type { StoredOutcome } from './entities/outcome.js';
@@ -45,12 +45,17 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   if (r.reservationId) wanted.push(keys.reservation(r.reservationId));
   if (r.eventId) wanted.push(keys.event(r.eventId));
   if (r.idempotency) wanted.push(idempotencyKey(r.idempotency));
-  if (r.budgets) wanted.push(...ledgerKeys(r.budgets.scopes, r.budgets.unit));
+  const mode = r.atomic === true ? 'atomic' : 'batch';
+  if (r.budgets) wanted.push(...ledgerKeys(r.budgets.scopes, r.budgets.unit, mode));
   const items = await getItems(wanted);
-  const { budgets, atomic } = await budgetsOf(items, r.atomic === true);
   const reservationItem = r.reservationId
     ? items.get(keys.reservation(r.reservationId).pk)
     : undefined;
+  const reservation = isReservationItem(reservationItem)
+    ? reservationOf(reservationItem)
+    : undefined;
+  if (reservation && mode === 'batch') await readHeldShards(items, reservation);
+  const { budgets, atomic } = await budgetsOf(items, mode);
   const eventItem = r.eventId ? items.get(keys.event(r.eventId).pk) : undefined;
   const recordItem = r.idempotency
     ? items.get(idempotencyKey(r.idempotency).pk)
@@ -61,7 +66,7 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
       recordedOutcomeOf(recordItem) ??
       (r.idempotency &&
         settledOutcome(reservationItem, r.idempotency.operation, r.idempotency.key)),
-    reservation: isReservationItem(reservationItem) ? reservationOf(reservationItem) : undefined,
+    reservation,
     event: isEventItem(eventItem) ? eventOf(eventItem) : undefined,
     budgets,
     atomic,

@@ -55,7 +55,7 @@ export type TableChange = RecordBase &
         readonly after: Reservation;
       }
     | { readonly kind: 'refusal'; readonly refusal: Refusal }
-    /** A new audit record (a refund's is an event: domain/refund-events.ts). */
+    /** An audit record, written in its change's own transaction (a refund's included). */
     | { readonly kind: 'audit'; readonly record: AuditRecord }
     | { readonly kind: 'other' }
   );

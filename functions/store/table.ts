@@ -14,7 +14,7 @@ export const tableDefinition = {
   sortKey: 'sk',
   /** Epoch seconds; idempotency and refusal records carry it (retention: docs/idempotency.md). */
   timeToLiveAttribute: 'ttl',
-  /** The stream budget events are derived from (docs/decisions.md § Budget events). */
+  /** The stream budget events are derived from (docs/decisions.md § Events and webhooks). */
   stream: 'NEW_AND_OLD_IMAGES',
   indexes: [
     // Reservation listings. KEYS_ONLY: a status change rewrites no index copy, and pages are
@@ -49,14 +49,15 @@ export const tableDefinition = {
 export type IndexName = (typeof tableDefinition.indexes)[number]['name'];
 
 /**
- * The item types budget events come from (store/stream.ts decodes them): the filters of the
- * consumer's event source mapping (infra/jobs-stack.ts), so Lambda is not invoked for the others.
+ * The item types events come from (store/stream.ts decodes them): the filters of the consumer's
+ * event source mapping (infra/jobs-stack.ts), so Lambda is not invoked for the others.
  */
 export const EVENT_ITEM_TYPES = {
   ledgers: ['ledger', 'ledger-shard', 'ledger-period'],
   reservation: 'reservation',
+  /** Reservations turned into one of these make an event (expired; committed over estimate). */
+  reservationStatuses: ['EXPIRED', 'COMMITTED'],
   refusal: 'refusal',
-  /** Audit records of refunds: custom.refund (domain/refund-events.ts). */
+  /** Every audit record: lifecycle events, refunds' custom.refund (domain/audit-events.ts). */
   audit: 'audit',
-  refundActions: ['reservation.refund', 'event.refund'],
 } as const;

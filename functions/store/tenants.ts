@@ -1,31 +1,49 @@
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { AuditEntry } from '../domain/audit.js';
-import type { Tenant, TenantStatus } from '../domain/tenant.js';
+import type { Policy } from '../domain/policies.js';
+import type { Tenant, TenantSettings, TenantStatus } from '../domain/tenant.js';
+import { documentClient, tableName } from './client.js';
+import { isPolicyItem, policyOf } from './entities/policy.js';
 import {
   dimensionKeysOf,
   isTenantItem,
+  optionalTenantAttributes,
   type ShardedBudgets,
   shardedBudgetsOf,
   tenantExists,
   tenantItem,
+  tenantNotClosed,
   tenantOf,
+  tenantOpen,
 } from './entities/tenant.js';
-import { and, attr, type Item, putIfAbsent, type TransactItem, update } from './expressions.js';
+import {
+  and,
+  attr,
+  type Item,
+  putIfAbsent,
+  queryExpressions,
+  type TransactItem,
+  update,
+} from './expressions.js';
 import { directory, keys } from './keys.js';
+import { countersDelta } from './overview.js';
 import { queryPage } from './pages.js';
 import { getItems } from './transact.js';
 import { writeAudited } from './write.js';
 
 export type { ShardedBudgets };
 
-/** The tenant record, only if no tenant has that id. */
-export const newTenantPut = (t: Tenant): TransactItem => putIfAbsent(tenantItem(t));
+/** The tenant record, only if no tenant has that id; counted in the overview's counters. */
+export const newTenantPut = (t: Tenant): TransactItem =>
+  putIfAbsent({ ...tenantItem(t), counted: true });
 
-/** The tenant and its audit record, or nothing when the id is taken. */
+/** The tenant, the overview's count of it, and its audit record; nothing when the id is taken. */
 export async function insertTenant(
   t: Tenant,
   audit: AuditEntry,
 ): Promise<'inserted' | 'duplicate'> {
-  return (await writeAudited([newTenantPut(t)], audit)) === 'written' ? 'inserted' : 'duplicate';
+  const items = [newTenantPut(t), countersDelta({ [`tenants_${t.status}`]: 1 })];
+  return (await writeAudited(items, audit)) === 'written' ? 'inserted' : 'duplicate';
 }
 
 /** The tenant item, strongly consistent; undefined when there is none. */
@@ -40,9 +58,10 @@ export async function getTenant(tenant: string): Promise<Tenant | undefined> {
   return item && tenantOf(item);
 }
 
-/** Tenants by id, optionally of one status (the directory index). */
+/** Tenants by id, optionally of one status and matching a predicate (the directory index). */
 export async function queryTenants(q: {
   readonly status?: TenantStatus | undefined;
+  readonly matches?: ((t: Tenant) => boolean) | undefined;
   readonly after?: string | undefined;
   readonly limit: number;
 }) {
@@ -56,7 +75,8 @@ export async function queryTenants(q: {
     newestFirst: false,
     after: q.after,
     limit: q.limit,
-    matches: (item) => q.status === undefined || item.status === q.status,
+    matches: (item) =>
+      (q.status === undefined || item.status === q.status) && (q.matches?.(tenantOf(item)) ?? true),
   });
   return { tenants: page.items.map(tenantOf), nextPosition: page.nextPosition };
 }
@@ -70,26 +90,51 @@ export async function updateTenant(
   after: Tenant,
   audit: AuditEntry,
 ): Promise<'updated' | 'stale'> {
-  const written = await writeAudited(
-    [
-      update(
-        keys.tenant(after.tenantId),
-        {
-          set: {
-            status: after.status,
-            name: after.name,
-            updated_at: after.updatedAt ?? after.createdAt,
-            // The directory attributes too: a tenant made before the listing existed joins it.
-            dir_pk: directory.tenants.pk,
-            dir_sk: directory.tenants.sk(after.tenantId),
+  const optional = Object.entries(optionalTenantAttributes(after));
+  const moved = before.status !== after.status;
+  // A status change moves the tenant between the overview's counts. A tenant made before they
+  // existed is not counted yet: its first change counts it (in its new status).
+  const attempt = (counted: boolean) =>
+    writeAudited(
+      [
+        update(
+          keys.tenant(after.tenantId),
+          {
+            set: {
+              status: after.status,
+              name: after.name,
+              ...Object.fromEntries(optional.filter(([, v]) => v !== undefined)),
+              // The directory attributes too: a tenant made before the listing existed joins it.
+              dir_pk: directory.tenants.pk,
+              dir_sk: directory.tenants.sk(after.tenantId),
+              ...(moved && { counted: true }),
+            },
+            remove: optional.filter(([, v]) => v === undefined).map(([a]) => a),
           },
-        },
-        { condition: and(attr('status').eq(before.status), attr('name').eq(before.name)) },
-      ),
-    ],
-    audit,
-  );
-  return written === 'written' ? 'updated' : 'stale';
+          {
+            condition: and(
+              attr('status').eq(before.status),
+              attr('name').eq(before.name),
+              before.updatedAt === undefined
+                ? attr('updated_at').notExists()
+                : attr('updated_at').eq(before.updatedAt),
+              moved && (counted ? attr('counted').exists() : attr('counted').notExists()),
+            ),
+          },
+        ),
+        ...(moved
+          ? [
+              countersDelta({
+                ...(counted && { [`tenants_${before.status}`]: -1 }),
+                [`tenants_${after.status}`]: 1,
+              }),
+            ]
+          : []),
+      ],
+      audit,
+    );
+  if ((await attempt(true)) === 'written') return 'updated';
+  return moved && (await attempt(false)) === 'written' ? 'updated' : 'stale';
 }
 
 /**
@@ -99,27 +144,58 @@ export async function updateTenant(
  */
 export const TENANT_STATE_TTL_MS = 5_000;
 
-/** What new work needs of its tenant: whether it may start, and its budgeted dimension keys. */
+/**
+ * What new work needs of its tenant: whether it may start, its budgeted dimension keys, its
+ * settings (defaults, limits, how unbudgeted scopes count) and its policies.
+ */
 export interface TenantState {
   /** Undefined when no tenant record exists (nothing to enforce). */
   readonly status?: TenantStatus | undefined;
   readonly dimensionKeys: ReadonlySet<string>;
+  readonly settings: TenantSettings;
+  readonly policies: readonly Policy[];
 }
 const states = new Map<string, { readonly state: TenantState; readonly at: number }>();
 const STATES_MAX = 10_000;
 
-/** The tenant's state (strongly consistent read, then cached for TENANT_STATE_TTL_MS). */
+/**
+ * The tenant's state: one strongly consistent Query of its partition (its record and its
+ * policies live there), then cached for TENANT_STATE_TTL_MS.
+ */
 export async function tenantState(tenant: string, now: number): Promise<TenantState> {
   const seen = states.get(tenant);
   if (seen && now >= seen.at && now - seen.at < TENANT_STATE_TTL_MS) return seen.state;
-  const item = await readTenantItem(tenant);
+  const items = await tenantPartition(tenant);
+  const item = items.find(isTenantItem);
+  const record = item && tenantOf(item);
   const state: TenantState = {
-    status: item && tenantOf(item).status,
+    status: record?.status,
     dimensionKeys: dimensionKeysOf(item),
+    settings: record?.settings ?? {},
+    policies: items.filter(isPolicyItem).map(policyOf),
   };
   if (states.size >= STATES_MAX) states.clear();
   states.set(tenant, { state, at: now });
   return state;
+}
+
+/** Every item of the tenant's partition: its record, its policies and their name locks. */
+async function tenantPartition(tenant: string): Promise<Item[]> {
+  const items: Item[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await documentClient.send(
+      new QueryCommand({
+        TableName: tableName(),
+        ...queryExpressions(attr('pk').eq(keys.tenant(tenant).pk)),
+        ConsistentRead: true,
+        ExclusiveStartKey: start,
+      }),
+    );
+    items.push(...((page.Items ?? []) as Item[]));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return items;
 }
 
 /** The tenant's sharded budgets, strongly consistent; undefined when there is no tenant. */
@@ -146,8 +222,12 @@ export function tenantWithDimensions(
   tenant: string,
   dimensionKeysOfScope: readonly string[],
   join?: ShardedBudgetJoin,
+  /** A new budget: the tenant must not be CLOSED either (the reference's Rule 2). */
+  open = false,
 ): TransactItem {
-  if (dimensionKeysOfScope.length === 0 && !join) return tenantExists(tenant);
+  if (dimensionKeysOfScope.length === 0 && !join) {
+    return open ? tenantOpen(tenant) : tenantExists(tenant);
+  }
   const { byUnit, version } = join?.read ?? { byUnit: {}, version: 0 };
   return update(
     keys.tenant(tenant),
@@ -168,6 +248,7 @@ export function tenantWithDimensions(
     {
       condition: and(
         attr('pk').exists(),
+        open && tenantNotClosed,
         join &&
           (version === 0
             ? attr('sharded_version').notExists()

@@ -1,8 +1,11 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { config } from '../config/settings.js';
+import { pastDeadline } from '../deadline.js';
 import { RetryLaterError } from '../domain/errors.js';
 import { noteConflictRetry } from '../telemetry/invocation.js';
+import { budgetsBlamed, noteAttempt, noteHeat } from './budgets/heat.js';
 import { documentClient, tableName } from './client.js';
 import type { Item, Key, TransactItem } from './expressions.js';
 
@@ -49,19 +52,22 @@ const THROTTLED = new Set(['ThrottlingError', 'ProvisionedThroughputExceeded']);
  * conflict with another transaction or a throttled item (nothing was written) is retried with
  * full-jitter backoff within the priority's budget, then answered as RetryLaterError.
  * `retarget` gives the items of retry n (≥ 1): a hold on a sharded budget tries another shard
- * instead of racing again for the one that was busy. `token`: DynamoDB's ClientRequestToken, so
- * the same transaction sent again within 10 minutes (a retried stream batch) is applied once.
+ * instead of racing again for the one that was busy; undefined, none is worth sending (a write
+ * conditioned on every shard as read, which the conflicting write moved): the cancellation is
+ * answered, for the caller to read again. `token`: DynamoDB's ClientRequestToken, so the same
+ * transaction sent again within 10 minutes (a retried stream batch) is applied once.
  */
 export async function transact(
   items: TransactItem[],
   priority: WritePriority = 'admit',
-  retarget?: (attempt: number) => TransactItem[],
+  retarget?: (attempt: number) => TransactItem[] | undefined,
   token?: string,
 ): Promise<TransactOutcome> {
   const budget = CONFLICT_RETRY_BUDGET[priority];
+  let sent = items;
   for (let attempt = 0; ; attempt++) {
     try {
-      const sent = attempt > 0 && retarget ? retarget(attempt) : items;
+      noteAttempt(sent);
       await documentClient.send(
         new TransactWriteCommand({
           TransactItems: sent,
@@ -82,12 +88,20 @@ export async function transact(
         return { kind: 'cancelled', reasons };
       const throttled = reasons.some((r) => THROTTLED.has(r.code));
       if (!throttled && !reasons.some((r) => r.code === CONFLICT)) throw error;
-      if (attempt >= budget.retries) {
+      const blamed = budgetsBlamed(sent, reasons);
+      // Past the request's deadline no new attempt starts: nothing was written, busy (429).
+      if (attempt >= budget.retries || pastDeadline()) {
+        // Turned away busy: the budgets blamed are hot at once (store/budgets/heat.ts).
+        for (const ref of blamed) noteHeat(ref, config.AUTO_SHARDS_CONFLICTS);
         transactStats.busyAnswers++;
         throw new RetryLaterError(throttled ? 'THROTTLED' : 'CONTENTION', 2 * budget.capMs, {
           cause: error,
         });
       }
+      for (const ref of blamed) noteHeat(ref);
+      const next = retarget ? retarget(attempt + 1) : sent;
+      if (!next) return { kind: 'cancelled', reasons };
+      sent = next;
       transactStats.conflictRetries++;
       noteConflictRetry();
       await sleep(conflictBackoffMs(attempt, budget.capMs));
@@ -100,6 +114,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Strongly consistent BatchGetItem of any number of keys; returns items by pk. */
 export async function getItems(keyList: readonly Key[]): Promise<Map<string, Item>> {
   const found = new Map<string, Item>();
+  for (const item of await getItemList(keyList)) found.set(String(item.pk), item);
+  return found;
+}
+
+/** Strongly consistent BatchGetItem of any number of keys (several may share a partition). */
+export async function getItemList(keyList: readonly Key[]): Promise<Item[]> {
+  const found: Item[] = [];
   const unique = [...new Map(keyList.map((k) => [`${k.pk}\u0000${k.sk}`, k])).values()];
   for (let i = 0; i < unique.length; i += 100) {
     let pending: Key[] | undefined = unique.slice(i, i + 100);
@@ -109,10 +130,12 @@ export async function getItems(keyList: readonly Key[]): Promise<Map<string, Ite
           RequestItems: { [tableName()]: { Keys: pending, ConsistentRead: true } },
         }),
       );
-      for (const item of result.Responses?.[tableName()] ?? []) found.set(String(item.pk), item);
+      found.push(...(result.Responses?.[tableName()] ?? []));
       pending = result.UnprocessedKeys?.[tableName()]?.Keys as Key[] | undefined;
-      if (pending && pending.length > 0)
+      if (pending && pending.length > 0) {
+        if (pastDeadline()) throw new RetryLaterError('THROTTLED', 500);
         await sleep(Math.random() * Math.min(200, 10 * 2 ** attempt));
+      }
     }
   }
   return found;

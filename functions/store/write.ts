@@ -1,5 +1,7 @@
 import type { AuditEntry } from '../domain/audit.js';
 import type { Budget } from '../domain/budget.js';
+import type { ShardTouches } from './budgets/placement.js';
+import { applyToCachedShard, forgetShards } from './budgets/shard-cache.js';
 import { auditItem } from './entities/audit.js';
 import { budgetOfItem, isLedgerItem, shardCountOf } from './entities/ledger.js';
 import type { StoredOutcome } from './entities/outcome.js';
@@ -34,6 +36,8 @@ export interface RefusedBudget {
 export interface TransactionLayout {
   readonly recordAt?: number | undefined;
   readonly proofs: readonly (number | undefined)[];
+  /** Sharded budgets touched: this process's shard cache follows the outcome. */
+  readonly touches?: ShardTouches | undefined;
 }
 
 /** A transaction and how to read its cancellation. */
@@ -44,23 +48,42 @@ export interface GuardedTransaction {
 
 /**
  * One TransactWriteItems, its cancellation read the one way every write reads it. Given a
- * builder, a retry after a conflict sends `build(attempt)` (a hold placed on another shard), and
- * a cancellation is read by the layout of the attempt that was cancelled last.
+ * builder, a retry after a conflict sends `build(attempt)` (a hold placed on another shard; none
+ * when the builder answers undefined: the write reads again), and a cancellation is read by the
+ * layout of the attempt that was cancelled last.
  */
 export async function transactWrite(
-  transaction: GuardedTransaction | ((attempt: number) => GuardedTransaction),
+  transaction: GuardedTransaction | ((attempt: number) => GuardedTransaction | undefined),
   priority: WritePriority = 'admit',
 ): Promise<WriteOutcome> {
   const build = typeof transaction === 'function' ? transaction : () => transaction;
-  let sent = build(0);
+  const first = build(0);
+  if (!first) throw new Error('transactWrite: nothing to send');
+  let sent = first;
   const retarget = (attempt: number) => {
-    sent = build(attempt);
-    return sent.items;
+    const next = build(attempt);
+    if (next) sent = next;
+    return next?.items;
   };
   const outcome = await transact(sent.items, priority, retarget);
+  followInCache(sent.layout.touches, outcome.kind === 'committed');
   return outcome.kind === 'committed'
     ? { kind: 'written' }
     : classifyCancellation(outcome.reasons, sent.layout);
+}
+
+/**
+ * The shard cache (store/budgets/shard-cache.ts) after a write: a change written moves its
+ * cached shard along; a budget rewritten whole, or one whose write did not go through (a shard
+ * moved under it), is read afresh next time.
+ */
+function followInCache(touches: ShardTouches | undefined, written: boolean): void {
+  if (!touches) return;
+  for (const ref of touches.whole) forgetShards(ref);
+  for (const { ref, shard, delta } of touches.fast) {
+    if (written) applyToCachedShard(ref, shard, delta);
+    else forgetShards(ref);
+  }
 }
 
 /** CancellationReasons are index-aligned with the items sent. */

@@ -31,7 +31,10 @@ export const METRICS = {
   ConflictRetries: { unit: 'Count', dimensions: [] },
   /** Requests answered with an error code (4xx), by code. */
   Refusals: { unit: 'Count', dimensions: ['Reason'], perTenant: true },
-  /** 503 answers: contention or throttling outlasted the retry budget, or the table timed out. */
+  /**
+   * Busy answers: 429 when contention or throttling outlasted the retries or the deadline, 503
+   * when the table timed out (`Reason`).
+   */
   BusyAnswers: { unit: 'Count', dimensions: ['Reason'] },
   /** Live reservations decided: ALLOW, ALLOW_WITH_CAPS or DENY (replays are not counted). */
   Reservations: { unit: 'Count', dimensions: ['Decision'], perTenant: true },
@@ -56,10 +59,10 @@ export const METRICS = {
   Sweeps: { unit: 'Count', dimensions: [] },
   /** How long past its deadline (expires_at + grace) the oldest due reservation was, per pass. */
   SweepLag: { unit: 'Milliseconds', dimensions: [] },
-  /** Budget events published by the stream consumer, by event type (docs/decisions.md). */
+  /** Events derived and published by the stream consumer, by event type (docs/decisions.md). */
   BudgetEvents: { unit: 'Count', dimensions: ['Type'] },
-  /** Webhook deliveries given up on: retries exhausted, refused, or the queue full. */
-  WebhookDeliveriesDropped: { unit: 'Count', dimensions: [] },
+  /** Webhook delivery attempts, by what came of them: SUCCESS, RETRYING or FAILED. */
+  WebhookDeliveries: { unit: 'Count', dimensions: ['Outcome'] },
 } as const satisfies Record<string, MetricSpec>;
 
 export type MetricName = keyof typeof METRICS;

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Trace } from '../domain/trace.js';
 import type { DimensionsOf, MetricName } from './catalog.js';
 
 /** One value of a metric, recorded during an invocation and published when it ends. */
@@ -18,6 +19,11 @@ export interface MetricPoint {
 export interface Invocation {
   readonly requestId: string;
   readonly startedAt: number;
+  /**
+   * The request's W3C trace (http/serve.ts): echoed on the answer, and stamped on the audit
+   * records, refusal records and webhook deliveries the request writes.
+   */
+  trace?: Trace;
   /** The caller, once authenticated: metrics recorded without a tenant are the caller's. */
   tenant?: string;
   keyId?: string;
@@ -28,6 +34,11 @@ export interface Invocation {
   readonly dynamoOps: string[];
   conflictRetries: number;
   readonly points: MetricPoint[];
+  /**
+   * `performance.now()` past which the request starts no new DynamoDB call of a retry loop
+   * (functions/deadline.ts); absent: no deadline but the loops' own bounds.
+   */
+  deadlineAt?: number;
 }
 
 const storage = new AsyncLocalStorage<Invocation>();
@@ -48,6 +59,9 @@ export function runInvocation<T>(requestId: string, fn: (invocation: Invocation)
 }
 
 export const currentInvocation = (): Invocation | undefined => storage.getStore();
+
+/** The trace of the request being served, if any. */
+export const currentTrace = (): Trace | undefined => storage.getStore()?.trace;
 
 /**
  * One DynamoDB command, sent `attempts` times by the SDK and answered (or given up on) after

@@ -4,22 +4,26 @@ import type { Amount, Unit } from '../domain/amounts.js';
 import { budgetAt, budgetKey } from '../domain/budget.js';
 import type { Refusal } from '../domain/budget-events.js';
 import type { Caller } from '../domain/caller.js';
-import { type Caps, capsFor } from '../domain/caps.js';
+import { type Caps, capsFor, mergeCaps } from '../domain/caps.js';
 import { DomainError } from '../domain/errors.js';
 import type { LedgerChange, OveragePolicy } from '../domain/ledger.js';
+import { policyEffect, termsOf } from '../domain/policies.js';
 import {
   admissionRefusal,
   budgetRefusal,
   firstRefusal,
   isRefusal,
+  type ReasonCode,
   type RefusalCode,
+  reasonCodeOf,
   refusalError,
   type ScopeRefusal,
+  type TenantDenyReason,
 } from '../domain/refusals.js';
 import type { Action } from '../domain/reservation.js';
 import { callerScopes, NO_DIMENSIONS, type Subject } from '../domain/scopes.js';
 import { eventChanges } from '../domain/settlement.js';
-import { requireOpenForNewWork } from '../domain/tenant.js';
+import { requireOpenForNewWork, type TenantStatus, tenantClosed } from '../domain/tenant.js';
 import { log } from '../log.js';
 import { unitsOfScope } from '../store/budgets/ledger-index.js';
 import { insertRefusal } from '../store/refusals.js';
@@ -32,29 +36,42 @@ import { expiredHoldsFreer } from './expiry.js';
 // New work on budgets — a reservation, its dry run, a decide, a usage event — is admitted by one
 // sequence of steps, in this order: the tenant takes new work → the scopes its subject affects →
 // its budgets read, a refusal proven on one instant's budgets → the refusal, if any → expired
-// holds that fill a refusing scope freed, once → the caps that apply, merged → a refusal
-// recorded for reservation.denied (sampled). Each operation plugs these steps into its loop.
+// holds that fill a refusing scope freed, once → the caps that apply (the budgets' and the
+// policies'), merged → a refusal recorded for reservation.denied (sampled). Each operation plugs
+// these steps into its loop.
 
 export interface NewWork {
   readonly subject: Subject;
   readonly action: Action;
   /** What a hold would take (a reservation's estimate), or what an event spends. */
   readonly amount: Amount;
-  /** An event's overage policy: present, the work is a charge of `amount` (no hold, no caps). */
-  readonly eventPolicy?: OveragePolicy | undefined;
+  /**
+   * Present: the work is an event, a charge of `amount` (no hold, no caps), under the overage
+   * policy it names (absent: a policy's default, the tenant's, else REJECT).
+   */
+  readonly event?: { readonly overagePolicy?: OveragePolicy | undefined } | undefined;
 }
 
 /** The decision on new work, from budgets read, repaired and (when refused) proven. */
 export interface Judgement {
   readonly refusal?: ScopeRefusal | undefined;
-  /** Present: ALLOW_WITH_CAPS, the caps of the affected budgets merged (domain/caps.ts). */
+  /** A DENY that no budget's state explains: the tenant is closed, or nothing is budgeted. */
+  readonly deny?: TenantDenyReason | undefined;
+  /** Present: ALLOW_WITH_CAPS, the caps of the affected budgets and policies merged. */
   readonly caps?: Caps | undefined;
+  /** The scopes the work lands on (holds, charges): every derived scope, or the budgeted ones. */
+  readonly scopes: readonly string[];
 }
+
+/** Why a judgement is DENY, if it is. */
+export const denyReason = (j: Judgement): ReasonCode | undefined =>
+  j.deny ?? (j.refusal && reasonCodeOf(j.refusal));
 
 /**
  * The admission of one request's new work: its scopes (dimension keys are budget levels only
- * where a budget of the tenant names them; the tenant's record is read at most once per
- * TENANT_STATE_TTL_MS per process, store/tenants.ts), and the steps of its loop.
+ * where a budget of the tenant names them), the tenant's settings and policies (its record and
+ * policies are read at most once per TENANT_STATE_TTL_MS per process, store/tenants.ts), and the
+ * steps of its loop.
  */
 export async function admit(caller: Caller, work: NewWork, now: number, requestId?: string) {
   const state = await tenantState(caller.tenant, now);
@@ -65,49 +82,79 @@ export async function admit(caller: Caller, work: NewWork, now: number, requestI
     named ? state.dimensionKeys : NO_DIMENSIONS,
   );
   const { unit, amount } = work.amount;
+  const effect = policyEffect(state.policies, scopes, now);
+  const eventPolicy = work.event && termsOf(work.event, state.settings, effect).overagePolicy;
+  // The tenant's option: scopes without a budget are skipped, not zero allocation (SPEC's rule).
+  const skip = state.settings.unbudgetedScopes === 'SKIP';
+  const landing = (s: Snapshot): readonly string[] =>
+    skip ? scopes.filter((scope) => budgetAt(s.budgets, scope, unit)) : scopes;
+  const unbudgeted = (s: Snapshot) => skip && landing(s).length === 0;
+  // The close closes the tenant's budgets before its record (use-cases/tenants.ts): a CLOSED
+  // budget read here is the close, observed at once, whatever the cached record says.
+  const closed = (s: Snapshot) =>
+    state.status === 'CLOSED' ||
+    scopes.some((scope) => budgetAt(s.budgets, scope, unit)?.status === 'CLOSED');
   const freer = expiredHoldsFreer(caller.tenant, now);
   const sourceOf = (record: Omit<SnapshotRequest, 'budgets' | 'atomic'>) =>
     budgetSource({ ...record, budgets: { scopes, unit } }, now);
-  // Called once the operation is known not to be a replay: a replay answers what was done before.
-  const requireTenantOpen = () => requireOpenForNewWork(caller.tenant, state.status);
   const refusalOf = (s: Snapshot): ScopeRefusal | undefined =>
-    work.eventPolicy === undefined
-      ? admissionRefusal(scopes, work.amount, s.budgets)
-      : chargeRefusal(scopes, work.amount, work.eventPolicy, s);
+    eventPolicy === undefined
+      ? admissionRefusal(landing(s), work.amount, s.budgets)
+      : chargeRefusal(landing(s), work.amount, eventPolicy, s);
+  const capsOf = (s: Snapshot): Caps | undefined => {
+    const budgetCaps = capsFor(landing(s), work.amount, s.budgets);
+    if (!effect.caps) return budgetCaps;
+    return budgetCaps ? mergeCaps(budgetCaps, effect.caps) : effect.caps;
+  };
+  /** A closed tenant (409) or nothing budgeted (404): what a live write answers. */
+  const requireAdmissible = (s: Snapshot) => {
+    if (closed(s)) throw tenantClosed(caller.tenant);
+    if (unbudgeted(s)) throw noBudget(scopePath, unit);
+  };
 
   return {
     scopes,
     scopePath,
     unit,
-    requireTenantOpen,
+    /** The request's choices resolved by the policies and the tenant's settings. */
+    terms: (asked: Parameters<typeof termsOf>[0]) => termsOf(asked, state.settings, effect),
+    /** An event's overage policy, resolved. */
+    eventPolicy,
+    /** A suspended tenant takes no new work (403); a closed one is the decision's to answer. */
+    requireNotSuspended: () => requireNotSuspended(caller.tenant, state.status),
+    /** The scopes the work lands on, as read. */
+    landing,
     /** The budgets of the scopes, with the record that would replay the operation. */
     read: (record: Omit<SnapshotRequest, 'budgets' | 'atomic'>, atomic = false) =>
       sourceOf(record).read(atomic),
 
     /**
-     * The repair step: the tenant takes new work; due periods rolled over; an event's scope
-     * with no budget in its unit but budgets in others is 400 UNIT_MISMATCH; expired holds that
-     * fill a scope refusing BUDGET_EXCEEDED freed, once. true: read again.
+     * The repair step: the tenant takes new work; due periods rolled over; a scope with no
+     * budget in this unit but budgets in others is 400 UNIT_MISMATCH (an event's, or any work's
+     * that nothing is budgeted for under SKIP); expired holds that fill a scope refusing
+     * BUDGET_EXCEEDED freed, once. true: read again.
      */
     async repair(s: Snapshot): Promise<boolean> {
-      requireTenantOpen();
+      requireNotSuspended(caller.tenant, state.status);
       if (await sourceOf({}).repair(s)) return true;
-      if (work.eventPolicy !== undefined) await requireUnitOfScopes(caller.tenant, scopes, unit, s);
+      if (unbudgeted(s)) await requireUnitOfScopes(caller.tenant, scopes, unit, s);
+      else if (eventPolicy !== undefined && !skip)
+        await requireUnitOfScopes(caller.tenant, scopes, unit, s);
       return freer.free(refusalOf(s), s.budgets);
     },
 
-    /** Admits a hold, with the caps that apply, or throws its refusal (409). */
+    /** Admits a hold, with the caps that apply, or throws its refusal (409, 404). */
     allow(s: Snapshot): Judgement {
-      requireTenantOpen();
+      requireAdmissible(s);
       const refusal = refusalOf(s);
       if (refusal) throw refusalError(refusal);
-      return { caps: capsFor(scopes, work.amount, s.budgets) };
+      return { caps: capsOf(s), scopes: landing(s) };
     },
 
-    /** An event's charges on every scope (domain/settlement.ts), or its refusal (409). */
+    /** An event's charges on every scope it lands on (domain/settlement.ts), or its refusal. */
     charge(s: Snapshot): LedgerChange[] {
-      requireTenantOpen();
-      const charge = eventChanges(scopes, work.amount, work.eventPolicy ?? 'REJECT', s.budgets);
+      requireAdmissible(s);
+      const charge = eventChanges(landing(s), work.amount, eventPolicy ?? 'REJECT', s.budgets);
       if ('refusal' in charge) throw refusalError(charge.refusal);
       return charge.changes;
     },
@@ -117,20 +164,27 @@ export async function admit(caller: Caller, work: NewWork, now: number, requestI
      * shard by shard is thrown instead, for the loop to decide again on an atomic read.
      */
     judge(s: Snapshot): Judgement {
-      requireTenantOpen();
+      if (closed(s)) return { deny: 'TENANT_CLOSED', scopes: landing(s) };
+      if (unbudgeted(s)) return { deny: 'BUDGET_NOT_FOUND', scopes };
       const refusal = refusalOf(s);
       if (refusal && s.atomic === false) throw refusalError(refusal);
-      return refusal ? { refusal } : { caps: capsFor(scopes, work.amount, s.budgets) };
+      return refusal ? { refusal, scopes: landing(s) } : { caps: capsOf(s), scopes: landing(s) };
     },
 
     /**
      * What the failed conditions of a hold's write prove: the refusal of the scope they name,
      * unless it is BUDGET_EXCEEDED and freeing expired holds is untried (read again first).
+     * `landed`: the scopes the write held on, in its order.
      */
-    refusalOnWrite(refused: readonly RefusedBudget[]): DomainError | undefined {
+    refusalOnWrite(
+      refused: readonly RefusedBudget[],
+      landed: readonly string[],
+    ): DomainError | undefined {
+      if (refused.some(({ budget }) => budget?.status === 'CLOSED'))
+        return tenantClosed(caller.tenant);
       const refusal = firstRefusal(
         refused.map(({ index, budget }) =>
-          budgetRefusal({ scope: scopes[index] ?? '', unit }, budget, amount),
+          budgetRefusal({ scope: landed[index] ?? '', unit }, budget, amount),
         ),
       );
       if (refusal?.code === 'BUDGET_EXCEEDED' && !freer.tried) return undefined;
@@ -140,6 +194,17 @@ export async function admit(caller: Caller, work: NewWork, now: number, requestI
     /** Records a refusal of this work for reservation.denied; anything else passes. */
     report: (error: unknown) => recordRefusal(error, caller, work, now, requestId),
   };
+}
+
+/** 404: the tenant skips unbudgeted scopes and none of the derived ones has a budget. */
+const noBudget = (scopePath: string, unit: Unit) =>
+  new DomainError('NOT_FOUND', `no budget in ${unit} at any scope of ${scopePath}`, {
+    scope_path: scopePath,
+    unit,
+  });
+
+function requireNotSuspended(tenant: string, status: TenantStatus | undefined): void {
+  if (status === 'SUSPENDED') requireOpenForNewWork(tenant, status);
 }
 
 export type Admission = Awaited<ReturnType<typeof admit>>;

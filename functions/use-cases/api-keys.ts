@@ -5,17 +5,27 @@ import {
   generateKeySecret,
   hashKeySecret,
   isExpired,
+  type KeySortKey,
   keyPrefixOf,
   keyStatus,
+  OPERATORS,
 } from '../domain/api-keys.js';
-import type { Caller, Credential } from '../domain/caller.js';
+import type { Caller, Credential, Operator } from '../domain/caller.js';
 import {
   adminCapabilities,
   type Capabilities,
+  operatorCapabilities,
   tenantCapabilities,
 } from '../domain/capabilities.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
-import { effectivePermissions, type Permission } from '../domain/permissions.js';
+import {
+  DEFAULT_PERMISSIONS,
+  effectivePermissions,
+  grants,
+  isAdminPermission,
+  type Permission,
+} from '../domain/permissions.js';
+import { tenantClosed } from '../domain/tenant.js';
 import {
   getApiKeyByHash,
   getApiKeyById,
@@ -25,14 +35,66 @@ import {
 } from '../store/api-keys.js';
 import { byOperator, type WriteContext } from './context.js';
 import { readAgain, whileStale } from './guarded-write.js';
-import { type Page, type PageRequest, paged } from './pages.js';
+import {
+  allOf,
+  type Page,
+  type PageRequest,
+  paged,
+  type SortDirection,
+  type SortKey,
+  sortedPage,
+} from './pages.js';
 
 export interface ApiKeyRequest {
+  /** A tenant's id, or OPERATORS for a named operator credential. */
   readonly tenantId: string;
   readonly name: string;
   readonly description?: string | undefined;
-  readonly permissions: readonly Permission[];
+  /** DEFAULT_PERMISSIONS for a tenant key when absent; an operator credential must name its own. */
+  readonly permissions?: readonly Permission[] | undefined;
   readonly expiresAt?: string | undefined;
+}
+
+/**
+ * The permissions a key of `owner` may be given by `granter`: an operator credential holds only
+ * `admin:*` permissions and must name them; and no credential grants an `admin:*` permission it
+ * does not hold itself (the bootstrap admin key holds them all), so an operator cannot widen its
+ * own reach by minting or changing a key (docs/decisions.md § Operators).
+ */
+function permissionsFor(
+  owner: string,
+  given: readonly Permission[] | undefined,
+  granter: Credential,
+): Permission[] {
+  const operator = owner === OPERATORS;
+  if (operator && (given === undefined || given.length === 0)) {
+    throw invalidRequest(
+      'permissions: an operator credential needs its admin permissions, e.g. ["admin:read","admin:write"]',
+      { field: 'permissions' },
+    );
+  }
+  const permissions = given ?? DEFAULT_PERMISSIONS;
+  const foreign = permissions.find((p) => !isAdminPermission(p));
+  if (operator && foreign !== undefined) {
+    throw invalidRequest(
+      `permissions: an operator credential holds admin:* permissions only, not ${foreign}`,
+      {
+        field: 'permissions',
+      },
+    );
+  }
+  const held = granter.kind === 'admin' ? granter.operator?.permissions : granter.permissions;
+  const beyond = held && permissions.find((p) => isAdminPermission(p) && !grants(held, p));
+  if (beyond) {
+    throw new DomainError(
+      'FORBIDDEN',
+      `a credential cannot grant ${beyond}, which it does not hold`,
+      {
+        missing_permission: beyond,
+      },
+    );
+  }
+  return operator ? [...new Set(permissions)] : effectivePermissions(permissions);
 }
 export interface CreatedApiKey {
   readonly key: ApiKey;
@@ -40,8 +102,12 @@ export interface CreatedApiKey {
   readonly secret: string;
 }
 
-/** POST /v1/admin/api-keys: a new key of an existing tenant; audited. */
+/**
+ * POST /v1/admin/api-keys: a new key of an existing tenant, or a named operator credential
+ * (`tenant_id: OPERATORS`); audited.
+ */
 export async function createApiKey(
+  creator: Credential,
   request: ApiKeyRequest,
   context: WriteContext,
 ): Promise<CreatedApiKey> {
@@ -55,7 +121,7 @@ export async function createApiKey(
     tenant: request.tenantId,
     name: request.name,
     description: request.description,
-    permissions: effectivePermissions(request.permissions),
+    permissions: permissionsFor(request.tenantId, request.permissions, creator),
     createdAt: new Date(context.now).toISOString(),
     expiresAt:
       request.expiresAt === undefined ? undefined : new Date(request.expiresAt).toISOString(),
@@ -66,6 +132,7 @@ export async function createApiKey(
     action: 'api_key.create',
     after: key,
   });
+  if (inserted === 'tenantClosed') throw tenantClosed(request.tenantId);
   if (inserted === 'noTenant') {
     throw new DomainError('NOT_FOUND', `tenant ${request.tenantId} does not exist`, {
       tenant_id: request.tenantId,
@@ -99,24 +166,50 @@ export async function readApiKey(keyId: string): Promise<ApiKey> {
 
 export type KeyStatus = 'ACTIVE' | 'REVOKED' | 'EXPIRED';
 
-/** GET /v1/admin/api-keys: one tenant's keys or every tenant's, by tenant then id. */
-export function listApiKeys(
-  q: PageRequest & {
-    readonly tenantId?: string | undefined;
-    readonly status?: KeyStatus | undefined;
-  },
-  now: number,
-): Promise<Page<ApiKey>> {
-  const binding = { route: 'api-keys', tenant: q.tenantId, status: q.status };
-  return paged(binding, q, async (after) => {
-    const page = await queryApiKeys({
-      tenant: q.tenantId,
-      after,
-      limit: q.limit,
-      matches: (key) => q.status === undefined || keyStatus(key, now) === q.status,
-    });
+export interface KeyFilters extends PageRequest {
+  readonly tenantId?: string | undefined;
+  readonly status?: KeyStatus | undefined;
+  /** Case-insensitive substring of the key id or the name. */
+  readonly search?: string | undefined;
+  readonly sortBy?: KeySortKey | undefined;
+  readonly sortDir?: SortDirection | undefined;
+}
+
+/**
+ * GET /v1/admin/api-keys: one tenant's keys or every tenant's, by tenant then id; sorted on
+ * another key in memory (at most MAX_SORT_CANDIDATES matches), as the reference sorts.
+ */
+export function listApiKeys(q: KeyFilters, now: number): Promise<Page<ApiKey>> {
+  const needle = q.search?.toLowerCase();
+  const matches = (key: ApiKey) =>
+    (q.status === undefined || keyStatus(key, now) === q.status) &&
+    (needle === undefined ||
+      key.keyId.toLowerCase().includes(needle) ||
+      key.name.toLowerCase().includes(needle));
+  const binding = { route: 'api-keys', tenant: q.tenantId, status: q.status, search: q.search };
+  const walk = async (after: string | undefined, limit: number) => {
+    const page = await queryApiKeys({ tenant: q.tenantId, after, limit, matches });
     return { items: page.keys, nextPosition: page.nextPosition };
-  });
+  };
+  const { sortBy } = q;
+  if (sortBy === undefined) return paged(binding, q, (after) => walk(after, q.limit));
+  const keyOf = (k: ApiKey): SortKey => [
+    {
+      key_id: k.keyId,
+      name: k.name,
+      tenant_id: k.tenant,
+      status: keyStatus(k, now),
+      created_at: k.createdAt,
+      expires_at: k.expiresAt ?? '',
+    }[sortBy],
+    k.keyId,
+  ];
+  return sortedPage(
+    { ...binding, sortBy },
+    { ...q, direction: q.sortDir ?? 'desc' },
+    () => allOf((after) => walk(after, 1_000), 'keys'),
+    keyOf,
+  );
 }
 
 /**
@@ -143,6 +236,7 @@ async function changeKey(
 
 /** PATCH /v1/admin/api-keys/{key_id}: name, description, permissions of a live key. */
 export function updateApiKeyDetails(
+  changer: Credential,
   keyId: string,
   request: ApiKeyChange,
   context: WriteContext,
@@ -159,7 +253,7 @@ export function updateApiKeyDetails(
         ...(request.name !== undefined && { name: request.name }),
         ...(request.description !== undefined && { description: request.description }),
         ...(request.permissions !== undefined && {
-          permissions: effectivePermissions(request.permissions),
+          permissions: permissionsFor(key.tenant, request.permissions, changer),
         }),
         updatedAt: new Date(context.now).toISOString(),
       };
@@ -220,7 +314,12 @@ export type TenantIntrospection = {
   readonly capabilities: Capabilities;
 };
 export type Introspection =
-  | { readonly authType: 'admin'; readonly capabilities: Capabilities }
+  | {
+      readonly authType: 'admin';
+      /** A named operator credential; absent for the bootstrap admin key. */
+      readonly operator?: Operator | undefined;
+      readonly capabilities: Capabilities;
+    }
   | TenantIntrospection;
 
 /**
@@ -230,7 +329,12 @@ export type Introspection =
 export function introspectAuth(credential: Credential & { kind: 'tenant' }): TenantIntrospection;
 export function introspectAuth(credential: Credential): Introspection;
 export function introspectAuth(credential: Credential): Introspection {
-  if (credential.kind === 'admin') return { authType: 'admin', capabilities: adminCapabilities() };
+  if (credential.kind === 'admin') {
+    const { operator } = credential;
+    return operator
+      ? { authType: 'admin', operator, capabilities: operatorCapabilities(operator.permissions) }
+      : { authType: 'admin', capabilities: adminCapabilities() };
+  }
   const { kind: _, ...key } = credential;
   return { authType: 'tenant', key, capabilities: tenantCapabilities(key.permissions) };
 }

@@ -106,7 +106,7 @@ async function readForSettling(
   if (first.replay || !r || r.tenant !== caller.tenant || r.status !== 'ACTIVE') return first;
   const scopes = [...affectedScopes(r), ...(moreScopes?.(r) ?? [])];
   const [read, parent] = await Promise.all([
-    getBudgets(scopes, r.reserved.unit, atomic),
+    getBudgets(scopes, r.reserved.unit, atomic ? 'atomic' : 'batch'),
     r.delegation && readReservation(r.delegation.parentId),
   ]);
   if (now >= settleDeadline(r)) return { ...first, ...read, parent };
@@ -138,7 +138,7 @@ export const refundingSource = (
     const unit = first.reservation?.reserved.unit ?? first.event?.actual.unit;
     const scopes = first.reservation ? affectedScopes(first.reservation) : first.event?.scopes;
     if (!unit || !scopes) return first;
-    const read = await getBudgets(scopes, unit, atomic);
+    const read = await getBudgets(scopes, unit, atomic ? 'atomic' : 'batch');
     const places = refundableOf({ ...first, budgets: read.budgets })?.places ?? [];
     return {
       ...first,
@@ -194,13 +194,15 @@ export async function currentBudgetsOf(
 
 /**
  * Budgets and their records for reads that write nothing (listings, lookups, balances), as of
- * `now`: a rolling budget past its period is shown as its next operation will find it.
+ * `now`: a rolling budget past its period is shown as its next operation will find it. A sharded
+ * budget is read at one instant, or, when its shards stay busy, shard by shard with every field
+ * from those reads (store/budgets/read.ts `view`; docs/scaling.md § Reads of a sharded budget).
  */
 export async function viewBudgets(
   refs: readonly BudgetRef[],
   now: number,
 ): Promise<BudgetRecord[]> {
-  const records = await getBudgetRecords(refs);
+  const records = await getBudgetRecords(refs, 'view');
   return records.map((r) => ({ ...r, budget: rolledOver(r.budget, now) }));
 }
 
@@ -210,13 +212,13 @@ export const viewBudgetsByKey = async (refs: readonly BudgetRef[], now: number) 
 
 /** Budgets and their records as stored, for changes conditioned on what they read. */
 export const readRecords = (refs: readonly BudgetRef[]): Promise<BudgetRecord[]> =>
-  getBudgetRecords(refs);
+  getBudgetRecords(refs, 'view');
 
 /**
  * A budget as the writes left it, at one instant (its shards read by TransactGetItems): what
  * budget events report, so never rolled over (a rollover is a write of its own).
  */
 export async function readAsWritten(ref: BudgetRef): Promise<BudgetRecord | undefined> {
-  const [record] = await getBudgetRecords([ref], true);
+  const [record] = await getBudgetRecords([ref], 'atomic');
   return record;
 }

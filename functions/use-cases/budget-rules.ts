@@ -2,6 +2,7 @@ import type { Unit } from '../domain/amounts.js';
 import type { BudgetRecord, BudgetRef } from '../domain/budget.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { heaviestPathExtra, MAX_PATH_EXTRA_SHARDS } from '../domain/escrow.js';
+import { tenantOfPath } from '../domain/scopes.js';
 import { getShardedBudgets, type ShardedBudgets } from '../store/tenants.js';
 import { readRecords } from './budget-reader.js';
 
@@ -13,11 +14,18 @@ export const noTenant = (tenant: string) =>
 export const noBudget = (scope: string, unit: Unit) =>
   new DomainError('NOT_FOUND', `no budget for ${scope} in ${unit}`, { scope, unit });
 
-export const budgetClosed = (scope: string, unit: Unit) =>
-  new DomainError('BUDGET_CLOSED', `the budget of ${scope} in ${unit} is closed`, { scope, unit });
-
-export const noShardsForRolling = () =>
-  invalidRequest('a rolling budget (period) cannot be split into shards', { field: 'shards' });
+/**
+ * A budget is CLOSED only by its tenant's close: every change of it is then refused with the
+ * reference's 409 TENANT_CLOSED (Rule 2 of its close: a closed tenant's objects are read-only).
+ */
+export const budgetClosed = (scope: string, unit: Unit) => {
+  const tenant = tenantOfPath(scope);
+  return new DomainError('TENANT_CLOSED', `tenant ${tenant} is closed: its budgets are read-only`, {
+    tenant_id: tenant,
+    scope,
+    unit,
+  });
+};
 
 /** Scopes of sharded budgets a tenant item may list (docs/decisions.md § Escrow shards). */
 const MAX_SHARDED_MAP_CHARS = 100_000;

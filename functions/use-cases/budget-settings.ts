@@ -1,31 +1,18 @@
 import type { Amount } from '../domain/amounts.js';
 import { budgetAudit } from '../domain/audit.js';
-import {
-  type Budget,
-  type BudgetRecord,
-  type BudgetRef,
-  type BudgetStatus,
-  shardCount,
-} from '../domain/budget.js';
+import type { Budget, BudgetRecord, BudgetRef, BudgetStatus } from '../domain/budget.js';
 import { DEFAULT_THRESHOLDS } from '../domain/budget-events.js';
 import type { BudgetWriter } from '../domain/caller.js';
 import type { BudgetCaps } from '../domain/caps.js';
-import { DomainError, invalidRequest, RetryLaterError } from '../domain/errors.js';
-import {
-  emptyShards,
-  evenOutMoves,
-  mustGate,
-  type Shard,
-  type ShardMove,
-} from '../domain/escrow.js';
-import { growShards, moveFromShard } from '../store/budgets/growth.js';
+import { DomainError } from '../domain/errors.js';
 import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
 import { setBudgetStatus, updateBudgetSettings } from '../store/budgets/writes.js';
-import { readBudgets, readRecords } from './budget-reader.js';
-import { noShardsForRolling, openBudget, shardedBudgetsWithRoom } from './budget-rules.js';
+import { readRecords } from './budget-reader.js';
+import { openBudget } from './budget-rules.js';
 import { storedThresholds } from './budgets.js';
 import { byOperator, type WriteContext, writableScope } from './context.js';
 import { readAgain, whileStale } from './guarded-write.js';
+import { growBudgetShards } from './shard-growth.js';
 
 // The operator's changes to a budget's settings and state: overdraft limit, caps, thresholds,
 // escrow shards, freeze, close. Each is read → change → conditional write with its audit record,
@@ -117,99 +104,6 @@ async function changeBudgetSettings(
 }
 
 /**
- * PATCH `shards`: a busy budget split further, while it serves. The count rises on shard 0 and
- * the new shards are put empty in one transaction, with the tenant's map of sharded budgets (the
- * path rule) and the audit record; then the remaining is evened out by moves of two shards each
- * (`evenOutMoves`), which a busy budget lets through where one rewrite of every shard would keep
- * losing to holds. A move that fails (the budget moved on) is left to the next exact write,
- * which lays every shard out afresh. Never fewer shards: holds live on their shards until
- * settled. Not on a rolling budget, as at creation.
- */
-async function growBudgetShards(
-  writer: BudgetWriter,
-  ref: BudgetRef,
-  to: number,
-  context: WriteContext,
-): Promise<BudgetRecord> {
-  const { tenant, by, scope } = writableScope(writer, ref.scope, context);
-  const grown = await whileStale(async () => {
-    const before = await openBudget(scope, ref.unit);
-    const { budget } = before;
-    const from = shardCount(budget);
-    if (to === from) return before;
-    if (budget.period) throw noShardsForRolling();
-    if (to < from) {
-      throw invalidRequest(
-        `shards: ${scope} has ${from}; a budget's shards can only grow (its holds live on them)`,
-        { field: 'shards' },
-      );
-    }
-    const sharded = await shardedBudgetsWithRoom(tenant, scope, ref.unit, to);
-    const at = new Date(context.now).toISOString();
-    const audit = budgetAudit(by, 'budget.update', budget, budget, { shards: { from, to } });
-    // Unsharded, the ledger item has no gate yet: the one its counters call for.
-    const gated =
-      budget.layout.kind === 'sharded' ? budget.layout.gated : mustGate(budget.counters);
-    const status = budget.status === 'FROZEN' ? 'FROZEN' : 'ACTIVE';
-    const g = {
-      tenant,
-      scope,
-      unit: ref.unit,
-      from,
-      to,
-      gated,
-      status,
-      at,
-      sharded,
-      audit,
-    } as const;
-    if ((await growShards(g)) === 'stale') return readAgain;
-    const shards: Shard[] = [
-      ...(budget.layout.kind === 'sharded'
-        ? budget.layout.shards
-        : [{ ...budget.counters, gated }]),
-      ...emptyShards(to - from).map((s) => ({ ...s, gated })),
-    ];
-    return {
-      ...before,
-      budget: { ...budget, layout: { kind: 'sharded', shards, gated } },
-      updatedAt: at,
-    } as BudgetRecord;
-  });
-  // Also when the count was already `to`: a PATCH sent again finishes an interrupted evening out.
-  if (shardCount(grown.budget) === to) await evenOutShards(scope, ref.unit);
-  return grown;
-}
-
-/** How long a PATCH `shards` spends evening out (its function times out at 10 s). */
-const EVEN_OUT_MS = 3_000;
-
-/**
- * Best effort, one pass, one transaction per donor shard (it and the shards it fills, which are
- * cold): a busy budget lets that through as it lets a hold through. Stops when busy past the
- * retries or past EVEN_OUT_MS; the budget is exact as it stands, only less evenly laid out, and
- * the same PATCH sent again (same count) carries on from there.
- */
-async function evenOutShards(scope: string, unit: BudgetRef['unit']): Promise<void> {
-  const deadline = performance.now() + EVEN_OUT_MS;
-  const { budgets } = await readBudgets({ budgets: { scopes: [scope], unit } });
-  const layout = [...budgets.values()][0]?.layout;
-  if (layout?.kind !== 'sharded') return;
-  const byDonor = new Map<number, ShardMove[]>();
-  for (const m of evenOutMoves(layout.shards))
-    byDonor.set(m.from, [...(byDonor.get(m.from) ?? []), m]);
-  for (const moves of byDonor.values()) {
-    if (performance.now() > deadline) return;
-    try {
-      await moveFromShard(scope, unit, moves);
-    } catch (error) {
-      if (!(error instanceof RetryLaterError)) throw error;
-      return;
-    }
-  }
-}
-
-/**
  * POST /v1/admin/budgets/freeze and /unfreeze: a frozen budget refuses new reservations and
  * events (409 BUDGET_FROZEN; DENY on decide and dry runs) and still settles the open ones.
  * Freezing a frozen budget answers it unchanged.
@@ -238,7 +132,10 @@ export async function setBudgetFrozen(
   });
 }
 
-/** Part of a tenant's close: every budget of the tenant CLOSED (audited), permanently. */
+/**
+ * Part of a tenant's close: every budget of the tenant CLOSED (audited), permanently. A budget
+ * another change moved meanwhile (a freeze, a funding) is read again and closed.
+ */
 export async function closeBudgetsOfTenant(tenant: string, context: WriteContext) {
   const at = new Date(context.now).toISOString();
   for (let after: string | undefined; ; ) {
@@ -249,14 +146,18 @@ export async function closeBudgetsOfTenant(tenant: string, context: WriteContext
       after,
       limit: 100,
     });
-    for (const { budget } of await readRecords(page.entries)) {
-      if (budget.status === 'CLOSED') continue;
-      const audit = budgetAudit(byOperator(tenant, context), 'budget.close', budget, {
-        ...budget,
-        status: 'CLOSED',
+    for (const record of await readRecords(page.entries)) {
+      let budget: Budget | undefined = record.budget;
+      await whileStale(async () => {
+        if (!budget || budget.status === 'CLOSED') return undefined;
+        const audit = budgetAudit(byOperator(tenant, context), 'budget.close', budget, {
+          ...budget,
+          status: 'CLOSED',
+        });
+        if ((await setBudgetStatus(budget, 'CLOSED', at, audit)) === 'updated') return undefined;
+        budget = (await readRecords([budget.ref]))[0]?.budget;
+        return readAgain;
       });
-      // A concurrent freeze may win the race: the next close of the tenant finishes it.
-      await setBudgetStatus(budget, 'CLOSED', at, audit);
     }
     const last = page.entries[page.entries.length - 1];
     if (!page.hasMore || !last) return;

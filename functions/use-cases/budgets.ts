@@ -4,7 +4,6 @@ import {
   type Budget,
   type BudgetRecord,
   type BudgetRef,
-  type BudgetStatus,
   balanceOf,
   budgetAt,
   type Ledger,
@@ -13,24 +12,17 @@ import {
 } from '../domain/budget.js';
 import { isDefaultThresholds, normalThresholds } from '../domain/budget-events.js';
 import type { BudgetWriter } from '../domain/caller.js';
-import { requireOwnTenant } from '../domain/caller.js';
 import type { BudgetCaps } from '../domain/caps.js';
 import { DomainError, invalidRequest } from '../domain/errors.js';
 import { emptyShards, respread } from '../domain/escrow.js';
 import { fingerprint } from '../domain/fingerprint.js';
 import { applyDelta, type FundOperation, fundChange, inPeriodsOf } from '../domain/ledger.js';
 import { type PeriodSpec, periodAt } from '../domain/period.js';
-import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
+import { tenantClosed } from '../domain/tenant.js';
 import { queryClosedPeriods } from '../store/budgets/periods.js';
 import { applyFunding, insertLedger } from '../store/budgets/writes.js';
 import { budgetSource, readRecords, viewBudgets } from './budget-reader.js';
-import {
-  budgetClosed,
-  noBudget,
-  noShardsForRolling,
-  noTenant,
-  shardedBudgetsWithRoom,
-} from './budget-rules.js';
+import { budgetClosed, noBudget, noTenant, shardedBudgetsWithRoom } from './budget-rules.js';
 import { type WriteContext, writableScope } from './context.js';
 import { guardedWrite, readAgain, whileStale } from './guarded-write.js';
 import { outcomeToStore } from './outcomes.js';
@@ -77,7 +69,6 @@ export async function createBudget(
     }
   }
   const shards = request.shards ?? 1;
-  if (request.period && shards > 1) throw noShardsForRolling();
   const allocated = request.allocated.amount;
   const counters = { allocated, spent: 0, reserved: 0, debt: 0, remaining: allocated };
   const thresholds = storedThresholds(request.thresholds);
@@ -121,6 +112,7 @@ export async function createBudget(
     return outcome === 'stale' ? readAgain : outcome;
   });
   if (inserted === 'noTenant') throw noTenant(tenant);
+  if (inserted === 'tenantClosed') throw tenantClosed(tenant);
   if (inserted === 'duplicate') {
     throw new DomainError(
       'DUPLICATE_RESOURCE',
@@ -216,49 +208,6 @@ export async function lookupBudget(
   const [found] = await viewBudgets([{ scope, unit: ref.unit }], now);
   if (!found) throw noBudget(scope, ref.unit);
   return found;
-}
-
-export interface BudgetFilters extends PageRequest {
-  readonly tenantId?: string | undefined;
-  readonly scopePrefix?: string | undefined;
-  readonly unit?: Unit | undefined;
-  readonly status?: BudgetStatus | undefined;
-}
-
-/**
- * GET /v1/admin/budgets: one tenant's budgets by scope, filtered. The operator names the tenant
- * (budgets are indexed per tenant); a key lists its own.
- */
-export function listBudgets(
-  reader: BudgetWriter,
-  q: BudgetFilters,
-  now: number,
-): Promise<Page<BudgetRecord>> {
-  if (reader.kind === 'tenant' && q.tenantId !== undefined) {
-    requireOwnTenant(reader, q.tenantId, `tenant '${q.tenantId}'`, { tenant_id: q.tenantId });
-  }
-  const tenant = reader.kind === 'tenant' ? reader.tenant : q.tenantId;
-  if (tenant === undefined) {
-    throw invalidRequest('tenant_id is required with the admin key', { field: 'tenant_id' });
-  }
-  const { cursor: _cursor, limit, ...filters } = q;
-  return paged({ route: 'budgets', ...filters, tenantId: tenant }, q, async (after) => {
-    const page = await queryLedgerIndex({
-      tenant,
-      segment: `tenant:${tenant}`,
-      alsoContains: [],
-      scopePrefix: q.scopePrefix,
-      unit: q.unit,
-      after,
-      limit,
-    });
-    const records = await viewBudgets(page.entries, now);
-    const last = page.entries[page.entries.length - 1];
-    return {
-      items: records.filter((r) => q.status === undefined || r.budget.status === q.status),
-      nextPosition: page.hasMore && last ? last.position : undefined,
-    };
-  });
 }
 
 /**

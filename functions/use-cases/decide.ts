@@ -2,16 +2,11 @@ import type { Amount } from '../domain/amounts.js';
 import type { Caller } from '../domain/caller.js';
 import type { Caps } from '../domain/caps.js';
 import { fingerprint } from '../domain/fingerprint.js';
-import {
-  type ReasonCode,
-  reasonCodeOf,
-  refusalError,
-  type ScopeRefusal,
-} from '../domain/refusals.js';
+import { type ReasonCode, refusalError, type ScopeRefusal } from '../domain/refusals.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
 import { putIdempotencyRecord } from '../store/idempotency.js';
-import { admit } from './admission.js';
+import { admit, denyReason } from './admission.js';
 import { guardedWrite } from './guarded-write.js';
 import { outcomeToStore } from './outcomes.js';
 
@@ -52,10 +47,11 @@ export async function decide(
     repair: admission.repair,
     // A DENY read shard by shard is decided again on one instant's budgets (docs/scaling.md).
     decide: (snapshot) => {
-      const { refusal, caps } = admission.judge(snapshot);
+      const judgement = admission.judge(snapshot);
+      const { refusal, caps } = judgement;
       const result: Decision = {
-        refusal: refusal && reasonCodeOf(refusal),
-        affectedScopes: admission.scopes,
+        refusal: denyReason(judgement),
+        affectedScopes: judgement.scopes,
         ...(caps && { caps }),
       };
       return { refusal, result };

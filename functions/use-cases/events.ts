@@ -4,10 +4,12 @@ import type { Caller } from '../domain/caller.js';
 import { RetryLaterError } from '../domain/errors.js';
 import { derivedId, fingerprint } from '../domain/fingerprint.js';
 import { inPeriodsOf, ledgersAfter, type OveragePolicy } from '../domain/ledger.js';
+import { DEFAULT_OVERAGE_POLICY } from '../domain/policies.js';
 import { budgetRefusal, refusalError } from '../domain/refusals.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
 import { debtIncurredBy, type UsageEvent } from '../domain/settlement.js';
+import { tenantClosed } from '../domain/tenant.js';
 import { insertEvent } from '../store/events.js';
 import { admit } from './admission.js';
 import { guardedWrite } from './guarded-write.js';
@@ -18,7 +20,8 @@ export interface EventRequest {
   readonly subject: Subject;
   readonly action: Action;
   readonly actual: Amount;
-  readonly overagePolicy: OveragePolicy;
+  /** Absent: a policy's default, the tenant's, else REJECT. */
+  readonly overagePolicy?: OveragePolicy | undefined;
   readonly metrics?: Record<string, unknown> | undefined;
   readonly clientTimeMs?: number | undefined;
   readonly metadata?: Record<string, unknown> | undefined;
@@ -43,11 +46,14 @@ export async function createEvent(
   request: EventRequest,
   now: number,
 ): Promise<EventApplied> {
-  const work = { ...request, amount: request.actual, eventPolicy: request.overagePolicy };
+  const work = { ...request, amount: request.actual, event: request };
   const admission = await admit(caller, work, now);
-  const { scopes } = admission;
   const eventId = derivedId('evt', caller.tenant, request.idempotencyKey);
-  const print = fingerprint(request);
+  // Of what was sent, SPEC's default filled in (as reservations.ts does).
+  const print = fingerprint({
+    ...request,
+    overagePolicy: request.overagePolicy ?? DEFAULT_OVERAGE_POLICY,
+  });
   return guardedWrite({
     name: 'event',
     fingerprint: print,
@@ -58,9 +64,10 @@ export async function createEvent(
       const { budgets } = snapshot;
       const changes = admission.charge(snapshot);
       const result: EventApplied = { eventId, balances: ledgersAfter(budgets, changes) };
-      return { result, changes: inPeriodsOf(changes, budgets), budgets };
+      const scopes = admission.landing(snapshot);
+      return { result, changes: inPeriodsOf(changes, budgets), budgets, scopes };
     },
-    write: ({ result, changes, budgets }) => {
+    write: ({ result, changes, budgets, scopes }) => {
       const event: UsageEvent = {
         eventId,
         tenant: caller.tenant,
@@ -69,7 +76,7 @@ export async function createEvent(
         action: request.action,
         actual: request.actual,
         scopes,
-        overagePolicy: request.overagePolicy,
+        overagePolicy: admission.eventPolicy ?? DEFAULT_OVERAGE_POLICY,
         metrics: request.metrics,
         metadata: request.metadata,
         clientTimeMs: request.clientTimeMs,
@@ -79,7 +86,9 @@ export async function createEvent(
       return insertEvent({ event, charges: changes, budgets, outcome });
     },
     // Under overdraft a moved ledger does not prove a refusal: only the last attempt reports one.
-    refusalOf: (refused, _plan, lastAttempt) => {
+    refusalOf: (refused, { scopes }, lastAttempt) => {
+      if (refused.some(({ budget }) => budget?.status === 'CLOSED'))
+        return tenantClosed(caller.tenant);
       if (!lastAttempt) return undefined;
       const first = refused[0];
       // Only an unsharded budget's failed condition is evidence (a shard's proves nothing).

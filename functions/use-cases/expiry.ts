@@ -101,11 +101,49 @@ async function expireHoldsBlocking(
 ): Promise<boolean> {
   if (refusal?.code !== 'BUDGET_EXCEEDED') return false;
   if ((budgetAt(budgets, refusal.scope, refusal.unit)?.counters.reserved ?? 0) <= 0) return false;
-  const { reservations } = await queryDueReservations(now, DUE_PER_SHARD, tenant);
-  const holding = reservations.filter(
-    (r) => affectedScopes(r).includes(refusal.scope) && r.reserved.unit === refusal.unit,
+  return (
+    (await freeingOf(tenant, `${refusal.scope}\u0000${refusal.unit}`, now, async () => {
+      const { reservations } = await queryDueReservations(now, DUE_PER_SHARD, tenant);
+      const holding = reservations.filter(
+        (r) => affectedScopes(r).includes(refusal.scope) && r.reserved.unit === refusal.unit,
+      );
+      return expireAll(holding, () => now);
+    })) > 0
   );
-  return (await expireAll(holding, () => now)) > 0;
+}
+
+/**
+ * How far apart two refusals of one scope may be (by their request's `now`) and still share one
+ * freeing: a burst refused at once on a spent budget looks once (16 queries of the due index and
+ * the expiries), not once per request. A hold that fell due in between may refuse the later one:
+ * at most this long after its deadline, well inside the grace period clients are given.
+ */
+export const SHARED_FREEING_MS = 250;
+
+/** The freeing under way per tenant and scope, in this process: its `now` and its result. */
+const freeings = new Map<string, { readonly atMs: number; readonly expired: Promise<number> }>();
+
+async function freeingOf(
+  tenant: string,
+  scope: string,
+  now: number,
+  free: () => Promise<number>,
+): Promise<number> {
+  const key = `${tenant}\u0000${scope}`;
+  const running = freeings.get(key);
+  if (running && now >= running.atMs && now - running.atMs <= SHARED_FREEING_MS) {
+    // A shared freeing that failed fails only the request that ran it: this one frees its own.
+    const shared = await running.expired.catch(() => undefined);
+    if (shared !== undefined) return shared;
+    return free();
+  }
+  const expired = free();
+  freeings.set(key, { atMs: now, expired });
+  const forget = () => {
+    if (freeings.get(key)?.expired === expired) freeings.delete(key);
+  };
+  expired.then(forget, forget);
+  return expired;
 }
 
 /**

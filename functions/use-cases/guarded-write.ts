@@ -1,7 +1,9 @@
+import { pastDeadline } from '../deadline.js';
 import { DomainError, RetryLaterError } from '../domain/errors.js';
 import type { StoredOutcome } from '../store/entities/outcome.js';
 import type { RefusedBudget, WriteOutcome } from '../store/write.js';
 import { type ResultCodec, replayOf } from './outcomes.js';
+import { growHotBudgets } from './shard-growth.js';
 
 /** Returned by a step when what was read can no longer be trusted: read again. */
 export const readAgain = Symbol('readAgain');
@@ -73,8 +75,20 @@ export interface GuardedWrite<S extends Snapshot, P extends Plan<unknown>> {
 export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
   op: GuardedWrite<S, P>,
 ): Promise<P['result']> {
+  try {
+    return await attempts(op);
+  } finally {
+    // A budget this process found hot grows its shards, once the answer is decided.
+    await growHotBudgets();
+  }
+}
+
+async function attempts<S extends Snapshot, P extends Plan<unknown>>(
+  op: GuardedWrite<S, P>,
+): Promise<P['result']> {
   for (let attempt = 0; ; attempt++) {
-    const lastAttempt = attempt >= MAX_STALE_RETRIES;
+    // Between attempts: past the request's deadline, nothing more is tried (nothing was written).
+    if (attempt > 0 && pastDeadline()) throw busy();
     const snapshot = await op.read();
     if (snapshot.replay) {
       op.onReplay?.(snapshot);
@@ -92,13 +106,17 @@ export async function guardedWrite<S extends Snapshot, P extends Plan<unknown>>(
         op.onReplay?.(undefined);
         return replayOf(outcome.stored, op.fingerprint, op.codec);
       }
+      const lastAttempt = attempt >= MAX_STALE_RETRIES || pastDeadline();
       const refusal = op.refusalOf?.(outcome.refused, plan.decided, lastAttempt);
       if (refusal) throw refusal;
     }
     // The state kept moving under the write (a hot ledger): nothing was written; retryable.
-    if (lastAttempt) throw new RetryLaterError('CONTENTION', 100);
+    if (attempt >= MAX_STALE_RETRIES) throw busy();
   }
 }
+
+/** The answer when the state kept moving under the write: busy, nothing written (429). */
+const busy = () => new RetryLaterError('CONTENTION', 100);
 
 /** Repair, then decide; readAgain when the repair wrote something. */
 async function repairAndDecide<S extends Snapshot, P extends Plan<unknown>>(
@@ -147,7 +165,8 @@ export async function decideOnRead<S extends Snapshot, R>(op: {
   repair?(snapshot: S): Promise<boolean>;
   decide(snapshot: S): R;
 }): Promise<R> {
-  for (let atomic = false; ; ) {
+  for (let atomic = false, round = 0; ; round++) {
+    if (round > 0 && pastDeadline()) throw busy();
     const snapshot = await op.read(atomic);
     if (await op.repair?.(snapshot)) {
       atomic = false;
@@ -168,12 +187,13 @@ const MAX_CHANGE_ATTEMPTS = 5;
 /**
  * Read → change → conditional write, for records changed by the operator (tenants, keys, budget
  * settings): `attempt` answers readAgain when its write found the record changed since it read
- * it. After the bounded attempts nothing was written, and the answer is a retryable 503.
+ * it. After the bounded attempts nothing was written, and the answer is a retryable 429.
  */
 export async function whileStale<T>(attempt: () => Promise<T | typeof readAgain>): Promise<T> {
   for (let i = 0; i < MAX_CHANGE_ATTEMPTS; i++) {
+    if (i > 0 && pastDeadline()) break;
     const done = await attempt();
     if (done !== readAgain) return done;
   }
-  throw new RetryLaterError('CONTENTION', 100);
+  throw busy();
 }

@@ -9,13 +9,14 @@ import {
   isEffectivelyExpired,
   type Reservation,
   ReservationExpiredError,
+  type ReservationSortKey,
   type ReservationStatus,
 } from '../domain/reservation.js';
 import { canonicalValue, LEVELS, type Level, segmentText } from '../domain/scopes.js';
 import { queryLedgerIndex } from '../store/budgets/ledger-index.js';
 import { queryReservations, readReservation } from '../store/reservation-queries.js';
 import { viewBudgetsByKey } from './budget-reader.js';
-import type { Page } from './pages.js';
+import { allOf, type Page, type SortDirection, type SortKey, sortedPage } from './pages.js';
 
 type SubjectFilters = Partial<Record<Level, string | undefined>>;
 
@@ -43,12 +44,59 @@ export async function getReservation(
   return r;
 }
 
+/** A time window, epoch ms, either end open. */
+export interface Window {
+  readonly from?: number | undefined;
+  readonly to?: number | undefined;
+}
+
 export interface ReservationFilters extends SubjectFilters {
   readonly status?: ReservationStatus | undefined;
   readonly idempotencyKey?: string | undefined;
+  /** On created_at_ms (`from` / `to`), expires_at_ms, finalized_at_ms: inclusive. */
+  readonly created?: Window | undefined;
+  readonly expires?: Window | undefined;
+  readonly finalized?: Window | undefined;
+  readonly sortBy?: ReservationSortKey | undefined;
+  readonly sortDir?: SortDirection | undefined;
   readonly limit: number;
   readonly cursor?: string | undefined;
 }
+
+const inWindow = (w: Window | undefined, at: number | undefined): boolean =>
+  w === undefined ||
+  (w.from === undefined && w.to === undefined) ||
+  (at !== undefined &&
+    (w.from === undefined || at >= w.from) &&
+    (w.to === undefined || at <= w.to));
+
+/** A window whose start is after its end is refused, as the reference requires (400). */
+function requireWindows(q: ReservationFilters): void {
+  for (const [name, w] of [
+    ['from', q.created],
+    ['expires_from', q.expires],
+    ['finalized_from', q.finalized],
+  ] as const) {
+    if (w?.from !== undefined && w.to !== undefined && w.from > w.to) {
+      throw invalidRequest(`${name} is after its upper bound`, { field: name });
+    }
+  }
+}
+
+const reservationKey =
+  (by: ReservationSortKey) =>
+  (r: Reservation): SortKey => [
+    {
+      reservation_id: r.reservationId,
+      tenant: r.tenant,
+      scope_path: r.scopePath,
+      status: r.status,
+      reserved: r.reserved.amount,
+      created_at_ms: r.createdAtMs,
+      expires_at_ms: r.expiresAtMs,
+    }[by],
+    r.reservationId,
+  ];
 
 /**
  * The tenant a listing reads: a key's own (a ?tenant= may only name it); for the operator's
@@ -67,12 +115,17 @@ function listedTenant(reader: Credential, tenant: string | undefined): string {
   return tenant;
 }
 
-/** GET /v1/reservations: one index chosen by the most specific filter, newest first. */
+/**
+ * GET /v1/reservations: one index chosen by the most specific filter, newest first (a creation
+ * window is a range of it); sorted otherwise as the reference sorts, in memory over at most
+ * MAX_SORT_CANDIDATES matches.
+ */
 export async function listReservations(
   reader: Credential,
   q: ReservationFilters,
 ): Promise<Page<Reservation>> {
   const tenant = listedTenant(reader, q.tenant);
+  requireWindows(q);
   const subjectLevels = LEVELS.slice(1);
   const matches = (r: Reservation) =>
     r.tenant === tenant &&
@@ -82,7 +135,14 @@ export async function listReservations(
         q[level] === undefined ||
         canonicalValue(level, r.subject[level] ?? '') === canonicalValue(level, q[level]),
     ) &&
-    (q.idempotencyKey === undefined || r.idempotencyKey === q.idempotencyKey);
+    (q.idempotencyKey === undefined || r.idempotencyKey === q.idempotencyKey) &&
+    inWindow(q.created, r.createdAtMs) &&
+    inWindow(q.expires, r.expiresAtMs) &&
+    // Only COMMITTED and RELEASED rows carry finalized_at_ms (the reference's rule).
+    inWindow(
+      q.finalized,
+      r.status === 'COMMITTED' || r.status === 'RELEASED' ? r.finalizedAtMs : undefined,
+    );
 
   if (q.idempotencyKey !== undefined) {
     // The id is derived from (tenant, key): recovering a lost id is one strongly consistent read.
@@ -92,18 +152,35 @@ export async function listReservations(
     return { items: found && matches(found) ? [found] : [] };
   }
 
-  const { cursor, limit, ...filters } = q;
+  const { cursor, limit, sortBy, sortDir, ...filters } = q;
   const binding = { tenant, route: 'reservations', ...filters };
+  const query = (after: string | undefined, size: number) =>
+    queryReservations({
+      tenant,
+      status: q.status,
+      subject: q,
+      createdFrom: q.created?.from,
+      createdTo: q.created?.to,
+      after,
+      limit: size,
+      matches,
+    });
+  // Newest first is the index's own order.
+  if (sortBy !== undefined && !(sortBy === 'created_at_ms' && sortDir !== 'asc')) {
+    return sortedPage(
+      { ...binding, sortBy },
+      { limit, cursor, direction: sortDir ?? 'desc' },
+      () =>
+        allOf(async (after) => {
+          const page = await query(after, 1_000);
+          return { items: page.reservations, nextPosition: page.nextPosition };
+        }, 'reservations'),
+      reservationKey(sortBy),
+    );
+  }
   const secret = await cursorSecret();
   const after = cursor === undefined ? undefined : decodeCursor(secret, binding, cursor);
-  const page = await queryReservations({
-    tenant,
-    status: q.status,
-    subject: q,
-    after,
-    limit,
-    matches,
-  });
+  const page = await query(after, limit);
   return {
     items: page.reservations,
     ...(page.nextPosition !== undefined && {

@@ -1,17 +1,19 @@
 import type { Amount } from '../domain/amounts.js';
-import type { Actor, AuditEntry } from '../domain/audit.js';
+import type { AuditEntry } from '../domain/audit.js';
 import type { Ledger } from '../domain/budget.js';
 import { type Credential, requireOwnTenant } from '../domain/caller.js';
 import { DomainError } from '../domain/errors.js';
 import { derivedId, fingerprint } from '../domain/fingerprint.js';
 import { ledgersAfter } from '../domain/ledger.js';
 import { refundableLeft, refundChanges } from '../domain/refunds.js';
+import { tenantClosed } from '../domain/tenant.js';
 import { applyRefund } from '../store/charges.js';
 import { readEvent } from '../store/events.js';
 import { readReservation } from '../store/reservation-queries.js';
+import { getTenant } from '../store/tenants.js';
 import { recordMetric } from '../telemetry/invocation.js';
-import { refundableOf, refundingSource } from './budget-reader.js';
-import type { WriteContext } from './context.js';
+import { refundableOf, refundingSource, type Snapshot } from './budget-reader.js';
+import { actorOf, type WriteContext } from './context.js';
 import { guardedWrite } from './guarded-write.js';
 import { outcomeToStore } from './outcomes.js';
 
@@ -78,7 +80,11 @@ async function refund(
     name: 'refund',
     fingerprint: print,
     recheckReplayBeforeRefusing: true,
-    ...source,
+    read: source.read,
+    repair: async (snapshot) => {
+      await requireTenantNotClosed(tenant, snapshot);
+      return source.repair(snapshot);
+    },
     decide: (snapshot) => {
       const refundable = refundableOf(snapshot);
       if (!refundable) throw new DomainError('NOT_FOUND', `${kind} ${id} does not exist`);
@@ -105,11 +111,10 @@ async function refund(
         refundable: { unit, amount: refundableLeft({ ...refundable, refunded }) },
         balances: ledgersAfter(snapshot.budgets, changes),
       };
-      const actor: Actor =
-        writer.kind === 'admin' ? { kind: 'admin' } : { kind: 'key', keyId: writer.keyId };
       const audit: AuditEntry = {
         tenant,
-        actor,
+        // A named operator credential is audited under its key id and name.
+        actor: actorOf(writer),
         requestId,
         atMs: now,
         ...(kind === 'reservation'
@@ -141,6 +146,22 @@ async function refund(
     onWritten: ({ result }) =>
       recordMetric('Refunded', result.amount.amount, { Unit: result.amount.unit }, tenant),
   });
+}
+
+/**
+ * The closed-tenant rule, as for commits (use-cases/settlements.ts): once its tenant is CLOSED, a
+ * fresh refund is 409 TENANT_CLOSED, before any other error (a replay answered first, by the
+ * loop). The close closes every budget before the tenant's record flips, so the budgets read show
+ * it at once (and a refund landing on one closed since is refused by its condition, then read
+ * again); with nothing read to refund, the tenant's record tells.
+ */
+async function requireTenantNotClosed(tenant: string, snapshot: Snapshot): Promise<void> {
+  const budgets = [...snapshot.budgets.values()];
+  const closed =
+    budgets.length > 0
+      ? budgets.some((b) => b.status === 'CLOSED')
+      : (await getTenant(tenant))?.status === 'CLOSED';
+  if (closed) throw tenantClosed(tenant);
 }
 
 /** The tenant of the record the operator refunds (404 when there is none). */

@@ -10,12 +10,13 @@ import {
   type OveragePolicy,
   presentLedgers,
 } from '../domain/ledger.js';
-import { isRefusal, type ReasonCode, reasonCodeOf, refusalError } from '../domain/refusals.js';
+import { DEFAULT_OVERAGE_POLICY, DEFAULT_TTL_MS, type Terms } from '../domain/policies.js';
+import { isRefusal, type ReasonCode, refusalError } from '../domain/refusals.js';
 import { type Action, affectedScopes, type Reservation } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
 import { insertReservation } from '../store/reservation-writes.js';
 import { recordMetric } from '../telemetry/invocation.js';
-import { type Admission, admit } from './admission.js';
+import { type Admission, admit, denyReason } from './admission.js';
 import { decideOnRead, guardedWrite } from './guarded-write.js';
 import { outcomeToStore, type ResultCodec } from './outcomes.js';
 
@@ -24,9 +25,11 @@ export interface ReservationRequest {
   readonly subject: Subject;
   readonly action: Action;
   readonly estimate: Amount;
-  readonly ttlMs: number;
+  /** Absent: a policy's default, the tenant's, else 60 s (domain/policies.ts termsOf). */
+  readonly ttlMs?: number | undefined;
   readonly gracePeriodMs: number;
-  readonly overagePolicy: OveragePolicy;
+  /** Absent: a policy's default, the tenant's, else REJECT. */
+  readonly overagePolicy?: OveragePolicy | undefined;
   readonly dryRun: boolean;
   readonly metadata?: Record<string, unknown> | undefined;
 }
@@ -69,7 +72,14 @@ export async function createReservation(
   const admission = await admit(caller, { ...request, amount: request.estimate }, now, requestId);
   if (request.dryRun) return dryRun(admission, request);
   const reservationId = derivedId('rsv', caller.tenant, request.idempotencyKey);
-  const print = fingerprint(request);
+  // Of what was sent, SPEC's defaults filled in: a retry matches whatever the tenant's settings
+  // or policies became meanwhile (and fingerprints stay those of requests made before them).
+  const print = fingerprint({
+    ...request,
+    ttlMs: request.ttlMs ?? DEFAULT_TTL_MS,
+    overagePolicy: request.overagePolicy ?? DEFAULT_OVERAGE_POLICY,
+  });
+  const terms = admission.terms(request);
   const lease = leaseAt(now);
   const reserved = await guardedWrite({
     name: 'reservation',
@@ -78,24 +88,33 @@ export async function createReservation(
     read: (atomic) => admission.read({ reservationId }, atomic),
     repair: admission.repair,
     decide: (snapshot) => {
-      const { caps } = admission.allow(snapshot);
+      const { caps, scopes } = admission.allow(snapshot);
       const { budgets } = snapshot;
-      const reservation = newReservation(caller, request, reservationId, admission, budgets, now);
+      const placed = { ...request, ...terms };
+      const reservation = newReservation(
+        caller,
+        placed,
+        reservationId,
+        admission,
+        scopes,
+        budgets,
+        now,
+      );
       const { unit, amount } = request.estimate;
       // A hold on a rolling budget is conditioned on its period still being the one read.
       const holds = inPeriodsOf(
-        admission.scopes.map((scope) => holdChange(scope, unit, amount)),
+        scopes.map((scope) => holdChange(scope, unit, amount)),
         budgets,
       );
       const result: Reserved = {
         kind: 'reserved',
-        ...placementOf(admission, request, ledgersAfter(budgets, holds)),
+        ...placementOf(admission, scopes, request, ledgersAfter(budgets, holds)),
         reservationId,
         expiresAtMs: reservation.expiresAtMs,
         // Stored with the result, so a replay answers the same decision and caps.
         ...(caps && { caps }),
       };
-      return { result, reservation, holds, budgets };
+      return { result, reservation, holds, budgets, scopes };
     },
     write: ({ result, reservation, holds, budgets }) =>
       insertReservation({
@@ -105,7 +124,7 @@ export async function createReservation(
         outcome: outcomeToStore(print, result, reservedCodec, { reservation }),
       }),
     // The budgets changed since the read: the condition that failed names the scope.
-    refusalOf: admission.refusalOnWrite,
+    refusalOf: (refused, plan) => admission.refusalOnWrite(refused, plan.scopes),
     onReplay: (snapshot) => lease.onReplay(snapshot),
     onWritten: ({ result }) =>
       recordMetric('Reservations', 1, { Decision: result.caps ? 'ALLOW_WITH_CAPS' : 'ALLOW' }),
@@ -138,43 +157,52 @@ export const reservedCodec: ResultCodec<Reserved> = {
   },
 };
 
-/** SPEC rule 3: evaluated like a live reservation; nothing persisted, no id or expiry. */
+/**
+ * SPEC rule 3: evaluated like a live reservation; nothing persisted, no id or expiry. A closed
+ * tenant is a DENY with reason TENANT_CLOSED, never 409 (the reference's closed-tenant rule).
+ */
 async function dryRun(admission: Admission, request: ReservationRequest): Promise<DryRun> {
-  admission.requireTenantOpen();
+  admission.requireNotSuspended();
   const { budgets, judgement } = await decideOnRead({
     read: (atomic) => admission.read({}, atomic),
     repair: admission.repair,
     decide: (snapshot) => ({ budgets: snapshot.budgets, judgement: admission.judge(snapshot) }),
   });
-  const { refusal, caps } = judgement;
+  const { refusal, caps, scopes } = judgement;
   // A DENY is a denial as a live reserve's 409 is (reservation.denied; the reference's too).
   if (refusal) await admission.report(refusalError(refusal));
-  const balances = presentLedgers(admission.scopes, admission.unit, budgets);
+  const balances = presentLedgers(scopes, admission.unit, budgets);
   return {
     kind: 'dryRun',
-    ...placementOf(admission, request, balances),
-    refusal: refusal && reasonCodeOf(refusal),
+    ...placementOf(admission, scopes, request, balances),
+    refusal: denyReason(judgement),
     ...(caps && { caps }),
   };
 }
 
+/** `scopes`: those the work lands on, the affected_scopes answered. */
 const placementOf = (
   admission: Admission,
+  scopes: readonly string[],
   request: ReservationRequest,
   balances: readonly Ledger[],
 ): Omit<Placement, 'caps'> => ({
-  affectedScopes: admission.scopes,
+  affectedScopes: scopes,
   scopePath: admission.scopePath,
   reserved: request.estimate,
   balances,
 });
 
-/** The reservation a reserve writes; each hold's shard is the one the store places it on. */
+/**
+ * The reservation a reserve writes, on its terms (TTL, overage policy, extension limit); each
+ * hold's shard is the one the store places it on.
+ */
 function newReservation(
   caller: Caller,
-  request: ReservationRequest,
+  request: ReservationRequest & Terms,
   reservationId: string,
   admission: Admission,
+  scopes: readonly string[],
   budgets: Budgets,
   now: number,
 ): Reservation {
@@ -191,13 +219,14 @@ function newReservation(
     expiresAtMs: now + request.ttlMs,
     gracePeriodMs: request.gracePeriodMs,
     scopePath: admission.scopePath,
-    holds: admission.scopes.map((scope) => {
+    holds: scopes.map((scope) => {
       const period = budgetAt(budgets, scope, unit)?.period;
       return { scope, shard: 0, ...(period && { periodStart: period.start }) };
     }),
     overagePolicy: request.overagePolicy,
     metadata: request.metadata,
     ttlMs: request.ttlMs,
+    ...(request.maxExtensions !== undefined && { maxExtensions: request.maxExtensions }),
   };
 }
 

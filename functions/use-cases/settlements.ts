@@ -1,4 +1,5 @@
 import type { Amount } from '../domain/amounts.js';
+import { TENANT_CLOSED_CASCADE } from '../domain/audit.js';
 import type { Budgets, Ledger } from '../domain/budget.js';
 import { type Caller, requireOwnTenant } from '../domain/caller.js';
 import {
@@ -20,6 +21,7 @@ import {
   transition,
 } from '../domain/reservation.js';
 import { commitChanges, uncharged, withDebtOf } from '../domain/settlement.js';
+import { tenantClosed } from '../domain/tenant.js';
 import type { IdempotencyScope } from '../store/entities/idempotency.js';
 import type { OutcomeToStore } from '../store/entities/outcome.js';
 import { queryReservations, readReservation } from '../store/reservation-queries.js';
@@ -28,6 +30,7 @@ import {
   moveReservationExpiry,
   settleReservation,
 } from '../store/reservation-writes.js';
+import { getTenant, tenantState } from '../store/tenants.js';
 import type { WriteOutcome } from '../store/write.js';
 import { recordMetric } from '../telemetry/invocation.js';
 import { type SettlingSnapshot, settlingSource } from './budget-reader.js';
@@ -145,9 +148,14 @@ export function releaseReservation(
   request: ReleaseRequest,
   now: number,
   /** An operator's forced release: audited in the release's transaction. */
-  forcedBy?: { readonly requestId: string },
+  forcedBy?: WriteContext,
 ): Promise<Released> {
   return changeReservation(caller, reservationId, 'release', request, now, {
+    // The close cascade's own release: its tenant's close does not refuse it.
+    cascade: forcedBy?.cascade !== undefined,
+    // An operator's release (a close's among them) releases the children as the operator's too.
+    releaseChildrenFirst: (parent) =>
+      releaseChildren(caller, parent, request.idempotencyKey, now, forcedBy),
     codec: releasedCodec,
     settled: (r) => ({ ...r, status: 'RELEASED' }),
     decide: (r, budgets, parent) => {
@@ -173,14 +181,26 @@ export function releaseReservation(
         detail: request.reason === undefined ? undefined : { reason: request.reason },
         idempotency,
         audit: forcedBy && {
-          ...byOperator(r.tenant, { now, requestId: forcedBy.requestId }),
+          ...byOperator(r.tenant, forcedBy),
           action: 'reservation.release',
           reservationId,
-          ...(request.reason !== undefined && { detail: { reason: request.reason } }),
+          // What the release gave back, for its event (reservation.released_via_tenant_cascade).
+          detail: {
+            ...(request.reason !== undefined && { reason: request.reason }),
+            ...(forcedBy.cascade && { cascade: forcedBy.cascade }),
+            scope: r.scopePath,
+            unit: r.reserved.unit,
+            released: heldAmount(r).amount,
+          },
         },
       }),
   });
 }
+
+const partition = <T>(items: readonly T[], test: (item: T) => boolean): [T[], T[]] => [
+  items.filter(test),
+  items.filter((item) => !test(item)),
+];
 
 /** The operator acting on one tenant's reservations. */
 const operatorOf = (tenant: string): Caller => ({
@@ -196,11 +216,11 @@ const operatorOf = (tenant: string): Caller => ({
 export async function forceReleaseReservation(
   reservationId: string,
   request: ReleaseRequest,
-  { now, requestId }: WriteContext,
+  context: WriteContext,
 ): Promise<Released> {
   const r = await readReservation(reservationId);
   if (!r) throw new DomainError('NOT_FOUND', `reservation ${reservationId} does not exist`);
-  return releaseReservation(operatorOf(r.tenant), reservationId, request, now, { requestId });
+  return releaseReservation(operatorOf(r.tenant), reservationId, request, context.now, context);
 }
 
 /**
@@ -222,19 +242,24 @@ export async function releaseOpenReservations(
       matches: (r) => r.tenant === tenant && r.status === 'ACTIVE',
     });
     if (page.reservations.length === 0) return;
-    await Promise.all(
-      page.reservations.map((r) =>
-        forceReleaseReservation(
-          r.reservationId,
-          { idempotencyKey: `tenant-close:${r.reservationId}`, reason },
-          context,
-        ).catch((error: unknown) => {
-          // Settled or expired meanwhile: nothing left to release.
-          if (error instanceof DomainError) return;
-          throw error;
-        }),
-      ),
-    );
+    // Children before parents: a parent's release waits on its ACTIVE children (releasing them
+    // itself), so the page's leaves go first, concurrently, then the parents one at a time.
+    const [parents, leaves] = partition(page.reservations, (r) => !!r.activeChildren?.length);
+    await Promise.all(leaves.map(release));
+    for (const r of parents) await release(r);
+  }
+
+  function release(r: Reservation): Promise<unknown> {
+    return forceReleaseReservation(
+      r.reservationId,
+      { idempotencyKey: `tenant-close:${r.reservationId}`, reason },
+      // Marks the release as the close's own (WriteContext.cascade), if the caller did not.
+      { ...context, cascade: context.cascade ?? TENANT_CLOSED_CASCADE },
+    ).catch((error: unknown) => {
+      // Settled or expired meanwhile (a parent's release took it): nothing left to release.
+      if (error instanceof DomainError) return;
+      throw error;
+    });
   }
 }
 
@@ -262,19 +287,22 @@ export async function extendReservation(
   const lease = leaseAt(now);
   const extended = await changeReservation(caller, reservationId, 'extend', request, now, {
     onReplay: lease.onReplay,
-    decide: (r, budgets, parent) => ({
-      result: {
-        status: 'ACTIVE' as const,
-        // A child never outlives its parent: its expiry goes no further than the parent's.
-        expiresAtMs: settlesIntoParent(r, parent)
-          ? Math.max(
-              r.expiresAtMs,
-              Math.min(r.expiresAtMs + request.extendByMs, parent.expiresAtMs),
-            )
-          : r.expiresAtMs + request.extendByMs,
-        balances: presentLedgers(affectedScopes(r), r.reserved.unit, budgets),
-      },
-    }),
+    decide: (r, budgets, parent) => {
+      requireExtensionLeft(r);
+      return {
+        result: {
+          status: 'ACTIVE' as const,
+          // A child never outlives its parent: its expiry goes no further than the parent's.
+          expiresAtMs: settlesIntoParent(r, parent)
+            ? Math.max(
+                r.expiresAtMs,
+                Math.min(r.expiresAtMs + request.extendByMs, parent.expiresAtMs),
+              )
+            : r.expiresAtMs + request.extendByMs,
+          balances: presentLedgers(affectedScopes(r), r.reserved.unit, budgets),
+        },
+      };
+    },
     write: (r, { result }, idempotency) =>
       moveReservationExpiry({
         reservation: r,
@@ -285,6 +313,39 @@ export async function extendReservation(
       }),
   });
   return { ...extended, ...lease.of(extended.expiresAtMs) };
+}
+
+/**
+ * The reference's closed-tenant rule: once its tenant is CLOSED, a fresh commit, charge, release
+ * or extend is 409 TENANT_CLOSED, before any reservation-state error (a replay answered first, by
+ * the loop). The close closes every budget before the tenant's record (use-cases/tenants.ts), so
+ * an ACTIVE reservation's budgets, read anyway, show it at once; a reservation that is gone or no
+ * longer ACTIVE (about to be refused) has its tenant read afresh; otherwise the tenant's state
+ * (cached, store/tenants.ts) tells.
+ */
+async function requireTenantNotClosed(
+  tenant: string,
+  snapshot: SettlingSnapshot,
+  now: number,
+): Promise<void> {
+  const r = snapshot.reservation;
+  const budgetClosed = [...snapshot.budgets.values()].some((b) => b.status === 'CLOSED');
+  const status = budgetClosed
+    ? 'CLOSED'
+    : r?.status !== 'ACTIVE' || r.tenant !== tenant
+      ? (await getTenant(tenant))?.status
+      : (await tenantState(tenant, now)).status;
+  if (status === 'CLOSED') throw tenantClosed(tenant);
+}
+
+/** A reservation that has had as many extensions as its tenant or a policy allows: 409. */
+function requireExtensionLeft(r: Reservation): void {
+  if (r.maxExtensions === undefined || (r.extensions ?? 0) < r.maxExtensions) return;
+  throw new DomainError(
+    'MAX_EXTENSIONS_EXCEEDED',
+    `reservation ${r.reservationId} has had ${r.maxExtensions} extensions, the most it may have`,
+    { reservation_id: r.reservationId, max_extensions: r.maxExtensions },
+  );
 }
 
 /**
@@ -302,6 +363,10 @@ export interface ReservationChange<P extends Plan<unknown>> {
   onWritten?(r: Reservation): void;
   /** Scopes beyond the reservation's whose budgets `decide` needs (a delegation's own). */
   moreScopes?(r: Reservation): readonly string[];
+  /** The close cascade's own release: the closed-tenant guard does not apply to it. */
+  readonly cascade?: boolean | undefined;
+  /** A release's: its ACTIVE children released first, each into it (then read again). */
+  releaseChildrenFirst?(parent: Reservation): Promise<void>;
   /**
    * `budgets`: those its holds settle on, as read (a closed period's where it has one);
    * `parent`: a child reservation's parent, as read.
@@ -346,13 +411,14 @@ export function changeReservation<P extends Plan<unknown>>(
     // Only our own expiry proves that it expired: if something settled or extended it first,
     // read again.
     repair: async (snapshot) => {
+      if (!change.cascade) await requireTenantNotClosed(caller.tenant, snapshot, now);
       const t = transitionOf(snapshot.reservation);
       if (t.kind === 'settle') {
         // A parent's release releases its ACTIVE children first, each into it.
-        if (trigger !== 'release' || !t.reservation.activeChildren?.length) {
+        if (!change.releaseChildrenFirst || !t.reservation.activeChildren?.length) {
           return source.repair(snapshot);
         }
-        await releaseChildren(caller, t.reservation, request.idempotencyKey, now);
+        await change.releaseChildrenFirst(t.reservation);
         return true;
       }
       if (await expireReservation(t.reservation, now)) throw expiredError(t.reservation);
@@ -410,6 +476,7 @@ async function releaseChildren(
   parent: Reservation,
   idempotencyKey: string,
   now: number,
+  forcedBy: WriteContext | undefined,
 ): Promise<void> {
   for (const childId of parent.activeChildren ?? []) {
     const key = derivedId('cascade', parent.reservationId, idempotencyKey, childId);
@@ -418,6 +485,7 @@ async function releaseChildren(
       childId,
       { idempotencyKey: key, reason: 'parent released' },
       now,
+      forcedBy,
     ).catch((error: unknown) => {
       // Settled or expired meanwhile: it gave its hold back already.
       if (!(error instanceof DomainError)) throw error;

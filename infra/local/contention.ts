@@ -412,6 +412,10 @@ export interface ContentionCounters {
   plainWriteConflicts: number;
   /** Refused with ProvisionedThroughputExceededException (each SDK retry counts again). */
   plainWritesThrottled: number;
+  /** TransactGetItems seen. */
+  transactionalReads: number;
+  /** TransactGetItems cancelled with TransactionConflict: a transaction held one of its items. */
+  readsCancelledForConflict: number;
 }
 
 const emptyCounters = (): ContentionCounters => ({
@@ -421,6 +425,8 @@ const emptyCounters = (): ContentionCounters => ({
   plainWrites: 0,
   plainWriteConflicts: 0,
   plainWritesThrottled: 0,
+  transactionalReads: 0,
+  readsCancelledForConflict: 0,
 });
 
 interface Hold {
@@ -500,6 +506,20 @@ export class ContentionModel {
       const hold = this.holds.get(item);
       if (hold?.ticket === ticket && hold.until > until) this.holds.set(item, { until, ticket });
     }
+  }
+
+  /**
+   * A TransactGetItems sent now: AWS cancels it when a transaction holds one of its items
+   * (`TransactionConflict` at that item); it holds nothing itself. The index of the first held
+   * item, or undefined: read.
+   */
+  transactionalRead(items: readonly string[]): number | undefined {
+    const now = this.clock.now();
+    this.counters.transactionalReads++;
+    const held = items.findIndex((item) => this.isHeld(item, now));
+    if (held < 0) return undefined;
+    this.counters.readsCancelledForConflict++;
+    return held;
   }
 
   /** A PutItem, UpdateItem or DeleteItem sent now. */
@@ -610,7 +630,8 @@ export interface EmulatorOptions {
  * window that does not depend on how long DynamoDB Local then takes (Local still applies it,
  * one at a time); one that meets a held or saturated item is cancelled and never forwarded.
  * Plain writes on a held item fail with TransactionConflictException, over-rate ones with
- * ProvisionedThroughputExceededException (which the SDK retries). Reads pass.
+ * ProvisionedThroughputExceededException (which the SDK retries). A TransactGetItems that meets
+ * a held item is cancelled (TransactionConflict), as AWS cancels it; other reads pass.
  */
 export class ContentionEmulator {
   readonly model: ContentionModel;
@@ -639,6 +660,19 @@ export class ContentionEmulator {
     if (command === 'TransactWriteItemsCommand') {
       const items = (input as { TransactItems?: TransactWriteItem[] }).TransactItems ?? [];
       return this.transaction(items, forward);
+    }
+    if (command === 'TransactGetItemsCommand') {
+      const gets = (input as { TransactItems?: { Get?: WriteAction }[] }).TransactItems ?? [];
+      const held = this.model.transactionalRead(
+        gets.map((g) => itemKeyOf(g.Get?.TableName ?? '', g.Get?.Key ?? {})),
+      );
+      await this.delay();
+      if (held !== undefined) {
+        throw transactionCanceled(
+          gets.map((_, i) => (i === held ? 'TransactionConflict' : 'None')),
+        );
+      }
+      return forward();
     }
     const kind = PLAIN_WRITES[command];
     if (kind) return this.plainWrite(kind, input as WriteAction, forward);

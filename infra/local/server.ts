@@ -12,7 +12,8 @@ import type {
   APIGatewayProxyStructuredResultV2,
   Context,
 } from 'aws-lambda';
-import { invalidRequest } from '../../functions/domain/errors.js';
+import { config } from '../../functions/config/settings.js';
+import { invalidRequest, RetryLaterError } from '../../functions/domain/errors.js';
 import { errorResponse } from '../../functions/http/errors.js';
 import { log } from '../../functions/log.js';
 import {
@@ -180,7 +181,11 @@ export function toEvent(
   };
 }
 
+/** A function's timeout in AWS (infra/service-function.ts): what the local context counts down. */
+const FUNCTION_TIMEOUT_MS = 10_000;
+
 function lambdaContext(requestId: string, name: string): Context {
+  const startedAt = Date.now();
   return {
     callbackWaitsForEmptyEventLoop: false,
     functionName: name,
@@ -190,7 +195,7 @@ function lambdaContext(requestId: string, name: string): Context {
     awsRequestId: requestId,
     logGroupName: `/aws/lambda/${name}`,
     logStreamName: 'local',
-    getRemainingTimeInMillis: () => 10_000,
+    getRemainingTimeInMillis: () => Math.max(0, FUNCTION_TIMEOUT_MS - (Date.now() - startedAt)),
     done: () => undefined,
     fail: () => undefined,
     succeed: () => undefined,
@@ -213,7 +218,17 @@ function write(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): 
 
 export function createLocalServer(server: Server): HttpServer {
   const routes = compile(server);
+  let inFlight = 0;
   const http = createServer((req, res) => {
+    // As a function's concurrency caps it in AWS: past the cap, 429 at once, nothing done.
+    const cap = config.LOCAL_MAX_IN_FLIGHT;
+    if (cap > 0 && inFlight >= cap && !req.url?.startsWith('/actuator/health')) {
+      req.resume();
+      write(res, errorResponse(new RetryLaterError('CONCURRENCY', 1_000), randomUUID()));
+      return;
+    }
+    inFlight++;
+    res.once('close', () => inFlight--);
     void (async () => {
       const target = requestTarget(req.url);
       const matched = target && match(routes, req.method ?? 'GET', target.path);

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server as HttpServer } from 'node:http';
 import { join } from 'node:path';
 import type { ContentionSettings } from './contention.js';
+import type { DeliveryWorker } from './delivery-worker.js';
 import {
   ensureStream,
   ensureTable,
@@ -17,6 +18,8 @@ export interface LocalStack {
   readonly runtimeUrl: string;
   readonly adminUrl: string;
   readonly dynamoEndpoint: string;
+  /** The webhook delivery worker, when events are on (tests wait on it). */
+  readonly deliveries?: DeliveryWorker | undefined;
   stop(): Promise<void>;
 }
 
@@ -45,10 +48,12 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   let dynamo: LocalDynamo | undefined;
   let dataDir: string | undefined;
   const inMemory = options.inMemory || ['1', 'true'].includes(process.env.DYNAMODB_IN_MEMORY ?? '');
-  // Refused reservations are recorded only for a consumer of budget events (webhooks here).
-  if (!process.env.WEBHOOK_URLS && !process.env.EVENT_BUS_NAME) {
-    process.env.REFUSAL_EVENTS ??= 'false';
-  }
+  // Refused reservations are recorded only for the events consumer (off with EVENTS_ENABLED=false).
+  const eventsOn = !['0', 'false'].includes(process.env.EVENTS_ENABLED ?? 'true');
+  if (!eventsOn) process.env.REFUSAL_EVENTS ??= 'false';
+  // Locally a webhook may point at this machine (the receiver, the tests' receivers) over http,
+  // until an operator PUTs a security configuration of their own.
+  process.env.WEBHOOK_LOCAL_TARGETS ??= 'true';
   if (!process.env.DYNAMODB_ENDPOINT) {
     delete process.env.DYNAMODB_ENDPOINT;
     dataDir = inMemory ? undefined : (process.env.DATA_DIR ?? '.data');
@@ -56,18 +61,23 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
     // Cursors stay valid across restarts of a persisted store; otherwise random per process.
     if (dataDir && !process.env.CURSOR_SECRET) process.env.CURSOR_SECRET = keptSecret(dataDir);
+    // Webhook secrets sealed in a persisted store must open after a restart: the key is kept too.
+    if (dataDir && !process.env.WEBHOOK_SEALING_KEY) {
+      process.env.WEBHOOK_SEALING_KEY = keptSecret(dataDir, 'webhook-sealing-key', 'base64');
+    }
   }
   const servers: HttpServer[] = [];
   let timer: NodeJS.Timeout | undefined;
   const pollers: StreamPoller[] = [];
-  let stopWebhooks: (() => void) | undefined;
+  let deliveries: DeliveryWorker | undefined;
   const stop = async () => {
     if (timer) clearInterval(timer);
     const closed = Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
     for (const s of servers) s.closeAllConnections(); // keep-alive sockets would hold close() open
     await closed;
     await Promise.all(pollers.map((p) => p.stop()));
-    stopWebhooks?.();
+    deliveries?.stop();
+    await deliveries?.settled(5_000);
     await dynamo?.stop();
   };
   try {
@@ -87,9 +97,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const endpoint = process.env.DYNAMODB_ENDPOINT ?? '';
     const client = localClient(endpoint, config.AWS_REGION);
     const webhooks = config.WEBHOOK_URLS.length;
+    const events = config.EVENTS_ENABLED;
     // The stream is on only when something reads it: DynamoDB Local keeps every record for a
     // day, in its database (docs/decisions.md § Estimate accuracy: the cost, measured).
-    const streamed = webhooks > 0 || config.ESTIMATE_ACCURACY;
+    const streamed = events || config.ESTIMATE_ACCURACY;
     const table = await ensureTable(client, config.TABLE_NAME, streamed).catch((error: unknown) => {
       throw dynamo ? error : unreachable(endpoint, error);
     });
@@ -149,11 +160,14 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           handle,
           log,
         });
-      if (webhooks > 0) {
-        // Budget events.
-        const consumer = await import('../../functions/jobs/budget-events.js');
+      if (events) {
+        // Webhook deliveries: the local worker takes the delivery queue's part, and resumes the
+        // deliveries a previous run left unfinished.
+        deliveries = await startDeliveryWorker(config, log);
+        // Events: the log, the bus and the delivery queue.
+        const consumer = await import('../../functions/jobs/stream-events.js');
+        await consumer.bootstrapOnce();
         pollers.push(poll('stream-checkpoint.json', (event) => consumer.handler(event)));
-        stopWebhooks = consumer.stopWebhooks;
       }
       if (config.ESTIMATE_ACCURACY) {
         const accuracy = await import('../../functions/jobs/estimate-accuracy.js');
@@ -165,6 +179,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       runtimeUrl: `http://${urlHost(host)}:${runtimePort}`,
       adminUrl: `http://${urlHost(host)}:${adminPort}`,
       dynamoEndpoint: process.env.DYNAMODB_ENDPOINT ?? '',
+      deliveries,
       stop,
     };
     if (options.announce) {
@@ -194,9 +209,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           : '  logs: one JSON line per request, and its metrics as CloudWatch EMF documents',
       );
       console.log(
-        webhooks > 0
-          ? `  budget events: POSTed to ${webhooks} webhook URL(s), signed (X-Cycles-Signature)`
-          : '  budget events: off (set WEBHOOK_URLS and WEBHOOK_SECRET to receive them)',
+        !events
+          ? '  events: off (EVENTS_ENABLED=false)'
+          : webhooks > 0
+            ? `  events: kept ${config.EVENT_RETENTION_DAYS} days (GET /v1/admin/events); ${webhooks} WEBHOOK_URLS subscribed, signed (X-Cycles-Signature)`
+            : `  events: kept ${config.EVENT_RETENTION_DAYS} days (GET /v1/admin/events); webhooks: POST /v1/admin/webhooks, or WEBHOOK_URLS`,
       );
       console.log(
         config.ESTIMATE_ACCURACY
@@ -226,13 +243,45 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 }
 
 /** A random secret generated once and kept in the data directory (readable by its owner only). */
-function keptSecret(dataDir: string): string {
-  const file = join(dataDir, 'cursor-secret');
+function keptSecret(
+  dataDir: string,
+  name = 'cursor-secret',
+  encoding: 'base64url' | 'base64' = 'base64url',
+): string {
+  const file = join(dataDir, name);
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   mkdirSync(dataDir, { recursive: true });
-  const secret = randomBytes(32).toString('base64url');
+  const secret = randomBytes(32).toString(encoding);
   writeFileSync(file, `${secret}\n`, { mode: 0o600 });
   return secret;
+}
+
+/**
+ * The local delivery worker, registered as the process's delivery queue; the deliveries a
+ * previous run left unfinished are queued again (those due later, at their time).
+ */
+async function startDeliveryWorker(
+  config: { readonly WEBHOOK_WORKERS: number; readonly WEBHOOK_WORKERS_PER_SUBSCRIPTION: number },
+  log: import('../../functions/log.js').Logger,
+): Promise<DeliveryWorker> {
+  const { DeliveryWorker } = await import('./delivery-worker.js');
+  const { useLocalQueue } = await import('../../functions/outbound/queue.js');
+  const { attemptPorts } = await import('../../functions/outbound/sinks.js');
+  const { attemptDelivery } = await import('../../functions/use-cases/deliveries.js');
+  const { queryUnfinishedDeliveries } = await import('../../functions/store/deliveries.js');
+  const { serverNow } = await import('../../functions/clock.js');
+  const worker = new DeliveryWorker({
+    workers: config.WEBHOOK_WORKERS,
+    perSubscription: config.WEBHOOK_WORKERS_PER_SUBSCRIPTION,
+    attempt: (ref) => attemptDelivery(ref, attemptPorts(serverNow)),
+    log,
+  });
+  useLocalQueue(worker);
+  const now = serverNow();
+  for (const d of await queryUnfinishedDeliveries(Number.MAX_SAFE_INTEGER, 1_000)) {
+    await worker.send([d], Math.max(0, (d.nextRetryAtMs ?? now) - now));
+  }
+  return worker;
 }
 
 async function listenOrExplain(

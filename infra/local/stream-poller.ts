@@ -13,7 +13,7 @@ import type { Logger } from '../../functions/log.js';
 
 /**
  * Plays, for DynamoDB Local's stream, the part Lambda's event source mapping plays in AWS: reads
- * every shard in order, hands batches to the consumer (functions/jobs/budget-events.ts) in the
+ * every shard in order, hands batches to the consumer (functions/jobs/stream-events.ts) in the
  * shape Lambda gives it, and honours its partial-failure answer by reading again from the record
  * it names. A record that keeps failing is skipped after MAX_ATTEMPTS with a log line (AWS: the
  * DLQ). With `checkpointFile`, the last record handled per shard survives a restart, so events of

@@ -1,7 +1,12 @@
 /**
- * A webhook receiver to watch budget events locally (README § Budget events):
+ * A webhook receiver to watch events locally (README § Events and webhooks), started with the
+ * secret of the subscription that points at it (shown once, when it was created):
  *
- *   WEBHOOK_SECRET=s3cret npm run webhook-receiver            # listens on 127.0.0.1:8787
+ *   WEBHOOK_SECRET=whsec_… npm run webhook-receiver           # listens on 127.0.0.1:8787
+ *
+ * or with the secret of the environment's bootstrap subscription:
+ *
+ *   WEBHOOK_SECRET=s3cret npm run webhook-receiver
  *   WEBHOOK_URLS=http://127.0.0.1:8787/events WEBHOOK_SECRET=s3cret npm start
  *
  * Prints one line per delivery: whether its X-Cycles-Signature verifies, the attempt, the event

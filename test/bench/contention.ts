@@ -47,12 +47,12 @@ const POLICIES: Record<
 > = {
   today: {
     policies: SERVICE_POLICIES,
-    text: 'today’s `transact` (functions/store/transact.ts): a reserve retries 6 times (backoff ≤ 100 ms; on a sharded budget each retry on another shard), a commit 12 times (≤ 200 ms), throttles too; then 503',
+    text: 'today’s `transact` (functions/store/transact.ts): a reserve retries 6 times (backoff ≤ 100 ms; on a sharded budget each retry on another shard), a commit 12 times (≤ 200 ms), throttles too; then 429 (503 before issue 24)',
   },
   polite: {
     policies: SERVICE_POLICIES,
     retryAfterMs: 1_000,
-    text: 'today’s `transact`, with clients that honour the 503’s Retry-After (1 s, jittered ±50 %) as SPEC asks: a failed commit is retried until it lands, a refused reserve waits before the next pair',
+    text: 'today’s `transact`, with clients that honour the busy answer’s Retry-After (1 s, jittered ±50 %): a failed commit is retried until it lands, a refused reserve waits before the next pair',
   },
   agents: {
     policies: SERVICE_POLICIES,
@@ -128,6 +128,7 @@ export interface ServiceRow {
   readonly pairsPerSecond: number;
   readonly requests: number;
   readonly statuses: Record<string, number>;
+  /** Requests answered busy (429, or 503 before issue 24) or 5xx, of all. */
   readonly fiveXxRate: number;
   /** The emulator's counters in the server over the run (transactions, cancellations…). */
   readonly emulator?: ContentionCounters | undefined;
@@ -206,8 +207,9 @@ const budgetsText = (r: { readonly scopes: number; readonly shards: number }) =>
 
 /**
  * Closed-loop reserve → commit pairs; a refused request (any non-2xx) ends its pair. Through
- * the emulated server 5xx are what contention produces and are counted, not failures; anything
- * else unexpected (4xx, 5xx without the emulator, a broken socket) fails the run.
+ * the emulated server 429 (busy) and 503 are what contention produces and are counted, not
+ * failures; anything else unexpected (other 4xx, any of them without the emulator, a broken
+ * socket) fails the run.
  */
 async function pairLoad(
   b: Bench,
@@ -230,7 +232,8 @@ async function pairLoad(
     const reply = await target.send('POST', path, t.headers, body);
     if (counted(performance.now()))
       statuses[String(reply.status)] = (statuses[String(reply.status)] ?? 0) + 1;
-    if (reply.status >= 400 && (reply.status < 500 || !busyExpected))
+    const busy = reply.status === 429 || reply.status >= 500;
+    if (reply.status >= 400 && !(busy && busyExpected))
       outcomes.fail(new UnexpectedReply(reply.status, what, reply.body));
     return reply;
   };
@@ -313,7 +316,7 @@ async function serviceRows(
       const audit = await b.audit(label, [plain, tenant]);
       const requests = Object.values(statuses).reduce((a, n) => a + n, 0);
       const fiveXx = Object.entries(statuses)
-        .filter(([s]) => s.startsWith('5'))
+        .filter(([s]) => s.startsWith('5') || s === '429')
         .reduce((a, [, n]) => a + n, 0);
       const emulator =
         before.contention && after.contention
@@ -348,7 +351,7 @@ async function serviceRows(
         ? `${emulator.transactions} tx, ${emulator.cancelledForConflict} cancelled for conflict, ${emulator.cancelledForThrottling} throttled, ${emulator.plainWriteConflicts} plain-write conflicts`
         : 'n/a';
       say(
-        `  service ×${String(clients).padEnd(3)} ${budgetsText({ scopes: 1, shards }).padEnd(17)} ${row.pairsPerSecond.toFixed(1).padStart(6)} pairs/s (without the emulator ${row.baselinePairsPerSecond.toFixed(1)}, p50 ${row.baselinePairP50Ms} ms)  ${row.requests} requests (${statusText(statuses)}), 5xx ${pct(row.fiveXxRate)}  emulator: ${counters}; transact retries ${row.conflictRetries}  pair p50 ${row.pairP50Ms} p99 ${row.pairP99Ms} ms`,
+        `  service ×${String(clients).padEnd(3)} ${budgetsText({ scopes: 1, shards }).padEnd(17)} ${row.pairsPerSecond.toFixed(1).padStart(6)} pairs/s (without the emulator ${row.baselinePairsPerSecond.toFixed(1)}, p50 ${row.baselinePairP50Ms} ms)  ${row.requests} requests (${statusText(statuses)}), busy ${pct(row.fiveXxRate)}  emulator: ${counters}; transact retries ${row.conflictRetries}  pair p50 ${row.pairP50Ms} p99 ${row.pairP99Ms} ms`,
       );
     }
   } finally {
@@ -477,7 +480,7 @@ export function contentionMarkdown(
           'Tenant budget',
           'Pairs/s (without the emulator)',
           'Requests (statuses)',
-          '5xx rate',
+          'Busy rate (429, 5xx)',
           'Transactions / cancelled for conflict / throttled (emulator)',
           'transact retries',
           'Pair p50 / p99 ms (p50 without)',

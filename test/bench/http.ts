@@ -5,6 +5,8 @@ export type Json = Record<string, unknown>;
 export interface Reply {
   readonly status: number;
   readonly body: Json;
+  /** Retry-After in seconds, when the answer carried one. */
+  readonly retryAfter?: number | undefined;
 }
 
 /** A non-2xx answer where the bench expected success. */
@@ -75,7 +77,12 @@ export class HttpTarget {
               } catch {
                 parsed = { raw: text.slice(0, 200) };
               }
-              resolve({ status: res.statusCode ?? 0, body: parsed });
+              const retryAfter = Number(res.headers['retry-after']);
+              resolve({
+                status: res.statusCode ?? 0,
+                body: parsed,
+                ...(Number.isFinite(retryAfter) && { retryAfter }),
+              });
             });
             res.on('error', reject);
           },

@@ -8,7 +8,10 @@ export const PHASES = [
   'expiry',
   'profile',
   'contention',
+  'busy-tenant',
 ] as const;
+/** The phases that need the contention emulator: run only when asked for. */
+const EMULATED: readonly Phase[] = ['contention', 'busy-tenant'];
 export type Phase = (typeof PHASES)[number];
 
 export interface BenchOptions {
@@ -50,11 +53,11 @@ const USAGE = `npm run bench -- [options]
   --clients 1,10,50           concurrency levels
   --list-size N               reservations of the large listing tenant (default 20000, quick 1000)
   --phases a,b                subset of ${PHASES.join(',')}
-  --emulate-contention        add the contention phase: the simulator, and the service with
-                              DynamoDB's transaction conflicts and throttling emulated
-                              (EMULATE_CONTENTION, if set, gives the emulator's settings)
+  --emulate-contention        add the contention and busy-tenant phases: the simulator, and the
+                              service with DynamoDB's transaction conflicts and throttling
+                              emulated (EMULATE_CONTENTION, if set, gives the emulator's settings)
   --out FILE                  results file (default bench/results/<date>[-quick].json;
-                              <date>-contention.json for the contention phase alone)
+                              <date>-contention.json for the emulated phases alone)
   --markdown / --no-markdown  rewrite the generated table in BENCHMARKS.md (default: full runs only)
   --render FILE               only rewrite BENCHMARKS.md from a results file
 `;
@@ -101,17 +104,16 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     throw new Error(`--dynamodb-endpoint must be a local DynamoDB Local, not ${endpoint}`);
   }
   if (endpoint && !remote[0]) throw new Error('--dynamodb-endpoint goes with --runtime-url');
-  // The contention phase runs when asked for: by --emulate-contention, or by name.
+  // The emulated phases run when asked for: by --emulate-contention, or by name.
   const listed = values.phases
     ? values.phases.split(',').map((p) => {
         if (!(PHASES as readonly string[]).includes(p)) throw new Error(`unknown phase ${p}`);
         return p as Phase;
       })
-    : PHASES.filter((p) => !(quick && p === 'profile') && p !== 'contention');
-  const phases: Phase[] =
-    values['emulate-contention'] && !listed.includes('contention')
-      ? [...listed, 'contention']
-      : listed;
+    : PHASES.filter((p) => !(quick && p === 'profile') && !EMULATED.includes(p));
+  const phases: Phase[] = values['emulate-contention']
+    ? [...listed, ...EMULATED.filter((p) => !listed.includes(p))]
+    : listed;
   const samples = positive(values.samples, quick ? 12 : 400, 'samples');
   return {
     quick,

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AuditResult } from './audit.js';
+import type { BusyTenantResult } from './busy-tenant.js';
 import type { ContentionResult } from './contention.js';
 import type { ExpiryLag } from './expiry.js';
 import type { ItemSize, OpResult } from './latency.js';
@@ -46,6 +47,8 @@ export interface Results {
   readonly profile?: ProfileSummary | undefined;
   /** Rendered in a block of its own (test/bench/contention.ts). */
   readonly contention?: ContentionResult | undefined;
+  /** Rendered in a block of its own (test/bench/busy-tenant.ts). */
+  readonly busyTenant?: BusyTenantResult | undefined;
   readonly memory: Memory;
   readonly audits: readonly AuditResult[];
   readonly statuses: Record<string, Record<string, number>>;

@@ -25,6 +25,18 @@ if (opts.render) {
   if (results.options.phases !== undefined && onlyContention(results.options.phases as string[]))
     say('BENCHMARKS.md: a contention-only run leaves the main generated section alone');
   else updateBenchmarksMd('BENCHMARKS.md', markdown(results));
+  await writeEmulatedBlocks(results);
+  say(`BENCHMARKS.md: generated section rewritten from ${opts.render}`);
+  process.exit(0);
+}
+/** A run of the emulated phases alone: it has no figures for the main generated section. */
+function onlyContention(phases: Iterable<string>): boolean {
+  const list = [...phases];
+  return list.length > 0 && list.every((p) => p === 'contention' || p === 'busy-tenant');
+}
+
+/** The blocks of BENCHMARKS.md the emulated phases write, each only when it ran. */
+async function writeEmulatedBlocks(results: Results): Promise<void> {
   if (results.contention) {
     const { contentionMarkdown, updateContentionBlock } = await import('./contention.js');
     updateContentionBlock(
@@ -32,13 +44,20 @@ if (opts.render) {
       contentionMarkdown(results.contention, results.startedAt, results.command),
     );
   }
-  say(`BENCHMARKS.md: generated section rewritten from ${opts.render}`);
-  process.exit(0);
-}
-/** A run of the contention phase alone: it has no figures for the main generated section. */
-function onlyContention(phases: Iterable<string>): boolean {
-  const list = [...phases];
-  return list.length === 1 && list[0] === 'contention';
+  if (results.busyTenant) {
+    const { busyTenantBlock, busyTenantMarkdown } = await import('./busy-tenant.js');
+    const text = readFileSync('BENCHMARKS.md', 'utf8');
+    writeFileSync(
+      'BENCHMARKS.md',
+      busyTenantBlock(
+        text,
+        busyTenantMarkdown(results.busyTenant, results.startedAt, results.command, [
+          results.machine.loadAverageAtStart,
+          results.machine.loadAverageAtEnd,
+        ]),
+      ),
+    );
+  }
 }
 const command = commandLine(argv);
 const started = new Date();
@@ -267,6 +286,24 @@ async function main(): Promise<number> {
       return contentionPhase(bench, emulation, startEmulated);
     },
   );
+  const busyTenant = await runPhase(
+    'busy-tenant',
+    'a busy tenant: README budgets, SDK-like clients, the service with contention emulated',
+    async () => {
+      const { busyTenantPhase } = await import('./busy-tenant.js');
+      const dynamodbEndpoint = endpoint;
+      // A server of its own per run, on the same DynamoDB Local and table, emulator installed.
+      const start = dynamodbEndpoint
+        ? (env: Record<string, string>) =>
+            ServerProcess.start({
+              ...serverEnv(dynamodbEndpoint),
+              EMULATE_CONTENTION: process.env.EMULATE_CONTENTION || '1',
+              ...env,
+            })
+        : undefined;
+      return busyTenantPhase(bench, start);
+    },
+  );
   say('\n== final check of every ledger of the run');
   const auditFrom = performance.now();
   await bench.finalCheck();
@@ -324,6 +361,7 @@ async function main(): Promise<number> {
     expiry,
     profile,
     contention,
+    busyTenant,
     memory,
     audits: bench.audits,
     statuses,
@@ -352,13 +390,9 @@ async function main(): Promise<number> {
       report.updateBenchmarksMd('BENCHMARKS.md', report.markdown(results));
       say('BENCHMARKS.md: generated section updated');
     }
-    if (contention) {
-      const { contentionMarkdown, updateContentionBlock } = await import('./contention.js');
-      updateContentionBlock(
-        'BENCHMARKS.md',
-        contentionMarkdown(contention, results.startedAt, command),
-      );
-      say('BENCHMARKS.md: contention section updated');
+    if (contention || busyTenant) {
+      await writeEmulatedBlocks(results);
+      say('BENCHMARKS.md: emulated sections updated');
     }
   }
   say(`rerun: ${command}   (${results.durationSeconds} s)`);

@@ -8,6 +8,7 @@ import { buildConsole } from '../../infra/build-console.js';
 import { axeViolations, launchChromium, watchCsp } from '../helpers/browser.js';
 import { consoleTestDir } from '../helpers/console.js';
 import { request } from '../helpers/http.js';
+import { eventually, type Receiver, startReceiver } from '../helpers/receiver.js';
 import { useTestStack } from '../helpers/scaffold.js';
 import { ADMIN_KEY } from '../helpers/stack.js';
 
@@ -22,9 +23,15 @@ import { ADMIN_KEY } from '../helpers/stack.js';
  * be violated. Steps are generous with time: the machine is shared.
  */
 const consoleDir = consoleTestDir();
-// Estimate accuracy is read from the table's stream, as `npm start` does by default.
+// Events on: the Events and Webhooks pages show the log and real deliveries; estimate accuracy is
+// read from the same stream, as `npm start` does by default.
 const stack = useTestStack({
-  env: { CONSOLE_DIR: consoleDir, ESTIMATE_ACCURACY: 'true', STREAM_POLL_INTERVAL_MS: '100' },
+  env: {
+    CONSOLE_DIR: consoleDir,
+    EVENTS_ENABLED: 'true',
+    ESTIMATE_ACCURACY: 'true',
+    STREAM_POLL_INTERVAL_MS: '100',
+  },
 });
 // docs/console/ when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
 const screenshots =
@@ -501,6 +508,80 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     }
   });
 
+  it('webhooks: subscribes a receiver (its secret once), tests, pauses and resumes it, shows its deliveries, replays', async () => {
+    const receiver: Receiver = await startReceiver('/console-hooks');
+    try {
+      await nav('Webhooks').click();
+      await heading('Webhooks').waitFor();
+      await page.getByText('New webhook subscription').click();
+      await page.getByLabel('Owner').selectOption('acme');
+      await page.getByLabel('URL', { exact: true }).fill(receiver.url);
+      await page.getByLabel('Name (optional)').fill('finance alerts');
+      await page.getByLabel('Event types').selectOption(['budget.funded', 'budget.created']);
+      await page.getByRole('button', { name: 'Create subscription' }).click();
+      const dialog = page.getByRole('dialog', { name: /^Subscription whsub_\w+ created$/ });
+      const secret = await dialog.getByLabel('Signing secret').inputValue();
+      expect(secret).toMatch(/^whsec_/);
+      await dialog.getByRole('button', { name: 'I have stored it' }).click();
+      const row = page.getByRole('row').filter({ hasText: 'finance alerts' });
+      await row.getByText('ACTIVE').waitFor();
+      const listed = await admin('GET', '/v1/admin/webhooks?tenant_id=acme');
+      const id = String(
+        (listed.body.subscriptions as { subscription_id: string; name?: string }[]).find(
+          (x) => x.name === 'finance alerts',
+        )?.subscription_id,
+      );
+
+      await row.getByRole('button', { name: `Test ${id}` }).click();
+      await expect.poll(() => live().textContent()).toContain(`Test event delivered to ${id}`);
+      const funded = await admin(
+        'POST',
+        `/v1/admin/budgets/fund?scope=${encodeURIComponent('tenant:acme')}&unit=${USD}`,
+        { operation: 'CREDIT', amount: usd(1), idempotency_key: 'console-hook-fund' },
+      );
+      expect(funded.status).toBe(200);
+      await eventually(
+        () => receiver.received.some((r) => r.event.event_type === 'budget.funded'),
+        'budget.funded delivered',
+      );
+      await row.getByRole('link', { name: `Deliveries of ${id}` }).click();
+      const deliveries = page.getByRole('region', { name: 'Deliveries' });
+      await deliveries.getByRole('rowheader', { name: /budget\.funded/ }).waitFor();
+      await deliveries.getByRole('cell', { name: 'SUCCESS' }).first().waitFor();
+
+      await row.getByRole('button', { name: `Pause ${id}` }).click();
+      await row.getByText('PAUSED').waitFor();
+      await row.getByRole('button', { name: `Resume ${id}` }).click();
+      await row.getByText('ACTIVE').waitFor();
+      await row.getByRole('button', { name: `Replay… ${id}` }).click();
+      await page
+        .getByRole('dialog', { name: 'Replay events to finance alerts' })
+        .getByRole('button', { name: 'Replay' })
+        .click();
+      await expect
+        .poll(() => live().textContent())
+        .toMatch(new RegExp(`Replay to ${id}: \\d+ events queued`));
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('events: lists the log, newest first, filtered by type, each event opening to its document', async () => {
+    await nav('Events').click();
+    await heading('Events').waitFor();
+    await settled();
+    await page.getByLabel('Event type').selectOption('budget.funded');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    const row = page.getByRole('row').filter({ hasText: 'budget.funded' }).first();
+    await row.waitFor();
+    expect(page.url()).toContain('event_type=budget.funded');
+    await row.getByText('Document').click();
+    await row.getByText('"operation": "CREDIT"').waitFor();
+    expect(await page.getByRole('rowheader').filter({ hasNotText: 'budget.funded' }).count()).toBe(
+      0,
+    );
+  });
+
   it('overview: tenants, budgets near and over threshold, debt, expiries and changes', async () => {
     await nav('Overview').click();
     await heading('Overview').waitFor();
@@ -716,6 +797,113 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     expect((await admin('GET', '/v1/admin/tenants/acme')).body).toMatchObject({ status: 'ACTIVE' });
   });
 
+  it('governance: the service counters, a policy, bulk suspend and fund with progress, an operator credential', async () => {
+    // The overview's counters are the service's own (GET /v1/admin/overview).
+    await nav('Overview').click();
+    await heading('Overview').waitFor();
+    const counters = page.getByRole('list', { name: 'Counters' });
+    const served = (await admin('GET', '/v1/admin/overview')).body as {
+      tenant_counts: { total: number };
+    };
+    await counters.getByRole('listitem').filter({ hasText: 'Tenants' }).waitFor();
+    expect(
+      await counters
+        .getByRole('listitem')
+        .filter({ hasText: 'Tenants' })
+        .locator('.tile-figure')
+        .textContent(),
+    ).toBe(String(served.tenant_counts.total));
+
+    // A policy for acme, created, then disabled.
+    await nav('Policies').click();
+    await heading('Policies').waitFor();
+    await page.getByLabel('Tenant', { exact: true }).selectOption('acme');
+    await page.getByText('New policy').click();
+    await page.getByLabel('Name', { exact: true }).fill('agents');
+    await page.getByLabel(/^Cap: at most this many tokens/).fill('4000');
+    await page.getByRole('button', { name: 'Create policy' }).click();
+    await expect.poll(() => live().textContent()).toBe('Policy agents created.');
+    const policy = page.getByRole('row').filter({ hasText: 'agents' });
+    expect(await policy.textContent()).toContain('at most 4000 tokens');
+    await policy.getByRole('button', { name: 'Disable agents' }).click();
+    await policy.getByText('DISABLED').waitFor();
+    const policies = (await admin('GET', '/v1/admin/policies?tenant_id=acme')).body as {
+      policies: { scope_pattern: string; status: string }[];
+    };
+    expect(policies.policies).toMatchObject([
+      { scope_pattern: 'tenant:acme/*', status: 'DISABLED' },
+    ]);
+
+    // Bulk suspend: counted first, then exactly those, with the outcome shown.
+    for (const id of ['hooli-1', 'hooli-2']) {
+      expect((await admin('POST', '/v1/admin/tenants', { tenant_id: id, name: id })).status).toBe(
+        201,
+      );
+    }
+    await nav('Tenants').click();
+    await heading('Tenants').waitFor();
+    await page.getByText('Suspend or reactivate many').click();
+    await page.getByLabel('Whose id or name holds').fill('hooli');
+    await page.getByRole('button', { name: 'Count matching tenants' }).click();
+    await page.getByRole('button', { name: 'Suspend 2 tenants' }).click();
+    await page.getByText('SUSPEND: 2 matched — 2 done, 0 skipped, 0 failed.').waitFor();
+    for (const id of ['hooli-1', 'hooli-2']) {
+      expect((await admin('GET', `/v1/admin/tenants/${id}`)).body).toMatchObject({
+        status: 'SUSPENDED',
+      });
+    }
+
+    // A tenant's unbudgeted scopes, skipped the reference's way, from its row.
+    const hooli = page.getByRole('row').filter({ hasText: 'hooli-1' });
+    await hooli.getByRole('button', { name: 'Skip unbudgeted scopes of hooli-1' }).click();
+    await hooli.getByRole('button', { name: 'Refuse unbudgeted scopes of hooli-1' }).waitFor();
+    expect((await admin('GET', '/v1/admin/tenants/hooli-1')).body).toMatchObject({
+      unbudgeted_scopes: 'SKIP',
+    });
+
+    // Bulk fund: every active USD budget of acme credited $1.
+    const before = (
+      await admin('GET', '/v1/admin/budgets?tenant_id=acme&unit=USD_MICROCENTS&status=ACTIVE')
+    ).body as { ledgers: { allocated: { amount: number } }[] };
+    await nav('Budgets').click();
+    await page.getByLabel('Tenant', { exact: true }).selectOption('acme');
+    await page.getByText('Fund many').click();
+    await page.getByLabel('Amount for each (USD)').fill('1');
+    await page.getByRole('button', { name: 'Count matching budgets' }).click();
+    const n = before.ledgers.length;
+    await page.getByRole('button', { name: `Credit ${n} budgets` }).click();
+    await page.getByText(`CREDIT: ${n} matched — ${n} done, 0 skipped, 0 failed.`).waitFor();
+    const after = (
+      await admin('GET', '/v1/admin/budgets?tenant_id=acme&unit=USD_MICROCENTS&status=ACTIVE')
+    ).body as { ledgers: { allocated: { amount: number } }[] };
+    const total = (b: typeof before) => b.ledgers.reduce((sum, l) => sum + l.allocated.amount, 0);
+    expect(total(after) - total(before)).toBe(n * 100_000_000);
+
+    // An operator's own credential, read-only, whose secret signs the console in.
+    await nav('API keys').click();
+    await heading('API keys').waitFor();
+    if ((await page.locator('details.panel').getAttribute('open')) === null) {
+      await page.getByText('New API key').click();
+    }
+    await page.getByLabel(/An operator's credential/).check();
+    await page.getByLabel('Name', { exact: true }).fill('alice');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Key alice created' });
+    const secret = await dialog.getByLabel(/^Secret of key_/).inputValue();
+    await dialog.getByRole('button', { name: 'I have stored it' }).click();
+    const alice = await context.newPage();
+    await alice.goto(consoleUrl('#/tenants'));
+    const keyField = alice.getByLabel('Admin API key');
+    await keyField.fill(secret);
+    await keyField.press('Enter');
+    await alice.getByRole('row').filter({ hasText: 'hooli-1' }).waitFor();
+    await alice.close();
+    const keys = (await admin('GET', '/v1/admin/api-keys?tenant_id=__system__')).body as {
+      keys: { name: string; permissions: string[] }[];
+    };
+    expect(keys.keys).toMatchObject([{ name: 'alice', permissions: ['admin:read'] }]);
+  });
+
   it('every page: no accessibility violations and nothing wider than the screen, at 1280 px and 390 px', async () => {
     const views: [name: string, hash: string, ready: () => Locator][] = [
       [
@@ -726,11 +914,26 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
       ['tenants', '#/tenants', () => page.getByRole('row').filter({ hasText: 'globex' })],
       ['budgets', '#/budgets?tenant=acme', () => budgetCard('tenant:acme/workspace:prod')],
       [
+        'policies',
+        '#/policies?tenant=acme',
+        () => page.getByRole('row').filter({ hasText: 'agents' }),
+      ],
+      [
         'reservations',
         '#/reservations?tenant=acme&status=ANY',
         () => page.getByRole('row').filter({ hasText: ids.stuck }),
       ],
       ['keys', '#/keys?tenant=acme', () => page.getByRole('row').filter({ hasText: 'laptop' })],
+      [
+        'events',
+        '#/events?tenant_id=acme',
+        () => page.getByRole('rowheader', { name: 'budget.funded' }).first(),
+      ],
+      [
+        'webhooks',
+        '#/webhooks?tenant=acme',
+        () => page.getByRole('row').filter({ hasText: 'finance alerts' }),
+      ],
       [
         'audit',
         '#/audit?tenant_id=acme',

@@ -4,7 +4,7 @@ import type { Response, WireError } from './http.js';
 
 /**
  * SPEC § Errors: the twelve codes and their statuses, and the reference's TENANT_CLOSED,
- * BUDGET_FROZEN and BUDGET_CLOSED (409);
+ * BUDGET_FROZEN and BUDGET_CLOSED (409) and LIMIT_EXCEEDED (429, busy: nothing written);
  * DUPLICATE_RESOURCE and the reference admin plane's KEY_REVOKED are the admin plane's own.
  */
 export const SPEC_STATUS: Readonly<Record<string, number>> = {
@@ -24,12 +24,16 @@ export const SPEC_STATUS: Readonly<Record<string, number>> = {
   BUDGET_CLOSED: 409,
   // Ours: a reservation's ACTIVE delegations stand in the way (docs/decisions.md § Delegations).
   DELEGATIONS_ACTIVE: 409,
+  LIMIT_EXCEEDED: 429,
+  MAX_EXTENSIONS_EXCEEDED: 409,
   INTERNAL_ERROR: 500,
 };
 const ADMIN_STATUS: Readonly<Record<string, number>> = {
   ...SPEC_STATUS,
   DUPLICATE_RESOURCE: 409,
   KEY_REVOKED: 409,
+  COUNT_MISMATCH: 409,
+  LIMIT_EXCEEDED: 400,
 };
 
 /** SPEC's error body: exactly these keys, `details` optional. */
@@ -63,13 +67,28 @@ export function expectError(
   }
   expect(res.headers.get('x-request-id')).toBe(error.request_id);
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  if (status === 429) expectBusyHeaders(res);
   return error;
 }
 
 /**
- * Sends until the answer is not 503 CONTENTION (at most `attempts` times), as a client retries
- * a write with its key: many writers of one record win one at a time, and one that keeps losing
- * is answered 503 with nothing written.
+ * A busy answer's headers (the reference's 429): Retry-After in whole seconds (delta-seconds,
+ * at least 1) and X-RateLimit-Reset, the Unix second from which a retry is welcome.
+ */
+export function expectBusyHeaders(res: Response<object>): void {
+  const retryAfter = res.headers.get('retry-after') ?? '';
+  expect(retryAfter, 'Retry-After').toMatch(/^[1-9]\d*$/);
+  const reset = Number(res.headers.get('x-ratelimit-reset'));
+  expect(Number.isInteger(reset), 'X-RateLimit-Reset').toBe(true);
+  // A Unix second of this run (the answer may have been checked well after it came).
+  expect(Math.abs(reset * 1000 - Date.now())).toBeLessThan(600_000);
+}
+
+/**
+ * Sends until the answer is not busy (at most `attempts` times), as a client retries a write
+ * with its key: many writers of one record win one at a time, and one that keeps losing is
+ * answered 429 LIMIT_EXCEEDED (reason CONTENTION) with Retry-After, nothing written. The wait
+ * Retry-After asks for is skipped: the test only needs the retry.
  */
 export async function untilNotBusy<R extends Response<object>>(
   send: () => Promise<R>,
@@ -77,9 +96,8 @@ export async function untilNotBusy<R extends Response<object>>(
 ): Promise<R> {
   for (let attempt = 1; ; attempt++) {
     const res = await send();
-    if (res.status !== 503 || attempt === attempts) return res;
-    expect((res.body as WireError).details, JSON.stringify(res.body)).toMatchObject({
-      reason: 'CONTENTION',
-    });
+    if (res.status !== 429 || attempt === attempts) return res;
+    const error = expectError(res, 429, 'LIMIT_EXCEEDED');
+    expect(error.details, JSON.stringify(res.body)).toMatchObject({ reason: 'CONTENTION' });
   }
 }

@@ -67,6 +67,26 @@ export async function givenTenant(stack: LocalStack, permissions?: string[]): Pr
 }
 
 /**
+ * A fresh tenant and key, kept out of the ledger audit: a test that closes it revokes the key the
+ * audit would read with.
+ */
+export async function givenClosableTenant(
+  stack: LocalStack,
+  permissions?: string[],
+): Promise<GivenTenant> {
+  const tenant = `c-${randomUUID().slice(0, 12)}`;
+  const created = await request('POST', `${stack.adminUrl}/v1/admin/tenants`, {
+    headers: adminHeaders,
+    body: { tenant_id: tenant, name: `Tenant ${tenant}` },
+  });
+  if (created.status !== 201)
+    throw new Error(`tenant: ${created.status} ${JSON.stringify(created.body)}`);
+  const key = await createKey(stack, tenant, 'agent', permissions);
+  const headers = { 'x-service-api-key': key.secret };
+  return { tenant, key: key.secret, keyId: key.keyId, headers, auditor: headers };
+}
+
+/**
  * A budget ledger at `scope` (relative paths get the tenant root prepended), created by the
  * operator's admin key: the key under test may lack budgets:write, as an agent's key should.
  */
@@ -83,6 +103,8 @@ export async function givenBudget(
     caps?: Json;
     /** Soft landing: caps only once remaining after a hold is below this many basis points. */
     capsWhenRemainingBelowBps?: number;
+    /** Ours: the most one reservation may hold on it. */
+    maxReservationAmount?: number;
   } = {},
 ): Promise<Json> {
   const unit = options.unit ?? 'USD_MICROCENTS';
@@ -100,6 +122,9 @@ export async function givenBudget(
       ...(options.caps !== undefined && { caps: options.caps }),
       ...(options.capsWhenRemainingBelowBps !== undefined && {
         caps_when_remaining_below_bps: options.capsWhenRemainingBelowBps,
+      }),
+      ...(options.maxReservationAmount !== undefined && {
+        max_reservation_amount: { unit, amount: options.maxReservationAmount },
       }),
     },
   });

@@ -91,6 +91,8 @@ function responseOf(server: Server, operation: Operation | undefined, status: nu
     response = ((document.components as Json).responses as Json)[name] as Json;
   }
   if (!response) return undefined;
+  // A 204 has no content: its (empty) body has nothing to hold to.
+  if (!response.content) return { schemaRef: undefined };
   const content = (response.content as Json)['application/json'] as Json;
   return { schemaRef: (content.schema as Json).$ref as string };
 }
@@ -112,6 +114,13 @@ export function documentProblem(
     : `${method} ${rawPath} (${server}, no operation)`;
   const response = responseOf(server, operation, status);
   if (!response) return `${what} answered ${status}, which the OpenAPI document does not list`;
+  if (response.schemaRef === undefined) {
+    if (status === 204 && body !== undefined && Object.keys(body as Json).length > 0) {
+      return `${what} answered 204 with a body`;
+    }
+    if (operation && status < 300) checkedSuccesses.add(`${server} ${method} ${operation.path}`);
+    return undefined;
+  }
   const validate = validatorOf(server, response.schemaRef);
   if (!validate(body)) {
     const why = (validate.errors ?? []).map(

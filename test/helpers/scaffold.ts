@@ -35,6 +35,9 @@ export function useTestStack(options: TestStackOptions = {}): LocalStack {
     get dynamoEndpoint() {
       return current().dynamoEndpoint;
     },
+    get deliveries() {
+      return current().deliveries;
+    },
     async stop() {
       stopped = true;
       await current().stop();

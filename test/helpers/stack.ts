@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
+import type { ContentionSettings } from '../../infra/local/contention.js';
 import type { LocalStack } from '../../infra/local/stack.js';
 import type { TestClock } from './clock.js';
 import { holdToDocuments } from './http.js';
@@ -9,6 +10,8 @@ export interface TestStackOptions {
   readonly env?: Record<string, string>;
   /** Server time for every handler and the sweeper (default: the system clock). */
   readonly clock?: TestClock;
+  /** The contention emulator on the servers' DynamoDB client (infra/local/contention.ts). */
+  readonly contention?: Partial<ContentionSettings>;
 }
 
 /**
@@ -19,6 +22,7 @@ export interface TestStackOptions {
 export async function startTestStack({
   env = {},
   clock,
+  contention,
 }: TestStackOptions = {}): Promise<LocalStack> {
   const endpoint = inject('dynamoEndpoint');
   if (!/^http:\/\/(127\.0\.0\.1|localhost):\d+$/.test(endpoint))
@@ -31,6 +35,9 @@ export async function startTestStack({
     // No EMF documents on stdout either; test/integration/observability.test.ts turns them on.
     POWERTOOLS_METRICS_DISABLED: process.env.TEST_METRICS_DISABLED ?? 'true',
     API_KEY_CACHE_TTL_MS: '0',
+    // Events read the table's stream: only the files that test them turn it on (DynamoDB Local
+    // keeps every stream record in memory, and the suite shares one).
+    EVENTS_ENABLED: 'false',
     // No stream on the shared DynamoDB Local unless a file reads it (docs/decisions.md §
     // Estimate accuracy): test/integration/accuracy.test.ts turns it on.
     ESTIMATE_ACCURACY: 'false',
@@ -42,6 +49,7 @@ export async function startTestStack({
     adminPort: 0,
     sweeper: false,
     ...(clock && { clock: clock.now }),
+    ...(contention && { contention }),
   });
   holdToDocuments({ runtime: stack.runtimeUrl, admin: stack.adminUrl });
   return stack;

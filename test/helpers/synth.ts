@@ -25,7 +25,15 @@ export interface Synthesized {
   /** The template of a stack. */
   template(stack: Stack): Template;
   /** Where a function lives: its stack, that stack's resources, its logical id. */
-  fn(id: RouteId | 'sweeper' | 'budgetEvents' | 'estimateAccuracy' | 'adminKeyRotation'): {
+  fn(
+    id:
+      | RouteId
+      | 'sweeper'
+      | 'budgetEvents'
+      | 'webhookDelivery'
+      | 'estimateAccuracy'
+      | 'adminKeyRotation',
+  ): {
     stack: Stack;
     resources: Resources;
     logicalId: string;
@@ -48,8 +56,8 @@ export function synth(
   const stacks = createStacks(app, routes);
   const all: Stack[] = [
     stacks.data,
-    ...stacks.routes.values(),
     stacks.jobs,
+    ...stacks.routes.values(),
     ...(stacks.monitoring ? [stacks.monitoring] : []),
   ];
   const templates = new Map(all.map((s) => [s.stackName, Template.fromStack(s)]));
@@ -60,11 +68,13 @@ export function synth(
         ? stacks.jobs.sweeper
         : id === 'budgetEvents'
           ? stacks.jobs.budgetEvents
-          : id === 'estimateAccuracy'
-            ? stacks.jobs.estimateAccuracy
-            : id === 'adminKeyRotation'
-              ? stacks.jobs.adminKeyRotation
-              : [...stacks.routes.values()].map((s) => s.functions.get(id)).find((f) => f);
+          : id === 'webhookDelivery'
+            ? stacks.jobs.webhookDelivery
+            : id === 'estimateAccuracy'
+              ? stacks.jobs.estimateAccuracy
+              : id === 'adminKeyRotation'
+                ? stacks.jobs.adminKeyRotation
+                : [...stacks.routes.values()].map((s) => s.functions.get(id)).find((f) => f);
     if (!construct) throw new Error(`no function ${id}`);
     const stack = (construct as { stack: Stack }).stack;
     return {

@@ -26,6 +26,7 @@ describe('function bundles (as the stacks build them)', () => {
       expect(contents(b), b.name).not.toContain('semver');
       expect(contents(b), b.name).not.toContain('@aws-lambda-powertools/tracer');
       expect(contents(b), b.name).not.toContain('@aws-lambda-powertools/metrics');
+      expect(contents(b), b.name).not.toContain('@aws-lambda-powertools/logger');
     }
   });
 
@@ -56,6 +57,15 @@ describe('function bundles (as the stacks build them)', () => {
     );
 
     expect(classic.map((b) => b.name)).toEqual([]);
+  });
+
+  it('carry their own route’s facts, not the route table (functions/http/route-facts.ts)', () => {
+    // Not-found answers may read the table (a 405 names the methods a known path has).
+    const routed = bundles.filter((b) => b.route && !/\/not-found$/.test(b.entry));
+    const withTable = routed.filter((b) => files(b).includes('functions/routes.ts'));
+
+    expect(routed.length).toBeGreaterThan(20);
+    expect(withTable.map((b) => b.name)).toEqual([]);
   });
 
   it('stay within their size targets (docs/deploy.md § Bundling)', () => {

@@ -10,7 +10,7 @@ import {
 } from '../../functions/routes.js';
 import { tableDefinition } from '../../functions/store/table.js';
 import { METRICS, METRICS_NAMESPACE } from '../../functions/telemetry/catalog.js';
-import { READ_ACTIONS } from '../../infra/service-function.js';
+import { READ_ACTIONS, WRITE_ACTIONS } from '../../infra/service-function.js';
 import {
   actionsOf,
   logicalId,
@@ -39,11 +39,14 @@ describe('CDK app', () => {
     it('splits the app by what changes together, deployed in this order', () => {
       expect(s.all.map((stack) => stack.stackName)).toEqual([
         'BudgetReservationsData',
+        'BudgetReservationsJobs',
         'BudgetReservationsAdminApi',
         'BudgetReservationsRuntimeApi',
         // Our settlement extensions' routes (charges, refunds, estimate accuracy).
         'BudgetReservationsSettlementApi',
-        'BudgetReservationsJobs',
+        // Our governance routes (policies, bulk actions, overview), then events and webhooks.
+        'BudgetReservationsGovernanceApi',
+        'BudgetReservationsEventsApi',
         'BudgetReservationsMonitoring',
       ]);
       const dependsOn = (name: string) =>
@@ -57,7 +60,18 @@ describe('CDK app', () => {
         'BudgetReservationsAdminApi',
         'BudgetReservationsData',
       ]);
+      // The governance routes (issue 27), a family of admin routes in a stack of their own.
+      expect(dependsOn('BudgetReservationsGovernanceApi')).toEqual([
+        'BudgetReservationsAdminApi',
+        'BudgetReservationsData',
+      ]);
       expect(dependsOn('BudgetReservationsJobs')).toEqual(['BudgetReservationsData']);
+      // The events routes send to the jobs stack's queue and invoke its delivery function.
+      expect(dependsOn('BudgetReservationsEventsApi')).toEqual([
+        'BudgetReservationsAdminApi',
+        'BudgetReservationsData',
+        'BudgetReservationsJobs',
+      ]);
       expect(dependsOn('BudgetReservationsMonitoring')).toEqual([
         'BudgetReservationsAdminApi',
         'BudgetReservationsData',
@@ -139,10 +153,17 @@ describe('CDK app', () => {
       const count = (key: string) =>
         routeEntries().filter(([, r]) => (r.stack ?? r.server) === key).length;
 
+      expect([...s.stacks.routes.keys()].sort()).toEqual([
+        'admin',
+        'events',
+        'governance',
+        'runtime',
+        'settlement',
+      ]);
       for (const key of s.stacks.routes.keys()) {
         expect(functionsIn(key)['AWS::Lambda::Function'], key).toBe(count(key));
       }
-      s.template(s.stacks.jobs).resourceCountIs('AWS::Lambda::Function', 4);
+      s.template(s.stacks.jobs).resourceCountIs('AWS::Lambda::Function', 5);
       s.template(s.stacks.data).resourceCountIs('AWS::Lambda::Function', 0);
     });
 
@@ -395,7 +416,7 @@ describe('CDK app', () => {
 
     it('feeds the stream to the consumer in batches, bisected, partial failures, a DLQ', () => {
       const jobs = s.template(s.stacks.jobs);
-      const [queueId] = Object.keys(jobs.findResources('AWS::SQS::Queue'));
+      const queueId = logicalId(s.stacks.jobs, s.stacks.jobs.budgetEventsDlq);
       const mappings = Object.values(jobs.findResources('AWS::Lambda::EventSourceMapping')).filter(
         (m) => m.Properties.FunctionName.Ref === s.fn('budgetEvents').logicalId,
       );
@@ -421,18 +442,11 @@ describe('CDK app', () => {
         },
         {
           eventName: ['MODIFY'],
-          dynamodb: { NewImage: { type: { S: ['reservation'] }, status: { S: ['EXPIRED'] } } },
-        },
-        { eventName: ['INSERT'], dynamodb: { NewImage: { type: { S: ['refusal'] } } } },
-        {
-          eventName: ['INSERT'],
           dynamodb: {
-            NewImage: {
-              type: { S: ['audit'] },
-              action: { S: ['reservation.refund', 'event.refund'] },
-            },
+            NewImage: { type: { S: ['reservation'] }, status: { S: ['EXPIRED', 'COMMITTED'] } },
           },
         },
+        { eventName: ['INSERT'], dynamodb: { NewImage: { type: { S: ['refusal', 'audit'] } } } },
       ]);
     });
 
@@ -473,7 +487,7 @@ describe('CDK app', () => {
       expect(actions).toContain('dynamodb:UpdateItem');
     });
 
-    it('lets the consumer read the stream and the table, put on the data stack’s bus, and nothing else', () => {
+    it('lets the consumer read the stream, write the table (the log, deliveries), put on the bus and send to the delivery queue, and nothing else', () => {
       const { resources, logicalId: fnId } = s.fn('budgetEvents');
       const busId = logicalId(s.stacks.data, s.stacks.data.eventBus);
       const statements = statementsOf(resources, fnId);
@@ -481,9 +495,10 @@ describe('CDK app', () => {
       const resourcesOf = (action: string) =>
         statements.filter((st) => actionsOf(st).includes(action)).map((st) => st.Resource);
 
-      expect(actions.filter((a) => a.startsWith('dynamodb:')).sort()).toEqual(
+      expect([...new Set(actions.filter((a) => a.startsWith('dynamodb:')))].sort()).toEqual(
         [
           ...READ_ACTIONS,
+          ...WRITE_ACTIONS,
           'dynamodb:DescribeStream',
           'dynamodb:GetRecords',
           'dynamodb:GetShardIterator',
@@ -497,8 +512,9 @@ describe('CDK app', () => {
         { 'Fn::ImportValue': expect.stringContaining(busId) },
       ]);
       expect(actions.filter((a) => a.startsWith('sqs:'))).toContain('sqs:SendMessage');
+      expect(actions.filter((a) => a.startsWith('kms:'))).toEqual([]);
       expect(resources[fnId]?.Properties).toMatchObject({
-        Timeout: 120,
+        Timeout: 60,
         Environment: {
           Variables: { EVENT_BUS_NAME: { 'Fn::ImportValue': expect.stringContaining(busId) } },
         },
@@ -527,6 +543,85 @@ describe('CDK app', () => {
       );
       expect(readers).toEqual([consumer]);
       jobs.hasOutput('WebhookSecretId', {});
+    });
+  });
+
+  describe('webhook delivery', () => {
+    it('feeds the delivery queue to the delivery function: batches of 10, partial failures, bounded concurrency, a DLQ', () => {
+      const jobs = s.template(s.stacks.jobs);
+      const queueId = logicalId(s.stacks.jobs, s.stacks.jobs.deliveryQueue);
+      const dlqId = logicalId(s.stacks.jobs, s.stacks.jobs.deliveryDlq);
+
+      jobs.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        FunctionName: { Ref: s.fn('webhookDelivery').logicalId },
+        EventSourceArn: { 'Fn::GetAtt': [queueId, 'Arn'] },
+        BatchSize: 10,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+        ScalingConfig: { MaximumConcurrency: 20 },
+      });
+      jobs.hasResourceProperties('AWS::SQS::Queue', {
+        RedrivePolicy: {
+          deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] },
+          maxReceiveCount: 20,
+        },
+        VisibilityTimeout: 540,
+      });
+    });
+
+    it('lets only the delivery function Decrypt with the webhook key, and only the routes that seal Encrypt, each under a subscription’s context', () => {
+      const keyId = logicalId(s.stacks.data, s.stacks.data.webhookKey);
+      const kms = new Map<string, string[]>();
+      const functions: [string, Resources, string][] = [
+        ...routeEntries().map(([id]): [string, Resources, string] => {
+          const f = s.fn(id);
+          return [id, f.resources, f.logicalId];
+        }),
+        ...(['sweeper', 'budgetEvents', 'webhookDelivery', 'adminKeyRotation'] as const).map(
+          (id): [string, Resources, string] => {
+            const f = s.fn(id);
+            return [id, f.resources, f.logicalId];
+          },
+        ),
+      ];
+      for (const [id, resources, fnId] of functions) {
+        for (const st of statementsOf(resources, fnId)) {
+          for (const action of actionsOf(st).filter((a) => a.startsWith('kms:'))) {
+            expect(JSON.stringify(st.Resource), id).toContain(keyId);
+            expect((st as { Condition?: unknown }).Condition, id).toEqual({
+              StringLike: { 'kms:EncryptionContext:subscription_id': 'whsub_*' },
+            });
+            kms.set(action, [...(kms.get(action) ?? []), id]);
+          }
+        }
+      }
+      const sealing = routeEntries()
+        .filter(([, r]) => r.webhooks?.includes('seal'))
+        .map(([id]) => id);
+
+      expect(kms.get('kms:Decrypt')).toEqual(['webhookDelivery']);
+      expect(kms.get('kms:Encrypt')?.sort()).toEqual([...sealing].sort());
+      expect([...kms.keys()].sort()).toEqual(['kms:Decrypt', 'kms:Encrypt']);
+    });
+
+    it('lets only the probe routes invoke the delivery function, and only the queueing ones send to its queue', () => {
+      const deliveryFn = s.fn('webhookDelivery');
+      for (const [id, route] of routeEntries()) {
+        const { resources, logicalId: fnId } = s.fn(id);
+        const actions = statementsOf(resources, fnId).flatMap(actionsOf);
+        expect(actions.includes('lambda:InvokeFunction'), id).toBe(
+          route.webhooks?.includes('probe') ?? false,
+        );
+        expect(actions.includes('sqs:SendMessage'), id).toBe(
+          route.webhooks?.includes('enqueue') ?? false,
+        );
+        if (route.webhooks?.includes('probe')) {
+          expect(
+            resources[fnId]?.Properties.Environment.Variables.WEBHOOK_DELIVERY_FUNCTION,
+          ).toEqual({
+            'Fn::ImportValue': expect.stringContaining(deliveryFn.logicalId),
+          });
+        }
+      }
     });
   });
 
@@ -821,6 +916,7 @@ describe('CDK app', () => {
         'AdminApi-429Rate',
         'AdminApi-4xxRate',
         'AdminApi-5xxRate',
+        'BudgetEvents-DeliveriesDeadLettered',
         'BudgetEvents-Dropped',
         'BudgetEvents-IteratorAge',
         'Lambda-Throttles',
@@ -905,24 +1001,43 @@ describe('CDK app', () => {
         "BudgetReservationsData": {
           "AWS::DynamoDB::Table": 1,
           "AWS::Events::EventBus": 1,
+          "AWS::KMS::Key": 1,
           "AWS::SecretsManager::ResourcePolicy": 1,
           "AWS::SecretsManager::Secret": 2,
         },
+        "BudgetReservationsEventsApi": {
+          "AWS::ApiGatewayV2::Integration": 22,
+          "AWS::ApiGatewayV2::Route": 22,
+          "AWS::IAM::Policy": 22,
+          "AWS::IAM::Role": 22,
+          "AWS::Lambda::Function": 22,
+          "AWS::Lambda::Permission": 22,
+          "AWS::Logs::LogGroup": 22,
+        },
+        "BudgetReservationsGovernanceApi": {
+          "AWS::ApiGatewayV2::Integration": 7,
+          "AWS::ApiGatewayV2::Route": 7,
+          "AWS::IAM::Policy": 7,
+          "AWS::IAM::Role": 7,
+          "AWS::Lambda::Function": 7,
+          "AWS::Lambda::Permission": 7,
+          "AWS::Logs::LogGroup": 7,
+        },
         "BudgetReservationsJobs": {
           "AWS::Events::Rule": 1,
-          "AWS::IAM::Policy": 4,
-          "AWS::IAM::Role": 4,
+          "AWS::IAM::Policy": 5,
+          "AWS::IAM::Role": 5,
           "AWS::Lambda::EventInvokeConfig": 1,
-          "AWS::Lambda::EventSourceMapping": 2,
-          "AWS::Lambda::Function": 4,
+          "AWS::Lambda::EventSourceMapping": 3,
+          "AWS::Lambda::Function": 5,
           "AWS::Lambda::Permission": 2,
-          "AWS::Logs::LogGroup": 4,
-          "AWS::SQS::Queue": 1,
-          "AWS::SQS::QueuePolicy": 1,
+          "AWS::Logs::LogGroup": 5,
+          "AWS::SQS::Queue": 3,
+          "AWS::SQS::QueuePolicy": 3,
           "AWS::SecretsManager::RotationSchedule": 1,
         },
         "BudgetReservationsMonitoring": {
-          "AWS::CloudWatch::Alarm": 13,
+          "AWS::CloudWatch::Alarm": 14,
           "AWS::CloudWatch::Dashboard": 1,
           "AWS::Logs::MetricFilter": 2,
           "AWS::SNS::Topic": 1,

@@ -170,8 +170,9 @@ describe('POST /v1/reservations/{id}/charges', () => {
   it('settles concurrent charges racing a commit exactly: each lands before it, or is refused', async () => {
     const { t, id } = await held(500);
 
-    // Thirteen writers of one reservation: one wins each round, so one that keeps losing may
-    // answer 503 CONTENTION (nothing written) and, as a client would, retries with its key.
+    // Thirteen writers of one reservation: one wins each round, so one that keeps losing may be
+    // answered busy, 429 LIMIT_EXCEEDED (nothing written), and, as a client would, retries with
+    // its key.
     const answers = await Promise.all([
       ...Array.from({ length: 12 }, (_, i) => {
         const body = { idempotency_key: `race-${i}`, amount: usd(10) };

@@ -8,6 +8,7 @@ import { buildCli, type CliOptions, type CliRun, finished, startCli } from '../h
 import { reserveBody } from '../helpers/fixtures.js';
 import { type Json, request } from '../helpers/http.js';
 import { documentProblem } from '../helpers/openapi.js';
+import { eventually, type Receiver, startReceiver } from '../helpers/receiver.js';
 import { useTestStack } from '../helpers/scaffold.js';
 import { ADMIN_KEY } from '../helpers/stack.js';
 
@@ -15,7 +16,8 @@ import { ADMIN_KEY } from '../helpers/stack.js';
 // (the API's own bodies, checked against the OpenAPI documents), the exit code of each error
 // class, bulk files retried, profiles and the environment, and no key ever echoed.
 
-const stack = useTestStack();
+// Events on: the events and webhooks commands read the log and make deliveries.
+const stack = useTestStack({ env: { EVENTS_ENABLED: 'true', STREAM_POLL_INTERVAL_MS: '100' } });
 let cli: Awaited<ReturnType<typeof buildCli>>;
 let home: string;
 /** Everything every run printed, for the check that no key is ever echoed. */
@@ -62,6 +64,7 @@ const tenant = `cli-${randomUUID().slice(0, 8)}`;
 const scope = `tenant:${tenant}`;
 const prod = `${scope}/workspace:prod`;
 let tenantKey: string;
+let operatorKey: string;
 
 describe('budget-reservations, as a process', () => {
   it('walks the README: tenant, key (its secret once), budgets, funding, validate, introspect, balances', async () => {
@@ -299,6 +302,128 @@ describe('budget-reservations, as a process', () => {
     expect(human.stdout).toContain('More results: add --cursor');
   });
 
+  it('events and webhooks: create (the secret alone with --field), list, update, pause, resume, test, deliveries, replay, bulk, security, delete only with --yes', async () => {
+    const receiver: Receiver = await startReceiver('/cli');
+    try {
+      const owner = `cli-hooks-${randomUUID().slice(0, 8)}`;
+      await json(['tenants', 'create', owner, '--name', 'Hooks']);
+      const secret = await br([
+        'webhooks',
+        'create',
+        receiver.url,
+        '--tenant',
+        owner,
+        '--types',
+        'budget.created',
+        '--categories',
+        'tenant',
+        '--field',
+        'signing_secret',
+      ]);
+      const list = await json<{ subscriptions: Json[] }>(['webhooks', 'list', '--tenant', owner]);
+      const id = String(list.subscriptions[0]?.subscription_id);
+      const refused = await br([
+        'webhooks',
+        'create',
+        receiver.url,
+        '--tenant',
+        owner,
+        '--types',
+        'api_key.created',
+      ]);
+      const got = await json(['webhooks', 'get', id]);
+      const updated = await json(['webhooks', 'update', id, '--max-retries', '2', '--name', 'ops']);
+      const paused = await json<Json>(['webhooks', 'pause', id]);
+      const resumed = await json<Json>(['webhooks', 'resume', id]);
+      const tested = await json<Json>(['webhooks', 'test', id]);
+      await json(['budgets', 'create', `tenant:${owner}`, '--allocated', '1000']);
+      await eventually(
+        () => receiver.received.some((r) => r.event.event_type === 'budget.created'),
+        'a delivery',
+      );
+      const deliveries = await json(['webhooks', 'deliveries', id]);
+      const events = await json<{ events: Json[] }>(['events', 'list', '--tenant', owner, '--all']);
+      const first = events.events.find((e) => e.event_type === 'budget.created');
+      const event = await json(['events', 'get', String(first?.event_id)]);
+      const replayed = await json<Json>(['webhooks', 'replay', id, '--types', 'budget.created']);
+      const security = await json(['webhooks', 'security']);
+      const bulk = await json<Json>([
+        'webhooks',
+        'bulk',
+        'PAUSE',
+        '--tenant',
+        owner,
+        '--expected-count',
+        '1',
+      ]);
+      const unconfirmed = await br(['webhooks', 'delete', id]);
+      const deleted = await br(['webhooks', 'delete', id, '--yes']);
+
+      expect(secret.code, secret.stderr).toBe(0);
+      expect(secret.stdout.trim()).toMatch(/^whsec_[A-Za-z0-9_-]+$/);
+      answers('admin', 'GET', '/v1/admin/webhooks', 200, list);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toContain('admin-only');
+      answers('admin', 'GET', `/v1/admin/webhooks/${id}`, 200, got);
+      answers('admin', 'PATCH', `/v1/admin/webhooks/${id}`, 200, updated);
+      expect([paused.status, resumed.status]).toEqual(['PAUSED', 'ACTIVE']);
+      expect(tested).toMatchObject({ success: true, response_status: 204 });
+      answers('admin', 'GET', `/v1/admin/webhooks/${id}/deliveries`, 200, deliveries);
+      answers('admin', 'GET', '/v1/admin/events', 200, events);
+      answers('admin', 'GET', `/v1/admin/events/${first?.event_id}`, 200, event);
+      answers('admin', 'POST', `/v1/admin/webhooks/${id}/replay`, 202, replayed);
+      expect(replayed.events_queued).toBe(1);
+      answers('admin', 'GET', '/v1/admin/config/webhook-security', 200, security);
+      answers('admin', 'POST', '/v1/admin/webhooks/bulk-action', 200, bulk);
+      expect(unconfirmed.code).toBe(2);
+      expect(deleted.code, deleted.stderr).toBe(0);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('webhooks and events with a tenant key: its own subscriptions, its own events', async () => {
+    const asTenant = { env: { CYCLES_API_KEY: tenantKey } };
+    const key = await br([
+      'keys',
+      'create',
+      tenant,
+      '--name',
+      'hooks',
+      '--permissions',
+      'webhooks:read,webhooks:write,events:read',
+      '--field',
+      'key_secret',
+    ]);
+    const own = { env: { CYCLES_API_KEY: key.stdout.trim() } };
+
+    const created = await json<{ subscription: Json }>(
+      [
+        'webhooks',
+        'create',
+        'http://127.0.0.1:9/own',
+        '--types',
+        'budget.exhausted',
+        '--as',
+        'tenant',
+      ],
+      own,
+    );
+    const list = await json<{ subscriptions: Json[] }>(['webhooks', 'list', '--as', 'tenant'], own);
+    const events = await json<{ events: Json[] }>(['events', 'list', '--as', 'tenant'], own);
+    const id = String(created.subscription.subscription_id);
+    const replayed = await json<Json>(['webhooks', 'replay', id, '--as', 'tenant'], own);
+    const forbidden = await br(['webhooks', 'list', '--as', 'tenant'], asTenant);
+
+    expect(created.subscription.tenant_id).toBe(tenant);
+    answers('admin', 'GET', '/v1/webhooks', 200, list);
+    expect(list.subscriptions.map((s) => s.tenant_id)).toEqual([tenant]);
+    answers('admin', 'GET', '/v1/events', 200, events);
+    expect(events.events.every((e) => e.tenant_id === tenant)).toBe(true);
+    answers('admin', 'POST', `/v1/webhooks/${id}/replay`, 202, replayed);
+    expect(forbidden.code).not.toBe(0);
+  });
+
   it('watch prints the first reading and each change, then stops after --count or cleanly on Ctrl-C', async () => {
     const counted = await br([
       'budgets',
@@ -335,6 +460,100 @@ describe('budget-reservations, as a process', () => {
     const [first, second] = watched.stdout.trim().split('\n');
     expect(first).toMatch(/remaining 100000000 USD_MICROCENTS/);
     expect(second).toMatch(/remaining 99999000 USD_MICROCENTS/);
+  });
+
+  it('policies, bulk actions and the overview; an operator credential signs the CLI in under its own name', async () => {
+    const created = await json<{ policy_id: string }>([
+      'policies',
+      'create',
+      `${scope}/agent:*`,
+      '--tenant',
+      tenant,
+      '--name',
+      'agents',
+      '--max-ttl-ms',
+      '300000',
+      '--caps',
+      '{"max_tokens":512}',
+    ]);
+    const list = await json<{ policies: Json[] }>(['policies', 'list', '--tenant', tenant]);
+    const got = await json(['policies', 'get', created.policy_id]);
+    const disabled = await json(['policies', 'update', created.policy_id, '--status', 'DISABLED']);
+    const badCaps = await br(['policies', 'update', created.policy_id, '--caps', '{']);
+
+    const group = `cli-bulk-${randomUUID().slice(0, 6)}`;
+    for (const n of [1, 2]) await json(['tenants', 'create', `${group}-${n}`, '--name', group]);
+    const suspend = [
+      'tenants',
+      'bulk-action',
+      'SUSPEND',
+      '--search',
+      group,
+      '--idempotency-key',
+      `${group}-s`,
+    ];
+    const gated = await br([...suspend, '--expected-count', '3']);
+    const suspended = await json<{ succeeded: Json[] }>([...suspend, '--expected-count', '2']);
+    const replayed = await json([...suspend, '--expected-count', '2']);
+    const unconfirmedClose = await br(['tenants', 'bulk-action', 'CLOSE', '--search', group]);
+    const credited = await json<{ succeeded: Json[] }>([
+      'budgets',
+      'bulk-action',
+      'CREDIT',
+      '--tenant',
+      tenant,
+      '--unit',
+      'USD_MICROCENTS',
+      '--amount',
+      '1000',
+      '--scope-prefix',
+      prod,
+    ]);
+    const noAmount = await br(['budgets', 'bulk-action', 'DEBIT', '--tenant', tenant]);
+
+    // A named operator credential (owner __system__), read-only: it reads, it cannot write.
+    const secret = (
+      await br([
+        'keys',
+        'create',
+        '__system__',
+        '--name',
+        'alice',
+        '--permissions',
+        'admin:read',
+        '--field',
+        'key_secret',
+      ])
+    ).stdout.trim();
+    operatorKey = secret;
+    const asAlice = { env: { ADMIN_API_KEY: secret } };
+    const overview = await json<{ tenant_counts: { suspended: number } }>(['overview'], asAlice);
+    const refused = await br(['tenants', 'bulk-action', 'REACTIVATE', '--search', group], asAlice);
+    const human = await br(['overview'], asAlice);
+
+    answers('admin', 'POST', '/v1/admin/policies', 201, created);
+    answers('admin', 'GET', '/v1/admin/policies', 200, list);
+    expect(list.policies.map((p) => p.policy_id)).toEqual([created.policy_id]);
+    answers('admin', 'GET', `/v1/admin/policies/${created.policy_id}`, 200, got);
+    expect(got).toMatchObject({
+      caps: { max_tokens: 512 },
+      reservation_ttl_override: { max_ttl_ms: 300_000 },
+    });
+    answers('admin', 'PATCH', `/v1/admin/policies/${created.policy_id}`, 200, disabled);
+    expect(disabled).toMatchObject({ status: 'DISABLED' });
+    expect(badCaps.code).toBe(2);
+    expect(gated.code).toBe(4); // expected_count differs: 409, nothing done
+    answers('admin', 'POST', '/v1/admin/tenants/bulk-action', 200, suspended);
+    expect(suspended.succeeded).toHaveLength(2);
+    expect(replayed).toEqual(suspended);
+    expect(unconfirmedClose.code).toBe(2);
+    answers('admin', 'POST', '/v1/admin/budgets/bulk-action', 200, credited);
+    expect(credited.succeeded).toHaveLength(1); // the budget under the prefix: its ledger id
+    expect(noAmount.code).toBe(2);
+    answers('admin', 'GET', '/v1/admin/overview', 200, overview);
+    expect(overview.tenant_counts.suspended).toBeGreaterThanOrEqual(2);
+    expect(refused.code).toBe(5); // admin:read grants no write
+    expect(human.stdout).toMatch(/tenants:\s+\d+ \(/);
   });
 
   it('exits 2, 3, 4, 5 and 6 by error class, with SPEC’s error body on stderr under --json', async () => {
@@ -696,11 +915,15 @@ describe('budget-reservations, as a process', () => {
   it('never echoed a key: the admin key nowhere, a tenant key only where it was created', () => {
     const withAdminKey = transcript.filter((t) => t.text.includes(ADMIN_KEY));
     const withTenantKey = transcript.filter((t) => t.text.includes(tenantKey));
+    const withOperatorKey = transcript.filter((t) => t.text.includes(operatorKey));
 
     expect(transcript.length).toBeGreaterThan(60);
     expect(withAdminKey).toEqual([]);
     expect(withTenantKey.map((t) => t.args.join(' '))).toEqual([
       `keys create ${tenant} --name agents --field key_secret`,
+    ]);
+    expect(withOperatorKey.map((t) => t.args.join(' '))).toEqual([
+      'keys create __system__ --name alice --permissions admin:read --field key_secret',
     ]);
   });
 });

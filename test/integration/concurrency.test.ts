@@ -6,7 +6,7 @@ import {
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { L, ledgers } from '../helpers/balances.js';
 import { testClock } from '../helpers/clock.js';
-import { expectError } from '../helpers/errors.js';
+import { expectBusyHeaders, expectError } from '../helpers/errors.js';
 import { type GivenTenant, givenTenantWith, reserveBody, sleep, usd } from '../helpers/fixtures.js';
 import { errorOf, type Response } from '../helpers/http.js';
 import { reservationsApi, withoutLease } from '../helpers/reservations.js';
@@ -14,9 +14,10 @@ import { useTestStack } from '../helpers/scaffold.js';
 
 // Server time runs with real time, so requests race across a deadline as they would in
 // production; a test moves it forward to just before the deadline instead of waiting for it.
-// The tests of this file run one at a time.
+// The tests of this file run one at a time. Budgets do not grow shards by themselves here: the
+// injected conflicts test the retry policy, attempt by attempt (growth: auto-shards.test.ts).
 const clock = testClock();
-const stack = useTestStack({ clock });
+const stack = useTestStack({ clock, env: { AUTO_SHARDS_MAX: '1' } });
 const { create: reserve, commit, release, extend, getReservation, listed } = reservationsApi(stack);
 let client: typeof import('../../functions/store/client.js')['documentClient'];
 let sweepOnce: typeof import('../../functions/jobs/expire-reservations.js')['sweepOnce'];
@@ -261,7 +262,7 @@ describe('commit, release, extend and the sweeper racing at the deadline', () =>
 });
 
 describe('throttling', () => {
-  it('retries a throttled transaction, then answers 503 THROTTLED with nothing written', async () => {
+  it('retries a throttled transaction, then answers 429 LIMIT_EXCEEDED THROTTLED with nothing written', async () => {
     const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     let attempts = 0;
     onTransactWrite('throttled', async () => {
@@ -277,7 +278,7 @@ describe('throttling', () => {
     client.middlewareStack.remove('throttled');
 
     expect(attempts).toBe(7);
-    expectError(failed, 503, 'INTERNAL_ERROR');
+    expectError(failed, 429, 'LIMIT_EXCEEDED');
     expect(errorOf(failed).details).toEqual({ reason: 'THROTTLED', retry_after_ms: 200 });
     expect(await ledgers(stack, t)).toEqual({
       '': L(10_000, 0, 0, 0, 10_000),
@@ -285,7 +286,7 @@ describe('throttling', () => {
     });
   });
 
-  it('answers 503 THROTTLED when a read stays throttled through the SDK retries', async () => {
+  it('answers 429 THROTTLED when a read stays throttled through the SDK retries', async () => {
     const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     client.middlewareStack.add(
       (next, context) => async (args) => {
@@ -300,7 +301,7 @@ describe('throttling', () => {
 
     const failed = await reserve(t, reserveBody({ estimate: usd(400) }));
 
-    expectError(failed, 503, 'INTERNAL_ERROR');
+    expectError(failed, 429, 'LIMIT_EXCEEDED');
     expect(failed.headers.get('retry-after')).toBe('1');
     expect(errorOf(failed).details).toEqual({ reason: 'THROTTLED', retry_after_ms: 500 });
   });
@@ -332,7 +333,7 @@ describe('TransactionConflict cancellations', () => {
     });
   });
 
-  it('answers 503 retryable INTERNAL_ERROR with Retry-After on a persistent conflict, changes nothing, and a retry is fresh', async () => {
+  it('answers 429 LIMIT_EXCEEDED with Retry-After and X-RateLimit-Reset on a persistent conflict, changes nothing, and a retry is fresh', async () => {
     const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     let attempts = 0;
     onTransactWrite('persistentConflict', async () => {
@@ -349,10 +350,13 @@ describe('TransactionConflict cancellations', () => {
 
     // A reserve is turned away after its short budget (6 retries), before it holds anything.
     expect(attempts).toBe(7);
-    expect(failed.status).toBe(503);
+    expect(failed.status).toBe(429);
     expect(failed.headers.get('retry-after')).toBe('1');
+    expectBusyHeaders(failed);
+    // No limit of the caller's applies to contention: no X-RateLimit-Remaining.
+    expect(failed.headers.get('x-ratelimit-remaining')).toBeNull();
     expect(failed.body).toEqual({
-      error: 'INTERNAL_ERROR',
+      error: 'LIMIT_EXCEEDED',
       message: expect.any(String),
       request_id: expect.any(String),
       details: { reason: 'CONTENTION', retry_after_ms: 200 },
@@ -370,7 +374,7 @@ describe('TransactionConflict cancellations', () => {
     });
   });
 
-  it('tries a commit longer than a reserve, then answers 503 and leaves the reservation ACTIVE', async () => {
+  it('tries a commit longer than a reserve, then answers 429 and leaves the reservation ACTIVE', async () => {
     const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     const body = reserveBody({ estimate: usd(400) });
     const r = await reserve(t, body);
@@ -385,7 +389,7 @@ describe('TransactionConflict cancellations', () => {
 
     // Settling work gets the long budget (12 retries): a granted hold should get settled.
     expect(attempts).toBe(13);
-    expectError(failed, 503, 'INTERNAL_ERROR');
+    expectError(failed, 429, 'LIMIT_EXCEEDED');
     expect(errorOf(failed).details).toEqual({ reason: 'CONTENTION', retry_after_ms: 400 });
     expect(await statusOf(t, body.idempotency_key)).toBe('ACTIVE');
     expect(await ledgers(stack, t)).toEqual({

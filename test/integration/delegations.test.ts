@@ -241,6 +241,32 @@ describe('POST /v1/reservations/{id}/delegations', () => {
     expect(await heldBy(t, id)).toBe(400);
   });
 
+  it('replays a key reused after its idempotency record expired from the child, or refuses another payload 409', async () => {
+    const { t, id } = await parentOf(500);
+    const body = { idempotency_key: randomUUID(), amount: usd(100) };
+    const first = await delegate(t, id, body);
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    // The record's 7 days pass (DynamoDB's TTL deletes it); the child's item stays.
+    const { documentClient, tableName } = await import('../../functions/store/client.js');
+    const { DeleteCommand } = await import('@aws-sdk/lib-dynamodb');
+    const { keys } = await import('../../functions/store/keys.js');
+    await documentClient.send(
+      new DeleteCommand({
+        TableName: tableName(),
+        Key: keys.idempotency(t.tenant, 'delegate', body.idempotency_key),
+      }),
+    );
+
+    const other = await delegate(t, id, { ...body, amount: usd(101) });
+    const again = await delegate(t, id, body);
+
+    expectError(other, 409, 'IDEMPOTENCY_MISMATCH');
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    const { remaining_ttl_ms: _, ...stored } = first.body;
+    expect(again.body).toMatchObject(stored);
+    expect(await heldBy(t, id)).toBe(400);
+  });
+
   it('delegates only from the caller’s own tenant, with reservations:create', async () => {
     const { t, id } = await parentOf(500);
     const other = await givenTenantWith(stack, { '': 1_000 });

@@ -51,18 +51,38 @@ describe('unknown paths', () => {
     ['runtime', 'GET', '/nope'],
     ['runtime', 'POST', '/v1/unknown'],
     ['runtime', 'GET', '/v1/reservations/a/b/c'],
-    ['runtime', 'DELETE', '/v1/reservations'],
     ['admin', 'GET', '/nope'],
     ['admin', 'POST', '/v1/admin/unknown'],
     // The admin server answers only the two reservation routes the console calls.
-    ['admin', 'POST', '/v1/reservations'],
     ['admin', 'GET', '/v1/balances'],
+    ['admin', 'POST', '/v1/reservations/r/commit'],
+    // The fund route's greedy path answers `<scope>/<unit>/fund` only.
+    ['admin', 'GET', '/v1/admin/budgets/not-a-budget'],
   ] as const)(
     'answer 404 NOT_FOUND with the error body on the %s server (%s %s)',
     async (server, method, path) => {
       const res = await request(method, urlOf(server, path));
 
       expectError(res, 404, 'NOT_FOUND', server);
+    },
+  );
+});
+
+describe('known paths asked with another method', () => {
+  it.each([
+    ['runtime', 'DELETE', '/v1/reservations', 'GET, HEAD, POST'],
+    ['runtime', 'PATCH', '/v1/reservations/r/commit', 'POST'],
+    ['admin', 'POST', '/v1/reservations', 'GET, HEAD'],
+    ['admin', 'DELETE', '/v1/admin/tenants', 'GET, HEAD, POST'],
+    ['admin', 'PUT', '/v1/admin/api-keys/key_1', 'DELETE, GET, HEAD, PATCH'],
+    ['admin', 'GET', '/v1/admin/budgets/tenant:t/USD_MICROCENTS/fund', 'POST'],
+  ] as const)(
+    'answer 405 with Allow on the %s server (%s %s)',
+    async (server, method, path, allow) => {
+      const res = await request(method, urlOf(server, path));
+
+      expectError(res, 400 + 5, 'INVALID_REQUEST');
+      expect(res.headers.get('allow')).toBe(allow);
     },
   );
 });

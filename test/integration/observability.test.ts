@@ -96,6 +96,7 @@ describe('request logs', () => {
         service: 'budget-reservations',
         sampling_rate: 0,
         request_id: requestId,
+        trace_id: expect.stringMatching(/^[0-9a-f]{32}$/),
         route: 'listBalances',
         method: 'GET',
         status: 200,

@@ -14,6 +14,7 @@ import {
 } from '../helpers/fixtures.js';
 import { type Json, request } from '../helpers/http.js';
 import { checkedSuccesses } from '../helpers/openapi.js';
+import { eventually, startReceiver } from '../helpers/receiver.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
 /** A delegation's child id: derived from its tenant and idempotency key. */
@@ -22,7 +23,8 @@ const derivedChild = (tenant: string, key: string) => derivedId('rsv', tenant, '
 // Issue 15 § 4: each server serves its OpenAPI document, and every operation of both documents
 // answers a success that validates against it (test/helpers/http.ts checks each answer).
 
-const stack = useTestStack();
+// Events on: the event log's operations answer real events.
+const stack = useTestStack({ env: { EVENTS_ENABLED: 'true', STREAM_POLL_INTERVAL_MS: '50' } });
 const url = (server: Server, path: string) =>
   `${server === 'runtime' ? stack.runtimeUrl : stack.adminUrl}${path}`;
 
@@ -62,6 +64,45 @@ describe.each(['runtime', 'admin'] as const)('GET /openapi.json on the %s server
     expect(paths).not.toContain('/console');
   });
 });
+
+/** The governance operations: a policy's, the overview, the bulk actions. */
+async function policyTour(t: { tenant: string }) {
+  const ad = (path: string) => url('admin', path);
+  const created = await request('POST', ad('/v1/admin/policies'), {
+    headers: adminHeaders,
+    body: {
+      tenant_id: t.tenant,
+      name: 'tour',
+      scope_pattern: `tenant:${t.tenant}/*`,
+      caps: { max_tokens: 10 },
+      reservation_ttl_override: { max_ttl_ms: 60_000 },
+    },
+  });
+  const id = String(created.body.policy_id);
+  return [
+    created,
+    await request('GET', ad('/v1/admin/overview'), { headers: adminHeaders }),
+    await request('POST', ad('/v1/admin/tenants/bulk-action'), {
+      headers: adminHeaders,
+      body: { filter: { search: 'no-tenant-has-this' }, action: 'SUSPEND', idempotency_key: 'b1' },
+    }),
+    await request('POST', ad('/v1/admin/budgets/bulk-action'), {
+      headers: adminHeaders,
+      body: {
+        filter: { tenant_id: t.tenant, scope_prefix: `tenant:${t.tenant}/workspace:` },
+        action: 'CREDIT',
+        amount: { unit: 'USD_MICROCENTS', amount: 1 },
+        idempotency_key: 'b2',
+      },
+    }),
+    await request('GET', ad(`/v1/admin/policies?tenant_id=${t.tenant}`), { headers: adminHeaders }),
+    await request('GET', ad(`/v1/admin/policies/${id}`), { headers: adminHeaders }),
+    await request('PATCH', ad(`/v1/admin/policies/${id}`), {
+      headers: adminHeaders,
+      body: { status: 'DISABLED' },
+    }),
+  ];
+}
 
 describe('every operation of both documents', () => {
   it('answers a success whose body validates against its document', async () => {
@@ -274,9 +315,78 @@ describe('every operation of both documents', () => {
       }),
       await request('GET', ad('/v1/auth/introspect'), as(adminHeaders)),
       await request('GET', ad('/v1/auth/introspect'), as(t.headers)),
+      ...(await policyTour(t)),
       await request('GET', ad('/actuator/health')),
       await request('GET', ad('/openapi.json')),
     );
+
+    // Events and webhooks: both planes' subscriptions (a receiver on loopback), the log.
+    const receiver = await startReceiver();
+    const hooks = await request('POST', ad('/v1/admin/api-keys'), {
+      ...as(adminHeaders),
+      body: {
+        tenant_id: t.tenant,
+        name: 'hooks',
+        permissions: ['webhooks:read', 'webhooks:write', 'events:read'],
+      },
+    });
+    const tenantKey = as({ 'x-service-api-key': String(hooks.body.key_secret) });
+    const selectors = { url: receiver.url, event_types: ['budget.created'] };
+    const byAdmin = await request<Json>('POST', ad(`/v1/admin/webhooks?tenant_id=${t.tenant}`), {
+      ...as(adminHeaders),
+      body: selectors,
+    });
+    const byTenant = await request<Json>('POST', ad('/v1/webhooks'), {
+      ...tenantKey,
+      body: selectors,
+    });
+    const adminSub = `/v1/admin/webhooks/${(byAdmin.body.subscription as Json).subscription_id}`;
+    const tenantSub = `/v1/webhooks/${(byTenant.body.subscription as Json).subscription_id}`;
+    const logged = await eventually(async () => {
+      const page = await request<Json>(
+        'GET',
+        ad(`/v1/admin/events?tenant_id=${t.tenant}`),
+        as(adminHeaders),
+      );
+      return (page.body.events as Json[]).length > 0 && page;
+    }, 'an event in the log');
+    const loggedEventId = String(((logged.body.events as Json[])[0] as Json).event_id);
+    const security = await request<Json>(
+      'GET',
+      ad('/v1/admin/config/webhook-security'),
+      as(adminHeaders),
+    );
+    answers.push(
+      byAdmin,
+      byTenant,
+      logged,
+      security,
+      await request('GET', ad(`/v1/admin/events/${loggedEventId}`), as(adminHeaders)),
+      await request('GET', ad('/v1/events'), tenantKey),
+      await request('GET', ad(`/v1/admin/webhooks?tenant_id=${t.tenant}`), as(adminHeaders)),
+      await request('GET', ad('/v1/webhooks'), tenantKey),
+      await request('GET', ad(adminSub), as(adminHeaders)),
+      await request('GET', ad(tenantSub), tenantKey),
+      await request('PATCH', ad(adminSub), { ...as(adminHeaders), body: { name: 'tour' } }),
+      await request('PATCH', ad(tenantSub), { ...tenantKey, body: { name: 'tour' } }),
+      await request('POST', ad(`${adminSub}/test`), as(adminHeaders)),
+      await request('POST', ad(`${tenantSub}/test`), tenantKey),
+      await request('GET', ad(`${adminSub}/deliveries`), as(adminHeaders)),
+      await request('GET', ad(`${tenantSub}/deliveries`), tenantKey),
+      await request('POST', ad(`${adminSub}/replay`), { ...as(adminHeaders), body: {} }),
+      await request('POST', ad(`${tenantSub}/replay`), { ...tenantKey, body: {} }),
+      await request('POST', ad('/v1/admin/webhooks/bulk-action'), {
+        ...as(adminHeaders),
+        body: { filter: { tenant_id: t.tenant }, action: 'PAUSE', idempotency_key: randomUUID() },
+      }),
+      await request('PUT', ad('/v1/admin/config/webhook-security'), {
+        ...as(adminHeaders),
+        body: security.body,
+      }),
+      await request('DELETE', ad(adminSub), as(adminHeaders)),
+      await request('DELETE', ad(tenantSub), tenantKey),
+    );
+    await receiver.close();
 
     for (const res of answers) expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
     expect(capped.body).toMatchObject({ decision: 'ALLOW_WITH_CAPS' });

@@ -11,7 +11,7 @@ import { useTestStack } from '../helpers/scaffold.js';
 
 /**
  * Every shell block of README.md, verbatim and in order, in one bash, against a stack of this
- * file's own (ADMIN_API_KEY=change-me, as the README starts it) on random ports: the blocks read
+ * file's own (ADMIN_API_KEY=change-me, as the README starts it, events on) on random ports: the blocks read
  * their URLs from ADMIN and RUNTIME (curl) and ADMIN_URL and RUNTIME_URL (the CLI), with the
  * local defaults when unset. A block that exits non-zero, or any answer that is SPEC's error
  * body, fails the test with the block's line. So the README cannot rot.
@@ -24,9 +24,15 @@ import { useTestStack } from '../helpers/scaffold.js';
  * reaches does not have: they run when RUNCYCLES_TARBALL names a packed copy of it (then
  * `npm install runcycles` installs that file); otherwise the test lists them as left out.
  */
-// The table's stream is read, as `npm start` reads it: the estimate accuracy block shows figures.
+// Events on, as `npm start` has them: README § Events and webhooks lists them and makes webhooks;
+// the estimate accuracy block reads the same stream and shows figures.
 const stack = useTestStack({
-  env: { ADMIN_API_KEY: 'change-me', ESTIMATE_ACCURACY: 'true', STREAM_POLL_INTERVAL_MS: '100' },
+  env: {
+    ADMIN_API_KEY: 'change-me',
+    EVENTS_ENABLED: 'true',
+    ESTIMATE_ACCURACY: 'true',
+    STREAM_POLL_INTERVAL_MS: '100',
+  },
 });
 const tarball = process.env.RUNCYCLES_TARBALL;
 

@@ -190,7 +190,7 @@ describe('POST /v1/reservations/{id}/refunds', () => {
     const first = await api.refund(t, id, body);
     const again = await api.refund(t, id, body);
     const other = await api.refund(t, id, { ...body, amount: usd(11) });
-    // One wins each round: one that keeps losing answers 503 and retries with its key.
+    // One wins each round: one that keeps losing is answered busy (429) and retries with its key.
     const racing = await Promise.all(
       Array.from({ length: 12 }, (_, i) => {
         const race = { idempotency_key: `race-${i}`, amount: usd(10), reason: 'duplicate' };

@@ -163,10 +163,9 @@ describe('a DAILY budget', () => {
     expect((await closedPeriods(t))[0]).toMatchObject({ spent: usd(100), debt: usd(0) });
   });
 
-  it('refuses a period with shards, an anchor day DAILY cannot have, and an unknown period', async () => {
+  it('refuses an anchor day DAILY cannot have, and an unknown period', async () => {
     const t = await givenTenant(stack);
     for (const extra of [
-      { shards: 4 },
       { period_anchor_day: 3 },
       { period: 'HOURLY' },
       { period: 'MONTHLY', period_anchor_day: 29 },

@@ -13,7 +13,7 @@ import {
   scopeOf,
   usd,
 } from '../helpers/fixtures.js';
-import { request } from '../helpers/http.js';
+import { type Json, request } from '../helpers/http.js';
 import { reservationsApi } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
@@ -22,7 +22,7 @@ import { useTestStack } from '../helpers/scaffold.js';
 // items are read straight from the table to see that the load really spreads.
 const clock = testClock();
 const stack = useTestStack({ clock });
-const { reserve, commit, release } = reservationsApi(stack);
+const { reserve, commit, release, charge, refund } = reservationsApi(stack);
 
 let table: DynamoDBDocumentClient | undefined;
 afterAll(() => table?.destroy());
@@ -171,6 +171,97 @@ describe('a budget split into shards', () => {
     const shards = await shardsOf(t, '', 8);
     expect(shards.map((s) => s?.reserved)).toEqual(shards.map(() => 0));
     expect(shards.every((s) => Number(s?.remaining) >= 0)).toBe(true);
+  });
+
+  it('answers a settlement with whole balances when its hold’s shard was cached before the hold', async () => {
+    // As when another process took the holds: this process's shard cache still shows the shards
+    // as they were before them (store/budgets/shard-cache.ts), and a commit gives a hold back.
+    const { rememberShard } = await import('../../functions/store/budgets/shard-cache.js');
+    const t = await shardedTenant(10_000, 4);
+    const before = await shardsOf(t, '', 4);
+    const held = await Promise.all(
+      Array.from({ length: 8 }, () => reserve(t, { estimate: usd(100) })),
+    );
+    expect(held.map((r) => r.status)).toEqual(held.map(() => 200));
+    const ref = { scope: scopeOf(t, ''), unit: 'USD_MICROCENTS' as const };
+    for (let k = 1; k < 4; k++) {
+      const stale = before[k];
+      if (stale) rememberShard(ref, k, stale);
+    }
+
+    for (const r of held) {
+      const committed = await commit(t, r.body.reservation_id, { actual: usd(60) });
+      expect(committed.status).toBe(200);
+      const root = (committed.body.balances as Json[]).find((b) => b.scope === ref.scope) ?? {};
+      // At most a second stale, never impossible: the hold's own shard was read afresh (the
+      // cached one, given the hold back, answered a negative `reserved`).
+      expect((root.reserved as Json).amount).toBeGreaterThanOrEqual(0);
+    }
+    expect((await ledgers(stack, t))['']).toEqual(L(10_000, 480, 0, 0, 9_520));
+  });
+
+  it('answers charges and refunds with whole balances when their shards were cached before the holds and the charges', async () => {
+    // As when another process took the holds and charged them: this process's shard cache shows
+    // the shards as they were before (store/budgets/shard-cache.ts). A charge gives part of a
+    // hold back on its shard, a refund takes spent back there.
+    const { rememberShard } = await import('../../functions/store/budgets/shard-cache.js');
+    const { readHeldShards } = await import('../../functions/store/budgets/read.js');
+    const { readReservation } = await import('../../functions/store/reservation-queries.js');
+    const { shardKey } = await import('../../functions/store/entities/ledger.js');
+    const t = await shardedTenant(10_000, 4);
+    const ref = { scope: scopeOf(t, ''), unit: 'USD_MICROCENTS' as const };
+    const cache = (shards: readonly (Json | undefined)[]) => {
+      for (let k = 1; k < 4; k++) {
+        const stale = shards[k];
+        if (stale) rememberShard(ref, k, stale);
+      }
+    };
+    const root = (res: { body: Json }) =>
+      (res.body.balances as Json[]).find((b) => b.scope === ref.scope) as Json;
+    const before = await shardsOf(t, '', 4);
+    const held = await Promise.all(
+      Array.from({ length: 8 }, () => reserve(t, { estimate: usd(100) })),
+    );
+    expect(held.map((r) => r.status)).toEqual(held.map(() => 200));
+    const ids = held.map((r) => String(r.body.reservation_id));
+    const holding = await shardsOf(t, '', 4);
+
+    cache(before);
+    for (const id of ids) {
+      const charged = await charge(t, id, { amount: usd(30) });
+      expect(charged.status).toBe(200);
+      expect((root(charged).reserved as Json).amount).toBeGreaterThanOrEqual(0);
+    }
+    for (const id of ids) expect((await commit(t, id, { actual: usd(60) })).status).toBe(200);
+
+    // Cached with the holds but before the charges: room for the hold, none of its spent. The
+    // refund's read takes its hold's shard afresh.
+    let onShards = 0;
+    for (const id of ids) {
+      const r = await readReservation(id);
+      const hold = r?.holds.find((h) => h.scope === ref.scope);
+      if (!r || !hold || hold.shard < 1) continue;
+      cache(holding); // the cache keeps a shard a second
+      const items = new Map();
+      await readHeldShards(items, r);
+      expect([...items.keys()], id).toEqual([shardKey(ref.scope, ref.unit, hold.shard).pk]);
+      onShards++;
+    }
+    expect(onShards).toBeGreaterThan(0);
+    cache(holding);
+    for (const id of ids) {
+      const refunded = await refund(
+        t,
+        id,
+        { amount: usd(20), reason: 'provider refunded it' },
+        adminHeaders,
+      );
+      expect(refunded.status).toBe(200);
+      // Spent taken back, never credited to the allocation as if spent had been reset since.
+      expect((root(refunded).allocated as Json).amount).toBe(10_000);
+      expect((root(refunded).spent as Json).amount).toBeGreaterThanOrEqual(0);
+    }
+    expect((await ledgers(stack, t))['']).toEqual(L(10_000, 320, 0, 0, 9_680));
   });
 
   it('charges an overage beyond one shard from the whole budget, and refuses what no shard sum covers', async () => {
@@ -352,7 +443,10 @@ describe('a budget given more shards (PATCH shards)', () => {
     const t = await shardedTenant(4_000, 4);
     const { getBudgetRecords } = await import('../../functions/store/budgets/read.js');
     const { setBudgetStatus } = await import('../../functions/store/budgets/writes.js');
-    const [before] = await getBudgetRecords([{ scope: scopeOf(t, ''), unit: 'USD_MICROCENTS' }]);
+    const [before] = await getBudgetRecords(
+      [{ scope: scopeOf(t, ''), unit: 'USD_MICROCENTS' }],
+      'view',
+    );
 
     const grown = await patch(t, '', { shards: 8 });
     const stale = before && (await setBudgetStatus(before.budget, 'FROZEN', 'now', undefined));
@@ -408,7 +502,7 @@ describe('a budget given more shards (PATCH shards)', () => {
     expect(unsharded.status).toBe(201);
   });
 
-  it('refuses a rolling budget, and more shards than a path through the budget has room for', async () => {
+  it('grows a rolling budget too, and refuses more shards than a path through the budget has room for', async () => {
     const t = await shardedTenant(64_000, 64);
     const workspace = await patch(t, 'workspace:w', { shards: 14 });
     const tooMany = await patch(t, 'workspace:w', { shards: 15 });
@@ -426,6 +520,13 @@ describe('a budget given more shards (PATCH shards)', () => {
 
     expect(workspace.status).toBe(200);
     expectError(tooMany, 400, 'INVALID_REQUEST');
-    expectError(periodic, 400, 'INVALID_REQUEST');
+    expect([periodic.status, periodic.body.shards, periodic.body.period]).toEqual([
+      200,
+      4,
+      'DAILY',
+    ]);
+    expect((await shardsOf(rolling, '', 4)).map((s) => s?.period_start)).toEqual(
+      Array(4).fill(Date.parse(String(periodic.body.period_start))),
+    );
   });
 });

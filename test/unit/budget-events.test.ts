@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Ledger } from '../../functions/domain/budget.js';
 import {
   type BudgetEvent,
+  type BudgetEventType,
   type BudgetState,
   DEFAULT_THRESHOLDS,
   ledgerEvents,
@@ -12,8 +13,8 @@ import {
   refusalEvent,
   reservationEvents,
 } from '../../functions/domain/budget-events.js';
+import { budgetEventMessage } from '../../functions/domain/event-documents.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
-import { budgetEventMessage } from '../../functions/outbound/messages.js';
 import { BudgetEventMessage, EVENT_SCHEMAS } from '../../functions/outbound/schemas.js';
 import { aReservation } from '../helpers/budgets.js';
 
@@ -265,7 +266,10 @@ describe('budgetEventMessage', () => {
       'reservation.denied',
     ]);
     for (const m of messages) {
-      expect(() => EVENT_SCHEMAS[m.event_type].parse(m), m.event_type).not.toThrow();
+      expect(
+        () => EVENT_SCHEMAS[m.event_type as BudgetEventType].parse(m),
+        m.event_type,
+      ).not.toThrow();
       expect(BudgetEventMessage.parse(JSON.parse(JSON.stringify(m)))).toEqual(m);
     }
     expect(messages[1]?.data).toMatchObject({ threshold: 0.8, threshold_percent: 80 });

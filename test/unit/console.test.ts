@@ -209,7 +209,7 @@ describe('CSV', () => {
       resource_id: 'rsv_1',
       request_id: 'req-1',
       status: 200,
-      metadata: { actor: 'admin', detail: { reason: 'stuck, retried' } },
+      metadata: { actor: 'admin', actor_type: 'admin', detail: { reason: 'stuck, retried' } },
     };
 
     const [header, row, end] = auditCsv([entry]).split('\r\n');

@@ -198,6 +198,32 @@ describe('the emulator: plain writes and reads', () => {
     expect(emulator.counters).toMatchObject({ plainWrites: 2, plainWriteConflicts: 1 });
     holder.release();
   });
+
+  it('cancels a TransactGetItems meeting a held item with TransactionConflict at its index, as AWS does, and reads it after', async () => {
+    const clock = manualClock();
+    const emulator = new ContentionEmulator({ settings: FIXED, clock, sleep: clock.sleep });
+    const holder = inFlight();
+    void emulator.handle('TransactWriteItemsCommand', transaction('L'), holder.forward);
+    const read = {
+      TransactItems: ['X', 'L', 'Y'].map((pk) => ({ Get: { TableName: TABLE, Key: key(pk) } })),
+    };
+    const reader = inFlight();
+
+    const during = await refusal(emulator.handle('TransactGetItemsCommand', read, reader.forward));
+    clock.at = 10;
+    const after = await emulator.handle('TransactGetItemsCommand', read, forwarded);
+
+    expect(during).toBeInstanceOf(TransactionCanceledException);
+    const reasons = (during as TransactionCanceledException).CancellationReasons ?? [];
+    expect(reasons.map((r) => r.Code)).toEqual(['None', 'TransactionConflict', 'None']);
+    expect(reader.calls).toBe(0);
+    expect(after).toBe('forwarded');
+    expect(emulator.counters).toMatchObject({
+      transactionalReads: 2,
+      readsCancelledForConflict: 1,
+    });
+    holder.release();
+  });
 });
 
 // ---- throttling ------------------------------------------------------------------------------

@@ -5,12 +5,17 @@ import {
   applyToShard,
   emptyShards,
   evenOutMoves,
+  grownShardCount,
   heaviestPathExtra,
+  liveShards,
   MAX_PATH_EXTRA_SHARDS,
   MAX_SHARDS,
+  mostShardsOnPaths,
+  needOf,
   pickShard,
   respread,
   routeChange,
+  runningLow,
   type Shard,
   type ShardMove,
   shardCovers,
@@ -128,10 +133,12 @@ class ShardedBudget {
       return route.shard;
     }
     const shard = pinned ?? seed % this.shards.length;
-    this.shards = respread(this.shards, applyDelta(this.ledger, change.delta), {
-      shard,
-      delta: change.delta,
-    });
+    this.shards = respread(
+      this.shards,
+      applyDelta(this.ledger, change.delta),
+      { shard, delta: change.delta },
+      needOf(change),
+    );
     this.fastPaths.exact++;
     return shard;
   }
@@ -300,6 +307,95 @@ describe('respread', () => {
   it('refuses to lay out shards that do not add up to the budget', () => {
     expect(() => respread(emptyShards(2), { ...emptyLedger(SCOPE, UNIT), reserved: 1 })).toThrow();
   });
+
+  it('gathers a remaining short of a hold on every shard onto the shards it fills, shard 0 first', () => {
+    const low = { ...emptyLedger(SCOPE, UNIT), allocated: 7_431, remaining: 7_431 };
+
+    const gathered = respread(emptyShards(64), low, undefined, 1_000);
+    const spent = respread(
+      emptyShards(16),
+      { ...low, remaining: 431, spent: 7_000 },
+      {
+        shard: 3,
+        delta: { spent: 7_000, remaining: -7_000 },
+      },
+      1_000,
+    );
+
+    expect(gathered.map((s) => s.remaining).filter((r) => r > 0)).toEqual([
+      1_062, 1_062, 1_062, 1_062, 1_061, 1_061, 1_061,
+    ]);
+    expect(gathered.filter((s) => shardCovers(s, 1_000))).toHaveLength(7);
+    expect(spent.map((s) => s.remaining)).toEqual([431, ...Array(15).fill(0)]);
+    expect(respread(emptyShards(4), low, undefined, 10).map((s) => s.remaining)).toEqual([
+      1_858, 1_858, 1_858, 1_857,
+    ]);
+  });
+});
+
+describe('liveShards and needOf: how many shards a healthy remaining is laid out over', () => {
+  it('is every shard without a need, and as many as the remaining fills with it, at least one', () => {
+    expect(liveShards(16, 100)).toBe(16);
+    expect(liveShards(16, 100_000, 10)).toBe(16);
+    expect(liveShards(16, 35, 10)).toBe(3);
+    expect(liveShards(16, 5, 10)).toBe(1);
+    expect(liveShards(16, 0, 10)).toBe(1);
+    expect(needOf(holdChange(SCOPE, UNIT, 25))).toBe(25);
+    expect(needOf(releaseChange(SCOPE, UNIT, 25))).toBeUndefined();
+  });
+});
+
+describe('budgets that shard themselves', () => {
+  it('double, at most the ceiling and the room the path rule leaves, and not when they cannot grow', () => {
+    expect(grownShardCount(1, 16, 64)).toBe(2);
+    expect(grownShardCount(8, 16, 64)).toBe(16);
+    expect(grownShardCount(16, 16, 64)).toBeUndefined();
+    expect(grownShardCount(8, 16, 12)).toBe(12);
+    expect(grownShardCount(8, 64, 8)).toBeUndefined();
+  });
+
+  it('leave a path room for what its other sharded budgets take', () => {
+    const sharded = new Map([
+      ['tenant:t', 64],
+      ['tenant:t/workspace:w/agent:a', 5],
+    ]);
+
+    expect(mostShardsOnPaths(new Map(), 'tenant:t')).toBe(MAX_SHARDS);
+    // 76 − 63 above − 4 below = 9 extra: 10 shards.
+    expect(mostShardsOnPaths(sharded, 'tenant:t/workspace:w')).toBe(10);
+    expect(heaviestPathExtra(sharded, 'tenant:t/workspace:w', 10)).toBe(MAX_PATH_EXTRA_SHARDS);
+  });
+
+  it('do not grow while running low: their remaining gathered on fewer than half of the shards', () => {
+    const shard = (remaining: number) => ({ ...(emptyShards(1)[0] as Shard), remaining });
+    expect(runningLow([shard(5), shard(0), shard(0), shard(0)])).toBe(true);
+    expect(runningLow([shard(5), shard(5), shard(0), shard(0)])).toBe(false);
+  });
+});
+
+describe('pickShard', () => {
+  it('spreads holds evenly over the shards that cover them, whichever those are', () => {
+    const shards = respread(
+      emptyShards(16),
+      {
+        ...emptyLedger(SCOPE, UNIT),
+        allocated: 3_000,
+        remaining: 3_000,
+      },
+      undefined,
+      1_000,
+    );
+    const picked = new Map<number | undefined, number>();
+    for (let seed = 0; seed < 300; seed++) {
+      const k = pickShard(shards, 1_000, seed);
+      picked.set(k, (picked.get(k) ?? 0) + 1);
+    }
+    expect([...picked.entries()].sort()).toEqual([
+      [0, 100],
+      [1, 100],
+      [2, 100],
+    ]);
+  });
 });
 
 describe('routeChange', () => {
@@ -307,6 +403,18 @@ describe('routeChange', () => {
     ...emptyLedger(SCOPE, UNIT),
     allocated: 40,
     remaining: 40,
+  });
+
+  it('rewrites every shard for a change of the allocation, which shard 0 keeps for reads', () => {
+    const debit = fundChange(
+      mergedOf({ scope: SCOPE, unit: UNIT, overdraftLimit: 0 }, shards),
+      'DEBIT',
+      5,
+      1_000,
+    );
+
+    expect(debit.guard.kind).toBe('covers');
+    expect(routeChange(debit, shards, undefined, 0)).toEqual({ path: 'exact' });
   });
 
   it('settles on the pinned shard without a condition', () => {

@@ -170,11 +170,11 @@ describe.each(SERVERS)('the %s OpenAPI document', (server) => {
 
 describe('the webhooks of the admin OpenAPI document', () => {
   const document = openApiDocument('admin');
-  const post = ((document.webhooks as Json).budgetEvent as Json).post as Json;
+  const post = ((document.webhooks as Json).event as Json).post as Json;
 
-  it('describe what a receiver gets: a signed budget event, valid under the BudgetEvent schema', () => {
+  it('describe what a receiver gets: a signed event, valid under the Event schema', () => {
     const validate = componentsAjv(document).compile({
-      $ref: 'urn:openapi:components#/$defs/BudgetEvent',
+      $ref: 'urn:openapi:components#/$defs/Event',
     });
     const event = {
       event_id: `evt_${'0'.repeat(32)}`,
@@ -197,7 +197,9 @@ describe('the webhooks of the admin OpenAPI document', () => {
 
     expect(validate(event), JSON.stringify(validate.errors)).toBe(true);
     expect(validate({ ...event, event_type: 'budget.nope' })).toBe(false);
-    expect(((post.parameters as Json[]) ?? []).map((p) => p.name)).toContain('X-Cycles-Signature');
+    expect(((post.parameters as Json[]) ?? []).map((p) => p.name)).toEqual(
+      expect.arrayContaining(['X-Cycles-Signature', 'X-Cycles-Trace-Id', 'traceparent']),
+    );
     expect(openApiDocument('runtime').webhooks).toBeUndefined();
   });
 });
@@ -205,18 +207,19 @@ describe('the webhooks of the admin OpenAPI document', () => {
 describe('errorStatuses', () => {
   const routeOf = (id: RouteId) => [routes[id], contracts[id] as Contract] as const;
 
-  it('gives a tenant route with a body 400, 401, 403, its refusals, 500 and 503', () => {
+  it('gives a tenant route with a body 400, 401, 403, its refusals, 429, 500 and 503', () => {
     expect(errorStatuses(...routeOf('commitReservation'))).toEqual([
-      400, 401, 403, 404, 409, 410, 500, 503,
+      400, 401, 403, 404, 409, 410, 429, 500, 503,
     ]);
   });
 
-  it('gives an admin-key route no 403, and a route that reads nothing no 503', () => {
-    expect(errorStatuses(...routeOf('validateKey'))).toEqual([400, 401, 500, 503]);
+  it('gives a 403 wherever a key may lack the permission (an operator credential too), and a route that reads nothing no 429 or 503', () => {
+    expect(errorStatuses(...routeOf('validateKey'))).toEqual([400, 401, 403, 429, 500, 503]);
+    expect(errorStatuses(...routeOf('adminIntrospectAuth'))).toEqual([401, 403, 429, 500, 503]);
     expect(errorStatuses(...routeOf('runtimeOpenApi'))).toEqual([500]);
   });
 
-  it('leaves 503 to health, whose 503 is its DOWN answer', () => {
+  it('leaves 503 to health, whose 503 is its DOWN answer, and never answers it busy', () => {
     expect(errorStatuses(...routeOf('runtimeHealth'))).toEqual([500]);
   });
 });

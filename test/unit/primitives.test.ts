@@ -8,7 +8,7 @@ import {
   secretsEqual,
 } from '../../functions/domain/api-keys.js';
 import { decodeCursor, encodeCursor } from '../../functions/domain/cursor.js';
-import { DomainError } from '../../functions/domain/errors.js';
+import { DomainError, RetryLaterError } from '../../functions/domain/errors.js';
 import { canonicalJson, derivedId, fingerprint } from '../../functions/domain/fingerprint.js';
 import { errorResponse } from '../../functions/http/errors.js';
 
@@ -128,6 +128,63 @@ describe('errorResponse', () => {
       message: 'why',
       request_id: 'req-2',
       details: { scope: 'tenant:a' },
+    });
+  });
+});
+
+describe('busy answers', () => {
+  const now = Date.UTC(2026, 10, 1, 12, 0, 0, 250);
+
+  it.each([
+    ['CONTENTION', 200],
+    ['THROTTLED', 500],
+    ['CONCURRENCY', 1_000],
+  ] as const)(
+    'answer %s as 429 LIMIT_EXCEEDED with Retry-After and X-RateLimit-Reset',
+    (reason, ms) => {
+      const response = errorResponse(new RetryLaterError(reason, ms), 'req-3', undefined, now);
+
+      expect(response.statusCode).toBe(429);
+      expect(response.headers).toMatchObject({
+        'retry-after': '1',
+        'x-ratelimit-reset': String(Math.ceil((now + 1_000) / 1000)),
+      });
+      expect(response.headers).not.toHaveProperty('x-ratelimit-remaining');
+      expect(JSON.parse(String(response.body))).toEqual({
+        error: 'LIMIT_EXCEEDED',
+        message: expect.stringContaining('retry after Retry-After seconds'),
+        request_id: 'req-3',
+        details: { reason, retry_after_ms: ms },
+      });
+    },
+  );
+
+  it('carry what is left of a limit that applies, and when it resets', () => {
+    const limit = { remaining: 0, resetAtMs: now + 30_500 };
+
+    const response = errorResponse(
+      new RetryLaterError('THROTTLED', 30_500, { limit }),
+      'req-4',
+      undefined,
+      now,
+    );
+
+    expect(response.headers).toMatchObject({
+      'retry-after': '31',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': String(Math.ceil((now + 30_500) / 1000)),
+    });
+  });
+
+  it('answer a table that did not answer, a write’s outcome unknown, 503 INTERNAL_ERROR', () => {
+    const response = errorResponse(new RetryLaterError('TIMEOUT', 1_000), 'req-5', undefined, now);
+
+    expect(response.statusCode).toBe(503);
+    expect(response.headers).toMatchObject({ 'retry-after': '1' });
+    expect(response.headers).not.toHaveProperty('x-ratelimit-reset');
+    expect(JSON.parse(String(response.body))).toMatchObject({
+      error: 'INTERNAL_ERROR',
+      details: { reason: 'TIMEOUT', retry_after_ms: 1_000 },
     });
   });
 });

@@ -503,7 +503,7 @@ describe('settleTransaction', () => {
 });
 
 describe('ledgerUpdate', () => {
-  it('adds signed deltas and re-checks a snapshot exactly', () => {
+  it('adds signed deltas and re-checks a snapshot exactly; debt added marks the debt watch', () => {
     const item = ledgerUpdate({
       scope: 'tenant:t',
       unit: 'TOKENS',
@@ -513,10 +513,35 @@ describe('ledgerUpdate', () => {
 
     const { update, condition } = readable(item.Update);
     expect(update).toBe(
-      'SET spent = spent + 12, reserved = reserved + -10, debt = debt + 3, remaining = remaining + -5',
+      'SET due_pk = "DEBT#1", due_sk = "tenant:t#TOKENS", spent = spent + 12, reserved = reserved + -10, debt = debt + 3, remaining = remaining + -5',
     );
+    // Decided on exact values by the operator (a funding, a refund's credit): never on a closed budget.
     expect(condition).toBe(
-      'attribute_exists(pk) AND remaining = 2 AND debt = 0 AND overdraft_limit = 100 AND attribute_not_exists(shards)',
+      'attribute_exists(pk) AND remaining = 2 AND debt = 0 AND overdraft_limit = 100 AND attribute_not_exists(shards) AND (attribute_not_exists(status) OR status <> "CLOSED")',
+    );
+  });
+
+  it('lands a refund only on a budget its tenant’s close has not closed (the closed-tenant rule)', () => {
+    const refund = ledgerUpdate({
+      scope: 'tenant:t',
+      unit: 'TOKENS',
+      delta: { spent: -5, remaining: 5 },
+      guard: { kind: 'returns', spent: 5, debt: 0 },
+    });
+    const inClosedPeriod = ledgerUpdate({
+      scope: 'tenant:t',
+      unit: 'TOKENS',
+      delta: { spent: -5, remaining: 5 },
+      guard: { kind: 'returns', spent: 5, debt: 0 },
+      period: { start: 1_000, closed: true },
+    });
+
+    expect(readable(refund.Update).condition).toBe(
+      'attribute_exists(pk) AND spent >= 5 AND debt >= 0 AND (attribute_not_exists(status) OR status <> "CLOSED")',
+    );
+    // A closed period's ledger has no status of its own.
+    expect(readable(inClosedPeriod.Update).condition).toBe(
+      'attribute_exists(pk) AND spent >= 5 AND debt >= 0',
     );
   });
 });
@@ -592,7 +617,9 @@ describe('newLedgerTransaction', () => {
       },
     });
 
-    expect(items).toHaveLength(5);
+    // …and the overview's count of it, last.
+    expect(items).toHaveLength(6);
+    expect(items[5]?.Update?.Key).toMatchObject({ sk: '-' });
     for (const item of [...items.slice(0, 3), items[4]])
       expect(item?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
     expect(items[2]?.Put?.Item).toMatchObject({ type: 'ledger-index', level: 'workspace' });
@@ -641,7 +668,7 @@ describe('newLedgerTransaction', () => {
 });
 
 describe('newApiKeyTransaction and newTenantPut', () => {
-  it('stores a key only under an existing tenant, and a tenant only once', () => {
+  it('stores a key only under an existing tenant that is not closed, and a tenant only once', () => {
     const key = {
       keyId: 'key_1',
       keyPrefix: 'cyc_live_abcde',
@@ -655,7 +682,10 @@ describe('newApiKeyTransaction and newTenantPut', () => {
     const items = newApiKeyTransaction('hash', key);
     const tenant = newTenantPut({ tenantId: 't', name: 'T', status: 'ACTIVE', createdAt: 'x' });
 
-    expect(items[0]?.ConditionCheck?.ConditionExpression).toBe('attribute_exists(#pk)');
+    // Rule 2 of the reference's close: no new key for a CLOSED tenant.
+    expect(items[0]?.ConditionCheck?.ConditionExpression).toBe(
+      'attribute_exists(#pk) AND #status <> :status',
+    );
     expect(items[1]?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
     expect(items[2]?.Put?.ConditionExpression).toBe('attribute_not_exists(#pk)');
     expect(JSON.stringify(items)).not.toContain('cyc_live_abcdefgh');

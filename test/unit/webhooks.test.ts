@@ -1,165 +1,360 @@
-import { createHmac } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Logger } from '../../functions/log.js';
+import { afterAttempt, type Delivery } from '../../functions/domain/deliveries.js';
+import { DomainError } from '../../functions/domain/errors.js';
 import {
-  backoffMs,
-  type Delivery,
-  type Post,
+  EVENT_CATEGORIES,
+  EVENT_TYPES,
+  type EventDocument,
+  type EventType,
+  isTenantEventType,
+  SYSTEM_TENANT,
+} from '../../functions/domain/events.js';
+import { parseTraceparent, traceOf } from '../../functions/domain/trace.js';
+import {
+  blockedAddress,
+  checkSecurity,
+  checkTargetUrl,
+  defaultWebhookSecurity,
+} from '../../functions/domain/webhook-security.js';
+import {
+  afterFailure,
+  changedSubscription,
+  changeEventType,
+  checkSelectors,
+  DEFAULT_RETRY_POLICY,
+  deliverable,
+  newSubscription,
+  retryDelayMs,
+  scopeMatches,
+  statusChange,
+} from '../../functions/domain/webhooks.js';
+import { localSealer } from '../../functions/outbound/sealing.js';
+import {
+  deliveryHeaders,
   signatureOf,
   verifySignature,
-  WebhookDispatcher,
 } from '../../functions/outbound/webhooks.js';
 
-const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+const invalid = (f: () => unknown) => {
+  try {
+    f();
+  } catch (error) {
+    return error instanceof DomainError && error.code === 'INVALID_REQUEST';
+  }
+  return false;
+};
 
-const delivery = (n: number): Delivery => ({
-  eventId: `evt_${n}`,
-  eventType: 'budget.exhausted',
-  body: JSON.stringify({ event_id: `evt_${n}` }),
+const AT = '2026-01-15T12:00:00.000Z';
+const aSubscription = (owner = 'acme', types: EventType[] = ['budget.exhausted']) =>
+  newSubscription('whsub_1', owner, { url: 'https://hooks.example.com/x', eventTypes: types }, AT);
+
+const anEvent = (over: Partial<EventDocument> = {}): EventDocument => ({
+  event_id: 'evt_1',
+  event_type: 'budget.exhausted',
+  category: 'budget',
+  timestamp: AT,
+  tenant_id: 'acme',
+  scope: 'tenant:acme/workspace:w',
+  source: 'budget-reservations',
+  ...over,
 });
 
-/** A receiver that answers statuses from a script, per URL, and records each attempt. */
-function scripted(answers: (url: string, attempt: number, eventId: string) => number) {
-  const calls: { url: string; headers: Record<string, string>; body: string }[] = [];
-  const post: Post = async (url, body, headers) => {
-    calls.push({ url, headers, body });
-    const attempt = Number(headers['x-cycles-delivery-attempt']);
-    return answers(url, attempt, headers['x-cycles-event-id'] ?? '');
-  };
-  return { calls, post };
-}
-
-/** Backoff waits recorded, not slept. */
-function fakeSleep() {
-  const waits: number[] = [];
-  return { waits, sleep: async (ms: number) => void waits.push(ms) };
-}
-
-const dispatcher = (post: Post, sleep: (ms: number) => Promise<void>, urls = ['https://a.test']) =>
-  new WebhookDispatcher({
-    urls,
-    secret: () => 'shh',
-    maxRetries: 3,
-    initialDelayMs: 1_000,
-    maxDelayMs: 3_000,
-    timeoutMs: 1_000,
-    post,
-    sleep,
-    random: () => 1,
-    log: silent,
+describe('the webhook subscription invariants (reference: WEBHOOK SUBSCRIPTION INVARIANTS)', () => {
+  it('refuses a subscription with no selector at all, whoever owns it', () => {
+    expect(invalid(() => checkSelectors('acme', [], []))).toBe(true);
+    expect(invalid(() => checkSelectors(SYSTEM_TENANT, [], []))).toBe(true);
   });
 
-describe('signatureOf', () => {
-  it('is the reference scheme: sha256= and the hex HMAC-SHA256 of the raw body', () => {
+  it('refuses every admin-only type and category on a tenant-owned subscription, allows them for __system__', () => {
+    for (const type of EVENT_TYPES) {
+      const refused = invalid(() => checkSelectors('acme', [type], []));
+      expect(refused, type).toBe(!isTenantEventType(type));
+      expect(
+        invalid(() => checkSelectors(SYSTEM_TENANT, [type], [])),
+        type,
+      ).toBe(false);
+    }
+    for (const category of EVENT_CATEGORIES) {
+      const tenantAccessible = ['budget', 'reservation', 'tenant'].includes(category);
+      expect(
+        invalid(() => checkSelectors('acme', [], [category])),
+        category,
+      ).toBe(!tenantAccessible);
+    }
+  });
+
+  it('holds on an update: the result is checked, a category-only subscription is allowed', () => {
+    const s = aSubscription('acme');
+
+    const categoryOnly = changedSubscription(
+      s,
+      { eventTypes: [], eventCategories: ['budget'] },
+      AT,
+    );
+
+    expect(categoryOnly.after.eventTypes).toEqual([]);
+    expect(invalid(() => changedSubscription(s, { eventTypes: [] }, AT))).toBe(true);
+    expect(invalid(() => changedSubscription(s, { eventCategories: ['webhook'] }, AT))).toBe(true);
+    expect(invalid(() => changedSubscription(s, { eventTypes: ['api_key.created'] }, AT))).toBe(
+      true,
+    );
+  });
+});
+
+describe('changedSubscription', () => {
+  it('answers the subscription itself when nothing changes (no write, no event)', () => {
+    const s = aSubscription();
+
+    expect(changedSubscription(s, { url: s.url, eventTypes: s.eventTypes }, AT).after).toBe(s);
+  });
+
+  it('names what changed, and the event the change means', () => {
+    const s = aSubscription();
+
+    const { after, changed } = changedSubscription(
+      s,
+      { url: 'https://hooks.example.com/y', status: 'PAUSED', rotatesSecret: true },
+      AT,
+    );
+
+    expect(changed).toEqual(['url', 'signing_secret']);
+    expect(changeEventType(s, after)).toBe('webhook.paused');
+    expect(changeEventType(after, { ...after, status: 'ACTIVE' })).toBe('webhook.resumed');
+    expect(changeEventType(s, { ...s, name: 'n' })).toBe('webhook.updated');
+  });
+
+  it('clears the run of failures when an operator re-enables a DISABLED subscription', () => {
+    const s = { ...aSubscription(), status: 'DISABLED' as const, consecutiveFailures: 10 };
+
+    const { after } = changedSubscription(s, { status: 'ACTIVE' }, AT);
+
+    expect(after).toMatchObject({ status: 'ACTIVE', consecutiveFailures: 0, updatedAt: AT });
+  });
+
+  it('pauses and resumes in bulk, never resuming a DISABLED one', () => {
+    const s = aSubscription();
+    expect(statusChange(s, 'PAUSED')).toBe('applies');
+    expect(statusChange({ ...s, status: 'PAUSED' }, 'PAUSED')).toBe('already');
+    expect(statusChange({ ...s, status: 'DISABLED' }, 'ACTIVE')).toBe('refused');
+    expect(statusChange({ ...s, status: 'DISABLED' }, 'PAUSED')).toBe('already');
+  });
+});
+
+describe('deliverable', () => {
+  it("gives a tenant's subscription its own tenant-accessible events only, the operator's every tenant's", () => {
+    const tenant = aSubscription('acme', ['budget.exhausted', 'tenant.created']);
+    const operator = { ...aSubscription(SYSTEM_TENANT), eventCategories: [...EVENT_CATEGORIES] };
+
+    expect(deliverable(tenant, anEvent())).toBe(true);
+    expect(deliverable(tenant, anEvent({ tenant_id: 'other' }))).toBe(false);
+    expect(deliverable(operator, anEvent({ tenant_id: 'other' }))).toBe(true);
+    // Even a row that carried an admin category (written before the rule) delivers none.
+    const leaky = { ...tenant, eventCategories: ['api_key' as const] };
+    expect(
+      deliverable(leaky, anEvent({ event_type: 'api_key.created', category: 'api_key' })),
+    ).toBe(false);
+    expect(deliverable({ ...tenant, status: 'PAUSED' }, anEvent())).toBe(false);
+  });
+
+  it('narrows by scope filter (an event without a scope never matches one) and by threshold', () => {
+    const s = {
+      ...aSubscription('acme', ['budget.exhausted', 'budget.threshold_crossed']),
+      scopeFilter: 'tenant:acme/workspace:*',
+      thresholds: { budget_utilization: [0.8] },
+    };
+
+    expect(deliverable(s, anEvent())).toBe(true);
+    expect(deliverable(s, anEvent({ scope: 'tenant:acme' }))).toBe(false);
+    expect(deliverable(s, anEvent({ scope: undefined }))).toBe(false);
+    const crossed = (threshold: number) =>
+      anEvent({ event_type: 'budget.threshold_crossed', data: { threshold } });
+    expect(deliverable(s, crossed(0.8))).toBe(true);
+    expect(deliverable(s, crossed(0.5))).toBe(false);
+    expect(scopeMatches('tenant:a.b/*', 'tenant:aXb/w')).toBe(false);
+  });
+});
+
+describe('retries (the reference WebhookRetryPolicy)', () => {
+  const delivery: Delivery = {
+    deliveryId: 'dlv_1',
+    subscriptionId: 'whsub_1',
+    tenant: 'acme',
+    eventId: 'evt_1',
+    eventType: 'budget.exhausted',
+    origin: 'event',
+    status: 'PENDING',
+    createdAtMs: 0,
+    attemptedAtMs: 0,
+    attempts: 0,
+  };
+  const policy = { ...DEFAULT_RETRY_POLICY, maxRetries: 2 };
+
+  it('waits initial × multiplier^(n−1), at most max_delay_ms', () => {
+    expect([1, 2, 3, 10].map((n) => retryDelayMs(DEFAULT_RETRY_POLICY, n))).toEqual([
+      1_000, 2_000, 4_000, 60_000,
+    ]);
+  });
+
+  it('retries every failure max_retries times, then gives up; a 2xx ends it', () => {
+    const failed = { status: 500, latencyMs: 10 };
+
+    const first = afterAttempt(delivery, policy, failed, 1_000);
+    const second = afterAttempt(
+      first,
+      policy,
+      { status: 0, latencyMs: 5, error: 'timed out' },
+      3_000,
+    );
+    const third = afterAttempt(second, policy, { status: 404, latencyMs: 1 }, 7_000);
+    const ok = afterAttempt(first, policy, { status: 204, latencyMs: 2 }, 2_500);
+
+    expect(first).toMatchObject({
+      status: 'RETRYING',
+      attempts: 1,
+      nextRetryAtMs: 2_010,
+      responseStatus: 500,
+    });
+    expect(second).toMatchObject({ status: 'RETRYING', attempts: 2, errorMessage: 'timed out' });
+    expect(second.responseStatus).toBeUndefined();
+    expect(third).toMatchObject({ status: 'FAILED', attempts: 3, completedAtMs: 7_001 });
+    expect(third.nextRetryAtMs).toBeUndefined();
+    expect(ok).toMatchObject({ status: 'SUCCESS', attempts: 2, responseStatus: 204 });
+    expect(ok.errorMessage).toBeUndefined();
+  });
+
+  it('never retries a test probe', () => {
+    const probe = { ...delivery, origin: 'test' as const };
+    expect(afterAttempt(probe, policy, { status: 503, latencyMs: 1 }, 0).status).toBe('FAILED');
+  });
+
+  it('disables a subscription once its run of failed deliveries reaches the limit', () => {
+    const s = { ...aSubscription(), disableAfterFailures: 3 };
+    expect(afterFailure({ ...s, consecutiveFailures: 1 })).toEqual({
+      failures: 2,
+      disables: false,
+    });
+    expect(afterFailure({ ...s, consecutiveFailures: 2 })).toEqual({ failures: 3, disables: true });
+    expect(afterFailure({ ...s, status: 'DISABLED', consecutiveFailures: 5 }).disables).toBe(false);
+  });
+});
+
+describe('webhook security (SSRF)', () => {
+  const strict = defaultWebhookSecurity(false);
+  const local = defaultWebhookSecurity(true);
+
+  it('blocks private, loopback, link-local and metadata addresses by default, IPv4 in IPv6 too', () => {
+    for (const address of [
+      '10.1.2.3',
+      '172.20.0.1',
+      '192.168.1.1',
+      '127.0.0.1',
+      '169.254.169.254',
+      '::1',
+      'fd00::1',
+      'fe80::1',
+      '::ffff:127.0.0.1',
+      '0.0.0.0',
+      '100.64.0.1',
+    ]) {
+      expect(blockedAddress(strict, [address]), address).toBe(address);
+    }
+    expect(blockedAddress(strict, ['93.184.216.34', '2606:2800:220:1::1'])).toBeUndefined();
+    expect(blockedAddress(local, ['127.0.0.1'])).toBeUndefined();
+    expect(blockedAddress(local, ['169.254.169.254'])).toBe('169.254.169.254');
+  });
+
+  it('wants https (http only when allowed), no credentials, a matching pattern when there are any', () => {
+    expect(invalid(() => checkTargetUrl(strict, 'http://hooks.example.com/x'))).toBe(true);
+    expect(invalid(() => checkTargetUrl(local, 'http://127.0.0.1:8787/x'))).toBe(false);
+    expect(invalid(() => checkTargetUrl(strict, 'https://u:p@hooks.example.com/'))).toBe(true);
+    expect(invalid(() => checkTargetUrl(strict, 'ftp://hooks.example.com/'))).toBe(true);
+    const patterned = { ...strict, allowedUrlPatterns: ['https://*.example.com/*'] };
+    expect(invalid(() => checkTargetUrl(patterned, 'https://a.example.com/x'))).toBe(false);
+    expect(invalid(() => checkTargetUrl(patterned, 'https://example.org/x'))).toBe(true);
+  });
+
+  it('refuses a configuration with a range that is not one', () => {
+    expect(invalid(() => checkSecurity({ ...strict, blockedCidrRanges: ['10.0.0.0/33'] }))).toBe(
+      true,
+    );
+    expect(invalid(() => checkSecurity({ ...strict, blockedCidrRanges: ['nonsense'] }))).toBe(true);
+    expect(checkSecurity(strict)).toBe(strict);
+  });
+});
+
+describe('W3C trace context (reference: CORRELATION AND TRACING)', () => {
+  const fresh = () => 'a'.repeat(32);
+  const valid = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00';
+
+  it('takes traceparent over X-Cycles-Trace-Id, keeps its flags, and makes one up when neither is valid', () => {
+    expect(traceOf(valid, 'b'.repeat(32), fresh)).toEqual({
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      flags: '00',
+      fromTraceparent: true,
+    });
+    expect(traceOf('garbage', 'b'.repeat(32), fresh)).toMatchObject({
+      traceId: 'b'.repeat(32),
+      flags: '01',
+    });
+    expect(traceOf(undefined, '0'.repeat(32), fresh).traceId).toBe(fresh());
+    expect(parseTraceparent(`00-${'0'.repeat(32)}-00f067aa0ba902b7-01`)).toBeUndefined();
+    expect(
+      parseTraceparent('01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'),
+    ).toBeUndefined();
+  });
+
+  it('answers a valid trace id for any header values, never throwing', () => {
+    fc.assert(
+      fc.property(fc.option(fc.string()), fc.option(fc.string()), (parent, id) => {
+        const trace = traceOf(parent ?? undefined, id ?? undefined, () =>
+          randomBytes(16).toString('hex'),
+        );
+        expect(trace.traceId).toMatch(/^[0-9a-f]{32}$/);
+        expect(trace.traceId).not.toMatch(/^0+$/);
+      }),
+    );
+  });
+});
+
+describe('sealing (local AES-256-GCM)', () => {
+  it('opens what it sealed for the same subscription only', async () => {
+    const sealer = localSealer(randomBytes(32));
+
+    const sealed = await sealer.seal('whsec_abc', 'whsub_1');
+
+    expect(sealed).not.toContain('whsec_abc');
+    expect(await sealer.open(sealed, 'whsub_1')).toBe('whsec_abc');
+    await expect(sealer.open(sealed, 'whsub_2')).rejects.toThrow();
+    await expect(localSealer(randomBytes(32)).open(sealed, 'whsub_1')).rejects.toThrow();
+  });
+});
+
+describe('a delivery request', () => {
+  it('is signed over the raw body and keeps the protocol headers over the subscription’s own', () => {
     const body = '{"event_id":"evt_1"}';
 
-    const header = signatureOf('shh', body);
-
-    expect(header).toBe(`sha256=${createHmac('sha256', 'shh').update(body).digest('hex')}`);
-    expect(verifySignature('shh', body, header)).toBe(true);
-    expect(verifySignature('shh', `${body} `, header)).toBe(false);
-    expect(verifySignature('other', body, header)).toBe(false);
-    expect(verifySignature('shh', body, undefined)).toBe(false);
-  });
-});
-
-describe('backoffMs', () => {
-  it('doubles from the initial delay up to the cap, half of it jittered', () => {
-    expect([1, 2, 3, 4].map((n) => backoffMs(n, 1_000, 3_000, 1))).toEqual([
-      1_000, 2_000, 3_000, 3_000,
-    ]);
-    expect(backoffMs(2, 1_000, 3_000, 0)).toBe(1_000);
-  });
-});
-
-describe('WebhookDispatcher', () => {
-  it('signs each delivery and retries 5xx with backoff until it goes through', async () => {
-    const { calls, post } = scripted((_, attempt) => (attempt <= 2 ? 500 : 200));
-    const { waits, sleep } = fakeSleep();
-    const d = dispatcher(post, sleep);
-
-    d.enqueue([delivery(1)]);
-    await d.idle();
-
-    expect(calls.map((c) => c.headers['x-cycles-delivery-attempt'])).toEqual(['1', '2', '3']);
-    expect(waits).toEqual([1_000, 2_000]);
-    for (const c of calls) {
-      expect(verifySignature('shh', c.body, c.headers['x-cycles-signature'])).toBe(true);
-      expect(c.headers).toMatchObject({
-        'content-type': 'application/json',
-        'x-cycles-event-id': 'evt_1',
-        'x-cycles-event-type': 'budget.exhausted',
-      });
-    }
-    expect(d.stats()).toEqual({ delivered: 1, retried: 2, dropped: 0, pending: 0 });
-  });
-
-  it('drops a delivery after its bounded retries, and one a receiver refuses at once', async () => {
-    const { calls, post } = scripted((_, __, id) => (id === 'evt_1' ? 503 : 400));
-    const { sleep } = fakeSleep();
-    const d = dispatcher(post, sleep);
-
-    d.enqueue([delivery(1), delivery(2)]);
-    await d.idle();
-
-    expect(calls.filter((c) => c.headers['x-cycles-event-id'] === 'evt_1')).toHaveLength(4);
-    expect(calls.filter((c) => c.headers['x-cycles-event-id'] === 'evt_2')).toHaveLength(1);
-    expect(d.stats()).toMatchObject({ delivered: 0, dropped: 2, pending: 0 });
-  });
-
-  it('retries a network error like a 5xx', async () => {
-    let failures = 1;
-    const post: Post = async () => {
-      if (failures-- > 0) throw new Error('ECONNREFUSED');
-      return 204;
-    };
-    const { sleep } = fakeSleep();
-    const d = dispatcher(post, sleep);
-
-    d.enqueue([delivery(1)]);
-    await d.idle();
-
-    expect(d.stats()).toMatchObject({ delivered: 1, retried: 1, dropped: 0 });
-  });
-
-  it('lets a receiver that never answers hold only its own deliveries', async () => {
-    const stuck: (() => void)[] = [];
-    const post: Post = (url, _body, _headers, signal) =>
-      url.includes('dead')
-        ? new Promise((_, reject) => {
-            stuck.push(() => reject(new Error('aborted')));
-            signal.addEventListener('abort', () => reject(signal.reason));
-          })
-        : Promise.resolve(204);
-    const { sleep } = fakeSleep();
-    const d = dispatcher(post, sleep, ['https://dead.test', 'https://alive.test']);
-
-    d.enqueue(Array.from({ length: 20 }, (_, i) => delivery(i)));
-    await new Promise((r) => setTimeout(r, 20));
-
-    expect(d.stats()).toMatchObject({ delivered: 20, pending: 20 });
-    expect(stuck.length).toBeLessThanOrEqual(8);
-    d.stop();
-    expect(await d.idle(Date.now() + 1_000)).toBe(true);
-  });
-
-  it('drops what does not fit in a full queue, counted', async () => {
-    const post: Post = () => new Promise(() => {});
-    const d = new WebhookDispatcher({
-      urls: ['https://slow.test'],
-      secret: () => 'shh',
-      maxRetries: 0,
-      initialDelayMs: 1,
-      maxDelayMs: 1,
-      timeoutMs: 60_000,
-      maxPendingPerUrl: 5,
-      post,
-      log: silent,
+    const headers = deliveryHeaders({
+      url: 'https://hooks.example.com/x',
+      body,
+      secret: 's3cret',
+      eventId: 'evt_1',
+      eventType: 'budget.exhausted',
+      deliveryId: 'dlv_1',
+      attempt: 2,
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      traceFlags: '01',
+      headers: { Authorization: 'Bearer t', 'X-Cycles-Signature': 'forged', 'content-type': 'x' },
     });
 
-    d.enqueue(Array.from({ length: 8 }, (_, i) => delivery(i)));
-
-    expect(d.stats()).toMatchObject({ dropped: 3, pending: 5 });
-    d.stop();
+    expect(headers.Authorization).toBe('Bearer t');
+    expect(headers['X-Cycles-Signature']).toBeUndefined();
+    expect(headers['x-cycles-signature']).toBe(signatureOf('s3cret', body));
+    expect(verifySignature('s3cret', body, headers['x-cycles-signature'])).toBe(true);
+    expect(verifySignature('other', body, headers['x-cycles-signature'])).toBe(false);
+    expect(headers['content-type']).toBe('application/json');
+    expect(headers.traceparent).toMatch(/^00-4bf92f3577b34da6a3ce929d0e0e4736-[0-9a-f]{16}-01$/);
+    expect(headers['x-cycles-delivery-attempt']).toBe('2');
   });
 });

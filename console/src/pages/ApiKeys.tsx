@@ -1,8 +1,11 @@
 import { useState } from 'preact/hooks';
 import {
+  ADMIN_PERMISSIONS,
   type ApiKey,
   type CreatedApiKey,
+  DEFAULT_PERMISSIONS,
   KEY_STATUSES,
+  OPERATORS,
   PERMISSIONS,
   type Permission,
 } from '../../../client/index.js';
@@ -162,15 +165,22 @@ function CreateKey({
   const [forTenant, setForTenant] = useState(tenant);
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
-  const [permissions, setPermissions] = useState<readonly Permission[]>(PERMISSIONS);
+  // An operator credential (owner OPERATORS): admin-plane permissions, audited under its name,
+  // signs the console and the CLI in like the admin key (docs/decisions.md § Operators).
+  const [operator, setOperator] = useState(false);
+  const choices: readonly Permission[] = operator
+    ? ADMIN_PERMISSIONS
+    : PERMISSIONS.filter((p) => !p.startsWith('admin:'));
+  const [permissions, setPermissions] = useState<readonly Permission[]>(DEFAULT_PERMISSIONS);
   const create = useAction(async () => {
-    if (!forTenant) throw new InputError('choose the tenant the key belongs to.', 'Tenant');
+    const owner = operator ? OPERATORS : forTenant;
+    if (!owner) throw new InputError('choose the tenant the key belongs to.', 'Tenant');
     if (permissions.length === 0)
       throw new InputError('grant at least one permission.', 'Permissions');
     const k = await unwrap(
       client.POST('/v1/admin/api-keys', {
         body: {
-          tenant_id: forTenant,
+          tenant_id: owner,
           name: name.trim(),
           ...(description.trim() && { description: description.trim() }),
           permissions: [...permissions],
@@ -183,7 +193,7 @@ function CreateKey({
   });
   const toggle = (p: Permission, on: boolean) =>
     setPermissions((now) =>
-      on ? PERMISSIONS.filter((x) => x === p || now.includes(x)) : now.filter((x) => x !== p),
+      on ? choices.filter((x) => x === p || now.includes(x)) : now.filter((x) => x !== p),
     );
   return (
     <details class="panel">
@@ -195,12 +205,28 @@ function CreateKey({
           void create.run();
         }}
       >
-        <TenantSelect
-          id="new-key-tenant"
-          value={forTenant}
-          onChange={setForTenant}
-          includeClosed={false}
-        />
+        <div class="field">
+          <label>
+            <input
+              type="checkbox"
+              checked={operator}
+              onChange={(e) => {
+                const on = e.currentTarget.checked;
+                setOperator(on);
+                setPermissions(on ? ['admin:read'] : DEFAULT_PERMISSIONS);
+              }}
+            />{' '}
+            An operator's credential (admin plane, audited under its name)
+          </label>
+        </div>
+        {!operator && (
+          <TenantSelect
+            id="new-key-tenant"
+            value={forTenant}
+            onChange={setForTenant}
+            includeClosed={false}
+          />
+        )}
         <div class="field">
           <label for="new-key-name">Name</label>
           <input
@@ -223,7 +249,7 @@ function CreateKey({
         <fieldset>
           <legend>Permissions</legend>
           <ul class="checkboxes">
-            {PERMISSIONS.map((p) => (
+            {choices.map((p) => (
               <li key={p}>
                 <label>
                   <input

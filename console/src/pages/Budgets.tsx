@@ -43,6 +43,7 @@ import { budgetHealth } from '../health.js';
 import { useAction, useLoad, usePaged } from '../hooks.js';
 import { navigate, type Params } from '../router.js';
 import { AccuracyDialog } from './Accuracy.js';
+import { BulkFund } from './Bulk.js';
 
 type Open =
   | { readonly kind: 'fund'; readonly budget: Budget }
@@ -121,6 +122,7 @@ export function Budgets({ params }: { readonly params: Params }) {
             tenant={tenant}
             onCreated={(b) => done(`Budget ${b.scope} (${b.unit}) created.`)}
           />
+          <BulkFund key={`bulk-${tenant}`} tenant={tenant} onDone={list.reload} />
           <section aria-labelledby="budget-list">
             <h2 id="budget-list">Budgets of {tenant}</h2>
             <PagedResults list={list} what="budgets" empty={<p>No budgets match.</p>}>
@@ -245,6 +247,14 @@ function BudgetCard({
             {b.is_over_limit && <strong class="alert-text"> (over it)</strong>}
           </dd>
         </div>
+        {b.shards !== undefined && (
+          <div>
+            <dt>Escrow shards</dt>
+            <dd title="Set by an operator, or grown by the service when the budget met contention (see the audit trail)">
+              {b.shards}
+            </dd>
+          </div>
+        )}
         {b.max_reservation_amount && (
           <div>
             <dt>Most one reservation may hold</dt>

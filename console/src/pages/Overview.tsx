@@ -36,10 +36,9 @@ async function mapLimited<T, R>(items: readonly T[], task: (item: T) => Promise<
 // ---- the activity feed ----------------------------------------------------------------------
 
 /**
- * One thing that happened, from any source. The feed merges every source newest first. Budget
- * events (thresholds crossed, budgets exhausted, debt, refused reservations) are pushed to the
- * operator's webhooks or EventBridge bus, and no API lists them: should one come, it is one
- * more source here.
+ * One thing that happened, from any source. The feed merges every source newest first. Events
+ * (thresholds crossed, budgets exhausted, debt, refused reservations) have a page of their own
+ * (Events.tsx); GET /v1/admin/events would be one more source here.
  */
 export interface FeedItem {
   readonly at: number;
@@ -176,6 +175,39 @@ async function loadSnapshot(client: Client, tenants: readonly Tenant[]): Promise
 
 // ---- the page -------------------------------------------------------------------------------
 
+/** GET /v1/admin/overview: the service's own counters, across every tenant, at a fixed cost. */
+function Fleet() {
+  const { client } = useConsole();
+  const fleet = useLoad(() => unwrap(client.GET('/v1/admin/overview')), [client]);
+  const o = fleet.data;
+  if (fleet.error) return <ErrorMessage error={fleet.error} />;
+  if (!o) return <Loading what="the service's counters" />;
+  const refusals = Object.entries(o.recent_denials_by_reason ?? {});
+  return (
+    <section aria-labelledby="fleet">
+      <h2 id="fleet">Across every tenant</h2>
+      <ul class="tiles" aria-label="Counters">
+        <Tile figure={o.tenant_counts.total} label="Tenants" href={hrefOf('tenants')}>
+          {o.tenant_counts.active} active · {o.tenant_counts.suspended} suspended ·{' '}
+          {o.tenant_counts.closed} closed
+        </Tile>
+        <Tile figure={o.budget_counts.total} label="Budgets">
+          {o.budget_counts.active} active · {o.budget_counts.frozen} frozen ·{' '}
+          {o.budget_counts.closed} closed
+        </Tile>
+        <Tile figure={o.budget_counts.over_limit} label="Over their limit" tone="over" />
+        <Tile figure={o.budget_counts.with_debt} label="With debt" tone="over" />
+        <Tile
+          figure={refusals.reduce((n, [, c]) => n + c, 0)}
+          label={`Refusals, last ${Math.round(o.event_window_seconds / 60)} min`}
+        >
+          {refusals.map(([reason, c]) => `${reason} ${c}`).join(' · ') || 'none'}
+        </Tile>
+      </ul>
+    </section>
+  );
+}
+
 export function Overview() {
   const { client, tenants } = useConsole();
   const snapshot = useLoad(
@@ -194,6 +226,7 @@ export function Overview() {
           Refresh
         </button>
       </div>
+      <Fleet />
       <ErrorMessage error={snapshot.error} />
       {!s ? (
         <Loading what="the overview" />
@@ -328,9 +361,9 @@ function Feed({
     <section aria-labelledby="activity">
       <h2 id="activity">Recent expiries and changes</h2>
       <p class="muted">
-        Refused reservations, thresholds crossed and exhausted budgets are budget events: the
-        service sends them to its webhooks or EventBridge bus as they happen (README, “Budget
-        events”).
+        Refused reservations, thresholds crossed and exhausted budgets are events: see them on the{' '}
+        <a href={hrefOf('events', { category: 'budget' })}>Events</a> page, or have them sent to a
+        webhook as they happen.
       </p>
       <div class="filters">
         <div class="field">

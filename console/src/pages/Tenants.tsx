@@ -13,10 +13,11 @@ import { useConsole } from '../context.js';
 import { formatTime } from '../format.js';
 import { useAction, usePaged } from '../hooks.js';
 import { hrefOf, navigate, type Params } from '../router.js';
+import { BulkTenants } from './Bulk.js';
 
 type Change = { readonly tenant: Tenant; readonly to: TenantStatus };
 
-/** GET /v1/admin/tenants; create, suspend, resume and close (PATCH /v1/admin/tenants/{id}). */
+/** GET /v1/admin/tenants; create, suspend, resume and close (PATCH /v1/admin/tenants/{id}), and in bulk. */
 export function Tenants({ params }: { readonly params: Params }) {
   const { client, tenants: all, notify } = useConsole();
   const status = params.status;
@@ -45,6 +46,7 @@ export function Tenants({ params }: { readonly params: Params }) {
           changed();
         }}
       />
+      <BulkTenants onDone={changed} />
       <section aria-labelledby="tenant-list">
         <h2 id="tenant-list">All tenants</h2>
         <div class="filters">
@@ -68,6 +70,7 @@ export function Tenants({ params }: { readonly params: Params }) {
                   <th scope="col">Tenant</th>
                   <th scope="col">Status</th>
                   <th scope="col">Created</th>
+                  <th scope="col">Unbudgeted scopes</th>
                   <th scope="col">Views</th>
                   <th scope="col">Actions</th>
                 </tr>
@@ -84,6 +87,9 @@ export function Tenants({ params }: { readonly params: Params }) {
                       <Badge value={t.status} />
                     </td>
                     <td>{formatTime(t.created_at)}</td>
+                    <td>
+                      <UnbudgetedScopes tenant={t} onChanged={changed} />
+                    </td>
                     <td class="links">
                       <a href={hrefOf('budgets', { tenant: t.tenant_id })}>Budgets</a>{' '}
                       <a href={hrefOf('reservations', { tenant: t.tenant_id })}>Reservations</a>{' '}
@@ -135,6 +141,46 @@ export function Tenants({ params }: { readonly params: Params }) {
           }}
         />
       )}
+    </>
+  );
+}
+
+/**
+ * How the tenant's scopes without a budget count: SPEC's zero allocation (refused), or skipped
+ * as the reference runtime does (README § Unbudgeted scopes). PATCH tenant, audited.
+ */
+function UnbudgetedScopes({
+  tenant,
+  onChanged,
+}: {
+  readonly tenant: Tenant;
+  readonly onChanged: () => void;
+}) {
+  const { client, notify } = useConsole();
+  const skipping = tenant.unbudgeted_scopes === 'SKIP';
+  const change = useAction(async () => {
+    const to = skipping ? 'ZERO_ALLOCATION' : 'SKIP';
+    await unwrap(
+      client.PATCH('/v1/admin/tenants/{tenant_id}', {
+        params: { path: { tenant_id: tenant.tenant_id } },
+        body: { unbudgeted_scopes: to },
+      }),
+    );
+    notify(
+      `Tenant ${tenant.tenant_id}: scopes without a budget are now ${skipping ? 'refused' : 'skipped'}.`,
+    );
+    onChanged();
+  });
+  if (tenant.status === 'CLOSED')
+    return <span class="muted">{skipping ? 'skipped' : 'refused'}</span>;
+  return (
+    <>
+      <span>{skipping ? 'skipped' : 'refused'}</span>{' '}
+      <button type="button" disabled={change.busy} onClick={() => void change.run()}>
+        {skipping ? 'Refuse' : 'Skip'}
+        <span class="visually-hidden"> unbudgeted scopes of {tenant.tenant_id}</span>
+      </button>
+      <ErrorMessage error={change.error} />
     </>
   );
 }

@@ -1,5 +1,11 @@
 import * as z from 'zod/mini';
-import { AUDIT_OPERATION_NAMES, AUDIT_RESOURCE_TYPES } from '../../domain/audit.js';
+import { KEY_SORT_KEYS, OPERATORS } from '../../domain/api-keys.js';
+import {
+  AUDIT_OPERATION_NAMES,
+  AUDIT_RESOURCE_TYPES,
+  AUDIT_SORT_KEYS,
+} from '../../domain/audit.js';
+import { BUDGET_SORT_KEYS } from '../../domain/budget.js';
 import { MAX_THRESHOLDS } from '../../domain/budget-events.js';
 import { BPS, type Caps, MAX_CAPS_BYTES, mergeCaps } from '../../domain/caps.js';
 import { DomainError } from '../../domain/errors.js';
@@ -8,38 +14,66 @@ import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../domain/ledger.js';
 import { PERIOD_KINDS, validAnchor } from '../../domain/period.js';
 import { PERMISSIONS } from '../../domain/permissions.js';
 import { MAX_SCOPE_LENGTH } from '../../domain/scopes.js';
-import { TENANT_STATUSES } from '../../domain/tenant.js';
+import {
+  TENANT_SORT_KEYS,
+  TENANT_STATUSES,
+  type TenantChange,
+  type TenantSettings,
+} from '../../domain/tenant.js';
 import type { ApiKeyRequest } from '../../use-cases/api-keys.js';
 import type { BudgetChange } from '../../use-cases/budget-settings.js';
 import type { BudgetRequest, FundRequest } from '../../use-cases/budgets.js';
 import type { TenantRequest } from '../../use-cases/tenants.js';
-import { Amount, Chars, Cursor, camel, IdempotencyKey, Int, Unit } from './common.js';
+import {
+  Amount,
+  BooleanParam,
+  Chars,
+  Cursor,
+  camel,
+  IdempotencyKey,
+  Int,
+  TenantId,
+  Unit,
+} from './common.js';
+import { clampedLimit, Search, SortDir } from './lists.js';
+import { settingsOf, TenantSettingsFields, TenantSettingsPatch } from './tenants.js';
 
-/** Tenant ids: 1 to 64 of letters, digits, '_', '.', '-', starting with a letter or digit. */
 /** A scope path: it is part of DynamoDB keys, so at most MAX_SCOPE_LENGTH characters. */
 const Scope = Chars(1, MAX_SCOPE_LENGTH);
 
-export const TenantId = Chars(1, 64).check(
-  z.regex(
-    /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
-    "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'",
+export { TenantId };
+
+/** The reference's TenantCreateRequest, and our unbudgeted_scopes option. */
+export const CreateTenantBody = z.pipe(
+  z.object({
+    tenant_id: TenantId,
+    name: Chars(1, 256),
+    ...TenantSettingsFields,
+  }),
+  z.transform(
+    (b): TenantRequest => ({
+      tenantId: b.tenant_id,
+      name: b.name,
+      parentTenantId: b.parent_tenant_id,
+      metadata: b.metadata,
+      settings: settingsOf(b) as TenantSettings,
+    }),
   ),
 );
-
-export const CreateTenantBody = z.pipe(
-  z.object({ tenant_id: TenantId, name: Chars(1, 256) }),
-  z.transform((b): TenantRequest => camel(b)),
-);
 export type CreateTenantBody = z.infer<typeof CreateTenantBody>;
+
+/** A key's owner: a tenant, or OPERATORS for a named operator credential (docs/decisions.md § Operators). */
+export const KeyOwner = z.union([TenantId, z.literal(OPERATORS)]);
 
 const Permissions = z.array(z.enum(PERMISSIONS)).check(z.maxLength(PERMISSIONS.length));
 
 export const CreateApiKeyBody = z.pipe(
   z.object({
-    tenant_id: TenantId,
+    tenant_id: KeyOwner,
     name: Chars(1, 256),
     description: z.optional(z.string().check(z.maxLength(1024))),
-    permissions: z._default(Permissions, [...PERMISSIONS]),
+    /** Absent: SPEC's eight and budgets:write for a tenant key; an operator credential names its own. */
+    permissions: z.optional(Permissions),
     expires_at: z.optional(z.iso.datetime({ offset: true })),
   }),
   z.transform((b): ApiKeyRequest => camel(b)),
@@ -225,28 +259,45 @@ export const ValidateKeyBody = z.object({ key_secret: Chars(1, 512) });
 
 // ---- the operator's control plane (docs/decisions.md § Control plane) ------------------------
 
-/** Reference admin listings: 1 to 100 per page, 50 by default. */
-const AdminPageLimit = z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(100)), 50);
+/**
+ * Reference admin listings: 1 to 100 per page, 50 by default; a limit outside is clamped to that
+ * range, not refused, as the reference server does (its dashboard asks for 1000 or 2000).
+ */
+const AdminPageLimit = clampedLimit(100);
 
 export const TenantParams = z.object({ tenant_id: TenantId });
 
-export const ListTenantsQuery = z.object({
-  status: z.optional(z.enum(TENANT_STATUSES)),
-  limit: AdminPageLimit,
-  cursor: z.optional(Cursor),
-});
+export const ListTenantsQuery = z.pipe(
+  z.object({
+    status: z.optional(z.enum(TENANT_STATUSES)),
+    parent_tenant_id: z.optional(TenantId),
+    search: Search,
+    sort_by: z.optional(z.enum(TENANT_SORT_KEYS)),
+    sort_dir: SortDir,
+    limit: AdminPageLimit,
+    cursor: z.optional(Cursor),
+  }),
+  z.transform(camel),
+);
 
 /** Strict: a field we do not implement would change what the request means (issue 13 § 5). */
-export const UpdateTenantBody = z
-  .strictObject({
-    name: z.optional(Chars(1, 256)),
-    status: z.optional(z.enum(TENANT_STATUSES)),
-  })
-  .check(
-    z.refine((b) => b.name !== undefined || b.status !== undefined, {
-      message: 'name or status is required',
+export const UpdateTenantBody = z.pipe(
+  z
+    .strictObject({
+      name: z.optional(Chars(1, 256)),
+      status: z.optional(z.enum(TENANT_STATUSES)),
+      ...TenantSettingsPatch,
+    })
+    .check(z.refine((b) => Object.keys(b).length > 0, { message: 'names no field to change' })),
+  z.transform(
+    (b): TenantChange => ({
+      name: b.name,
+      status: b.status,
+      metadata: b.metadata,
+      settings: settingsOf(b),
     }),
-  );
+  ),
+);
 
 export const KeyParams = z.object({
   key_id: Chars(1, 64).check(z.regex(/^key_[0-9a-f]+$/, 'is not a key id')),
@@ -254,8 +305,11 @@ export const KeyParams = z.object({
 
 export const ListApiKeysQuery = z.pipe(
   z.object({
-    tenant_id: z.optional(TenantId),
+    tenant_id: z.optional(KeyOwner),
     status: z.optional(z.enum(['ACTIVE', 'REVOKED', 'EXPIRED'])),
+    search: Search,
+    sort_by: z.optional(z.enum(KEY_SORT_KEYS)),
+    sort_dir: SortDir,
     limit: AdminPageLimit,
     cursor: z.optional(Cursor),
   }),
@@ -283,7 +337,7 @@ const Instant = z.pipe(
 
 export const ListAuditLogsQuery = z.pipe(
   z.object({
-    tenant_id: z.optional(TenantId),
+    tenant_id: z.optional(KeyOwner),
     /** The actor: a key id, or `admin` for the operator. */
     key_id: z.optional(Chars(1, 64)),
     operation: z.optional(z.enum(AUDIT_OPERATION_NAMES as [string, ...string[]])),
@@ -291,6 +345,8 @@ export const ListAuditLogsQuery = z.pipe(
     resource_id: z.optional(Chars(1, 4200)),
     from: z.optional(Instant),
     to: z.optional(Instant),
+    sort_by: z.optional(z.enum(AUDIT_SORT_KEYS)),
+    sort_dir: SortDir,
     limit: AdminPageLimit,
     cursor: z.optional(Cursor),
   }),
@@ -300,12 +356,23 @@ export const ListAuditLogsQuery = z.pipe(
 /** `?scope=&unit=`: a nested scope in a query parameter has no path-decoding trap. */
 export const BudgetQuery = z.object({ scope: Scope, unit: Unit });
 
+/** A fraction of allocated spent, 0 to 1. */
+const Utilization = z.optional(z.coerce.number().check(z.gte(0), z.lte(1)));
+
+/** The admin key lists every tenant's budgets without tenant_id (the reference's). */
 export const ListBudgetsQuery = z.pipe(
   z.object({
     tenant_id: z.optional(TenantId),
     scope_prefix: z.optional(Scope),
     unit: z.optional(Unit),
     status: z.optional(z.enum(BUDGET_STATUSES)),
+    over_limit: z.optional(BooleanParam),
+    has_debt: z.optional(BooleanParam),
+    utilization_min: Utilization,
+    utilization_max: Utilization,
+    search: Search,
+    sort_by: z.optional(z.enum(BUDGET_SORT_KEYS)),
+    sort_dir: SortDir,
     limit: AdminPageLimit,
     cursor: z.optional(Cursor),
   }),

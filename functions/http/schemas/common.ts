@@ -45,6 +45,14 @@ export type Amount = z.infer<typeof Amount>;
 
 export const IdempotencyKey = Chars(1, 256);
 
+/** Tenant ids: 1 to 64 of letters, digits, '_', '.', '-', starting with a letter or digit. */
+export const TenantId = Chars(1, 64).check(
+  z.regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
+    "must start with a letter or digit and hold only letters, digits, '_', '.' and '-'",
+  ),
+);
+
 export const SegmentValue = Chars(1, MAX_SEGMENT_VALUE).check(
   z.regex(SEGMENT_VALUE, "may hold only letters, digits, '_', '.' and '-'"),
 );
@@ -108,6 +116,11 @@ export const StandardMetrics = z.object({
 });
 
 export const PageLimit = z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(200)), 50);
+/** Reference admin listings: 1 to 100 per page, 50 by default. */
+export const AdminPageLimit = z._default(
+  z.coerce.number().check(z.int(), z.gte(1), z.lte(100)),
+  50,
+);
 export const Cursor = Chars(1, 2048);
 export const BooleanParam = z.pipe(
   z.enum(['true', 'false']),

@@ -3,10 +3,11 @@ import { AUDIT_OPERATION_NAMES, AUDIT_RESOURCE_TYPES } from '../../domain/audit.
 import { MAX_THRESHOLDS } from '../../domain/budget-events.js';
 import { CAPABILITIES, type Capability } from '../../domain/capabilities.js';
 import { BPS } from '../../domain/caps.js';
+import { MAX_SHARDS } from '../../domain/escrow.js';
 import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../domain/ledger.js';
 import { PERIOD_KINDS } from '../../domain/period.js';
 import { PERMISSIONS } from '../../domain/permissions.js';
-import { TENANT_STATUSES } from '../../domain/tenant.js';
+import { EXPIRY_POLICIES, TENANT_STATUSES, UNBUDGETED_SCOPES } from '../../domain/tenant.js';
 import { STATUS } from '../errors.js';
 import { Unit } from './common.js';
 
@@ -78,7 +79,7 @@ export const ReservationStatus = z.enum(['ACTIVE', 'COMMITTED', 'RELEASED', 'EXP
 const ReasonCode = z
   .string()
   .describe(
-    'Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN or BUDGET_CLOSED. Handle unknown values as a DENY.',
+    "Why the answer is DENY: BUDGET_EXCEEDED, DEBT_OUTSTANDING, OVERDRAFT_LIMIT_EXCEEDED, BUDGET_FROZEN, BUDGET_CLOSED, MAX_RESERVATION_AMOUNT_EXCEEDED (ours: the estimate is above a budget's max_reservation_amount), TENANT_CLOSED (the tenant is closed) or BUDGET_NOT_FOUND (a tenant that skips unbudgeted scopes, with none of the derived ones budgeted). Handle unknown values as a DENY.",
   );
 
 export const ErrorResponse = z.strictObject({
@@ -165,7 +166,7 @@ export const ReservationDetail = z.strictObject({
 });
 
 /** A page of a listing: `next_cursor` exactly when `has_more`. */
-function page<K extends string, T extends z.ZodType>(key: K, item: T) {
+export function page<K extends string, T extends z.ZodType>(key: K, item: T) {
   const items = { [key]: z.array(item) } as { [P in K]: z.ZodArray<T> };
   return z.strictObject({
     ...items,
@@ -194,7 +195,8 @@ export const Introspection = z.discriminatedUnion('auth_type', [
   z.strictObject({
     authenticated: z.literal(true),
     auth_type: z.literal('admin'),
-    permissions: z.array(z.literal('*')),
+    /** ["*"] for the bootstrap admin key; a named operator credential's own `admin:*` names. */
+    permissions: z.array(z.union([z.literal('*'), Permission])),
     capabilities: Capabilities,
   }),
   TenantIntrospection,
@@ -213,12 +215,25 @@ export const OpenApiDocument = z.looseObject({
 
 // ---- admin --------------------------------------------------------------------------------
 
+/** The reference's Tenant, each optional field only when set; `unbudgeted_scopes` (ours) only when SKIP. */
 export const Tenant = z.strictObject({
   tenant_id: z.string(),
   name: z.string(),
   status: z.enum(TENANT_STATUSES),
+  parent_tenant_id: z.string().optional(),
+  default_commit_overage_policy: z
+    .enum(['REJECT', 'ALLOW_IF_AVAILABLE', 'ALLOW_WITH_OVERDRAFT'])
+    .optional(),
+  default_reservation_ttl_ms: z.number().int().optional(),
+  max_reservation_ttl_ms: z.number().int().optional(),
+  max_reservation_extensions: z.number().int().optional(),
+  reservation_expiry_policy: z.enum(EXPIRY_POLICIES).optional(),
+  unbudgeted_scopes: z.enum(UNBUDGETED_SCOPES).optional(),
+  metadata: z.record(z.string(), z.string()).optional(),
   created_at: Timestamp,
   updated_at: Timestamp.optional(),
+  suspended_at: Timestamp.optional(),
+  closed_at: Timestamp.optional(),
 });
 export const TenantListResponse = page('tenants', Tenant);
 
@@ -267,9 +282,17 @@ export const AuditLogEntry = z.strictObject({
   resource_type: z.enum(AUDIT_RESOURCE_TYPES),
   resource_id: z.string(),
   request_id: z.string(),
-  status: z.literal([200, 201]).meta({ type: 'integer' }),
+  trace_id: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .optional(),
+  status: z.literal([200, 201, 204]).meta({ type: 'integer' }),
   metadata: z.strictObject({
+    /** `admin` (the bootstrap admin key), or the key id of an operator credential or tenant key. */
     actor: z.string(),
+    actor_type: z.enum(['admin', 'api_key', 'admin_on_behalf_of', 'system']),
+    /** A named operator credential's name: the person who made the change. */
+    actor_name: z.string().optional(),
     before: JsonObject.optional(),
     after: JsonObject.optional(),
     detail: JsonObject.optional(),
@@ -318,6 +341,15 @@ export const BudgetLedger = z.strictObject({
   caps: Caps.optional(),
   caps_when_remaining_below_bps: z.number().int().min(1).max(BPS).optional(),
   ...thresholdsField,
+  shards: z
+    .number()
+    .int()
+    .min(2)
+    .max(MAX_SHARDS)
+    .optional()
+    .describe(
+      'Ours: the escrow shards the budget is split into (docs/scaling.md), only when more than one — set by the operator (`shards`) or grown by the service under contention (audited as the system).',
+    ),
   ...maxReservationField,
   created_at: Timestamp,
   updated_at: Timestamp.optional(),

@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { RESERVATION_SORT_KEYS } from '../../domain/reservation.js';
 import type { DecideRequest } from '../../use-cases/decide.js';
 import type { EventRequest } from '../../use-cases/events.js';
 import type { BalanceFilters, ReservationFilters } from '../../use-cases/reads.js';
@@ -20,6 +21,7 @@ import {
   Subject,
   SubjectFilters,
 } from './common.js';
+import { SortDir, WindowBound } from './lists.js';
 
 /**
  * Fields a client sends to change what its request means, which this server does not implement:
@@ -58,9 +60,22 @@ export const CreateReservationBody = refusingUnimplemented(
       subject: Subject,
       action: Action,
       estimate: Amount,
-      ttl_ms: z._default(Int(1_000, 86_400_000), 60_000),
+      // Absent: a policy's default, the tenant's, else SPEC's 60 000 (domain/policies.ts termsOf).
+      ttl_ms: z
+        .optional(Int(1_000, 86_400_000))
+        .check(
+          z.describe(
+            "Default 60000, unless the tenant (default_reservation_ttl_ms) or a policy says otherwise; capped to the tenant's and policies' maximum",
+          ),
+        ),
       grace_period_ms: z._default(Int(0, 60_000), 5_000),
-      overage_policy: z._default(OveragePolicy, 'REJECT'),
+      overage_policy: z
+        .optional(OveragePolicy)
+        .check(
+          z.describe(
+            'Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise',
+          ),
+        ),
       dry_run: z._default(z.boolean(), false),
       metadata: z.optional(Metadata),
     }),
@@ -122,7 +137,13 @@ export const CreateEventBody = refusingUnimplemented(
       subject: Subject,
       action: Action,
       actual: Amount,
-      overage_policy: z._default(OveragePolicy, 'REJECT'),
+      overage_policy: z
+        .optional(OveragePolicy)
+        .check(
+          z.describe(
+            'Default REJECT, unless the tenant (default_commit_overage_policy) or a policy says otherwise',
+          ),
+        ),
       metrics: z.optional(StandardMetrics),
       client_time_ms: z.optional(Int(0)),
       metadata: z.optional(Metadata),
@@ -137,10 +158,34 @@ export const ListReservationsQuery = z.pipe(
     ...SubjectFilters,
     status: z.optional(z.enum(['ACTIVE', 'COMMITTED', 'RELEASED', 'EXPIRED'])),
     idempotency_key: z.optional(IdempotencyKey),
+    // The reference's windows (inclusive; blank is no bound) and sort.
+    from: WindowBound,
+    to: WindowBound,
+    expires_from: WindowBound,
+    expires_to: WindowBound,
+    finalized_from: WindowBound,
+    finalized_to: WindowBound,
+    sort_by: z.optional(z.enum(RESERVATION_SORT_KEYS)),
+    sort_dir: SortDir,
     limit: PageLimit,
     cursor: z.optional(Cursor),
   }),
-  z.transform((b): ReservationFilters => camel(b)),
+  z.transform(
+    ({
+      from,
+      to,
+      expires_from,
+      expires_to,
+      finalized_from,
+      finalized_to,
+      ...b
+    }): ReservationFilters => ({
+      ...camel(b),
+      created: { from, to },
+      expires: { from: expires_from, to: expires_to },
+      finalized: { from: finalized_from, to: finalized_to },
+    }),
+  ),
 );
 export type ListReservationsQuery = z.infer<typeof ListReservationsQuery>;
 

@@ -1,13 +1,15 @@
 import type { Unit } from '../../domain/amounts.js';
 import type { AuditEntry } from '../../domain/audit.js';
 import type { ShardMove } from '../../domain/escrow.js';
-import { shardItem, shardKey } from '../entities/ledger.js';
+import type { Period } from '../../domain/period.js';
+import { BUDGET_ALLOCATED, shardItem, shardKey } from '../entities/ledger.js';
 import type { ShardedBudgets } from '../entities/tenant.js';
 import { and, attr, or, putIfAbsent, type TransactItem, update } from '../expressions.js';
 import { tenantWithDimensions } from '../tenants.js';
 import { transact } from '../transact.js';
 import { auditPut } from '../write.js';
 import { shardCountIs } from './placement.js';
+import { forgetShards } from './shard-cache.js';
 
 // A busy budget given more escrow shards while it serves (PATCH `shards`, docs/decisions.md §
 // Escrow shards): the new shards put empty, then the remaining evened out by moves.
@@ -23,6 +25,8 @@ export interface ShardGrowth {
   readonly gated: boolean;
   /** As read: new shards take it, so a frozen budget stays frozen on every shard. */
   readonly status: 'ACTIVE' | 'FROZEN';
+  /** A rolling budget's current period, as read: its new shards carry it. */
+  readonly period?: Period | undefined;
   readonly at: string;
   /** The tenant's map of sharded budgets as read, which the budget joins with its new count. */
   readonly sharded: ShardedBudgets;
@@ -40,11 +44,16 @@ export function shardGrowthTransaction(g: ShardGrowth): TransactItem[] {
   return [
     update(
       shardKey(g.scope, g.unit, 0),
-      { set: { shards: g.to, gated: g.gated, updated_at: g.at } },
+      {
+        set: { shards: g.to, gated: g.gated, updated_at: g.at },
+        // Unsharded, the ledger item's allocation is the budget's: kept for reads from now on.
+        ...(g.from === 1 && { copy: { [BUDGET_ALLOCATED]: 'allocated' } }),
+      },
       {
         condition: and(
           attr('pk').exists(),
-          attr('period_kind').notExists(),
+          // A rolling budget's new shards take the period read: not once it rolled over.
+          g.period ? attr('period_start').eq(g.period.start) : attr('period_kind').notExists(),
           shardCountIs(g.from),
           // Unsharded, the ledger item has no gate yet: the one it gets must be what its
           // counters say.
@@ -60,7 +69,7 @@ export function shardGrowthTransaction(g: ShardGrowth): TransactItem[] {
       },
     ),
     ...Array.from({ length: g.to - g.from }, (_, i) =>
-      putIfAbsent(shardItem(ref, g.from + i, empty, g.status)),
+      putIfAbsent(shardItem(ref, g.from + i, empty, g.status, g.period)),
     ),
     tenantWithDimensions(g.tenant, [], {
       read: g.sharded,
@@ -75,6 +84,7 @@ export function shardGrowthTransaction(g: ShardGrowth): TransactItem[] {
 /** `stale`: the budget's count, gate or status moved since it was read; nothing was written. */
 export async function growShards(g: ShardGrowth): Promise<'grown' | 'stale'> {
   const outcome = await transact(shardGrowthTransaction(g), 'settle');
+  forgetShards(g);
   return outcome.kind === 'committed' ? 'grown' : 'stale';
 }
 
@@ -105,5 +115,6 @@ export async function moveFromShard(scope: string, unit: Unit, moves: readonly S
     [side(from, -total, true), ...moves.map((m) => side(m.to, m.amount, false))],
     'admit',
   );
+  forgetShards({ scope, unit });
   return outcome.kind === 'committed';
 }

@@ -19,8 +19,9 @@ import {
 } from '../entities/ledger.js';
 import type { OutcomeToStore } from '../entities/outcome.js';
 import type { ShardedBudgets } from '../entities/tenant.js';
-import { and, attr, or, putIfAbsent, type TransactItem, update } from '../expressions.js';
+import { and, attr, putIfAbsent, type TransactItem, update } from '../expressions.js';
 import { keys } from '../keys.js';
+import { countersDelta } from '../overview.js';
 import { tenantWithDimensions } from '../tenants.js';
 import { transact } from '../transact.js';
 import {
@@ -30,7 +31,8 @@ import {
   type WriteOutcome,
   writeAudited,
 } from '../write.js';
-import { openBudget, placeChanges, shardCountIs } from './placement.js';
+import { notClosedBudget, openBudget, placeChanges, shardCountIs } from './placement.js';
+import { forgetShards } from './shard-cache.js';
 
 // A budget's writes of the control plane: its creation, a funding, its settings, its status.
 // Each carries its audit record in the same transaction.
@@ -55,7 +57,8 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
   const { scope, unit } = budget.ref;
   const shards = budget.layout.kind === 'sharded' ? budget.layout.shards : undefined;
   return [
-    putIfAbsent(ledgerItem(n.tenant, budget, n.createdAt)),
+    // Counted in the overview's counters (store/overview.ts) from its creation.
+    putIfAbsent({ ...ledgerItem(n.tenant, budget, n.createdAt), counted: true }),
     ...ledgerIndexItems(n.tenant, budget.ref, n.segments).map(putIfAbsent),
     tenantWithDimensions(
       n.tenant,
@@ -63,21 +66,26 @@ export function newLedgerTransaction(n: NewLedger): TransactItem[] {
       shards && n.shardedBudgets
         ? { read: n.shardedBudgets, scope, unit, shards: shards.length }
         : undefined,
+      true,
     ),
     auditPut(n.audit),
-    ...(shards ?? []).slice(1).map((s, i) => putIfAbsent(shardItem(budget.ref, i + 1, s))),
+    ...(shards ?? [])
+      .slice(1)
+      .map((s, i) => putIfAbsent(shardItem(budget.ref, i + 1, s, 'ACTIVE', budget.period))),
+    countersDelta({ [`budgets_${budget.status}`]: 1, [`unit_${unit}`]: 1 }),
   ];
 }
 
 /** `stale`: another sharded budget of the tenant was created since its map was read. */
 export async function insertLedger(
   n: NewLedger,
-): Promise<'inserted' | 'duplicate' | 'noTenant' | 'stale'> {
+): Promise<'inserted' | 'duplicate' | 'noTenant' | 'tenantClosed' | 'stale'> {
   const outcome = await transact(newLedgerTransaction(n));
   if (outcome.kind === 'committed') return 'inserted';
   const tenant = outcome.reasons[n.segments.length + 1];
   if (tenant?.code !== 'ConditionalCheckFailed') return 'duplicate';
-  return tenant.item?.type === 'tenant' ? 'stale' : 'noTenant';
+  if (tenant.item?.type !== 'tenant') return 'noTenant';
+  return tenant.item.status === 'CLOSED' ? 'tenantClosed' : 'stale';
 }
 
 /**
@@ -97,7 +105,7 @@ export function fundingTransaction(
       putIfAbsent(idempotencyItem(idempotency.scope, idempotency.outcome, audit.atMs)),
       auditPut(audit),
     ],
-    layout: { recordAt: placed.items.length, proofs: placed.proofs },
+    layout: { recordAt: placed.items.length, proofs: placed.proofs, touches: placed.touches },
   };
 }
 
@@ -161,13 +169,14 @@ export async function updateBudgetSettings(
             before.maxReservationAmount === undefined
               ? attr('max_hold').notExists()
               : attr('max_hold').eq(before.maxReservationAmount),
-            or(attr('status').notExists(), attr('status').ne('CLOSED')),
+            notClosedBudget(),
           ),
         },
       ),
     ],
     audit,
   );
+  forgetShards(before.ref);
   return written === 'written' ? 'updated' : 'stale';
 }
 
@@ -183,24 +192,35 @@ export async function setBudgetStatus(
 ): Promise<'updated' | 'stale'> {
   const { scope, unit } = before.ref;
   const from = before.status;
-  const written = await writeAudited(
-    [
-      ...Array.from({ length: shardCount(before) }, (_, k) =>
-        update(
-          shardKey(scope, unit, k),
-          { set: { status: to, updated_at: at } },
-          {
-            condition: and(
-              attr('pk').exists(),
-              from === 'ACTIVE' ? openBudget() : attr('status').eq(from),
-              // Every shard as counted when read: a budget given more shards since reads again.
-              k === 0 && shardCountIs(shardCount(before)),
-            ),
-          },
+  // The budget moves between the overview's counts; one made before they existed is counted by
+  // its first change of status (its unit too).
+  const attempt = (counted: boolean) =>
+    writeAudited(
+      [
+        ...Array.from({ length: shardCount(before) }, (_, k) =>
+          update(
+            shardKey(scope, unit, k),
+            { set: { status: to, updated_at: at, ...(k === 0 && { counted: true }) } },
+            {
+              condition: and(
+                attr('pk').exists(),
+                from === 'ACTIVE' ? openBudget() : attr('status').eq(from),
+                // Every shard as counted when read: a budget given more shards since reads again.
+                k === 0 && shardCountIs(shardCount(before)),
+                k === 0 && (counted ? attr('counted').exists() : attr('counted').notExists()),
+              ),
+            },
+          ),
         ),
-      ),
-    ],
-    audit,
-  );
-  return written === 'written' ? 'updated' : 'stale';
+        countersDelta(
+          counted
+            ? { [`budgets_${from}`]: -1, [`budgets_${to}`]: 1 }
+            : { [`budgets_${to}`]: 1, [`unit_${unit}`]: 1 },
+        ),
+      ],
+      audit,
+    );
+  const written = (await attempt(true)) === 'written' || (await attempt(false)) === 'written';
+  forgetShards(before.ref);
+  return written ? 'updated' : 'stale';
 }

@@ -11,7 +11,7 @@ import { normalThresholds } from '../../domain/budget-events.js';
 import type { BudgetCaps, Caps } from '../../domain/caps.js';
 import type { Shard } from '../../domain/escrow.js';
 import type { LedgerField } from '../../domain/ledger.js';
-import type { LedgerPeriod, PeriodKind } from '../../domain/period.js';
+import type { LedgerPeriod, Period, PeriodKind } from '../../domain/period.js';
 import type { Segment, SegmentKind } from '../../domain/scopes.js';
 import { segmentText } from '../../domain/scopes.js';
 import type { Item, Key } from '../expressions.js';
@@ -36,6 +36,14 @@ export const ATTRIBUTE: Record<LedgerField, string> = {
   overdraftLimit: 'overdraft_limit',
   remaining: 'remaining',
 };
+
+/**
+ * On shard 0 of a sharded budget: the budget's allocation (the sum of its shards'), changed only
+ * by the writes that change it (creation, funding, a rollover, each of which rewrites every
+ * shard), so that a read that is not one instant still reports it exactly
+ * (store/budgets/read.ts). Absent on budgets sharded before it was kept: their shards' sum.
+ */
+export const BUDGET_ALLOCATED = 'budget_allocated';
 
 /** Shard 0 is the ledger item; shard k ≥ 1 has a partition of its own. */
 export const shardKey = (scope: string, unit: Unit, k: number): Key =>
@@ -72,7 +80,11 @@ export function ledgerItem(tenant: string, budget: Budget, createdAt: string): I
     ...countersAttributes(first),
     overdraft_limit: budget.overdraftLimit,
     created_at: createdAt,
-    ...(shards && { shards: shards.length, gated: shards[0]?.gated ?? false }),
+    ...(shards && {
+      shards: shards.length,
+      gated: shards[0]?.gated ?? false,
+      [BUDGET_ALLOCATED]: budget.counters.allocated,
+    }),
     ...(budget.caps && budgetCapsAttributes(budget.caps)),
     ...(budget.period && ledgerPeriodAttributes(budget.period)),
     ...(budget.thresholds && { thresholds: thresholdsAttribute(budget.thresholds) }),
@@ -80,12 +92,17 @@ export function ledgerItem(tenant: string, budget: Budget, createdAt: string): I
   };
 }
 
-/** Shard k ≥ 1 of a sharded budget; a frozen budget's new shards are frozen too. */
+/**
+ * Shard k ≥ 1 of a sharded budget; a frozen budget's new shards are frozen too. A rolling
+ * budget's shards each carry its current period, which every hold and settlement placed on
+ * them is conditioned on (store/budgets/placement.ts) and a rollover moves on all of them.
+ */
 export const shardItem = (
   ref: BudgetRef,
   k: number,
   shard: Shard,
   status: BudgetStatus = 'ACTIVE',
+  period?: Period | undefined,
 ): Item => ({
   ...shardKey(ref.scope, ref.unit, k),
   type: 'ledger-shard',
@@ -96,6 +113,7 @@ export const shardItem = (
   ...countersAttributes(shard),
   gated: shard.gated,
   ...(status !== 'ACTIVE' && { status }),
+  ...(period && { period_start: period.start, period_end: period.end }),
 });
 
 /** The ledger index entries of a budget: one per segment of its path, so a filter is one Query. */

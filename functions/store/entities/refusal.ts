@@ -1,8 +1,9 @@
 import type { Unit } from '../../domain/amounts.js';
 import type { Refusal } from '../../domain/budget-events.js';
 import type { RefusalCode } from '../../domain/refusals.js';
+import { currentTrace } from '../../telemetry/invocation.js';
 import type { Item } from '../expressions.js';
-import { keys } from '../keys.js';
+import { directory, keys } from '../keys.js';
 
 // Refused reservations, recorded for the stream to report (reservation.denied): small items that
 // only feed the stream, deleted by DynamoDB's TTL a day later.
@@ -30,8 +31,12 @@ export const refusalItem = (r: Refusal): Item => ({
   action: r.action,
   key_id: r.keyId,
   request_id: r.requestId,
+  trace_id: r.traceId ?? currentTrace()?.traceId,
   ...(r.suppressed > 0 && { suppressed: r.suppressed }),
   ttl: Math.floor(r.atMs / 1000) + RETENTION_S,
+  // The overview's recent denials (keys.ts directory.denials): gone with the record a day on.
+  dir_pk: directory.denials.pk(r.refusalId),
+  dir_sk: directory.denials.sk(r.atMs, r.tenant, r.refusalId),
 });
 
 /** No older format: refusal records have had this form since they existed (and live a day). */
@@ -49,6 +54,7 @@ export function refusalOf(item: Item): Refusal {
     action: item.action as Refusal['action'],
     keyId: item.key_id === undefined ? undefined : String(item.key_id),
     requestId: item.request_id === undefined ? undefined : String(item.request_id),
+    traceId: typeof item.trace_id === 'string' ? item.trace_id : undefined,
     suppressed: Number(item.suppressed ?? 0),
   };
 }

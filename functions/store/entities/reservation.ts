@@ -19,7 +19,15 @@ import {
   totalAsRead,
   update,
 } from '../expressions.js';
-import { dueShard, dueSortKey, keys, listPartitions, listSortKey, listSpreadOf } from '../keys.js';
+import {
+  directory,
+  dueShard,
+  dueSortKey,
+  keys,
+  listPartitions,
+  listSortKey,
+  listSpreadOf,
+} from '../keys.js';
 import { type OutcomeToStore, outcomeAttributes, settledOutcomeAttributes } from './outcome.js';
 
 // The reservation family: one item per reservation, keyed by its id (derived from tenant and
@@ -80,6 +88,9 @@ export function reservationItem(r: Reservation, outcome: OutcomeToStore): Item {
     grace_period_ms: r.gracePeriodMs,
     deadline_ms: settleDeadline(r),
     scopes: affectedScopes(r),
+    // Only when the path goes below the last scope held (a tenant that skips unbudgeted scopes).
+    ...(r.scopePath !== affectedScopes(r).at(-1) && { scope_path: r.scopePath }),
+    ...(r.maxExtensions !== undefined && { max_extensions: r.maxExtensions }),
     overage_policy: r.overagePolicy,
     // The period each hold was taken in, 0 where the budget does not roll over: only if any does.
     ...(r.holds.some((h) => h.periodStart) && {
@@ -168,6 +179,11 @@ export function settlementUpdate(
         committed: s.committed?.amount,
         ...(detail && { [`${to.toLowerCase()}_detail_json`]: exactJson(detail) }),
         ...(s.outcome && settledOutcomeAttributes(s.outcome.stored, s.outcome.key, record)),
+        // An expiry joins the overview's recent expiries (keys.ts directory.expiries).
+        ...(to === 'EXPIRED' && {
+          dir_pk: directory.expiries.pk(r.reservationId),
+          dir_sk: directory.expiries.sk(now, r.tenant, r.reservationId),
+        }),
         ...(s.holds && holdDebtAttribute(s.holds)),
       },
       remove: [
@@ -285,6 +301,8 @@ export function extensionUpdate(
         due_sk: dueSortKey(newDeadline, r.tenant, r.reservationId),
         extend_metadata_json: metadata && exactJson(metadata),
       },
+      // Counted only where it is limited (the condition on expires_at_ms serializes extends).
+      ...(r.maxExtensions !== undefined && { increment: { extensions: 1 } }),
     },
     {
       condition: and(
@@ -319,7 +337,7 @@ export function reservationOf(stored: Item): Reservation {
     expiresAtMs,
     gracePeriodMs: Number(item.grace_period_ms),
     finalizedAtMs: item.finalized_at_ms === undefined ? undefined : Number(item.finalized_at_ms),
-    scopePath: scopes.at(-1) ?? '',
+    scopePath: item.scope_path === undefined ? (scopes.at(-1) ?? '') : String(item.scope_path),
     holds: holdsOf(item, scopes),
     overagePolicy: item.overage_policy as Reservation['overagePolicy'],
     metadata:
@@ -327,6 +345,8 @@ export function reservationOf(stored: Item): Reservation {
         ? (parseExactJson(item.metadata_json)?.value as Reservation['metadata'])
         : undefined,
     ttlMs: Number(item.ttl_ms),
+    maxExtensions: item.max_extensions === undefined ? undefined : Number(item.max_extensions),
+    extensions: item.extensions === undefined ? undefined : Number(item.extensions),
     ...(item.held !== undefined && { held: { unit, amount: Number(item.held) } }),
     ...(item.charge_count !== undefined && {
       charges: {

@@ -1,3 +1,4 @@
+import { auditEvents } from '../domain/audit-events.js';
 import { type BudgetRecord, type BudgetRef, budgetKey } from '../domain/budget.js';
 import {
   type BudgetEvent,
@@ -8,25 +9,28 @@ import {
   reservationEvents,
   takesBudget,
 } from '../domain/budget-events.js';
-import { refundEvent } from '../domain/refund-events.js';
+import { budgetEventDocument } from '../domain/event-documents.js';
+import type { EventDocument } from '../domain/events.js';
 import type { TableChange } from '../store/stream.js';
 import { readAsWritten } from './budget-reader.js';
 
 /** What a batch of stream records meant: events per record, up to the first it could not read. */
 export interface DerivedBatch {
   /** Index-aligned with the records given, up to `failedAt`. */
-  readonly events: readonly (readonly BudgetEvent[])[];
+  readonly events: readonly (readonly EventDocument[])[];
   /** The first record whose events could not be derived (a read failed); it and the rest wait. */
   readonly failedAt?: number | undefined;
   readonly error?: unknown;
 }
 
 /**
- * The events of a batch of table changes, in stream order. Unsharded budgets are decided from
- * the images alone; a write that took budget from a sharded one is decided on the whole budget,
- * read at one instant (once per budget per batch): the shards' images say nothing of the sum.
+ * The events of a batch of table changes, in stream order, as the protocol's documents: budget
+ * state from ledger and reservation images and refusal records, lifecycle events from audit
+ * records (domain/audit-events.ts). Unsharded budgets are decided from the images alone; a
+ * write that took budget from a sharded one is decided on the whole budget, read at one instant
+ * (once per budget per batch): the shards' images say nothing of the sum.
  */
-export async function budgetEventsOf(changes: readonly TableChange[]): Promise<DerivedBatch> {
+export async function eventsOfChanges(changes: readonly TableChange[]): Promise<DerivedBatch> {
   const merged = new Map<string, Promise<BudgetRecord | undefined>>();
   const read = (ref: BudgetRef) => {
     const key = budgetKey(ref);
@@ -37,10 +41,14 @@ export async function budgetEventsOf(changes: readonly TableChange[]): Promise<D
     }
     return found;
   };
-  const events: BudgetEvent[][] = [];
+  const events: EventDocument[][] = [];
   for (const [i, change] of changes.entries()) {
     try {
-      events.push(await eventsOf(change, read));
+      events.push(
+        change.kind === 'audit'
+          ? auditEvents(change.record)
+          : (await eventsOf(change, read)).map(budgetEventDocument),
+      );
     } catch (error) {
       return { events, failedAt: i, error };
     }
@@ -72,10 +80,7 @@ async function eventsOf(change: TableChange, read: ReadBudget): Promise<BudgetEv
       return reservationEvents(change.before, change.after, change.at);
     case 'refusal':
       return [refusalEvent(change.refusal)];
-    case 'audit': {
-      const refund = refundEvent(change.record);
-      return refund ? [refund] : [];
-    }
+    case 'audit':
     case 'other':
       return [];
   }

@@ -1,15 +1,21 @@
-import type { Unit } from '../domain/amounts.js';
-import { balanceOf } from '../domain/budget.js';
-import {
-  type BudgetEvent,
-  type BudgetState,
-  EVENT_SOURCE,
-  utilizationOf,
-} from '../domain/budget-events.js';
-import type { Action } from '../domain/reservation.js';
-import type { BudgetEventMessage } from './schemas.js';
+import { balanceOf } from './budget.js';
+import { type BudgetEvent, type BudgetState, utilizationOf } from './budget-events.js';
+import { EVENT_SOURCE, type EventDocument } from './events.js';
+import { sha256Hex } from './fingerprint.js';
+import type { Action } from './reservation.js';
+
+// Budget events as the protocol's Event documents (domain/events.ts): rendered once, by the
+// stream consumer, then stored, listed and delivered as they are. Their JSON Schemas are
+// outbound/schemas.ts (published in docs/events/; the unit tests hold these to them).
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * The trace of an event no request's trace reaches (a ledger image, an expiry): one of its own,
+ * derived from the event id so that a redelivered record gives the same.
+ */
+export const traceIdOfEvent = (eventId: string): string =>
+  sha256Hex(`trace\u0000${eventId}`).slice(0, 32);
 
 const actionOf = (a: Action) => ({
   kind: a.kind,
@@ -35,6 +41,13 @@ function usage(b: BudgetState) {
   };
 }
 
+/** The reference's EventDataBudgetOverLimit. */
+function overLimit<T extends boolean>(b: BudgetState, isOver: T) {
+  const { ref, counters, overdraftLimit: limit } = b;
+  const ratio = limit > 0 && { debt_utilization: counters.debt / limit };
+  return { ...ref, debt: counters.debt, overdraft_limit: limit, is_over_limit: isOver, ...ratio };
+}
+
 /** A budget's event: its envelope (category, the budget's scope) around its data. */
 const budgetMessage = <B extends object, T extends string, D>(
   base: B,
@@ -43,8 +56,14 @@ const budgetMessage = <B extends object, T extends string, D>(
   data: D,
 ) => ({ ...base, event_type: type, category: 'budget' as const, scope: b.ref.scope, data });
 
-/** A domain event as the wire carries it (functions/outbound/schemas.ts). */
-export function budgetEventMessage(e: BudgetEvent): BudgetEventMessage {
+/** A budget event as the protocol's Event document, with a trace id always. */
+export const budgetEventDocument = (e: BudgetEvent): EventDocument => {
+  const message = budgetEventMessage(e);
+  return { ...message, trace_id: message.trace_id ?? traceIdOfEvent(message.event_id) };
+};
+
+/** A budget event as the protocol's Event document (outbound/schemas.ts describes each type). */
+export function budgetEventMessage(e: BudgetEvent): EventDocument {
   const base = {
     event_id: e.id,
     timestamp: iso(e.at),
@@ -65,12 +84,27 @@ export function budgetEventMessage(e: BudgetEvent): BudgetEventMessage {
       const data = { ...ref, debt_incurred: e.incurred, total_debt: counters.debt };
       return budgetMessage(base, e.type, e.budget, { ...data, overdraft_limit: overdraftLimit });
     }
-    case 'budget.over_limit_entered': {
-      const { ref, counters, overdraftLimit: limit } = e.budget;
-      const over = { is_over_limit: true as const };
-      const ratio = limit > 0 && { debt_utilization: counters.debt / limit };
-      const data = { ...ref, debt: counters.debt, overdraft_limit: limit, ...over, ...ratio };
-      return budgetMessage(base, e.type, e.budget, data);
+    case 'budget.over_limit_entered':
+      return budgetMessage(base, e.type, e.budget, overLimit(e.budget, true as const));
+    case 'budget.over_limit_exited':
+      return budgetMessage(base, e.type, e.budget, overLimit(e.budget, false as const));
+    case 'reservation.commit_overage': {
+      const r = e.reservation;
+      return {
+        ...base,
+        event_type: e.type,
+        category: 'reservation',
+        scope: r.scopePath,
+        data: {
+          reservation_id: r.reservationId,
+          scope: r.scopePath,
+          unit: r.reserved.unit,
+          estimated_amount: r.reserved.amount,
+          actual_amount: e.actual,
+          overage: e.actual - r.reserved.amount,
+          overage_policy: r.overagePolicy,
+        },
+      };
     }
     case 'reservation.expired': {
       const r = e.reservation;
@@ -94,31 +128,6 @@ export function budgetEventMessage(e: BudgetEvent): BudgetEventMessage {
         },
       };
     }
-    case 'custom.refund': {
-      const r = e.audit;
-      const d = r.detail ?? {};
-      const scopes = Array.isArray(d.scopes) ? d.scopes.map(String) : [];
-      return {
-        ...base,
-        event_type: e.type,
-        category: 'budget',
-        ...(scopes.length > 0 && { scope: scopes[scopes.length - 1] }),
-        actor: r.actor === 'admin' ? { type: 'admin' } : { type: 'api_key', key_id: r.actor },
-        request_id: r.requestId,
-        data: {
-          refund_id: String(d.refund_id ?? ''),
-          ...(r.resourceType === 'event'
-            ? { event_id: r.resourceId }
-            : { reservation_id: r.resourceId }),
-          unit: String(d.unit) as Unit,
-          amount: Number(d.amount),
-          refunded_total: Number(d.refunded_total),
-          charged: Number(d.charged),
-          reason: String(d.reason ?? ''),
-          scopes,
-        },
-      };
-    }
     case 'reservation.denied': {
       const r = e.refusal;
       return {
@@ -128,6 +137,7 @@ export function budgetEventMessage(e: BudgetEvent): BudgetEventMessage {
         scope: r.scope,
         ...(r.keyId !== undefined && { actor: { type: 'api_key', key_id: r.keyId } }),
         ...(r.requestId !== undefined && { request_id: r.requestId }),
+        ...(r.traceId !== undefined && { trace_id: r.traceId }),
         data: {
           scope: r.scope,
           unit: r.unit,
