@@ -81,7 +81,7 @@ const ALLOWED: readonly (readonly [difference: string, reason: string])[] = [
   ],
   ['ErrorResponse.cycles_evidence: never sent', NO_EVIDENCE],
   [
-    'ErrorResponse.error: also DUPLICATE_RESOURCE|KEY_REVOKED|REPLAY_IN_PROGRESS|COUNT_MISMATCH|DELEGATIONS_ACTIVE',
+    'ErrorResponse.error: also DUPLICATE_RESOURCE|KEY_REVOKED|DELEGATIONS_ACTIVE|REPLAY_IN_PROGRESS|COUNT_MISMATCH',
     'admin-plane codes (a tenant, budget or subscription that exists, a change to a revoked key, a replay running, a bulk filter whose count moved), which no runtime operation answers, and ours: a parent reservation committed while its delegations are ACTIVE (docs/decisions.md § Delegations); both documents share one error body',
   ],
 ];
