@@ -169,8 +169,20 @@ const SUBSCRIPTION = '/v1/admin/webhooks/{subscription_id}';
 const TENANT_SUBSCRIPTION = '/v1/webhooks/{subscription_id}';
 const WEBHOOK_SECURITY = '/v1/admin/config/webhook-security';
 /** The tenants' webhook routes: a key with the permission, or the operator on its behalf. */
-const webhooksRead = { kind: 'tenantOrAdmin', permission: 'webhooks:read' } as const;
-const webhooksWrite = { kind: 'tenantOrAdmin', permission: 'webhooks:write' } as const;
+const webhooksRead = {
+  kind: 'tenantOrAdmin',
+  permission: 'webhooks:read',
+  operator: 'admin:webhooks:read',
+} as const;
+const webhooksWrite = {
+  kind: 'tenantOrAdmin',
+  permission: 'webhooks:write',
+  operator: 'admin:webhooks:write',
+} as const;
+/** The operator's events and webhooks routes: the admin key, or a credential holding `operator`. */
+const eventsRead = { kind: 'admin', operator: 'admin:events:read' } as const;
+const webhooksAdminRead = { kind: 'admin', operator: 'admin:webhooks:read' } as const;
+const webhooksAdminWrite = { kind: 'admin', operator: 'admin:webhooks:write' } as const;
 
 // Built inside a call marked pure: a deployed function is built with its own route's facts
 // (functions/http/route-facts.ts), and the marker lets the bundler drop the unused table, whose
@@ -691,12 +703,12 @@ const table = () =>
     // routes on the admin API. Events are read from the log (directory: one tenant's; byTenant:
     // every tenant's event spreads); subscriptions are listed on the directory.
     listEvents: {
-      ...eventsRoute('GET', '/v1/admin/events', 'admin/list-events', { kind: 'admin' }),
+      ...eventsRoute('GET', '/v1/admin/events', 'admin/list-events', eventsRead),
       table: { items: 'read', indexes: ['directory', 'byTenant'] },
       paginates: true,
     },
     getEvent: {
-      ...eventsRoute('GET', '/v1/admin/events/{event_id}', 'admin/get-event', { kind: 'admin' }),
+      ...eventsRoute('GET', '/v1/admin/events/{event_id}', 'admin/get-event', eventsRead),
       table: { items: 'read' },
     },
     listTenantEvents: {
@@ -705,75 +717,104 @@ const table = () =>
       paginates: true,
     },
     createWebhookSubscription: {
-      ...eventsRoute('POST', '/v1/admin/webhooks', 'admin/create-webhook-subscription', {
-        kind: 'admin',
-      }),
+      ...eventsRoute(
+        'POST',
+        '/v1/admin/webhooks',
+        'admin/create-webhook-subscription',
+        webhooksAdminWrite,
+      ),
       status: 201,
       table: { items: 'write' },
       webhooks: ['seal'],
     },
     listWebhookSubscriptions: {
-      ...eventsRoute('GET', '/v1/admin/webhooks', 'admin/list-webhook-subscriptions', {
-        kind: 'admin',
-      }),
+      ...eventsRoute(
+        'GET',
+        '/v1/admin/webhooks',
+        'admin/list-webhook-subscriptions',
+        webhooksAdminRead,
+      ),
       table: { items: 'read', indexes: ['directory'] },
       paginates: true,
     },
     getWebhookSubscription: {
-      ...eventsRoute('GET', SUBSCRIPTION, 'admin/get-webhook-subscription', { kind: 'admin' }),
+      ...eventsRoute('GET', SUBSCRIPTION, 'admin/get-webhook-subscription', webhooksAdminRead),
       table: { items: 'read' },
     },
     updateWebhookSubscription: {
-      ...eventsRoute('PATCH', SUBSCRIPTION, 'admin/update-webhook-subscription', { kind: 'admin' }),
+      ...eventsRoute(
+        'PATCH',
+        SUBSCRIPTION,
+        'admin/update-webhook-subscription',
+        webhooksAdminWrite,
+      ),
       table: { items: 'write' },
       webhooks: ['seal'],
     },
     deleteWebhookSubscription: {
-      ...eventsRoute('DELETE', SUBSCRIPTION, 'admin/delete-webhook-subscription', {
-        kind: 'admin',
-      }),
+      ...eventsRoute(
+        'DELETE',
+        SUBSCRIPTION,
+        'admin/delete-webhook-subscription',
+        webhooksAdminWrite,
+      ),
       status: 204,
       table: { items: 'write' },
     },
     testWebhookSubscription: {
-      ...eventsRoute('POST', `${SUBSCRIPTION}/test`, 'admin/test-webhook-subscription', {
-        kind: 'admin',
-      }),
+      ...eventsRoute(
+        'POST',
+        `${SUBSCRIPTION}/test`,
+        'admin/test-webhook-subscription',
+        webhooksAdminWrite,
+      ),
       // The probe runs in the delivery function, which records it.
       table: { items: 'read' },
       webhooks: ['probe'],
     },
     listWebhookDeliveries: {
-      ...eventsRoute('GET', `${SUBSCRIPTION}/deliveries`, 'admin/list-webhook-deliveries', {
-        kind: 'admin',
-      }),
+      ...eventsRoute(
+        'GET',
+        `${SUBSCRIPTION}/deliveries`,
+        'admin/list-webhook-deliveries',
+        webhooksAdminRead,
+      ),
       table: { items: 'read' },
       paginates: true,
     },
     replayEvents: {
-      ...eventsRoute('POST', `${SUBSCRIPTION}/replay`, 'admin/replay-events', { kind: 'admin' }),
+      ...eventsRoute('POST', `${SUBSCRIPTION}/replay`, 'admin/replay-events', webhooksAdminWrite),
       status: 202,
       table: { items: 'write', indexes: ['directory', 'byTenant'] },
       webhooks: ['enqueue'],
       timeoutSeconds: 29,
     },
     bulkActionWebhooks: {
-      ...eventsRoute('POST', '/v1/admin/webhooks/bulk-action', 'admin/bulk-action-webhooks', {
-        kind: 'admin',
-      }),
+      ...eventsRoute(
+        'POST',
+        '/v1/admin/webhooks/bulk-action',
+        'admin/bulk-action-webhooks',
+        webhooksAdminWrite,
+      ),
       table: { items: 'write', indexes: ['directory'] },
       timeoutSeconds: 29,
     },
     getWebhookSecurityConfig: {
-      ...eventsRoute('GET', WEBHOOK_SECURITY, 'admin/get-webhook-security-config', {
-        kind: 'admin',
-      }),
+      ...eventsRoute(
+        'GET',
+        WEBHOOK_SECURITY,
+        'admin/get-webhook-security-config',
+        webhooksAdminRead,
+      ),
       table: { items: 'read' },
     },
     updateWebhookSecurityConfig: {
-      ...eventsRoute('PUT', WEBHOOK_SECURITY, 'admin/update-webhook-security-config', {
-        kind: 'admin',
-      }),
+      ...eventsRoute(
+        'PUT',
+        WEBHOOK_SECURITY,
+        'admin/update-webhook-security-config',
+        webhooksAdminWrite,
+      ),
       table: { items: 'write' },
     },
     createTenantWebhook: {

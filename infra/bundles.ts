@@ -34,13 +34,14 @@ export const LIMIT_BYTES = 500_000;
 /**
  * The sizes the functions should stay within (docs/deploy.md § Bundling): a write does real
  * work, a health check or a not-found answer almost none, and both start cold alike. The admin
- * plane's writes get more room than the runtime's: an operator's call, not an agent's hot path,
- * and the close of a tenant or a bulk action carries several use cases at once.
+ * plane's writes have the runtime's target: a function carries every schema of each schema
+ * module it imports (zod schemas are built by calls a bundler must keep), so schemas are
+ * grouped by the functions that use them (schemas/tenants.ts, schemas/bulk.ts).
  */
 export function targetBytes(f: FunctionEntry): number | undefined {
   if (!f.route) return undefined;
   if (/\/(health|not-found)$/.test(f.entry)) return 60_000;
-  if (f.route.table.items === 'write') return f.route.server === 'admin' ? 175_000 : 150_000;
+  if (f.route.table.items === 'write') return 150_000;
   return undefined;
 }
 

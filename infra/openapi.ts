@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import * as z from 'zod';
 import { type Contract, contracts } from '../functions/http/contracts.js';
 import * as adminSchemas from '../functions/http/schemas/admin.js';
+import * as bulkSchemas from '../functions/http/schemas/bulk.js';
 import { Metadata } from '../functions/http/schemas/common.js';
 import * as eventResponseSchemas from '../functions/http/schemas/event-responses.js';
 import * as extensionSchemas from '../functions/http/schemas/extensions.js';
@@ -108,6 +109,7 @@ const requestNames = namesOf(
   tenantSchemas,
   webhookSchemas,
   governanceSchemas,
+  bulkSchemas,
   extensionSchemas,
 );
 const responseNames = namesOf(responseSchemas, eventResponseSchemas, governanceResponses);

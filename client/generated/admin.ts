@@ -3255,6 +3255,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
@@ -3284,6 +3285,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
@@ -3362,6 +3364,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
@@ -3395,6 +3398,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -3426,6 +3430,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
@@ -3454,6 +3459,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -3489,6 +3495,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -3520,6 +3527,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -3558,6 +3566,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
@@ -3592,6 +3601,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
@@ -3628,6 +3638,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
@@ -3655,6 +3666,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
@@ -3686,6 +3698,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];

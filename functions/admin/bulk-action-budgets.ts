@@ -1,6 +1,6 @@
 import { bulkResultView } from '../http/governance-views.js';
 import { httpHandler } from '../http/handler.js';
-import { BudgetBulkActionBody } from '../http/schemas/governance.js';
+import { BudgetBulkActionBody } from '../http/schemas/bulk.js';
 import { bulkActionBudgets } from '../use-cases/bulk-actions.js';
 
 export const handler = httpHandler(

@@ -1,6 +1,6 @@
 import { bulkResultView } from '../http/governance-views.js';
 import { httpHandler } from '../http/handler.js';
-import { TenantBulkActionBody } from '../http/schemas/governance.js';
+import { TenantBulkActionBody } from '../http/schemas/bulk.js';
 import { bulkActionTenants } from '../use-cases/bulk-actions.js';
 
 export const handler = httpHandler(

@@ -21,6 +21,7 @@ import {
   UpdateTenantBody,
   ValidateKeyBody,
 } from './schemas/admin.js';
+import { BudgetBulkActionBody, TenantBulkActionBody } from './schemas/bulk.js';
 import * as events from './schemas/event-responses.js';
 import {
   ChargeBody,
@@ -30,11 +31,9 @@ import {
   RefundBody,
 } from './schemas/extensions.js';
 import {
-  BudgetBulkActionBody,
   CreatePolicyBody,
   ListPoliciesQuery,
   PolicyParams,
-  TenantBulkActionBody,
   UpdatePolicyBody,
 } from './schemas/governance.js';
 import * as gov from './schemas/governance-responses.js';

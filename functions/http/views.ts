@@ -241,7 +241,8 @@ export const auditRecordView = (r: AuditRecord) => ({
   log_id: r.logId,
   timestamp: new Date(r.atMs).toISOString(),
   tenant_id: r.tenant,
-  ...(r.actorType === 'api_key' && { key_id: r.actor }),
+  // A tenant key's id, or a named operator credential's (its name beside it).
+  ...((r.actorType === 'api_key' || r.actorName !== undefined) && { key_id: r.actor }),
   operation: r.operation,
   resource_type: r.resourceType,
   resource_id: r.resourceId,

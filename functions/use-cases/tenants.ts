@@ -131,7 +131,10 @@ export async function changeTenant(
   // Every budget closed before the record flips: from the moment the tenant reads CLOSED, no
   // write of its work can land (each hold and charge requires its budget ACTIVE), on any
   // process, whatever its cached state says (the reference's Mode B, invariant (a)).
-  if (closing) await closeBudgetsOfTenant((await readTenant(tenantId)).tenantId, context);
+  if (closing) {
+    const cascade = { ...context, cascade: TENANT_CLOSED_CASCADE };
+    await closeBudgetsOfTenant((await readTenant(tenantId)).tenantId, cascade);
+  }
   const changed = await whileStale(async () => {
     const before = await readTenant(tenantId);
     const after = changedTenant(before, change, new Date(context.now).toISOString());

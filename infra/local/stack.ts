@@ -48,9 +48,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   let dynamo: LocalDynamo | undefined;
   let dataDir: string | undefined;
   const inMemory = options.inMemory || ['1', 'true'].includes(process.env.DYNAMODB_IN_MEMORY ?? '');
-  // Refused reservations are recorded only for the events consumer (off with EVENTS_ENABLED=false).
-  const eventsOn = !['0', 'false'].includes(process.env.EVENTS_ENABLED ?? 'true');
-  if (!eventsOn) process.env.REFUSAL_EVENTS ??= 'false';
+  // Refused reservations are recorded with EVENTS_ENABLED=false too: the operator overview's
+  // recent denials are read from those records (REFUSAL_EVENTS=false turns them off).
   // Locally a webhook may point at this machine (the receiver, the tests' receivers) over http,
   // until an operator PUTs a security configuration of their own.
   process.env.WEBHOOK_LOCAL_TARGETS ??= 'true';
