@@ -1,13 +1,10 @@
 import * as z from 'zod/mini';
-import { BUDGET_STATUSES, FUND_OPERATIONS } from '../../domain/ledger.js';
 import { POLICY_STATUSES, type PolicyChange } from '../../domain/policies.js';
 import { MAX_SCOPE_LENGTH } from '../../domain/scopes.js';
-import { TENANT_STATUSES } from '../../domain/tenant.js';
-import type { BudgetBulkRequest, TenantBulkRequest } from '../../use-cases/bulk-actions.js';
 import type { PolicyRequest } from '../../use-cases/policies.js';
 import { CapsBody } from './admin.js';
-import { Amount, Cursor, OveragePolicy, TenantId, Unit } from './common.js';
-import { clampedLimit, Search } from './lists.js';
+import { Cursor, OveragePolicy, TenantId } from './common.js';
+import { clampedLimit } from './lists.js';
 
 // Request schemas of the governance operations (issue 27): tenant settings, policies, bulk
 // actions and list parameters, in zod/mini (a fraction of the classic API's bundle).
