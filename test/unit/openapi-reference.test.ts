@@ -237,7 +237,6 @@ function onlyOperations(reference: Json, ids: readonly string[]): Json {
 
 const ADMIN_NEVER_403 =
   'the admin key is all or nothing: a missing or wrong one is 401, there is no narrower admin key to be forbidden';
-const NO_INPUT_ADMIN_ONLY = `${ADMIN_NEVER_403}; and the operation takes no input to refuse with 400`;
 const WRITE_ONLY =
   'writeOnly in the reference too: a subscription is answered without its secret (shown once, when created)';
 const HEADER_KEY =
