@@ -235,8 +235,6 @@ function onlyOperations(reference: Json, ids: readonly string[]): Json {
   return { ...reference, paths };
 }
 
-const ADMIN_NEVER_403 =
-  'the admin key is all or nothing: a missing or wrong one is 401, there is no narrower admin key to be forbidden';
 const WRITE_ONLY =
   'writeOnly in the reference too: a subscription is answered without its secret (shown once, when created)';
 const HEADER_KEY =
