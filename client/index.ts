@@ -59,6 +59,9 @@ export type WebhookBulkResult = AdminSchemas['WebhookBulkActionResponse'];
 // Ours (x-extension budget-reservations): charges, refunds, estimate accuracy.
 export type Charge = AdminSchemas['Charge'];
 export type ChargePage = AdminSchemas['ChargeListResponse'];
+export type Delegation = AdminSchemas['Delegation'];
+export type DelegationPage = AdminSchemas['DelegationListResponse'];
+export type Delegated = RuntimeSchemas['ReservationCreateResponse'];
 export type Refunded = AdminSchemas['RefundResponse'];
 export type EstimateAccuracy = AdminSchemas['EstimateAccuracyResponse'];
 export type AccuracyFigures = AdminSchemas['AccuracyFigures'];

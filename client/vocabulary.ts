@@ -113,6 +113,7 @@ export const AUDIT_OPERATIONS = complete<AuditOperation>()([
   'updateWebhookSecurityConfig',
   'refundReservation',
   'refundEvent',
+  'delegateReservation',
 ]);
 
 export const AUDIT_RESOURCE_TYPES = complete<AuditResourceType>()([
@@ -195,6 +196,7 @@ export const EVENT_TYPES = complete<EventType>()([
   'system.webhook_delivery_failed',
   'system.webhook_test',
   'custom.refund',
+  'custom.delegation',
 ]);
 
 export const SUBSCRIPTION_STATUSES = complete<SubscriptionStatus>()([

@@ -293,6 +293,32 @@ const table = () =>
       table: { items: 'write' },
       stack: SETTLEMENT,
     },
+    delegateReservation: {
+      server: 'runtime',
+      method: 'POST',
+      path: '/v1/reservations/{reservation_id}/delegations',
+      entry: 'runtime/delegate-reservation',
+      // A delegation is a new reservation (out of the parent's hold): the reserve's permission,
+      // and the reserve's status (200), so a client handles its answer as a reserve's.
+      auth: tenant('reservations:create'),
+      status: 200,
+      table: { items: 'write' },
+      stack: SETTLEMENT,
+    },
+    listDelegations: {
+      server: 'runtime',
+      method: 'GET',
+      path: '/v1/reservations/{reservation_id}/delegations',
+      entry: 'runtime/list-delegations',
+      // The admin key lists any tenant's (the console's tree); an operator credential as for the
+      // reservation listing.
+      auth: { kind: 'tenantOrAdmin', permission: 'reservations:list', operator: 'admin:read' },
+      status: 200,
+      table: { items: 'read' },
+      paginates: true,
+      mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/delegations' }],
+      stack: SETTLEMENT,
+    },
     listCharges: {
       server: 'runtime',
       method: 'GET',

@@ -20,6 +20,8 @@ export const SAMPLE = {
   reserveKey: 'run-1-step-1',
   /** A second reservation, so that release has one that commit did not finalize. */
   releaseKey: 'run-1-step-2',
+  /** A third, an orchestrator's: the delegation's parent (commit waits for its children). */
+  delegateKey: 'run-1-step-3',
   /** Funded through the greedy route: three levels, so the path spans several segments. */
   nestedScope: 'tenant:acme/workspace:prod/agent:summarizer',
   /** Ids the service makes up: replace them with the ones it answered. */
@@ -95,6 +97,18 @@ const EXAMPLES: Record<RouteId, Example> = {
       amount: usd(100_000),
       metrics: { tokens_output: 120 },
     },
+  },
+  delegateReservation: {
+    pathParameters: { reservation_id: reservationIdOf(SAMPLE.delegateKey) },
+    body: {
+      idempotency_key: `${SAMPLE.delegateKey}-delegate-1`,
+      amount: usd(200_000),
+      ttl_ms: 30_000,
+    },
+  },
+  listDelegations: {
+    pathParameters: { reservation_id: reservationIdOf(SAMPLE.delegateKey) },
+    query: { limit: '20' },
   },
   listCharges: {
     pathParameters: { reservation_id: reservationIdOf(SAMPLE.reserveKey) },

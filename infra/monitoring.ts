@@ -301,8 +301,8 @@ export class ServiceMonitoring extends Construct {
         { title: 'Refusals by reason', metrics: [this.search('Refusals', 'Reason', sum, s)] },
         {
           title: 'Settlements',
-          metrics: (['Commits', 'Charges', 'Releases', 'Expiries'] as const).map((m) =>
-            this.emf(m, 'Sum', {}, s),
+          metrics: (['Commits', 'Charges', 'Delegations', 'Releases', 'Expiries'] as const).map(
+            (m) => this.emf(m, 'Sum', {}, s),
           ),
         },
         {

@@ -3,6 +3,7 @@ import { audit } from './audit.js';
 import { budgetPeriods, watchBudget } from './budget-history.js';
 import * as budgets from './budgets.js';
 import { createBudgetsMany, createKeysMany, createTenantsMany, fundMany } from './bulk.js';
+import * as delegations from './delegations.js';
 import * as events from './events.js';
 import * as governance from './governance.js';
 import * as keys from './keys.js';
@@ -55,6 +56,8 @@ export const commands: readonly AnyCommand[] = [
   reservations.getReservation,
   reservations.releaseReservation,
   settlement.listCharges,
+  delegations.listDelegations,
+  delegations.delegateReservation,
   settlement.refundReservation,
   settlement.refundEvent,
   balances,

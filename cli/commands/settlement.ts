@@ -20,7 +20,7 @@ import { budgetQuery, SCOPE, UNIT_OPTION } from './budgets.js';
 // Charging is an agent's work (the SDKs, or POST …/charges); reading and refunding an
 // operator's.
 
-const ms = (t: number) => new Date(t).toISOString();
+export const ms = (t: number) => new Date(t).toISOString();
 
 function amountOf(text: string): number {
   try {
@@ -29,7 +29,7 @@ function amountOf(text: string): number {
     throw new CliError(`amount: ${(error as Error).message}`);
   }
 }
-const asAdmin = (ctx: Context) =>
+export const asAdmin = (ctx: Context) =>
   (ctx.options.as ?? (ctx.config.adminKey ? 'admin' : 'tenant')) === 'admin';
 
 export const listCharges = defineCommand<PageOptions>({

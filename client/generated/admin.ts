@@ -35,6 +35,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reservations/{reservation_id}/delegations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A reservation’s delegations (children), in order, with their state and use */
+        get: operations["listDelegations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/reservations/{reservation_id}/charges": {
         parameters: {
             query?: never;
@@ -893,7 +910,7 @@ export interface components {
             tenant_id: string;
             key_id?: string;
             /** @enum {string} */
-            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent";
+            operation: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent" | "delegateReservation";
             /** @enum {string} */
             resource_type: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "webhook" | "config" | "event";
             resource_id: string;
@@ -1180,9 +1197,35 @@ export interface components {
             /** @enum {string} */
             unbudgeted_scopes?: "ZERO_ALLOCATION" | "SKIP";
         };
+        Delegation: {
+            reservation_id: string;
+            status: components["schemas"]["ReservationStatus"];
+            /** @description 1 for a child of a root reservation, 2 for a grandchild, … */
+            depth: number;
+            /** @description What the delegation carved out of the parent’s hold */
+            reserved: components["schemas"]["Amount"];
+            /** @description What it still holds: 0 once not ACTIVE */
+            held: components["schemas"]["Amount"];
+            /** @description What it spent: its commit’s actual, or its charges so far */
+            charged: components["schemas"]["Amount"];
+            scope_path: string;
+            created_at_ms: number;
+            expires_at_ms: number;
+            /** @description Its own ACTIVE children */
+            active_delegations: number;
+        };
+        DelegationListResponse: {
+            reservation_id: string;
+            status: components["schemas"]["ReservationStatus"];
+            /** @description What the reservation itself still holds: 0 once not ACTIVE */
+            held: components["schemas"]["Amount"];
+            delegations: components["schemas"]["Delegation"][];
+            has_more: boolean;
+            next_cursor?: string;
+        };
         ErrorResponse: {
             /** @enum {string} */
-            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "REPLAY_IN_PROGRESS" | "MAX_EXTENSIONS_EXCEEDED" | "COUNT_MISMATCH" | "LIMIT_EXCEEDED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
+            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "DELEGATIONS_ACTIVE" | "REPLAY_IN_PROGRESS" | "MAX_EXTENSIONS_EXCEEDED" | "COUNT_MISMATCH" | "LIMIT_EXCEEDED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
             message: string;
             request_id: string;
             details?: {
@@ -1228,7 +1271,7 @@ export interface components {
         Event: {
             event_id: string;
             /** @enum {string} */
-            event_type: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
+            event_type: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation";
             /** @enum {string} */
             category: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook";
             /** Format: date-time */
@@ -1438,7 +1481,7 @@ export interface components {
             from?: string;
             /** Format: date-time */
             to?: string;
-            event_types?: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund")[];
+            event_types?: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation")[];
             /** @default 100 */
             max_events?: number;
         };
@@ -1641,7 +1684,7 @@ export interface components {
                 /** @enum {string} */
                 status?: "ACTIVE" | "PAUSED" | "DISABLED";
                 /** @enum {string} */
-                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation";
                 search?: string;
             };
             /** @enum {string} */
@@ -1702,7 +1745,7 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            event_types: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund")[];
+            event_types: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation")[];
         };
         WebhookCreateResponse: {
             subscription: components["schemas"]["WebhookSubscription"];
@@ -1713,7 +1756,7 @@ export interface components {
             subscription_id: string;
             event_id: string;
             /** @enum {string} */
-            event_type: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
+            event_type: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation";
             /** @enum {string} */
             status: "PENDING" | "SUCCESS" | "FAILED" | "RETRYING";
             /** Format: date-time */
@@ -1756,7 +1799,7 @@ export interface components {
             name?: string;
             description?: string;
             url: string;
-            event_types: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund")[];
+            event_types: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation")[];
             event_categories?: ("budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook")[];
             scope_filter?: string;
             thresholds?: {
@@ -1831,7 +1874,7 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            event_types?: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund")[];
+            event_types?: ("budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation")[];
             /** @enum {string} */
             status?: "ACTIVE" | "PAUSED";
         };
@@ -1985,6 +2028,42 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             410: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listDelegations: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                reservation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A reservation’s delegations (children), in order, with their state and use */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DelegationListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             503: components["responses"]["RetryLater"];
@@ -2798,7 +2877,7 @@ export interface operations {
             query?: {
                 tenant_id?: string | "__system__";
                 key_id?: string;
-                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent";
+                operation?: "createBudget" | "fundBudget" | "updateBudget" | "freezeBudget" | "unfreezeBudget" | "closeBudget" | "createTenant" | "updateTenant" | "createApiKey" | "updateApiKey" | "revokeApiKey" | "createPolicy" | "updatePolicy" | "releaseReservation" | "createWebhookSubscription" | "updateWebhookSubscription" | "deleteWebhookSubscription" | "disableWebhookSubscription" | "updateWebhookSecurityConfig" | "refundReservation" | "refundEvent" | "delegateReservation";
                 resource_type?: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "webhook" | "config" | "event";
                 resource_id?: string;
                 from?: string;
@@ -3141,7 +3220,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation";
                 category?: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook";
                 scope?: string;
                 correlation_id?: string;
@@ -3216,7 +3295,7 @@ export interface operations {
     listTenantEvents: {
         parameters: {
             query?: {
-                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation";
                 category?: "budget" | "tenant" | "api_key" | "policy" | "reservation" | "system" | "webhook";
                 scope?: string;
                 correlation_id?: string;
@@ -3258,7 +3337,7 @@ export interface operations {
             query?: {
                 tenant_id?: string;
                 status?: "ACTIVE" | "PAUSED" | "DISABLED";
-                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund";
+                event_type?: "budget.created" | "budget.updated" | "budget.funded" | "budget.debited" | "budget.reset" | "budget.reset_spent" | "budget.debt_repaid" | "budget.frozen" | "budget.unfrozen" | "budget.closed" | "budget.closed_via_tenant_cascade" | "budget.threshold_crossed" | "budget.exhausted" | "budget.over_limit_entered" | "budget.over_limit_exited" | "budget.debt_incurred" | "budget.burn_rate_anomaly" | "reservation.denied" | "reservation.denial_rate_spike" | "reservation.expired" | "reservation.expiry_rate_spike" | "reservation.commit_overage" | "reservation.released_via_tenant_cascade" | "tenant.created" | "tenant.updated" | "tenant.suspended" | "tenant.reactivated" | "tenant.closed" | "tenant.settings_changed" | "webhook.created" | "webhook.updated" | "webhook.paused" | "webhook.resumed" | "webhook.disabled" | "webhook.deleted" | "webhook.disabled_via_tenant_cascade" | "api_key.created" | "api_key.revoked" | "api_key.revoked_via_tenant_cascade" | "api_key.expired" | "api_key.permissions_changed" | "api_key.auth_failed" | "api_key.auth_failure_rate_spike" | "policy.created" | "policy.updated" | "policy.deleted" | "system.store_connection_lost" | "system.store_connection_restored" | "system.high_latency" | "system.webhook_delivery_failed" | "system.webhook_test" | "custom.refund" | "custom.delegation";
                 search?: string;
                 sort_by?: "url" | "tenant_id" | "status" | "consecutive_failures";
                 sort_dir?: "asc" | "desc";

@@ -156,6 +156,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reservations/{reservation_id}/delegations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A reservation’s delegations (children), in order, with their state and use */
+        get: operations["listDelegations"];
+        put?: never;
+        /** Hand part of an ACTIVE reservation’s hold to a child reservation (a sub-agent’s budget) */
+        post: operations["delegateReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/reservations/{reservation_id}/refunds": {
         parameters: {
             query?: never;
@@ -489,9 +507,57 @@ export interface components {
             /** @description Canonical scope identifiers, in canonical order */
             affected_scopes: string[];
         };
+        Delegation: {
+            reservation_id: string;
+            status: components["schemas"]["ReservationStatus"];
+            /** @description 1 for a child of a root reservation, 2 for a grandchild, … */
+            depth: number;
+            /** @description What the delegation carved out of the parent’s hold */
+            reserved: components["schemas"]["Amount"];
+            /** @description What it still holds: 0 once not ACTIVE */
+            held: components["schemas"]["Amount"];
+            /** @description What it spent: its commit’s actual, or its charges so far */
+            charged: components["schemas"]["Amount"];
+            scope_path: string;
+            created_at_ms: number;
+            expires_at_ms: number;
+            /** @description Its own ACTIVE children */
+            active_delegations: number;
+        };
+        DelegationBody: {
+            idempotency_key: string;
+            /** @description What the child holds, carved out of what the parent still holds (never more): the budget is moved, not taken again. */
+            amount: {
+                /** @enum {string} */
+                unit: "USD_MICROCENTS" | "TOKENS" | "CREDITS" | "RISK_POINTS";
+                amount: number;
+            };
+            /** @description The child’s TTL; absent or longer than the parent has left: the parent’s expiry */
+            ttl_ms?: number;
+            /** @description Levels below the parent’s deepest (e.g. agent): scopes of the child only, held like a reserve’s */
+            subject?: {
+                workspace?: string;
+                app?: string;
+                workflow?: string;
+                agent?: string;
+                toolset?: string;
+            };
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        DelegationListResponse: {
+            reservation_id: string;
+            status: components["schemas"]["ReservationStatus"];
+            /** @description What the reservation itself still holds: 0 once not ACTIVE */
+            held: components["schemas"]["Amount"];
+            delegations: components["schemas"]["Delegation"][];
+            has_more: boolean;
+            next_cursor?: string;
+        };
         ErrorResponse: {
             /** @enum {string} */
-            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "REPLAY_IN_PROGRESS" | "MAX_EXTENSIONS_EXCEEDED" | "COUNT_MISMATCH" | "LIMIT_EXCEEDED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
+            error: "INVALID_REQUEST" | "UNIT_MISMATCH" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "BUDGET_EXCEEDED" | "OVERDRAFT_LIMIT_EXCEEDED" | "DEBT_OUTSTANDING" | "RESERVATION_FINALIZED" | "IDEMPOTENCY_MISMATCH" | "DUPLICATE_RESOURCE" | "TENANT_CLOSED" | "BUDGET_FROZEN" | "BUDGET_CLOSED" | "KEY_REVOKED" | "DELEGATIONS_ACTIVE" | "REPLAY_IN_PROGRESS" | "MAX_EXTENSIONS_EXCEEDED" | "COUNT_MISMATCH" | "LIMIT_EXCEEDED" | "RESERVATION_EXPIRED" | "INTERNAL_ERROR";
             message: string;
             request_id: string;
             details?: {
@@ -1208,6 +1274,84 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChargeResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            410: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    listDelegations: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                reservation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A reservation’s delegations (children), in order, with their state and use */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DelegationListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["RetryLater"];
+        };
+    };
+    delegateReservation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The idempotency key in a header: it must equal the body’s idempotency_key when both are sent, and stands for it when the body has none. */
+                "X-Idempotency-Key"?: components["parameters"]["IdempotencyKeyHeader"];
+            };
+            path: {
+                reservation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DelegationBody"];
+            };
+        };
+        responses: {
+            /** @description Hand part of an ACTIVE reservation’s hold to a child reservation (a sub-agent’s budget) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Cycles-Trace-Id": components["headers"]["X-Cycles-Trace-Id"];
+                    "X-Cycles-Tenant": components["headers"]["X-Cycles-Tenant"];
+                    "X-Service-Tenant": components["headers"]["X-Service-Tenant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationCreateResponse"];
                 };
             };
             400: components["responses"]["Error"];

@@ -268,6 +268,32 @@ const refund: Rule = (r) => {
   ];
 };
 
+// --- delegations -------------------------------------------------------------------------
+
+/**
+ * A delegation (docs/decisions.md § Delegations) as our `custom.delegation`, category
+ * reservation: the parent and the child it made, what moved and where (the record's detail,
+ * written by use-cases/delegations.ts), the scope the child's deepest.
+ */
+const delegation: Rule = (r) => {
+  const d = r.detail ?? {};
+  const scopes = Array.isArray(d.scopes) ? d.scopes.map(String) : [];
+  return [
+    {
+      type: 'custom.delegation',
+      scope: scopes.at(-1),
+      data: definedOnly({
+        parent_reservation_id: str(d.parent_reservation_id) ?? r.resourceId,
+        child_reservation_id: str(d.child_reservation_id) ?? '',
+        unit: str(d.unit),
+        amount: num(d.amount),
+        depth: num(d.depth),
+        scopes,
+      }),
+    },
+  ];
+};
+
 // --- webhooks ----------------------------------------------------------------------------
 
 const webhookData = (r: AuditRecord, extra: Record<string, unknown> = {}) => ({
@@ -403,6 +429,7 @@ export const AUDIT_EVENTS: { readonly [A in AuditAction]: Rule } = {
   'reservation.release': reservationRelease,
   'reservation.refund': refund,
   'event.refund': refund,
+  'reservation.delegate': delegation,
   'webhook.create': (r) => [
     {
       type: 'webhook.created',

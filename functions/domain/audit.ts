@@ -101,6 +101,8 @@ export type AuditEntry = AuditBase &
     /** A refund of what a reservation or an event charged (docs/decisions.md § Refunds). */
     | { readonly action: 'reservation.refund'; readonly reservationId: string }
     | { readonly action: 'event.refund'; readonly eventId: string }
+    /** A delegation: the parent's id, the child's in `detail` (docs/decisions.md § Delegations). */
+    | { readonly action: 'reservation.delegate'; readonly reservationId: string }
   );
 
 export type AuditAction = AuditEntry['action'];
@@ -128,6 +130,7 @@ export const AUDIT_OPERATIONS = {
   'webhook_security.update': { operation: 'updateWebhookSecurityConfig', resourceType: 'config' },
   'reservation.refund': { operation: 'refundReservation', resourceType: 'reservation' },
   'event.refund': { operation: 'refundEvent', resourceType: 'event' },
+  'reservation.delegate': { operation: 'delegateReservation', resourceType: 'reservation' },
 } as const satisfies Record<AuditAction, { operation: string; resourceType: string }>;
 
 export type AuditOperation = (typeof AUDIT_OPERATIONS)[AuditAction]['operation'];
@@ -142,7 +145,11 @@ export const AUDIT_RESOURCE_TYPES = [
  * reservation id.
  */
 export function resourceIdOf(e: AuditEntry): string {
-  if (e.action === 'reservation.release' || e.action === 'reservation.refund') {
+  if (
+    e.action === 'reservation.release' ||
+    e.action === 'reservation.refund' ||
+    e.action === 'reservation.delegate'
+  ) {
     return e.reservationId;
   }
   if (e.action === 'event.refund') return e.eventId;

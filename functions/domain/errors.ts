@@ -22,6 +22,8 @@ export type ErrorCode =
   | 'BUDGET_FROZEN'
   | 'BUDGET_CLOSED'
   | 'KEY_REVOKED'
+  /** Ours: a reservation's ACTIVE delegations stand in the way (docs/decisions.md § Delegations). */
+  | 'DELEGATIONS_ACTIVE'
   | 'LIMIT_EXCEEDED'
   /** The reference's webhook codes: a replay to the subscription runs; a bulk filter's count moved. */
   | 'REPLAY_IN_PROGRESS'

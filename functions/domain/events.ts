@@ -78,18 +78,20 @@ export const EVENT_TYPES = [
   'system.webhook_delivery_failed',
   'system.webhook_test',
   'custom.refund',
+  'custom.delegation',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /**
  * Ours, under the reference's `custom.` prefix ("custom event types MUST use a custom. prefix";
  * consumers ignore types they do not know), each in the reference category it belongs to: a
- * refund gives budget back (docs/decisions.md § Refunds).
+ * refund gives budget back (docs/decisions.md § Refunds); a delegation makes a child reservation
+ * (§ Delegations).
  */
-export const CUSTOM_EVENT_CATEGORIES = { 'custom.refund': 'budget' } as const satisfies Record<
-  Extract<EventType, `custom.${string}`>,
-  EventCategory
->;
+export const CUSTOM_EVENT_CATEGORIES = {
+  'custom.refund': 'budget',
+  'custom.delegation': 'reservation',
+} as const satisfies Record<Extract<EventType, `custom.${string}`>, EventCategory>;
 export type CustomEventType = keyof typeof CUSTOM_EVENT_CATEGORIES;
 
 const isCustomType = (type: EventType): type is CustomEventType =>

@@ -18,7 +18,7 @@ export const RESERVATION_SORT_KEYS = [
 ] as const;
 export type ReservationSortKey = (typeof RESERVATION_SORT_KEYS)[number];
 /** `charge`: part of the actual, charged while the reservation stays ACTIVE (same deadline as commit). */
-export type Trigger = 'commit' | 'charge' | 'release' | 'extend' | 'expire';
+export type Trigger = 'commit' | 'charge' | 'delegate' | 'release' | 'extend' | 'expire';
 
 export interface Action {
   readonly kind: string;
@@ -59,6 +59,24 @@ export interface Reservation {
   readonly charges?: ChargeTotals | undefined;
   /** What refunds gave back so far (docs/decisions.md § Refunds). */
   readonly refunded?: Amount | undefined;
+  /** Set on a child reservation (a delegation, domain/delegation.ts): where it came from. */
+  readonly delegation?: DelegatedFrom | undefined;
+  /** A parent's ACTIVE children, by id (at most MAX_ACTIVE_DELEGATIONS). */
+  readonly activeChildren?: readonly string[] | undefined;
+  /** How many delegations it made so far (each child's place in the parent's listing). */
+  readonly delegations?: number | undefined;
+}
+
+/** Where a child reservation's hold was carved from (docs/decisions.md § Delegations). */
+export interface DelegatedFrom {
+  readonly parentId: string;
+  /** 1 for a child of a root reservation, 2 for a grandchild, … */
+  readonly depth: number;
+  /**
+   * How many of its holds, root first, are carved from the parent's (the parent's scopes): on
+   * those the budget's `reserved` already counts them. The holds after are its own.
+   */
+  readonly inherited: number;
 }
 
 /** The running totals of a reservation's charges; each charge is an item of its own. */
@@ -228,7 +246,7 @@ export function transition(r: Reservation, trigger: Trigger, now: number): Trans
           ? { kind: 'refuse', error: expiredError(r) }
           : { kind: 'to', status: 'ACTIVE' };
       }
-      if (trigger === 'charge') return { kind: 'to', status: 'ACTIVE' };
+      if (trigger === 'charge' || trigger === 'delegate') return { kind: 'to', status: 'ACTIVE' };
       return { kind: 'to', status: trigger === 'commit' ? 'COMMITTED' : 'RELEASED' };
   }
 }

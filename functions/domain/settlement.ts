@@ -23,6 +23,11 @@ import type { Subject } from './scopes.js';
  * undone by a commit, only by a refund. `budgets`: those the holds settle on, as read.
  */
 export function commitChanges(r: Reservation, actual: Amount, budgets: Budgets): LedgerChange[] {
+  return chargeHolds(r, heldAmount(r).amount, uncharged(r, actual), budgets);
+}
+
+/** What a commit of `actual` (the whole actual) has left to charge: actual − charged so far. */
+export function uncharged(r: Reservation, actual: Amount): number {
   const held = heldAmount(r);
   requireUnit(actual, held.unit, 'actual');
   const charged = chargedSoFar(r);
@@ -33,7 +38,7 @@ export function commitChanges(r: Reservation, actual: Amount, budgets: Budgets):
       { field: 'actual.amount', charged: { unit: held.unit, amount: charged } },
     );
   }
-  return chargeHolds(r, held.amount, actual.amount - charged, budgets);
+  return actual.amount - charged;
 }
 
 /**
@@ -67,7 +72,7 @@ function chargeHolds(r: Reservation, fromHold: number, actual: number, budgets: 
   return onHolds(r, charge.changes, budgets);
 }
 
-function requireUnit(amount: Amount, unit: Amount['unit'], field: string): void {
+export function requireUnit(amount: Amount, unit: Amount['unit'], field: string): void {
   if (amount.unit === unit) return;
   throw new DomainError(
     'UNIT_MISMATCH',

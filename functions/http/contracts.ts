@@ -23,7 +23,13 @@ import {
 } from './schemas/admin.js';
 import { BudgetBulkActionBody, TenantBulkActionBody } from './schemas/bulk.js';
 import * as events from './schemas/event-responses.js';
-import { ChargeBody, EventIdParams, ListChargesQuery, RefundBody } from './schemas/extensions.js';
+import {
+  ChargeBody,
+  DelegationBody,
+  EventIdParams,
+  ListChargesQuery,
+  RefundBody,
+} from './schemas/extensions.js';
 import {
   CreatePolicyBody,
   ListPoliciesQuery,
@@ -199,6 +205,25 @@ export const contracts = {
     body: ChargeBody,
     response: res.ChargeResponse,
     refusals: [404, 409, 410],
+  },
+  delegateReservation: {
+    summary:
+      'Hand part of an ACTIVE reservation’s hold to a child reservation (a sub-agent’s budget)',
+    tag: 'Delegations',
+    extension: true,
+    params: ReservationIdParams,
+    body: DelegationBody,
+    response: res.ReservationCreateResponse,
+    refusals: [404, 409, 410],
+  },
+  listDelegations: {
+    summary: 'A reservation’s delegations (children), in order, with their state and use',
+    tag: 'Delegations',
+    extension: true,
+    params: ReservationIdParams,
+    query: ListChargesQuery,
+    response: res.DelegationListResponse,
+    refusals: [404],
   },
   listCharges: {
     summary: 'A reservation’s charges, in order, and its running totals',

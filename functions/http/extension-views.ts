@@ -1,8 +1,9 @@
 import { LosslessNumber } from 'lossless-json';
 import { RATIO_BOUNDS_PERCENT } from '../domain/accuracy.js';
 import type { Amount, Unit } from '../domain/amounts.js';
-import type { Charge } from '../domain/reservation.js';
+import type { Charge, Reservation } from '../domain/reservation.js';
 import { type Charged, type ChargeListing, holdingNow } from '../use-cases/charges.js';
+import type { DelegationListing } from '../use-cases/delegations.js';
 import type { EstimateAccuracy, KindAccuracy } from '../use-cases/estimate-accuracy.js';
 import type { Refunded } from '../use-cases/refunds.js';
 import { balanceView, pageTail } from './views.js';
@@ -43,6 +44,31 @@ export const chargeListView = ({ reservation: r, page }: ChargeListing) => {
     ...pageTail(page),
   };
 };
+
+const delegationView = (r: Reservation) => {
+  const { unit } = r.reserved;
+  const charged = r.committed?.amount ?? r.charges?.total.amount ?? 0;
+  return {
+    reservation_id: r.reservationId,
+    status: r.status,
+    depth: r.delegation?.depth ?? 0,
+    reserved: amountView(r.reserved),
+    held: amountView(holdingNow(r)),
+    charged: { unit, amount: charged },
+    scope_path: r.scopePath,
+    created_at_ms: r.createdAtMs,
+    expires_at_ms: r.expiresAtMs,
+    active_delegations: r.activeChildren?.length ?? 0,
+  };
+};
+
+export const delegationListView = ({ reservation: r, page }: DelegationListing) => ({
+  reservation_id: r.reservationId,
+  status: r.status,
+  held: amountView(holdingNow(r)),
+  delegations: page.items.map(delegationView),
+  ...pageTail(page),
+});
 
 export const refundedView = (r: Refunded) => ({
   ...(r.of.kind === 'reservation' ? { reservation_id: r.of.id } : { event_id: r.of.id }),

@@ -158,6 +158,20 @@ export const RefundData = z
       'Ours (x-extension budget-reservations): part of what a reservation or an event charged was given back (docs/decisions.md § Refunds).',
   });
 
+export const DelegationData = z
+  .looseObject({
+    parent_reservation_id: z.string().describe('The reservation whose hold the child took part of'),
+    child_reservation_id: z.string().describe('The child reservation the delegation made'),
+    unit: Unit,
+    amount: Amount.min(1).describe("What moved from the parent's hold to the child's"),
+    depth: z.number().int().min(1).describe('The child’s depth: a child of a root is 1'),
+    scopes: z.array(z.string()).describe('The child’s scopes, root first'),
+  })
+  .meta({
+    description:
+      'Ours (x-extension budget-reservations): a reservation handed part of its hold to a child reservation (docs/decisions.md § Delegations).',
+  });
+
 export const DATA_SCHEMAS = {
   'budget.threshold_crossed': ThresholdCrossedData,
   'budget.exhausted': ExhaustedData,
@@ -168,13 +182,19 @@ export const DATA_SCHEMAS = {
   'reservation.denied': ReservationDeniedData,
   'reservation.commit_overage': CommitOverageData,
   'custom.refund': RefundData,
+  'custom.delegation': DelegationData,
 } as const satisfies Record<PublishedEventType, z.ZodType>;
 
 /**
- * The types published here: the budget-state events, and our `custom.refund` (derived from a
- * refund's audit record: domain/audit-events.ts). Its category is the reference's `budget`.
+ * The types published here: the budget-state events, and our `custom.refund` and
+ * `custom.delegation` (derived from a refund's or a delegation's audit record:
+ * domain/audit-events.ts), in the reference's categories `budget` and `reservation`.
  */
-const PUBLISHED_EVENT_TYPES = [...BUDGET_EVENT_TYPES, 'custom.refund'] as const;
+const PUBLISHED_EVENT_TYPES = [
+  ...BUDGET_EVENT_TYPES,
+  'custom.refund',
+  'custom.delegation',
+] as const;
 type PublishedEventType = (typeof PUBLISHED_EVENT_TYPES)[number];
 
 /** The reference's Event envelope around one type's data. */
@@ -224,6 +244,7 @@ export const BudgetEventMessage = z
     EVENT_SCHEMAS['reservation.denied'],
     EVENT_SCHEMAS['reservation.commit_overage'],
     EVENT_SCHEMAS['custom.refund'],
+    EVENT_SCHEMAS['custom.delegation'],
   ])
   .meta({ title: 'budget event', description: 'Any event of the budget reservation service.' });
 export type BudgetEventMessage = z.infer<typeof BudgetEventMessage>;

@@ -8,10 +8,10 @@ import { chargeItem, chargeOf, isChargeItem } from './entities/charge.js';
 import { eventRefundUpdate } from './entities/event.js';
 import { type IdempotencyScope, idempotencyItem } from './entities/idempotency.js';
 import type { OutcomeToStore } from './entities/outcome.js';
-import { chargeUpdate, reservationRefundUpdate } from './entities/reservation.js';
+import { chargeUpdate, parentUpdate, reservationRefundUpdate } from './entities/reservation.js';
 import { putIfAbsent, type TransactItem } from './expressions.js';
 import { chargesPartition } from './keys.js';
-import { queryPage } from './pages.js';
+import { partitionInOrder } from './pages.js';
 import { auditPut, type GuardedTransaction, transactWrite, type WriteOutcome } from './write.js';
 
 // Charges of part of an actual while a reservation is ACTIVE, and refunds of what was charged
@@ -35,15 +35,20 @@ export interface NewCharge extends Recorded {
   readonly charge: Charge;
   readonly changes: readonly LedgerChange[];
   readonly budgets?: Budgets | undefined;
+  /** A child's charge beyond its hold takes from its parent's: the parent as read and after. */
+  readonly parent?: { readonly reservation: Reservation; readonly after: Reservation } | undefined;
 }
 
 export function chargeTransaction(n: NewCharge): GuardedTransaction {
   const r = n.reservation;
   const placed = placeChanges(n.changes, n.budgets ?? NO_BUDGETS, seedOf(r.reservationId));
+  const parent = n.parent && [
+    parentUpdate(n.parent.reservation, n.parent.after, { id: r.reservationId, change: 'charged' }),
+  ];
   return withRecord(
     chargeUpdate(r, n.charged, n.now),
     n,
-    [putIfAbsent(chargeItem(n.charge))],
+    [putIfAbsent(chargeItem(n.charge)), ...(parent ?? [])],
     placed,
   );
 }
@@ -57,13 +62,8 @@ export async function queryCharges(q: {
   readonly after?: string | undefined;
   readonly limit: number;
 }): Promise<{ readonly charges: Charge[]; readonly nextPosition?: string | undefined }> {
-  const page = await queryPage({
-    partitionKey: 'pk',
+  const page = await partitionInOrder({
     partition: chargesPartition(q.reservationId),
-    sortKey: 'sk',
-    lowest: '',
-    highest: '~',
-    newestFirst: false,
     after: q.after,
     limit: q.limit,
   });

@@ -100,6 +100,8 @@ export interface UpdateParts {
   readonly addToSet?: Readonly<Record<string, ReadonlySet<string>>>;
   /** ADD a :n (a number: an absent attribute starts at 0, unlike `add`). */
   readonly increment?: Readonly<Record<string, number | bigint>>;
+  /** DELETE a :set (elements of a string set; the set goes once empty). */
+  readonly deleteFromSet?: Readonly<Record<string, ReadonlySet<string>>>;
   readonly remove?: readonly string[];
 }
 
@@ -119,10 +121,14 @@ export function updateExpression(parts: UpdateParts, p: Placeholders): string {
     ...Object.entries(parts.addToSet ?? {}),
     ...Object.entries(parts.increment ?? {}),
   ].map(([a, v]) => `${p.name(a)} ${p.value(a, v)}`);
+  const deletes = Object.entries(parts.deleteFromSet ?? {}).map(
+    ([a, v]) => `${p.name(a)} ${p.value(a, v)}`,
+  );
   const removes = (parts.remove ?? []).map((a) => p.name(a));
   return [
     sets.length > 0 && `SET ${sets.join(', ')}`,
     adds.length > 0 && `ADD ${adds.join(', ')}`,
+    deletes.length > 0 && `DELETE ${deletes.join(', ')}`,
     removes.length > 0 && `REMOVE ${removes.join(', ')}`,
   ]
     .filter(Boolean)

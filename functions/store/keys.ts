@@ -67,6 +67,11 @@ export const keys = {
     pk: chargesPartition(reservationId),
     sk: pad(sequence),
   }),
+  /** A reservation's delegations (its children) in the order they were made: one Query. */
+  delegation: (parentId: string, sequence: number) => ({
+    pk: `DELEGATIONS#${parentId}`,
+    sk: pad(sequence),
+  }),
   event: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: SK }),
   /**
    * An emitted event (the protocol's Event: budget state, lifecycle, …), kept for the retention.

@@ -80,6 +80,23 @@ export async function queryPage(q: PageQuery): Promise<ItemPage> {
   return examined === undefined ? { items } : { items, nextPosition: examined };
 }
 
+/** One page of a base-table partition in sort-key order (a reservation's charges, children). */
+export const partitionInOrder = (q: {
+  readonly partition: string;
+  readonly after?: string | undefined;
+  readonly limit: number;
+}): Promise<ItemPage> =>
+  queryPage({
+    partitionKey: 'pk',
+    partition: q.partition,
+    sortKey: 'sk',
+    lowest: '',
+    highest: '~',
+    newestFirst: false,
+    after: q.after,
+    limit: q.limit,
+  });
+
 /**
  * One page of a listing spread over several partitions of a keys-only index (keys.ts: event
  * spreads): each partition's next keys in order, merged; the items read back with one strongly

@@ -9,6 +9,7 @@ import type { OutcomeToStore } from './entities/outcome.js';
 import {
   extensionUpdate,
   holdShardsAttribute,
+  parentUpdate,
   reservationItem,
   settlementUpdate,
 } from './entities/reservation.js';
@@ -67,10 +68,16 @@ export async function insertReservation(n: NewReservation): Promise<WriteOutcome
 /** A write not sent: what it was decided on has moved; read again. */
 const STALE: WriteOutcome = { kind: 'stale', refused: [] };
 
+/** A child settling into its ACTIVE parent: the parent as read, and as the settlement leaves it. */
+export interface IntoParent {
+  readonly reservation: Reservation;
+  readonly after: Reservation;
+}
+
 export interface Settlement {
   readonly reservation: Reservation;
-  /** Expiries go in batches (expireReservations). */
-  readonly to: 'COMMITTED' | 'RELEASED';
+  /** Expiries go in batches (expireReservations), but a child's into its parent. */
+  readonly to: 'COMMITTED' | 'RELEASED' | 'EXPIRED';
   readonly now: number;
   readonly changes: readonly LedgerChange[];
   readonly committed?: Amount | undefined;
@@ -85,6 +92,8 @@ export interface Settlement {
   readonly budgets?: Budgets | undefined;
   /** An operator's forced release is audited in the same transaction. */
   readonly audit?: AuditEntry | undefined;
+  /** A child's settlement updates its parent's hold in the same transaction. */
+  readonly parent?: IntoParent | undefined;
 }
 
 /**
@@ -103,6 +112,14 @@ export function settleTransaction(s: Settlement): GuardedTransaction {
     }),
     ...placed.items,
     ...(s.audit ? [auditPut(s.audit)] : []),
+    ...(s.parent
+      ? [
+          parentUpdate(s.parent.reservation, s.parent.after, {
+            id: r.reservationId,
+            change: 'settled',
+          }),
+        ]
+      : []),
   ];
   // No record item: a concurrent duplicate fails the reservation's condition, and the read
   // that follows finds its outcome on the reservation (store/snapshot.ts).

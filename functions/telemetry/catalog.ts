@@ -44,6 +44,8 @@ export const METRICS = {
   Releases: { unit: 'Count', dimensions: [], perTenant: true },
   /** Charges of part of an actual on an ACTIVE reservation (POST …/charges). */
   Charges: { unit: 'Count', dimensions: [], perTenant: true },
+  /** Child reservations carved from a parent's hold (POST …/delegations). */
+  Delegations: { unit: 'Count', dimensions: [], perTenant: true },
   /** Amount refunded (reservations and events), in the budget's unit. */
   Refunded: { unit: 'None', dimensions: ['Unit'], perTenant: true },
   /**

@@ -20,6 +20,7 @@ import { tenantOfPath } from '../domain/scopes.js';
 import { getClosedPeriodBudgets, rollOverLedger } from '../store/budgets/periods.js';
 import { getBudgetRecords, getBudgets } from '../store/budgets/read.js';
 import type { IdempotencyScope } from '../store/entities/idempotency.js';
+import { readReservation } from '../store/reservation-queries.js';
 import { readSnapshot, type Snapshot, type SnapshotRequest } from '../store/snapshot.js';
 
 // The one reader of budgets (docs/architecture.md). Budgets come from the store as stored,
@@ -76,10 +77,21 @@ export const settlingSource = (
   reservationId: string,
   idempotency: IdempotencyScope,
   now: number,
-): BudgetSource => ({
-  read: (atomic = false) => readForSettling(caller, reservationId, idempotency, now, atomic),
+  /** Scopes beyond the reservation's whose budgets the write decides on (a delegation's own). */
+  moreScopes?: (r: Reservation) => readonly string[],
+): SettlingSource => ({
+  read: (atomic = false) =>
+    readForSettling(caller, reservationId, idempotency, now, atomic, moreScopes),
   repair: ({ budgets }) => rollOverDue(budgets, now),
 });
+
+/** A settling read: a child reservation's parent comes with it (docs/decisions.md § Delegations). */
+export interface SettlingSnapshot extends Snapshot {
+  readonly parent?: Reservation | undefined;
+}
+export interface SettlingSource extends BudgetSource {
+  read(atomic?: boolean): Promise<SettlingSnapshot>;
+}
 
 async function readForSettling(
   caller: Caller,
@@ -87,14 +99,19 @@ async function readForSettling(
   idempotency: IdempotencyScope,
   now: number,
   atomic: boolean,
-): Promise<Snapshot> {
+  moreScopes?: (r: Reservation) => readonly string[],
+): Promise<SettlingSnapshot> {
   const first = await readSnapshot({ reservationId, idempotency });
   const r = first.reservation;
   if (first.replay || !r || r.tenant !== caller.tenant || r.status !== 'ACTIVE') return first;
-  const read = await getBudgets(affectedScopes(r), r.reserved.unit, atomic ? 'atomic' : 'batch');
-  if (now >= settleDeadline(r)) return { ...first, ...read };
+  const scopes = [...affectedScopes(r), ...(moreScopes?.(r) ?? [])];
+  const [read, parent] = await Promise.all([
+    getBudgets(scopes, r.reserved.unit, atomic ? 'atomic' : 'batch'),
+    r.delegation && readReservation(r.delegation.parentId),
+  ]);
+  if (now >= settleDeadline(r)) return { ...first, ...read, parent };
   const budgets = await withClosedPeriods(r.holds, r.reserved.unit, read.budgets);
-  return { ...first, atomic: read.atomic, budgets };
+  return { ...first, atomic: read.atomic, budgets, parent };
 }
 
 /** What a refund gives back to, as a snapshot found it (`refundingSource`). */

@@ -2,6 +2,7 @@ import type { Amount } from '../domain/amounts.js';
 import type { Budgets, Ledger } from '../domain/budget.js';
 import { type Caller, type Credential, requireOwnTenant } from '../domain/caller.js';
 import { invalidCursor } from '../domain/cursor.js';
+import { chargeIntoParent, settlesIntoParent } from '../domain/delegation.js';
 import { DomainError } from '../domain/errors.js';
 import { derivedId } from '../domain/fingerprint.js';
 import { type LedgerChange, ledgersAfter } from '../domain/ledger.js';
@@ -12,7 +13,7 @@ import {
   heldAmount,
   type Reservation,
 } from '../domain/reservation.js';
-import { chargeChanges, withDebtOf } from '../domain/settlement.js';
+import { chargeChanges, requireUnit, withDebtOf } from '../domain/settlement.js';
 import { insertCharge, queryCharges } from '../store/charges.js';
 import { isChargePosition } from '../store/keys.js';
 import { readReservation } from '../store/reservation-queries.js';
@@ -53,6 +54,8 @@ interface ChargePlan {
   /** The reservation as the charge leaves it. */
   readonly charged: Reservation;
   readonly charge: Charge;
+  /** A child's charge beyond its hold takes from its parent's: the parent as read, and after. */
+  readonly parent?: { readonly reservation: Reservation; readonly after: Reservation } | undefined;
 }
 
 /**
@@ -68,9 +71,21 @@ export function chargeReservation(
   now: number,
 ): Promise<Charged> {
   return changeReservation(caller, reservationId, 'charge', request, now, {
-    decide: (r, budgets): ChargePlan => {
-      const { changes, held } = chargeChanges(r, request.amount, budgets);
+    decide: (r, budgets, parent): ChargePlan => {
       const { unit, amount } = request.amount;
+      let into: ChargePlan['parent'];
+      let { changes, held } = { changes: [] as LedgerChange[], held: heldAmount(r) };
+      if (settlesIntoParent(r, parent)) {
+        requireUnit(request.amount, held.unit, 'amount');
+        const c = chargeIntoParent(r, parent, amount, false, budgets);
+        changes = c.changes;
+        held = { unit, amount: c.childHeld };
+        // Only an overage taken from the parent's hold writes the parent.
+        const after = { ...parent, held: { unit, amount: c.parentHeld } };
+        if (c.parentHeld !== heldAmount(parent).amount) into = { reservation: parent, after };
+      } else {
+        ({ changes, held } = chargeChanges(r, request.amount, budgets));
+      }
       const total = { unit, amount: chargedSoFar(r) + amount };
       const sequence = chargeCount(r) + 1;
       const charged: Reservation = {
@@ -97,7 +112,7 @@ export function chargeReservation(
         held,
         balances: ledgersAfter(budgets, changes),
       };
-      return { result, changes, charged, charge };
+      return { result, changes, charged, charge, parent: into };
     },
     onWritten: (r) => recordMetric('Charges', 1, {}, r.tenant),
     write: (r, plan, idempotency, budgets: Budgets) =>
@@ -108,6 +123,7 @@ export function chargeReservation(
         changes: plan.changes,
         budgets,
         idempotency,
+        parent: plan.parent,
         now,
       }),
   });

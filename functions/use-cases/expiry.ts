@@ -1,4 +1,5 @@
 import { type Budgets, budgetAt, budgetKey } from '../domain/budget.js';
+import { releaseIntoParent, settlesIntoParent } from '../domain/delegation.js';
 import { mergeChanges } from '../domain/ledger.js';
 import type { ScopeRefusal } from '../domain/refusals.js';
 import {
@@ -7,8 +8,12 @@ import {
   type Reservation,
   settleDeadline,
 } from '../domain/reservation.js';
-import { nextDeadlineBefore, queryDueReservations } from '../store/reservation-queries.js';
-import { expireReservations } from '../store/reservation-writes.js';
+import {
+  nextDeadlineBefore,
+  queryDueReservations,
+  readReservation,
+} from '../store/reservation-queries.js';
+import { expireReservations, settleReservation } from '../store/reservation-writes.js';
 import { recordMetric } from '../telemetry/invocation.js';
 import { currentBudgetsOf } from './budget-reader.js';
 
@@ -167,8 +172,49 @@ export async function expireReservation(r: Reservation, now: number): Promise<bo
 /** Expires as many as fit per transaction; returns how many this call expired. */
 async function expireAll(due: readonly Reservation[], now: () => number): Promise<number> {
   let expired = 0;
-  for (const batch of batches(due)) expired += await expireBatch(batch, now());
+  for (const batch of batches(due.filter((r) => !inTree(r)))) {
+    expired += await expireBatch(batch, now());
+  }
+  for (const r of due.filter(inTree)) expired += await expireInTree(r, now());
   return expired;
+}
+
+/** A child, or a parent with ACTIVE children: expired one at a time, children first. */
+const inTree = (r: Reservation) =>
+  r.delegation !== undefined || (r.activeChildren?.length ?? 0) > 0;
+
+/**
+ * Expires `r`'s ACTIVE children (theirs first: a child is due no later than its parent), then
+ * `r`: into its parent's hold while the parent is ACTIVE, else back to the budgets. Each step
+ * is one transaction conditioned on what it read, so a commit racing it, or another sweeper,
+ * settles each reservation exactly once; what lost a race waits for the next pass.
+ */
+async function expireInTree(r: Reservation, now: number): Promise<number> {
+  let expired = 0;
+  for (const id of r.activeChildren ?? []) {
+    const child = await readReservation(id);
+    if (child?.status === 'ACTIVE') expired += await expireInTree(child, now);
+  }
+  const fresh = r.activeChildren?.length ? await readReservation(r.reservationId) : r;
+  if (!fresh || expiryChanges(fresh, now) === undefined || fresh.activeChildren?.length) {
+    return expired;
+  }
+  const parent = fresh.delegation && (await readReservation(fresh.delegation.parentId));
+  if (!settlesIntoParent(fresh, parent)) return expired + (await expireBatch([fresh], now));
+  const rolling = fresh.holds.some((h) => h.periodStart);
+  const current = rolling ? await currentBudgetsOf([fresh], now) : undefined;
+  const into = releaseIntoParent(fresh, parent, current);
+  const held = { unit: parent.reserved.unit, amount: into.parentHeld };
+  const outcome = await settleReservation({
+    reservation: fresh,
+    to: 'EXPIRED',
+    now,
+    changes: into.changes,
+    parent: { reservation: parent, after: { ...parent, held } },
+  });
+  if (outcome.kind !== 'written') return expired;
+  countExpiries([fresh]);
+  return expired + 1;
 }
 
 /** Greedy batches whose reservations and distinct ledgers fit one transaction. */

@@ -2,28 +2,38 @@ import type { Amount } from '../domain/amounts.js';
 import { TENANT_CLOSED_CASCADE } from '../domain/audit.js';
 import type { Budgets, Ledger } from '../domain/budget.js';
 import { type Caller, requireOwnTenant } from '../domain/caller.js';
+import {
+  chargeIntoParent,
+  releaseIntoParent,
+  requireNoActiveChildren,
+  settlesIntoParent,
+} from '../domain/delegation.js';
 import { DomainError } from '../domain/errors.js';
-import { fingerprint } from '../domain/fingerprint.js';
+import { derivedId, fingerprint } from '../domain/fingerprint.js';
+import type { LedgerChange } from '../domain/ledger.js';
 import { ledgersAfter, presentLedgers } from '../domain/ledger.js';
 import {
   affectedScopes,
-  chargedSoFar,
   expiredError,
   heldAmount,
   type Reservation,
   releaseChanges,
   transition,
 } from '../domain/reservation.js';
-import { commitChanges, withDebtOf } from '../domain/settlement.js';
+import { commitChanges, uncharged, withDebtOf } from '../domain/settlement.js';
 import { tenantClosed } from '../domain/tenant.js';
 import type { IdempotencyScope } from '../store/entities/idempotency.js';
 import type { OutcomeToStore } from '../store/entities/outcome.js';
 import { queryReservations, readReservation } from '../store/reservation-queries.js';
-import { moveReservationExpiry, settleReservation } from '../store/reservation-writes.js';
+import {
+  type IntoParent,
+  moveReservationExpiry,
+  settleReservation,
+} from '../store/reservation-writes.js';
 import { getTenant, tenantState } from '../store/tenants.js';
 import type { WriteOutcome } from '../store/write.js';
 import { recordMetric } from '../telemetry/invocation.js';
-import { type Snapshot, settlingSource } from './budget-reader.js';
+import { type SettlingSnapshot, settlingSource } from './budget-reader.js';
 import { byOperator, type WriteContext } from './context.js';
 import { expireReservation } from './expiry.js';
 import { guardedWrite, type Plan } from './guarded-write.js';
@@ -81,26 +91,30 @@ export function commitReservation(
   return changeReservation(caller, reservationId, 'commit', request, now, {
     codec: committedCodec,
     settled: (r) => ({ ...r, status: 'COMMITTED', committed: request.actual }),
-    decide: (r, budgets) => {
-      const changes = commitChanges(r, request.actual, budgets);
+    decide: (r, budgets, parent) => {
+      requireNoActiveChildren(r);
       const { unit, amount: held } = heldAmount(r);
-      const rest = request.actual.amount - chargedSoFar(r);
+      const rest = uncharged(r, request.actual);
+      const { changes, into } = settlesIntoParent(r, parent)
+        ? intoParent(parent, chargeIntoParent(r, parent, rest, true, budgets))
+        : { changes: commitChanges(r, request.actual, budgets), into: undefined };
       const result: Committed = {
         status: 'COMMITTED',
         charged: request.actual,
         released: { unit, amount: Math.max(0, held - rest) },
         balances: ledgersAfter(budgets, changes),
       };
-      return { result, changes };
+      return { result, changes, into };
     },
     onWritten: (r) => {
       recordMetric('Commits', 1, {}, r.tenant);
       const overage = request.actual.amount - r.reserved.amount;
       if (overage > 0) recordMetric('OverageCharged', overage, { Unit: r.reserved.unit }, r.tenant);
     },
-    write: (r, { changes }, idempotency, budgets) =>
+    write: (r, { changes, into }, idempotency, budgets) =>
       settleReservation({
         reservation: r,
+        parent: into,
         budgets,
         to: 'COMMITTED',
         now,
@@ -139,21 +153,27 @@ export function releaseReservation(
   return changeReservation(caller, reservationId, 'release', request, now, {
     // The close cascade's own release: its tenant's close does not refuse it.
     cascade: forcedBy?.cascade !== undefined,
+    // An operator's release (a close's among them) releases the children as the operator's too.
+    releaseChildrenFirst: (parent) =>
+      releaseChildren(caller, parent, request.idempotencyKey, now, forcedBy),
     codec: releasedCodec,
     settled: (r) => ({ ...r, status: 'RELEASED' }),
-    decide: (r, budgets) => {
-      const changes = releaseChanges(r, budgets);
+    decide: (r, budgets, parent) => {
+      const { changes, into } = settlesIntoParent(r, parent)
+        ? intoParent(parent, releaseIntoParent(r, parent, budgets))
+        : { changes: releaseChanges(r, budgets), into: undefined };
       const result: Released = {
         status: 'RELEASED',
         released: heldAmount(r),
         balances: ledgersAfter(budgets, changes),
       };
-      return { result, changes };
+      return { result, changes, into };
     },
     onWritten: (r) => recordMetric('Releases', 1, {}, r.tenant),
-    write: (r, { changes }, idempotency, budgets) =>
+    write: (r, { changes, into }, idempotency, budgets) =>
       settleReservation({
         reservation: r,
+        parent: into,
         budgets,
         to: 'RELEASED',
         now,
@@ -176,6 +196,11 @@ export function releaseReservation(
       }),
   });
 }
+
+const partition = <T>(items: readonly T[], test: (item: T) => boolean): [T[], T[]] => [
+  items.filter(test),
+  items.filter((item) => !test(item)),
+];
 
 /** The operator acting on one tenant's reservations. */
 const operatorOf = (tenant: string): Caller => ({
@@ -217,20 +242,24 @@ export async function releaseOpenReservations(
       matches: (r) => r.tenant === tenant && r.status === 'ACTIVE',
     });
     if (page.reservations.length === 0) return;
-    await Promise.all(
-      page.reservations.map((r) =>
-        forceReleaseReservation(
-          r.reservationId,
-          { idempotencyKey: `tenant-close:${r.reservationId}`, reason },
-          // Marks the release as the close's own (WriteContext.cascade), if the caller did not.
-          { ...context, cascade: context.cascade ?? TENANT_CLOSED_CASCADE },
-        ).catch((error: unknown) => {
-          // Settled or expired meanwhile: nothing left to release.
-          if (error instanceof DomainError) return;
-          throw error;
-        }),
-      ),
-    );
+    // Children before parents: a parent's release waits on its ACTIVE children (releasing them
+    // itself), so the page's leaves go first, concurrently, then the parents one at a time.
+    const [parents, leaves] = partition(page.reservations, (r) => !!r.activeChildren?.length);
+    await Promise.all(leaves.map(release));
+    for (const r of parents) await release(r);
+  }
+
+  function release(r: Reservation): Promise<unknown> {
+    return forceReleaseReservation(
+      r.reservationId,
+      { idempotencyKey: `tenant-close:${r.reservationId}`, reason },
+      // Marks the release as the close's own (WriteContext.cascade), if the caller did not.
+      { ...context, cascade: context.cascade ?? TENANT_CLOSED_CASCADE },
+    ).catch((error: unknown) => {
+      // Settled or expired meanwhile (a parent's release took it): nothing left to release.
+      if (error instanceof DomainError) return;
+      throw error;
+    });
   }
 }
 
@@ -258,12 +287,18 @@ export async function extendReservation(
   const lease = leaseAt(now);
   const extended = await changeReservation(caller, reservationId, 'extend', request, now, {
     onReplay: lease.onReplay,
-    decide: (r, budgets) => {
+    decide: (r, budgets, parent) => {
       requireExtensionLeft(r);
       return {
         result: {
           status: 'ACTIVE' as const,
-          expiresAtMs: r.expiresAtMs + request.extendByMs,
+          // A child never outlives its parent: its expiry goes no further than the parent's.
+          expiresAtMs: settlesIntoParent(r, parent)
+            ? Math.max(
+                r.expiresAtMs,
+                Math.min(r.expiresAtMs + request.extendByMs, parent.expiresAtMs),
+              )
+            : r.expiresAtMs + request.extendByMs,
           balances: presentLedgers(affectedScopes(r), r.reserved.unit, budgets),
         },
       };
@@ -290,7 +325,7 @@ export async function extendReservation(
  */
 async function requireTenantNotClosed(
   tenant: string,
-  snapshot: Snapshot,
+  snapshot: SettlingSnapshot,
   now: number,
 ): Promise<void> {
   const r = snapshot.reservation;
@@ -326,10 +361,17 @@ export interface ReservationChange<P extends Plan<unknown>> {
   onReplay?(snapshot: { readonly reservation?: Reservation | undefined } | undefined): void;
   /** Told once the change was written (GuardedWrite.onWritten). */
   onWritten?(r: Reservation): void;
+  /** Scopes beyond the reservation's whose budgets `decide` needs (a delegation's own). */
+  moreScopes?(r: Reservation): readonly string[];
   /** The close cascade's own release: the closed-tenant guard does not apply to it. */
   readonly cascade?: boolean | undefined;
-  /** `budgets`: those its holds settle on, as read (a closed period's where it has one). */
-  decide(r: Reservation, budgets: Budgets): P;
+  /** A release's: its ACTIVE children released first, each into it (then read again). */
+  releaseChildrenFirst?(parent: Reservation): Promise<void>;
+  /**
+   * `budgets`: those its holds settle on, as read (a closed period's where it has one);
+   * `parent`: a child reservation's parent, as read.
+   */
+  decide(r: Reservation, budgets: Budgets, parent: Reservation | undefined): P;
   write(
     r: Reservation,
     plan: P,
@@ -339,7 +381,7 @@ export interface ReservationChange<P extends Plan<unknown>> {
 }
 
 /** The triggers of a change to an ACTIVE reservation by its tenant (the sweeper expires). */
-type ChangeTrigger = 'commit' | 'charge' | 'release' | 'extend';
+type ChangeTrigger = 'commit' | 'charge' | 'delegate' | 'release' | 'extend';
 
 /**
  * Commit, charge, release and extend share the read (record, reservation, budgets), the
@@ -356,11 +398,11 @@ export function changeReservation<P extends Plan<unknown>>(
 ): Promise<P['result']> {
   const idempotency = { tenant: caller.tenant, operation: trigger, key: request.idempotencyKey };
   const print = fingerprint({ reservationId, ...request });
-  const source = settlingSource(caller, reservationId, idempotency, now);
+  const source = settlingSource(caller, reservationId, idempotency, now, change.moreScopes);
   const transitionOf = (r: Reservation | undefined) =>
     settleable(caller, reservationId, r, trigger, now);
   type Settling = P & { readonly reservation: Reservation; readonly budgets: Budgets };
-  return guardedWrite<Snapshot, Settling>({
+  return guardedWrite<SettlingSnapshot, Settling>({
     name: trigger,
     fingerprint: print,
     codec: change.codec,
@@ -371,14 +413,22 @@ export function changeReservation<P extends Plan<unknown>>(
     repair: async (snapshot) => {
       if (!change.cascade) await requireTenantNotClosed(caller.tenant, snapshot, now);
       const t = transitionOf(snapshot.reservation);
-      if (t.kind === 'settle') return source.repair(snapshot);
+      if (t.kind === 'settle') {
+        // A parent's release releases its ACTIVE children first, each into it.
+        if (!change.releaseChildrenFirst || !t.reservation.activeChildren?.length) {
+          return source.repair(snapshot);
+        }
+        await change.releaseChildrenFirst(t.reservation);
+        return true;
+      }
       if (await expireReservation(t.reservation, now)) throw expiredError(t.reservation);
       return true;
     },
-    decide: ({ reservation, budgets }) => {
+    decide: ({ reservation, budgets, parent }) => {
       const t = transitionOf(reservation);
       if (t.kind === 'expire') throw expiredError(t.reservation);
-      return { ...change.decide(t.reservation, budgets), reservation: t.reservation, budgets };
+      const plan = change.decide(t.reservation, budgets, parent);
+      return { ...plan, reservation: t.reservation, budgets };
     },
     write: (plan) => {
       const record = change.settled && { reservation: change.settled(plan.reservation) };
@@ -406,4 +456,39 @@ function settleable(
   const t = transition(r, trigger, now);
   if (t.kind === 'refuse') throw t.error;
   return { kind: t.kind === 'expireThenRefuse' ? 'expire' : 'settle', reservation: r };
+}
+
+/** The changes of a child settling into its parent, and the parent's update. */
+function intoParent(
+  parent: Reservation,
+  into: { readonly changes: LedgerChange[]; readonly parentHeld: number },
+): { readonly changes: LedgerChange[]; readonly into: IntoParent } {
+  const after = { ...parent, held: { unit: parent.reserved.unit, amount: into.parentHeld } };
+  return { changes: into.changes, into: { reservation: parent, after } };
+}
+
+/**
+ * A parent's release releases its ACTIVE children first (each into it, its own children first),
+ * one key per child derived from the parent's, so a repeated release replays instead.
+ */
+async function releaseChildren(
+  caller: Caller,
+  parent: Reservation,
+  idempotencyKey: string,
+  now: number,
+  forcedBy: WriteContext | undefined,
+): Promise<void> {
+  for (const childId of parent.activeChildren ?? []) {
+    const key = derivedId('cascade', parent.reservationId, idempotencyKey, childId);
+    await releaseReservation(
+      caller,
+      childId,
+      { idempotencyKey: key, reason: 'parent released' },
+      now,
+      forcedBy,
+    ).catch((error: unknown) => {
+      // Settled or expired meanwhile: it gave its hold back already.
+      if (!(error instanceof DomainError)) throw error;
+    });
+  }
 }

@@ -713,6 +713,28 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     expect(await dollars('tenant:acme/workspace:dev', 'spent')).toBe(0.06);
     expect(await dollars('tenant:acme/workspace:dev', 'reserved')).toBe(0.1);
 
+    // Sub-agent budgets: two children carved from the stream's hold, one settled; the tree.
+    const child = await runtime(`/v1/reservations/${streamed}/delegations`, {
+      idempotency_key: 'stream-run-child-1',
+      amount: usd(0.03),
+    });
+    expect(child.status, JSON.stringify(child.body)).toBe(200);
+    const childId = String(child.body.reservation_id);
+    const grandchild = await runtime(`/v1/reservations/${childId}/delegations`, {
+      idempotency_key: 'stream-run-grandchild-1',
+      amount: usd(0.01),
+    });
+    expect(grandchild.status, JSON.stringify(grandchild.body)).toBe(200);
+    await running.getByRole('button', { name: /^Delegations…/ }).click();
+    const tree = page.getByRole('dialog', { name: `Delegations of ${streamed}` });
+    await tree.getByText(childId).waitFor();
+    await tree.getByText(String(grandchild.body.reservation_id)).waitFor();
+    expect(await tree.textContent()).toContain('holds $0.07 itself; 1 delegation(s):');
+    expect(await tree.textContent()).toContain('reserved $0.03 · holds $0.02');
+    expect(await axeViolations(page)).toEqual([]);
+    await tree.getByRole('button', { name: 'Close' }).click();
+    await tree.waitFor({ state: 'detached' });
+
     // The overdrawn commit: a refund returns the debt it ran up first.
     expect(await dollars('tenant:acme/workspace:prod', 'debt')).toBe(0.09);
     await page.getByLabel('Status').selectOption('COMMITTED');

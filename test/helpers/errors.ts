@@ -22,6 +22,8 @@ export const SPEC_STATUS: Readonly<Record<string, number>> = {
   TENANT_CLOSED: 409,
   BUDGET_FROZEN: 409,
   BUDGET_CLOSED: 409,
+  // Ours: a reservation's ACTIVE delegations stand in the way (docs/decisions.md § Delegations).
+  DELEGATIONS_ACTIVE: 409,
   LIMIT_EXCEEDED: 429,
   MAX_EXTENSIONS_EXCEEDED: 409,
   INTERNAL_ERROR: 500,

@@ -102,8 +102,13 @@ function customEventErrors(event: unknown, type: string): string[] {
   if (!schema || !(EVENT_TYPES as readonly string[]).includes(type)) {
     return [`Event: ${type} is no type of ours`];
   }
-  // The envelope as the reference's, its EventType enum aside (a stand-in of the same category).
-  const standIn = { ...(event as Json), event_type: `${categoryOf(type as EventType)}.created` };
+  // The envelope as the reference's, its EventType enum aside (a stand-in of the same category:
+  // the first reference type of it, as `budget.created` for `budget`).
+  const category = categoryOf(type as EventType);
+  const sameCategory = EVENT_TYPES.find(
+    (t) => !t.startsWith('custom.') && categoryOf(t) === category,
+  );
+  const standIn = { ...(event as Json), event_type: sameCategory };
   const errors = referenceErrors('Event', standIn);
   const parsed = schema.safeParse(event);
   if (!parsed.success) errors.push(...parsed.error.issues.map((i) => `${type}: ${i.message}`));

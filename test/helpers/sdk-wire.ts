@@ -216,6 +216,35 @@ export class SdkWireClient {
       ttl_ms: ttlMs,
       overage_policy: 'ALLOW_IF_AVAILABLE',
     });
+    return this.lifecycle(created, options, fn);
+  }
+
+  /**
+   * The same lifecycle (heartbeat → fn → commit or release) on a reservation created elsewhere:
+   * a delegation's answer (docs/decisions.md § Delegations) has a reserve's shape, so the SDK
+   * drives the child by its id exactly as one it reserved itself.
+   */
+  async adopt<T>(
+    answer: unknown,
+    options: GuardOptions,
+    fn: (ctx: GuardContext) => Promise<T>,
+  ): Promise<T> {
+    const parsed = SdkCreateResponse.safeParse(answer);
+    if (!parsed.success) throw new SdkWireError('not a schema-valid create answer');
+    return this.lifecycle(
+      { body: parsed.data, rttMs: 0, receivedAt: this.clock.now() },
+      options,
+      fn,
+    );
+  }
+
+  private async lifecycle<T>(
+    created: { body: SdkCreateResponse; rttMs: number; receivedAt: number },
+    options: GuardOptions,
+    fn: (ctx: GuardContext) => Promise<T>,
+  ): Promise<T> {
+    const ttlMs = options.ttlMs ?? 60_000;
+    const unit = options.unit ?? 'USD_MICROCENTS';
     const { body } = created;
     if (body.decision === 'DENY') throw new SdkWireError(`reservation denied: ${body.reason_code}`);
     if (!body.reservation_id) throw new SdkWireError('reservation_id missing');

@@ -1096,13 +1096,13 @@ describe('CDK app', () => {
           "AWS::Logs::LogGroup": 14,
         },
         "BudgetReservationsSettlementApi": {
-          "AWS::ApiGatewayV2::Integration": 8,
-          "AWS::ApiGatewayV2::Route": 8,
-          "AWS::IAM::Policy": 5,
-          "AWS::IAM::Role": 5,
-          "AWS::Lambda::Function": 5,
-          "AWS::Lambda::Permission": 8,
-          "AWS::Logs::LogGroup": 5,
+          "AWS::ApiGatewayV2::Integration": 11,
+          "AWS::ApiGatewayV2::Route": 11,
+          "AWS::IAM::Policy": 7,
+          "AWS::IAM::Role": 7,
+          "AWS::Lambda::Function": 7,
+          "AWS::Lambda::Permission": 11,
+          "AWS::Logs::LogGroup": 7,
         },
       }
     `);

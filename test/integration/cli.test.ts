@@ -838,6 +838,37 @@ describe('budget-reservations, as a process', () => {
     expect(table.stdout).toMatch(/KIND\s+SETTLED/);
   });
 
+  it('delegates part of a hold by hand and lists a reservation’s delegations', async () => {
+    const held = await request('POST', `${stack.runtimeUrl}/v1/reservations`, {
+      headers: { 'x-service-api-key': tenantKey },
+      body: reserveBody({
+        subject: { workspace: 'prod' },
+        estimate: { unit: 'USD_MICROCENTS', amount: 5000 },
+      }),
+    });
+    const id = String(held.body.reservation_id);
+    const asTenant = { env: { CYCLES_API_KEY: tenantKey } };
+
+    const child = await json(
+      ['reservations', 'delegate', id, '2000', '--ttl-ms', '30000', '--as', 'tenant'],
+      asTenant,
+    );
+    const listed = await json(['reservations', 'delegations', id]);
+    const human = await br(['reservations', 'delegations', id]);
+    const tooMuch = await br(['reservations', 'delegate', id, '4000', '--as', 'tenant'], asTenant);
+
+    answers('runtime', 'POST', `/v1/reservations/${id}/delegations`, 200, child);
+    expect(listed).toMatchObject({
+      reservation_id: id,
+      held: { amount: 3000 },
+      delegations: [{ reservation_id: child.reservation_id, status: 'ACTIVE', depth: 1 }],
+    });
+    answers('admin', 'GET', `/v1/reservations/${id}/delegations`, 200, listed);
+    expect(human.stdout).toMatch(/held:\s+3000 USD_MICROCENTS/);
+    expect(human.stdout).toContain(String(child.reservation_id));
+    expect(tooMuch.code).toBe(4);
+  });
+
   it('answers health and the OpenAPI documents without a key', async () => {
     const health = await json<Json>(['health'], { env: { ADMIN_API_KEY: undefined } });
     const admin = await json<Json>(['openapi']);

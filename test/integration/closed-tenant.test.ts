@@ -37,6 +37,7 @@ let open: string; // a reservation the close releases
 let other: string; // another, extended before the close
 let charging: string; // one charged in part before the close, which releases it
 let committed: string; // one committed, then refunded in part before the close
+let tree: string[]; // a parent, its child and grandchild (issue 29): the close releases them all
 
 /** A request made before the close, kept to replay it after. */
 async function made(name: string, method: string, path: string, body: Json) {
@@ -91,6 +92,19 @@ beforeAll(async () => {
     amount: usd(1),
     reason: 'provider refunded it',
   });
+
+  const root = await made('root', 'POST', '/v1/reservations', reserveBody());
+  const rootId = String(root.body.reservation_id);
+  const child = await made('delegate', 'POST', `/v1/reservations/${rootId}/delegations`, {
+    idempotency_key: randomUUID(),
+    amount: usd(60),
+  });
+  const childId = String(child.body.reservation_id);
+  const grandchild = await made('grandchild', 'POST', `/v1/reservations/${childId}/delegations`, {
+    idempotency_key: randomUUID(),
+    amount: usd(20),
+  });
+  tree = [rootId, childId, String(grandchild.body.reservation_id)];
 
   const closed = await admin('PATCH', `/v1/admin/tenants/${t.tenant}`, { status: 'CLOSED' });
   expect(closed.body.status).toBe('CLOSED');
@@ -221,6 +235,36 @@ describe('after its tenant is CLOSED', () => {
     });
 
     expectError(forced, 409, 'TENANT_CLOSED', 'admin');
+  });
+
+  // Issue 29's delegations: a delegation is a fresh reserve out of a hold, refused as one; the
+  // close released the tree children first (a parent with ACTIVE children is released only
+  // through them), every hold back on the budgets.
+  it('refuses a fresh delegation, replays an earlier one, and released the tree children first', async () => {
+    const [root, child, grandchild] = tree;
+    const fresh = await runtime(t, 'POST', `/v1/reservations/${child}/delegations`, {
+      idempotency_key: randomUUID(),
+      amount: usd(1),
+    });
+    const again = await replay('delegate', 'POST', `/v1/reservations/${root}/delegations`);
+    const states = await Promise.all(
+      tree.map(async (id) => (await runtime(t, 'GET', `/v1/reservations/${id}`)).body.status),
+    );
+    const balances = await runtime(t, 'GET', `/v1/balances?tenant=${t.tenant}`);
+    const trail = await admin('GET', `/v1/admin/audit/logs?tenant_id=${t.tenant}&limit=100`);
+
+    expectError(fresh, 409, 'TENANT_CLOSED', 'runtime');
+    expect(again.status).toBe(200);
+    const { remaining_ttl_ms: _, ...stored } = before.delegate?.answer.body ?? {};
+    expect(again.body).toMatchObject(stored);
+    expect(states).toEqual(['RELEASED', 'RELEASED', 'RELEASED']);
+    for (const b of balances.body.balances as Json[]) expect(b.reserved).toEqual(usd(0));
+    // Each released by the close's cascade, audited (a parent's release, conditioned on no
+    // ACTIVE child, can only follow its children's).
+    const released = (trail.body.logs as Json[])
+      .filter((e) => e.operation === 'releaseReservation' && tree.includes(String(e.resource_id)))
+      .map((e) => e.resource_id);
+    expect(new Set(released)).toEqual(new Set([grandchild, child, root]));
   });
 
   it('answers 401 once the revoked key leaves the cache', async () => {

@@ -38,6 +38,8 @@ const SCENARIO: readonly (readonly [RouteId, number])[] = [
   ['extendReservation', 200],
   ['chargeReservation', 200],
   ['listCharges', 200],
+  ['delegateReservation', 200],
+  ['listDelegations', 200],
   ['commitReservation', 200],
   ['refundReservation', 200],
   ['releaseReservation', 200],
@@ -177,6 +179,12 @@ describe('events/*.json through their handlers', () => {
         create.body = JSON.stringify({ ...body, scope: parts.slice(0, depth).join('/') });
         expect((await invoke('createBudget', create)).status).toBe(201);
       }
+    }
+    if (id === 'delegateReservation') {
+      // The parent of its own, left ACTIVE with its child (the first one's commit comes next).
+      const create = await fixture('createReservation');
+      create.body = create.body?.replace(SAMPLE.reserveKey, SAMPLE.delegateKey);
+      expect((await invoke('createReservation', create)).status).toBe(200);
     }
     if (id === 'releaseReservation') {
       // Commit has finalized the first reservation: release gets its own, from the same fixture.

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import { derivedId } from '../../functions/domain/fingerprint.js';
 import type { Server } from '../../functions/routes.js';
 import { openApiFile } from '../../infra/openapi.js';
 import {
@@ -15,6 +16,9 @@ import { type Json, request } from '../helpers/http.js';
 import { checkedSuccesses } from '../helpers/openapi.js';
 import { eventually, startReceiver } from '../helpers/receiver.js';
 import { useTestStack } from '../helpers/scaffold.js';
+
+/** A delegation's child id: derived from its tenant and idempotency key. */
+const derivedChild = (tenant: string, key: string) => derivedId('rsv', tenant, 'delegation', key);
 
 // Issue 15 § 4: each server serves its OpenAPI document, and every operation of both documents
 // answers a success that validates against it (test/helpers/http.ts checks each answer).
@@ -50,6 +54,7 @@ describe.each(['runtime', 'admin'] as const)('GET /openapi.json on the %s server
       expect(reservations.sort()).toEqual([
         '/v1/reservations',
         '/v1/reservations/{reservation_id}/charges',
+        '/v1/reservations/{reservation_id}/delegations',
         '/v1/reservations/{reservation_id}/refunds',
         '/v1/reservations/{reservation_id}/release',
       ]);
@@ -190,6 +195,17 @@ describe('every operation of both documents', () => {
         },
       }),
       await request('GET', rt(`/v1/reservations/${id}/charges`), as(t.headers)),
+      // Ours: a delegation (a child carved from the hold), released back, then listed.
+      await request('POST', rt(`/v1/reservations/${id}/delegations`), {
+        ...as(t.headers),
+        body: { idempotency_key: `tour-child-${id}`, amount: usd(10), ttl_ms: 5_000 },
+      }),
+      await request(
+        'POST',
+        rt(`/v1/reservations/${derivedChild(t.tenant, `tour-child-${id}`)}/release`),
+        { ...as(t.headers), body: { idempotency_key: randomUUID() } },
+      ),
+      await request('GET', rt(`/v1/reservations/${id}/delegations`), as(t.headers)),
       await request('POST', rt(`/v1/reservations/${id}/commit`), {
         ...as(t.headers),
         body: { idempotency_key: randomUUID(), actual: usd(60) },
@@ -288,6 +304,7 @@ describe('every operation of both documents', () => {
         body: { idempotency_key: randomUUID(), reason: 'console' },
       }),
       await request('GET', ad(`/v1/reservations/${id}/charges`), as(adminHeaders)),
+      await request('GET', ad(`/v1/reservations/${id}/delegations`), as(adminHeaders)),
       await request('POST', ad(`/v1/reservations/${id}/refunds`), {
         ...as(adminHeaders),
         body: refund(5, 'console'),

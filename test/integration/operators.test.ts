@@ -326,8 +326,24 @@ describe('named operator credentials and the settlement extensions', () => {
 
     expectError(refunded, 403, 'FORBIDDEN');
     expect(refunded.body.details).toEqual({ missing_permission: 'admin:budgets:write' });
+    const delegations = await request(
+      'GET',
+      admin(`/v1/reservations/${r.body.reservation_id}/delegations`),
+      { headers: tenantsOnly.headers },
+    );
+    const reader = await operator('heidi-reader', ['admin:read']);
+    const readable = await request(
+      'GET',
+      admin(`/v1/reservations/${r.body.reservation_id}/delegations`),
+      { headers: reader.headers },
+    );
+
     expectError(charges, 403, 'FORBIDDEN');
     expect(charges.body.details).toEqual({ missing_permission: 'admin:read' });
+    // Issue 29's delegations listing, as the charges listing: admin:read.
+    expectError(delegations, 403, 'FORBIDDEN');
+    expect(delegations.body.details).toEqual({ missing_permission: 'admin:read' });
+    expect(readable.status, JSON.stringify(readable.body)).toBe(200);
     expectError(accuracy, 403, 'FORBIDDEN');
     expect(accuracy.body.details).toEqual({ missing_permission: 'admin:budgets:read' });
   });

@@ -7,6 +7,7 @@ import {
   givenTenant,
   givenTenantWith,
 } from '../helpers/fixtures.js';
+import { request } from '../helpers/http.js';
 import { useTestStack } from '../helpers/scaffold.js';
 import {
   type ClientClock,
@@ -206,5 +207,61 @@ describe('the SDK guarded call on the wire', () => {
     });
     expect(calls(proxy.exchanges)).toEqual([RESERVE, COMMIT]);
     expectSdkWire(proxy.exchanges, t.key);
+  });
+});
+
+describe('a delegated child driven by the unmodified SDK (issue 29)', () => {
+  it('extends, commits and releases the child by its id; what it leaves returns to the parent', async () => {
+    const clock = virtualClock(serverClock);
+    const { t, proxy, client } = await sdkFor({ clock });
+    const post = (path: string, body: Record<string, unknown>) =>
+      request('POST', `${stack.runtimeUrl}${path}`, { headers: t.headers, body });
+    const parent = await post('/v1/reservations', {
+      idempotency_key: `parent-${t.tenant}`,
+      subject: { tenant: t.tenant },
+      action: { kind: 'agent.run', name: 'orchestrator' },
+      estimate: { unit: 'USD_MICROCENTS', amount: 1_000 },
+      ttl_ms: 120_000,
+    });
+    const parentId = String(parent.body.reservation_id);
+    const delegate = (key: string, amount: number) =>
+      post(`/v1/reservations/${parentId}/delegations`, {
+        idempotency_key: key,
+        amount: { unit: 'USD_MICROCENTS', amount },
+        ttl_ms: 20_000,
+      });
+    const child = await delegate('child-1', 300);
+    const failing = await delegate('child-2', 200);
+
+    expect(SdkCreateResponse.safeParse(child.body).error?.issues ?? []).toEqual([]);
+    await client.adopt(child.body, { estimate: 300, ttlMs: 20_000, actual: 120 }, () =>
+      clock.advance(5_000),
+    );
+    const thrown = client.adopt(failing.body, { estimate: 200, ttlMs: 20_000 }, async () => {
+      throw new Error('sub-agent failed');
+    });
+
+    await expect(thrown).rejects.toThrow('sub-agent failed');
+    expect(calls(proxy.exchanges)).toEqual([EXTEND, COMMIT, RELEASE]);
+    expectSdkWire(proxy.exchanges, t.key);
+    expect(proxy.exchanges[0]?.answer?.remaining_ttl_ms).toBe(35_000);
+    expect(proxy.exchanges[1]?.answer).toMatchObject({
+      status: 'COMMITTED',
+      released: { amount: 180 },
+    });
+    expect(proxy.exchanges[2]?.answer).toMatchObject({
+      status: 'RELEASED',
+      released: { amount: 200 },
+    });
+    // 1 000 − 300 − 200 + 180 + 200 back in the parent's hold; 120 spent.
+    const charges = await request(
+      'GET',
+      `${stack.runtimeUrl}/v1/reservations/${parentId}/charges`,
+      {
+        headers: t.headers,
+      },
+    );
+    expect(charges.body.held).toEqual({ unit: 'USD_MICROCENTS', amount: 880 });
+    expect(client.warnings).toEqual([]);
   });
 });

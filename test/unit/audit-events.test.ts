@@ -72,6 +72,15 @@ const refundDetail = {
   scopes: ['tenant:acme', 'tenant:acme/workspace:w'],
 };
 
+const delegationDetail = {
+  parent_reservation_id: 'rsv_parent',
+  child_reservation_id: 'rsv_child',
+  amount: 40,
+  unit: 'USD_MICROCENTS',
+  depth: 1,
+  scopes: ['tenant:acme', 'tenant:acme/workspace:w', 'tenant:acme/workspace:w/agent:researcher'],
+};
+
 const policy: Policy = {
   policyId: 'pol_1',
   tenant: 'acme',
@@ -220,6 +229,17 @@ const ENTRIES: readonly [AuditAction, AuditEntry, readonly string[]][] = [
     } as AuditEntry,
     ['custom.refund'],
   ]),
+  [
+    'reservation.delegate',
+    {
+      ...by,
+      actor: { kind: 'key', keyId: 'key_1' },
+      action: 'reservation.delegate',
+      reservationId: 'rsv_parent',
+      detail: delegationDetail,
+    },
+    ['custom.delegation'],
+  ],
   ['webhook.create', { ...by, action: 'webhook.create', after: subscription }, ['webhook.created']],
   [
     'webhook.update',
@@ -375,5 +395,24 @@ describe('lifecycle events from audit records', () => {
     });
     expect(usage?.data).not.toHaveProperty('reservation_id');
     expect(EVENT_SCHEMAS['custom.refund'].parse(reservation)).toEqual(reservation);
+  });
+
+  it('makes a delegation our custom.delegation, category reservation, naming parent and child, in the published schema', () => {
+    const [event] = eventsOf({
+      ...by,
+      actor: { kind: 'key', keyId: 'key_1' },
+      action: 'reservation.delegate',
+      reservationId: 'rsv_parent',
+      detail: delegationDetail,
+    });
+
+    expect(event).toMatchObject({
+      event_type: 'custom.delegation',
+      category: 'reservation',
+      scope: 'tenant:acme/workspace:w/agent:researcher',
+      actor: { type: 'api_key', key_id: 'key_1' },
+      data: delegationDetail,
+    });
+    expect(EVENT_SCHEMAS['custom.delegation'].parse(event)).toEqual(event);
   });
 });

@@ -45,6 +45,9 @@ const ONLY_OURS: Readonly<Record<string, string>> = {
     'ours: a refund of what a reservation charged, mounted on the admin API for the operator',
   'POST /v1/events/{}/refunds':
     'ours: a refund of what a usage event charged, mounted on the admin API for the operator',
+  // Issue 29's (docs/decisions.md § Delegations).
+  'GET /v1/reservations/{}/delegations':
+    "ours: a reservation's delegations (children), mounted on the admin API for the console's tree",
   'POST /v1/webhooks/{}/replay':
     'ours: a tenant replays its own subscription (the reference replays on the admin plane only)',
 };

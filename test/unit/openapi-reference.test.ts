@@ -81,8 +81,8 @@ const ALLOWED: readonly (readonly [difference: string, reason: string])[] = [
   ],
   ['ErrorResponse.cycles_evidence: never sent', NO_EVIDENCE],
   [
-    'ErrorResponse.error: also DUPLICATE_RESOURCE|KEY_REVOKED|REPLAY_IN_PROGRESS|COUNT_MISMATCH',
-    'admin-plane codes (a tenant, budget or subscription that exists, a change to a revoked key, a replay running, a bulk filter whose count moved): both documents share one error body, and no runtime operation answers them',
+    'ErrorResponse.error: also DUPLICATE_RESOURCE|KEY_REVOKED|DELEGATIONS_ACTIVE|REPLAY_IN_PROGRESS|COUNT_MISMATCH',
+    'admin-plane codes (a tenant, budget or subscription that exists, a change to a revoked key, a replay running, a bulk filter whose count moved), which no runtime operation answers, and ours: a parent reservation committed while its delegations are ACTIVE (docs/decisions.md § Delegations); both documents share one error body',
   ],
 ];
 
@@ -241,7 +241,7 @@ const HEADER_KEY =
   'ours, as on every operation whose body has an idempotency_key: the X-Idempotency-Key header may carry it (they must agree)';
 
 const CUSTOM_TYPE =
-  'ours: a refund is the event custom.refund (issue 28), under the custom. prefix the reference reserves for custom event types, which consumers must ignore when unknown';
+  'ours: a refund is the event custom.refund (issue 28), a delegation custom.delegation (issue 29), under the custom. prefix the reference reserves for custom event types, which consumers must ignore when unknown';
 
 const GOVERNANCE_ALLOWED: readonly (readonly [difference: string, reason: string])[] = [
   ...[
@@ -258,7 +258,7 @@ const GOVERNANCE_ALLOWED: readonly (readonly [difference: string, reason: string
     'listWebhookSubscriptions 200.subscriptions[].event_types[]',
     'updateTenantWebhook 200.event_types[]',
     'updateWebhookSubscription 200.event_types[]',
-  ].map((field) => [`${field}: also custom.refund`, CUSTOM_TYPE] as const),
+  ].map((field) => [`${field}: also custom.refund|custom.delegation`, CUSTOM_TYPE] as const),
   ['bulkActionWebhooks errors: also 429, 503', BUSY_AND_TIMEOUT],
   ['bulkActionWebhooks parameter header X-Idempotency-Key: not in the reference', HEADER_KEY],
   ['createTenantWebhook 201.subscription.signing_secret: never sent', WRITE_ONLY],

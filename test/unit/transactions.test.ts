@@ -324,7 +324,7 @@ describe('chargeTransaction and refundTransaction', () => {
 
     expect(items).toHaveLength(scopes.length + 3);
     expect(readable(items[0]?.Update).condition).toBe(
-      'status = "ACTIVE" AND tenant = "t" AND deadline_ms > 2000 AND attribute_not_exists(charge_count)',
+      'status = "ACTIVE" AND tenant = "t" AND deadline_ms > 2000 AND attribute_not_exists(charge_count) AND attribute_not_exists(held)',
     );
     expect(setValues(items[0]?.Update)).toMatchObject({ held: 6, charged: 4, charge_count: 1 });
     expect(items[1]?.Put?.Item?.pk).toBe(keys.idempotency('t', 'charge', 'c').pk);
@@ -354,7 +354,7 @@ describe('chargeTransaction and refundTransaction', () => {
     });
 
     expect(readable(items[0]?.Update).condition).toBe(
-      'status = "ACTIVE" AND charge_count = 1 AND refunded = 1',
+      'status = "ACTIVE" AND charge_count = 1 AND held = 6 AND refunded = 1',
     );
     expect(items[2]?.Put?.Item).toMatchObject({ type: 'audit', action: 'reservation.refund' });
   });
@@ -430,7 +430,7 @@ describe('settleTransaction', () => {
     const { condition, update } = readable(items[0]?.Update);
     // On the charges read, too: a charge racing the commit lands first or makes it read again.
     expect(condition).toBe(
-      'status = "ACTIVE" AND tenant = "t" AND deadline_ms > 2000 AND attribute_not_exists(charge_count)',
+      'status = "ACTIVE" AND tenant = "t" AND deadline_ms > 2000 AND attribute_not_exists(charge_count) AND attribute_not_exists(held) AND attribute_not_exists(active_children)',
     );
     // A committed reservation keeps where its holds were: a refund lands there.
     expect(update).toContain('REMOVE due_pk, due_sk, deadline_ms');

@@ -23,11 +23,12 @@ import {
 } from '../format.js';
 import { useAction, useLoad, useNow, usePaged } from '../hooks.js';
 import { navigate, type Params } from '../router.js';
+import { DelegationTreeDialog } from './DelegationTree.js';
 
 /**
  * A tenant's reservations (GET /v1/reservations?tenant= with the admin key, on the admin
- * server), ACTIVE ones with their age and deadline, the operator's force-release, and refunds
- * of what reservations and usage events charged.
+ * server), ACTIVE ones with their age and deadline, the operator's force-release, refunds
+ * of what reservations and usage events charged, and a reservation's tree of delegations.
  */
 export function Reservations({ params }: { readonly params: Params }) {
   const { client, notify } = useConsole();
@@ -51,6 +52,7 @@ export function Reservations({ params }: { readonly params: Params }) {
   const now = useNow(1_000);
   const [releasing, setReleasing] = useState<Reservation>();
   const [refunding, setRefunding] = useState<Reservation>();
+  const [tree, setTree] = useState<Reservation>();
 
   return (
     <>
@@ -139,6 +141,9 @@ export function Reservations({ params }: { readonly params: Params }) {
                         )}{' '}
                         <button type="button" onClick={() => setRefunding(r)}>
                           Refund…<span class="visually-hidden"> {r.reservation_id}</span>
+                        </button>{' '}
+                        <button type="button" onClick={() => setTree(r)}>
+                          Delegations…<span class="visually-hidden"> {r.reservation_id}</span>
                         </button>
                       </td>
                     </tr>
@@ -161,6 +166,7 @@ export function Reservations({ params }: { readonly params: Params }) {
           }}
         />
       )}
+      {tree && <DelegationTreeDialog reservation={tree} onClose={() => setTree(undefined)} />}
       {releasing && (
         <ReleaseDialog
           reservation={releasing}

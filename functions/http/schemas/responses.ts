@@ -420,6 +420,28 @@ export const ChargeListResponse = z.strictObject({
   next_cursor: z.string().optional(),
 });
 
+export const Delegation = z.strictObject({
+  reservation_id: z.string(),
+  status: ReservationStatus,
+  depth: Count.describe('1 for a child of a root reservation, 2 for a grandchild, …'),
+  reserved: Amount.describe('What the delegation carved out of the parent’s hold'),
+  held: Amount.describe('What it still holds: 0 once not ACTIVE'),
+  charged: Amount.describe('What it spent: its commit’s actual, or its charges so far'),
+  scope_path: z.string(),
+  created_at_ms: EpochMs,
+  expires_at_ms: EpochMs,
+  active_delegations: Count.describe('Its own ACTIVE children'),
+});
+
+export const DelegationListResponse = z.strictObject({
+  reservation_id: z.string(),
+  status: ReservationStatus,
+  held: Amount.describe('What the reservation itself still holds: 0 once not ACTIVE'),
+  delegations: z.array(Delegation),
+  has_more: z.boolean(),
+  next_cursor: z.string().optional(),
+});
+
 const refundFields = {
   refund_id: z.string(),
   amount: Amount,

@@ -98,6 +98,11 @@ export function reservationItem(r: Reservation, outcome: OutcomeToStore): Item {
     }),
     // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
     ...(r.metadata !== undefined && { metadata_json: exactJson(r.metadata) }),
+    ...(r.delegation && {
+      parent_id: r.delegation.parentId,
+      depth: r.delegation.depth,
+      inherited: r.delegation.inherited,
+    }),
     ...listAttributes(r),
     due_pk: dueShard(r.reservationId),
     due_sk: dueSortKey(settleDeadline(r), r.tenant, r.reservationId),
@@ -131,7 +136,15 @@ const holdDebtAttribute = (holds: readonly Hold[]): Item =>
  * The reservation has had exactly the charges read: every charge, settlement and refund is
  * conditioned on it, so a charge racing a commit (or the sweeper) is decided on what it found.
  */
-const chargesAsRead = (r: Reservation): Condition => totalAsRead('charge_count', chargeCount(r));
+const chargesAsRead = (r: Reservation): Condition =>
+  and(totalAsRead('charge_count', chargeCount(r)), heldAsRead(r));
+
+/**
+ * The hold as read: a delegation carves from it and a child gives back to it without a charge,
+ * so every write that decides on the hold is conditioned on it too.
+ */
+const heldAsRead = (r: Reservation): Condition =>
+  r.held === undefined ? attr('held').notExists() : attr('held').eq(r.held.amount);
 
 /**
  * Refunds need to know where the charges landed (the shard and period of each hold) once the
@@ -186,6 +199,38 @@ export function settlementUpdate(
         attr('tenant').eq(r.tenant),
         to === 'EXPIRED' ? attr('deadline_ms').lte(now) : attr('deadline_ms').gt(now),
         chargesAsRead(r),
+        // A parent settles only once its children have (docs/decisions.md § Delegations).
+        attr('active_children').notExists(),
+      ),
+      returnOld: true,
+    },
+  );
+}
+
+/**
+ * A parent's update by a delegation or by a child settling into it (`after`: the parent as it
+ * leaves it): its hold, its ACTIVE children; conditioned on ACTIVE, its tenant and its hold and
+ * charges as read, so delegations, children and the parent's own writes land one at a time.
+ */
+export function parentUpdate(
+  r: Reservation,
+  after: Reservation,
+  child: { readonly id: string; readonly change: 'delegated' | 'charged' | 'settled' },
+): TransactItem {
+  const children = new Set([child.id]);
+  return update(
+    keys.reservation(r.reservationId),
+    {
+      set: { held: heldAmount(after).amount, delegation_count: after.delegations },
+      ...(child.change === 'delegated' && { addToSet: { active_children: children } }),
+      ...(child.change === 'settled' && { deleteFromSet: { active_children: children } }),
+    },
+    {
+      condition: and(
+        attr('status').eq('ACTIVE'),
+        attr('tenant').eq(r.tenant),
+        chargesAsRead(r),
+        child.change !== 'delegated' && attr('active_children').contains(child.id),
       ),
       returnOld: true,
     },
@@ -310,6 +355,17 @@ export function reservationOf(stored: Item): Reservation {
       },
     }),
     ...(item.refunded !== undefined && { refunded: { unit, amount: Number(item.refunded) } }),
+    ...(item.parent_id !== undefined && {
+      delegation: {
+        parentId: String(item.parent_id),
+        depth: Number(item.depth),
+        inherited: Number(item.inherited),
+      },
+    }),
+    ...(item.active_children !== undefined && {
+      activeChildren: [...(item.active_children as Iterable<string>)].sort(),
+    }),
+    ...(item.delegation_count !== undefined && { delegations: Number(item.delegation_count) }),
   };
 }
 
