@@ -575,6 +575,13 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     const row = page.getByRole('row').filter({ hasText: 'budget.funded' }).first();
     await row.waitFor();
     expect(page.url()).toContain('event_type=budget.funded');
+    // The unfiltered list also holds budget.funded rows: wait for the filtered page to replace it.
+    await expect
+      .poll(() => page.getByRole('rowheader').filter({ hasNotText: 'budget.funded' }).count(), {
+        timeout: 20_000,
+      })
+      .toBe(0);
+    await settled();
     await row.getByText('Document').click();
     await row.getByText('"operation": "CREDIT"').waitFor();
     expect(await page.getByRole('rowheader').filter({ hasNotText: 'budget.funded' }).count()).toBe(
