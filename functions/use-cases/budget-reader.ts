@@ -6,6 +6,7 @@ import {
   type Budgets,
   budgetAt,
   budgetsByKey,
+  NO_BUDGETS,
 } from '../domain/budget.js';
 import type { Caller } from '../domain/caller.js';
 import { isDue, rolledOver } from '../domain/period.js';
@@ -16,6 +17,7 @@ import {
   type Reservation,
   settleDeadline,
 } from '../domain/reservation.js';
+import { hintedBudgets } from '../domain/reservation-id.js';
 import { tenantOfPath } from '../domain/scopes.js';
 import { getClosedPeriodBudgets, rollOverLedger } from '../store/budgets/periods.js';
 import { getBudgetRecords, getBudgets } from '../store/budgets/read.js';
@@ -67,10 +69,12 @@ async function rollOverDue(budgets: Budgets, now: number): Promise<boolean> {
 }
 
 /**
- * For a commit, release or extend: the idempotency record and the reservation in one batch,
- * then (only when it is the caller's, ACTIVE and not past its deadline: otherwise it is refused
- * or expired, and needs no budgets) the budgets its holds settle on — the current ones, and for
- * a hold of a period its budget has since left, that closed period's budget.
+ * For a commit, release or extend: one strongly consistent read of the reservation, the
+ * idempotency record (unless the outcome is kept on the reservation: commit, release) and the
+ * budgets its id names (domain/reservation-id.ts). Only when it is the caller's, ACTIVE and not
+ * past its deadline (otherwise it is refused or expired, and needs no budgets) are they its
+ * holds' budgets; when the id named others (or none), those are read then — the current ones,
+ * and for a hold of a period its budget has since left, that closed period's budget.
  */
 export const settlingSource = (
   caller: Caller,
@@ -79,9 +83,13 @@ export const settlingSource = (
   now: number,
   /** Scopes beyond the reservation's whose budgets the write decides on (a delegation's own). */
   moreScopes?: (r: Reservation) => readonly string[],
+  outcomeOnReservation = false,
 ): SettlingSource => ({
   read: (atomic = false) =>
-    readForSettling(caller, reservationId, idempotency, now, atomic, moreScopes),
+    readForSettling(
+      { caller, reservationId, idempotency, now, atomic, outcomeOnReservation },
+      moreScopes,
+    ),
   repair: ({ budgets }) => rollOverDue(budgets, now),
 });
 
@@ -93,23 +101,44 @@ export interface SettlingSource extends BudgetSource {
   read(atomic?: boolean): Promise<SettlingSnapshot>;
 }
 
+interface SettlingRead {
+  readonly caller: Caller;
+  readonly reservationId: string;
+  readonly idempotency: IdempotencyScope;
+  readonly now: number;
+  readonly atomic: boolean;
+  readonly outcomeOnReservation: boolean;
+}
+
+const sameScopes = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((scope, i) => scope === b[i]);
+
 async function readForSettling(
-  caller: Caller,
-  reservationId: string,
-  idempotency: IdempotencyScope,
-  now: number,
-  atomic: boolean,
+  q: SettlingRead,
   moreScopes?: (r: Reservation) => readonly string[],
 ): Promise<SettlingSnapshot> {
-  const first = await readSnapshot({ reservationId, idempotency });
+  const hinted = hintedBudgets(q.reservationId, q.caller.tenant);
+  const first = await readSnapshot({
+    reservationId: q.reservationId,
+    idempotency: q.idempotency,
+    outcomeOnReservation: q.outcomeOnReservation,
+    budgets: hinted,
+    atomic: q.atomic,
+  });
   const r = first.reservation;
-  if (first.replay || !r || r.tenant !== caller.tenant || r.status !== 'ACTIVE') return first;
+  // Refused or expired (or a replay): no budgets, not even those a hint named.
+  if (first.replay || !r || r.tenant !== q.caller.tenant || r.status !== 'ACTIVE') {
+    return { ...first, budgets: NO_BUDGETS, atomic: true };
+  }
   const scopes = [...affectedScopes(r), ...(moreScopes?.(r) ?? [])];
+  const named = hinted && hinted.unit === r.reserved.unit && sameScopes(hinted.scopes, scopes);
   const [read, parent] = await Promise.all([
-    getBudgets(scopes, r.reserved.unit, atomic ? 'atomic' : 'batch'),
+    named ? first : getBudgets(scopes, r.reserved.unit, q.atomic ? 'atomic' : 'batch'),
     r.delegation && readReservation(r.delegation.parentId),
   ]);
-  if (now >= settleDeadline(r)) return { ...first, ...read, parent };
+  if (q.now >= settleDeadline(r)) {
+    return { ...first, budgets: read.budgets, atomic: read.atomic, parent };
+  }
   const budgets = await withClosedPeriods(r.holds, r.reserved.unit, read.budgets);
   return { ...first, atomic: read.atomic, budgets, parent };
 }

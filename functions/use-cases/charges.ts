@@ -13,6 +13,7 @@ import {
   heldAmount,
   type Reservation,
 } from '../domain/reservation.js';
+import { reservationKeyId } from '../domain/reservation-id.js';
 import { chargeChanges, requireUnit, withDebtOf } from '../domain/settlement.js';
 import { insertCharge, queryCharges } from '../store/charges.js';
 import { isChargePosition } from '../store/keys.js';
@@ -95,7 +96,12 @@ export function chargeReservation(
         holds: withDebtOf(r.holds, changes),
       };
       const charge: Charge = {
-        chargeId: derivedId('chg', r.tenant, reservationId, request.idempotencyKey),
+        chargeId: derivedId(
+          'chg',
+          r.tenant,
+          reservationKeyId(reservationId),
+          request.idempotencyKey,
+        ),
         reservationId,
         sequence,
         amount: request.amount,

@@ -13,6 +13,7 @@ import {
 import { DEFAULT_OVERAGE_POLICY, DEFAULT_TTL_MS, type Terms } from '../domain/policies.js';
 import { isRefusal, type ReasonCode, refusalError } from '../domain/refusals.js';
 import { type Action, affectedScopes, type Reservation } from '../domain/reservation.js';
+import { reservationIdOf } from '../domain/reservation-id.js';
 import type { Subject } from '../domain/scopes.js';
 import { insertReservation } from '../store/reservation-writes.js';
 import { recordMetric } from '../telemetry/invocation.js';
@@ -94,7 +95,8 @@ export async function createReservation(
       const reservation = newReservation(
         caller,
         placed,
-        reservationId,
+        // Its id names its budgets, so its settlement reads them with it (domain/reservation-id.ts).
+        reservationIdOf(reservationId, caller.tenant, scopes.at(-1) ?? '', request.estimate.unit),
         admission,
         scopes,
         budgets,
@@ -109,7 +111,7 @@ export async function createReservation(
       const result: Reserved = {
         kind: 'reserved',
         ...placementOf(admission, scopes, request, ledgersAfter(budgets, holds)),
-        reservationId,
+        reservationId: reservation.reservationId,
         expiresAtMs: reservation.expiresAtMs,
         // Stored with the result, so a replay answers the same decision and caps.
         ...(caps && { caps }),
