@@ -82,11 +82,16 @@ export async function createReservation(
   });
   const terms = admission.terms(request);
   const lease = leaseAt(now);
+  let reads = 0;
   const reserved = await guardedWrite({
     name: 'reservation',
     fingerprint: print,
     codec: reservedCodec,
-    read: (atomic) => admission.read({ reservationId }, atomic),
+    // The first read is of the budgets alone: a retry's record is met by the write (its Put
+    // fails, returning it) or, before a refusal, read then (docs/decisions.md § One read per
+    // operation). Every later read looks for it too.
+    read: (atomic) => admission.read(reads++ === 0 ? {} : { reservationId }, atomic),
+    recheckReplayBeforeRefusing: true,
     repair: admission.repair,
     decide: (snapshot) => {
       const { caps, scopes } = admission.allow(snapshot);
@@ -127,7 +132,7 @@ export async function createReservation(
       }),
     // The budgets changed since the read: the condition that failed names the scope.
     refusalOf: (refused, plan) => admission.refusalOnWrite(refused, plan.scopes),
-    onReplay: (snapshot) => lease.onReplay(snapshot),
+    onReplay: (snapshot, written) => lease.onReplay(snapshot, written),
     onWritten: ({ result }) =>
       recordMetric('Reservations', 1, { Decision: result.caps ? 'ALLOW_WITH_CAPS' : 'ALLOW' }),
   }).catch(async (error: unknown) => {
@@ -236,9 +241,13 @@ function newReservation(
 export function leaseAt(now: number) {
   let active = true;
   return {
-    onReplay: (snapshot: { readonly reservation?: Reservation | undefined } | undefined) => {
-      // A concurrent duplicate's record (no read) was made an instant ago: still ACTIVE.
-      if (snapshot?.reservation) active = snapshot.reservation.status === 'ACTIVE';
+    onReplay: (
+      snapshot: { readonly reservation?: Reservation | undefined } | undefined,
+      written?: Reservation,
+    ) => {
+      // The record as the read found it, or as the write that met it did.
+      const r = snapshot?.reservation ?? written;
+      if (r) active = r.status === 'ACTIVE';
     },
     of: (expiresAtMs: number): Lease => ({
       remainingTtlMs: active ? Math.max(0, expiresAtMs - now) : 0,
