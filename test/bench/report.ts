@@ -192,6 +192,34 @@ function minimalTargets(m: MinimalResult): Target[] {
       met: svc ? svc.writeUnits <= 24 + 1e-9 : undefined,
       detail: `service ${f(svc?.writeUnits, 1)} WRU + ${f(svc?.readUnits, 1)} RRU = $${f(svc?.usdPerMillion)}/M; minimal ${f(min?.writeUnits, 1)} WRU + ${f(min?.readUnits, 1)} RRU = $${f(min?.usdPerMillion)}/M`,
     },
+    ...(x.floorRate === undefined ? [] : floorTargets(m)),
+  ];
+}
+
+/** Issue 31's targets: the service against the floor shape (two indexes, one read per op). */
+function floorTargets(m: MinimalResult): Target[] {
+  const x = m.summary;
+  const svc = m.pairs.find((p) => p.engine === 'service');
+  const floor = m.pairs.find((p) => p.engine === 'floor');
+  return [
+    {
+      id: 'floor-rate',
+      target: `at ${x.clients ?? 10} clients the service sustains ≥ 80% of the floor shape’s reserve→commit rate (3 scopes)`,
+      met: x.floorRatio === undefined ? undefined : x.floorRatio >= 0.8,
+      detail: `${f(x.serviceRate, 1)} vs ${f(x.floorRate, 1)} pairs/s = ${x.floorRatio === undefined ? 'n/a' : pct(x.floorRatio)}${x.floorRatioRange ? ` (rounds ${pct(x.floorRatioRange[0])}–${pct(x.floorRatioRange[1])})` : ''}`,
+    },
+    {
+      id: 'floor-p50',
+      target: 'single-client reserve p50 (3 scopes) within 4 ms of the floor shape’s',
+      met: x.floorP50GapMs === undefined ? undefined : x.floorP50GapMs <= 4,
+      detail: `${f(x.serviceReserveP50)} vs ${f(x.floorReserveP50)} ms (+${f(x.floorP50GapMs)} ms)`,
+    },
+    {
+      id: 'floor-units',
+      target: '≤ 20 WRU and ≤ 7 RRU per 3-scope reserve→commit pair (about $13 per million pairs)',
+      met: svc ? svc.writeUnits <= 20 + 1e-9 && svc.readUnits <= 7 + 1e-9 : undefined,
+      detail: `service ${f(svc?.writeUnits, 1)} WRU + ${f(svc?.readUnits, 1)} RRU = $${f(svc?.usdPerMillion)}/M; floor ${f(floor?.writeUnits, 1)} WRU + ${f(floor?.readUnits, 1)} RRU = $${f(floor?.usdPerMillion)}/M`,
+    },
   ];
 }
 
@@ -469,7 +497,7 @@ export function markdown(r: Results): string {
     const mn = r.minimal;
     out.push('');
     out.push(
-      `#### Minimal protocol shape (phase \`minimal\`): the service vs the least a 3-scope reserve→commit can write (${mn.shape})`,
+      `#### Minimal protocol shape (phase \`minimal\`): the service vs the least a 3-scope reserve→commit can write, and vs the floor shape (two indexes, one read per operation) (${mn.shape})`,
     );
     out.push('');
     out.push(
@@ -519,22 +547,33 @@ export function markdown(r: Results): string {
           'Clients',
           'Service pairs/s',
           'Minimal pairs/s',
+          'Floor pairs/s',
           'Service/minimal',
+          'Service/floor',
+          'Floor/minimal',
           'Service p50 / p99 ms',
           'Minimal p50 / p99 ms',
-          'Other load % (svc / min)',
+          'Floor p50 / p99 ms',
+          'Other load % (svc / min / floor)',
         ],
         [...new Set(mn.throughput.map((x) => x.clients))].map((c) => {
           const s = mn.throughput.find((x) => x.clients === c && x.engine === 'service');
           const m = mn.throughput.find((x) => x.clients === c && x.engine === 'minimal');
+          const fl = mn.throughput.find((x) => x.clients === c && x.engine === 'floor');
+          const ratio = (a: typeof s, z: typeof s) =>
+            a && z && z.perSecond > 0 ? pct(a.perSecond / z.perSecond) : 'n/a';
           return [
             String(c),
             f(s?.perSecond, 1),
             f(m?.perSecond, 1),
-            s && m && m.perSecond > 0 ? pct(s.perSecond / m.perSecond) : 'n/a',
+            f(fl?.perSecond, 1),
+            ratio(s, m),
+            ratio(s, fl),
+            ratio(fl, m),
             `${f(s?.latency.p50, 1)} / ${f(s?.latency.p99, 1)}`,
             `${f(m?.latency.p50, 1)} / ${f(m?.latency.p99, 1)}`,
-            `${s?.cpu.otherPct ?? 'n/a'} / ${m?.cpu.otherPct ?? 'n/a'}`,
+            `${f(fl?.latency.p50, 1)} / ${f(fl?.latency.p99, 1)}`,
+            `${s?.cpu.otherPct ?? 'n/a'} / ${m?.cpu.otherPct ?? 'n/a'} / ${fl?.cpu.otherPct ?? 'n/a'}`,
           ];
         }),
       ),
