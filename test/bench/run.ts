@@ -206,7 +206,7 @@ async function main(): Promise<number> {
   }
   setup.push(
     'Warm-up before anything is measured: reserve→commit from 10 clients, through the service then the raw engine (10 s; 1 s with --quick). Single-client reserve and commit alternate one service request and one raw request, so drift hits both alike.',
-    'Audit after every phase: every ledger of the tenants it touched, read from the table (ledger index, byTenant index, BatchGetItem): reserved = Σ ACTIVE holds, spent = Σ commit and event charges, debt = 0, allocated as created, remaining = allocated − spent − reserved − debt.',
+    'Audit after every phase: every ledger of the tenants it touched, read from the table (ledger index, byStatus index, every status, BatchGetItem): reserved = Σ ACTIVE holds, spent = Σ commit and event charges, debt = 0, allocated as created, remaining = allocated − spent − reserved − debt.',
   );
 
   const peakAfter: Record<string, number> = {};

@@ -44,11 +44,14 @@ export const isReservationItem = (item: Item | undefined): item is Item =>
 
 // ---- encode -----------------------------------------------------------------------------------
 
-/** The listing index keys: one per filter GET /v1/reservations can pick an index by. */
+/**
+ * The listing index keys: one per filter GET /v1/reservations can pick an index by. None on
+ * `byTenant`: a tenant's whole listing is its four status partitions merged (store/
+ * reservation-queries.ts), which saves an index write per reservation (docs/table-design.md).
+ */
 function listAttributes(r: Reservation): Item {
   const spread = listSpreadOf(r.reservationId);
   const attributes: Item = {
-    tenant_pk: listPartitions.tenant(r.tenant, spread),
     status_pk: listPartitions.status(r.tenant, r.status, spread),
     list_sk: listSortKey(r.createdAtMs, r.reservationId),
   };
