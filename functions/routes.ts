@@ -132,9 +132,11 @@ const notFoundRoute = <S extends Server>(server: S) =>
     ...small,
   }) as const;
 
-/** GET /v1/reservations picks one of these by its most specific filter. */
+/**
+ * GET /v1/reservations picks one of these by its most specific filter (a tenant's whole listing:
+ * its status partitions; reservations are not on byTenant).
+ */
 const LISTING_INDEXES: readonly IndexName[] = [
-  'byTenant',
   'byStatus',
   'byWorkspace',
   'byApp',
