@@ -12,15 +12,9 @@ import { UNITS, type Unit } from './amounts.js';
 export const MAX_RESERVATION_ID = 128;
 
 const HINT = '~';
-const CODE_OF: Record<string, string> = {
-  workspace: 'w',
-  app: 'a',
-  workflow: 'f',
-  agent: 'g',
-  toolset: 't',
-  dimensions: 'd',
-};
-const KIND_OF = Object.fromEntries(Object.entries(CODE_OF).map(([kind, code]) => [code, kind]));
+/** A segment's kind in a hint: the letter at its place in CODES. */
+const KINDS = ['workspace', 'app', 'workflow', 'agent', 'toolset', 'dimensions'];
+const CODES = 'wafgtd';
 
 /** The record's key of a reservation id: the id without its hint. */
 export const reservationKeyId = (reservationId: string): string => {
@@ -39,7 +33,7 @@ export function reservationIdOf(keyId: string, tenant: string, path: string, uni
   const codes: string[] = [String(UNITS.indexOf(unit))];
   for (const segment of segments) {
     const at = segment.indexOf(':');
-    const code = CODE_OF[segment.slice(0, at)];
+    const code = CODES[KINDS.indexOf(segment.slice(0, at))];
     if (at < 0 || code === undefined) return keyId;
     codes.push(`${code}${segment.slice(at + 1)}`);
   }
@@ -57,7 +51,7 @@ export function hintedBudgets(
   if (unitCode === undefined || unitCode.length !== 1 || unit === undefined) return undefined;
   const scopes = [`tenant:${tenant}`];
   for (const segment of segments) {
-    const kind = KIND_OF[segment.slice(0, 1)];
+    const kind = KINDS[CODES.indexOf(segment.slice(0, 1))];
     if (kind === undefined || segment.length < 2) return undefined;
     scopes.push(`${scopes[scopes.length - 1]}/${kind}:${segment.slice(1)}`);
   }

@@ -54,6 +54,12 @@ export const budgetSource = (request: SnapshotRequest, now: number): BudgetSourc
 /** One strongly consistent read of budgets that are not decided on (an escrow layout). */
 export const readBudgets = (request: SnapshotRequest): Promise<Snapshot> => readSnapshot(request);
 
+/** Whether a rolling budget among those read has ended its period (`repair` would roll it). */
+export const anyPeriodDue = (budgets: Budgets, now: number): boolean =>
+  [...budgets.values()].some(
+    (b) => b.period !== undefined && b.status !== 'CLOSED' && isDue(b.period, now),
+  );
+
 /**
  * Moves every rolling budget among those read whose period has ended into the period of `now`
  * (exactly once, whoever gets there first); true when any had ended, so the caller reads again.
@@ -83,13 +89,36 @@ export const settlingSource = (
   now: number,
   /** Scopes beyond the reservation's whose budgets the write decides on (a delegation's own). */
   moreScopes?: (r: Reservation) => readonly string[],
-  outcomeOnReservation = false,
+  /** The outcome is kept on the reservation (commit, release): no idempotency record to read. */
+  onReservation = false,
 ): SettlingSource => ({
-  read: (atomic = false) =>
-    readForSettling(
-      { caller, reservationId, idempotency, now, atomic, outcomeOnReservation },
-      moreScopes,
-    ),
+  read: async (atomic = false) => {
+    const hinted = hintedBudgets(reservationId, caller.tenant);
+    const first = await readSnapshot({
+      reservationId,
+      idempotency,
+      outcomeOnReservation: onReservation,
+      budgets: hinted,
+      atomic,
+    });
+    const r = first.reservation;
+    // Refused or expired (or a replay): no budgets, not even those a hint named.
+    if (first.replay || !r || r.tenant !== caller.tenant || r.status !== 'ACTIVE') {
+      return { ...first, budgets: NO_BUDGETS, atomic: true };
+    }
+    const scopes = [...affectedScopes(r), ...(moreScopes?.(r) ?? [])];
+    // Scope texts hold no comma: the lists are equal when their texts are.
+    const named = hinted?.unit === r.reserved.unit && String(hinted.scopes) === String(scopes);
+    const [read, parent] = await Promise.all([
+      named ? first : getBudgets(scopes, r.reserved.unit, atomic ? 'atomic' : 'batch'),
+      r.delegation && readReservation(r.delegation.parentId),
+    ]);
+    const budgets =
+      now >= settleDeadline(r)
+        ? read.budgets
+        : await withClosedPeriods(r.holds, r.reserved.unit, read.budgets);
+    return { ...first, atomic: read.atomic, budgets, parent };
+  },
   repair: ({ budgets }) => rollOverDue(budgets, now),
 });
 
@@ -99,48 +128,6 @@ export interface SettlingSnapshot extends Snapshot {
 }
 export interface SettlingSource extends BudgetSource {
   read(atomic?: boolean): Promise<SettlingSnapshot>;
-}
-
-interface SettlingRead {
-  readonly caller: Caller;
-  readonly reservationId: string;
-  readonly idempotency: IdempotencyScope;
-  readonly now: number;
-  readonly atomic: boolean;
-  readonly outcomeOnReservation: boolean;
-}
-
-const sameScopes = (a: readonly string[], b: readonly string[]) =>
-  a.length === b.length && a.every((scope, i) => scope === b[i]);
-
-async function readForSettling(
-  q: SettlingRead,
-  moreScopes?: (r: Reservation) => readonly string[],
-): Promise<SettlingSnapshot> {
-  const hinted = hintedBudgets(q.reservationId, q.caller.tenant);
-  const first = await readSnapshot({
-    reservationId: q.reservationId,
-    idempotency: q.idempotency,
-    outcomeOnReservation: q.outcomeOnReservation,
-    budgets: hinted,
-    atomic: q.atomic,
-  });
-  const r = first.reservation;
-  // Refused or expired (or a replay): no budgets, not even those a hint named.
-  if (first.replay || !r || r.tenant !== q.caller.tenant || r.status !== 'ACTIVE') {
-    return { ...first, budgets: NO_BUDGETS, atomic: true };
-  }
-  const scopes = [...affectedScopes(r), ...(moreScopes?.(r) ?? [])];
-  const named = hinted && hinted.unit === r.reserved.unit && sameScopes(hinted.scopes, scopes);
-  const [read, parent] = await Promise.all([
-    named ? first : getBudgets(scopes, r.reserved.unit, q.atomic ? 'atomic' : 'batch'),
-    r.delegation && readReservation(r.delegation.parentId),
-  ]);
-  if (q.now >= settleDeadline(r)) {
-    return { ...first, budgets: read.budgets, atomic: read.atomic, parent };
-  }
-  const budgets = await withClosedPeriods(r.holds, r.reserved.unit, read.budgets);
-  return { ...first, atomic: read.atomic, budgets, parent };
 }
 
 /** What a refund gives back to, as a snapshot found it (`refundingSource`). */

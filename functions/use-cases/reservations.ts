@@ -83,6 +83,7 @@ export async function createReservation(
   const terms = admission.terms(request);
   const lease = leaseAt(now);
   let reads = 0;
+  let recordRead = false;
   const reserved = await guardedWrite({
     name: 'reservation',
     fingerprint: print,
@@ -90,9 +91,15 @@ export async function createReservation(
     // The first read is of the budgets alone: a retry's record is met by the write (its Put
     // fails, returning it) or, before a refusal, read then (docs/decisions.md § One read per
     // operation). Every later read looks for it too.
-    read: (atomic) => admission.read(reads++ === 0 ? {} : { reservationId }, atomic),
+    read: (atomic) => {
+      recordRead = reads++ > 0;
+      return admission.read(recordRead ? { reservationId } : {}, atomic);
+    },
     recheckReplayBeforeRefusing: true,
-    repair: admission.repair,
+    // A repair that writes (a period rolled over, expired holds freed) waits for the record's
+    // read: a replay writes nothing.
+    repair: async (snapshot) =>
+      (!recordRead && !admission.repairsNothing(snapshot)) || admission.repair(snapshot),
     decide: (snapshot) => {
       const { caps, scopes } = admission.allow(snapshot);
       const { budgets } = snapshot;
