@@ -305,21 +305,7 @@ export class MinimalEngine {
     if (this.shape === 'floor') return this.floorCommit(r, actual);
     await this.transact(
       [
-        ...r.scopes.map(
-          (scope): TransactItem => ({
-            Update: {
-              TableName: this.table,
-              Key: ledgerKey(scope),
-              UpdateExpression: 'SET #r = #r - :est, #s = #s + :act, #m = #m + :rel',
-              ExpressionAttributeNames: NAMES,
-              ExpressionAttributeValues: {
-                ':est': r.estimate,
-                ':act': actual,
-                ':rel': r.estimate - actual,
-              },
-            },
-          }),
-        ),
+        ...r.scopes.map((scope) => this.settleLedger(scope, r, actual)),
         {
           Update: {
             TableName: this.table,
@@ -334,6 +320,28 @@ export class MinimalEngine {
       'settle',
       'commit',
     );
+  }
+
+  /** A commit's update of one ledger (the floor's conditioned on the ledger, as the service's). */
+  private settleLedger(scope: string, r: MinimalReservation, actual: number): TransactItem {
+    const floor = this.shape === 'floor';
+    return {
+      Update: {
+        TableName: this.table,
+        Key: ledgerKey(scope),
+        UpdateExpression: 'SET #r = #r - :est, #s = #s + :act, #m = #m + :rel',
+        ExpressionAttributeNames: { ...NAMES, ...(floor && { '#pk': 'pk' }) },
+        ExpressionAttributeValues: {
+          ':est': r.estimate,
+          ':act': actual,
+          ':rel': r.estimate - actual,
+        },
+        ...(floor && {
+          ConditionExpression: 'attribute_exists(#pk)',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+        }),
+      },
+    };
   }
 
   /**
@@ -367,23 +375,7 @@ export class MinimalEngine {
             ...failure,
           },
         },
-        ...r.scopes.map(
-          (scope): TransactItem => ({
-            Update: {
-              TableName: this.table,
-              Key: ledgerKey(scope),
-              UpdateExpression: 'SET #r = #r - :est, #s = #s + :act, #m = #m + :rel',
-              ConditionExpression: 'attribute_exists(#pk)',
-              ExpressionAttributeNames: { ...NAMES, '#pk': 'pk' },
-              ExpressionAttributeValues: {
-                ':est': r.estimate,
-                ':act': actual,
-                ':rel': r.estimate - actual,
-              },
-              ...failure,
-            },
-          }),
-        ),
+        ...r.scopes.map((scope) => this.settleLedger(scope, r, actual)),
       ],
       'settle',
       'commit',
