@@ -183,7 +183,8 @@ export const directory = {
 } as const;
 
 /**
- * Every tenant's events, by time, on the `byTenant` index (`tenant_pk` / `list_sk`, keys only),
+ * Every tenant's events, by time, on the `byStatus` index (`status_pk` / `list_sk`, keys only,
+ * beside the reservations' `T#…` partitions),
  * spread over EVENT_SPREAD partitions by event id: a busy deployment's events do not meet one
  * index partition's 1,000 writes/s; the operator's listing queries all and merges.
  */
@@ -244,7 +245,6 @@ export const listSpreadOf = (reservationId: string): number =>
   hashOf(reservationKeyId(reservationId)) % LIST_SPREAD;
 
 export const listPartitions = {
-  tenant: (tenant: string, spread = 0) => spreadKey(`T#${tenant}`, spread),
   status: (tenant: string, status: string, spread = 0) =>
     spreadKey(`T#${tenant}#${status}`, spread),
   level: (tenant: string, level: Level, value: string, spread = 0) =>

@@ -72,7 +72,7 @@ interface ListingSource {
 /**
  * The index a listing walks: the most specific subject filter, else status, else every status
  * of the tenant (its whole listing: four status partitions, merged as spreads are; reservations
- * are not written to `byTenant`).
+ * have no tenant-wide index entry).
  */
 function listingSource(q: ReservationListQuery): ListingSource {
   const spreads = Array.from({ length: LIST_SPREAD }, (_, k) => k);

@@ -45,8 +45,8 @@ export const isReservationItem = (item: Item | undefined): item is Item =>
 // ---- encode -----------------------------------------------------------------------------------
 
 /**
- * The listing index keys: one per filter GET /v1/reservations can pick an index by. None on
- * `byTenant`: a tenant's whole listing is its four status partitions merged (store/
+ * The listing index keys: one per filter GET /v1/reservations can pick an index by. None for
+ * the tenant: a tenant's whole listing is its four status partitions merged (store/
  * reservation-queries.ts), which saves an index write per reservation (docs/table-design.md).
  */
 function listAttributes(r: Reservation): Item {
