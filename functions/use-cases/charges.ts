@@ -102,7 +102,8 @@ export function chargeReservation(
           reservationKeyId(reservationId),
           request.idempotencyKey,
         ),
-        reservationId,
+        // As the reservation names itself (its hint included), whichever form was asked for.
+        reservationId: r.reservationId,
         sequence,
         amount: request.amount,
         createdAtMs: now,
@@ -111,7 +112,7 @@ export function chargeReservation(
       };
       const result: Charged = {
         chargeId: charge.chargeId,
-        reservationId,
+        reservationId: r.reservationId,
         sequence,
         amount: request.amount,
         chargedTotal: total,
@@ -159,7 +160,9 @@ export async function listCharges(
   const page = await paged({ route: 'charges', reservationId }, request, async (after) => {
     if (after !== undefined && !isChargePosition(after)) throw invalidCursor();
     const found = await queryCharges({ reservationId, after, limit: request.limit });
-    return { items: found.charges, nextPosition: found.nextPosition };
+    // The reservation's id as it answers it: the charge's key holds only its key id.
+    const items = found.charges.map((c) => ({ ...c, reservationId: reservation.reservationId }));
+    return { items, nextPosition: found.nextPosition };
   });
   return { reservation, page };
 }
