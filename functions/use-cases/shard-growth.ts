@@ -9,6 +9,7 @@ import {
   emptyShards,
   evenOutMoves,
   grownShardCount,
+  growthFactor,
   mostShardsOnPaths,
   mustGate,
   runningLow,
@@ -144,19 +145,29 @@ const GROWTH_NEEDS_MS = 1_000;
 export async function growHotBudgets(): Promise<void> {
   if (!anyHot()) return;
   const requestId = currentInvocation()?.requestId ?? '';
-  for (const ref of takeHotBudgets()) {
+  for (const { ref, share } of takeHotBudgets()) {
     if (timeLeftMs() < GROWTH_NEEDS_MS) return;
     try {
-      await growBySystem(ref, requestId);
+      const factor = growthFactor(share, config.AUTO_SHARDS_CONFLICT_PERCENT / 100);
+      if ((await growBySystem(ref, requestId, factor)) === 'at ceiling')
+        // Still hot at its ceiling: the evening out of its last growth may have stopped short
+        // (busy), leaving shards empty that take no holds; carry it on.
+        await evenOutShards(ref.scope, ref.unit);
     } catch (error) {
       log.warn('automatic shard growth not done', { error, scope: ref.scope, unit: ref.unit });
     }
   }
 }
 
-async function growBySystem(ref: BudgetRef, requestId: string): Promise<void> {
+async function growBySystem(
+  ref: BudgetRef,
+  requestId: string,
+  factor: number,
+): Promise<'grown' | 'at ceiling' | 'not grown'> {
   const tenant = tenantOfPath(ref.scope);
+  let atCeiling = false;
   const grown = await whileStale(async () => {
+    atCeiling = false;
     const [before] = await readRecords([ref]);
     if (!before || before.budget.status === 'CLOSED') return undefined;
     const { budget } = before;
@@ -170,16 +181,23 @@ async function growBySystem(ref: BudgetRef, requestId: string): Promise<void> {
     const sharded = await getShardedBudgets(tenant);
     if (!sharded) return undefined;
     const onPaths = new Map(Object.entries(sharded.byUnit[ref.unit] ?? {}));
-    const to = grownShardCount(from, config.AUTO_SHARDS_MAX, mostShardsOnPaths(onPaths, ref.scope));
+    const to = grownShardCount(
+      from,
+      config.AUTO_SHARDS_MAX,
+      mostShardsOnPaths(onPaths, ref.scope),
+      factor,
+    );
+    atCeiling = to === undefined && from > 1;
     if (to === undefined) return undefined;
     const by: AuditContext = { tenant, actor: { kind: 'system' }, requestId, atMs: serverNow() };
     return writeGrowth(before, to, sharded, by, { shards: { from, to }, reason: 'contention' });
   });
-  if (!grown) return;
+  if (!grown) return atCeiling ? 'at ceiling' : 'not grown';
   log.info('budget grew its escrow shards under contention', {
     scope: ref.scope,
     unit: ref.unit,
     shards: shardCount(grown.budget),
   });
   await evenOutShards(ref.scope, ref.unit);
+  return 'grown';
 }
