@@ -283,7 +283,7 @@ const admissionOf = (server: Server, c: typeof config): Admission =>
     initialLimit: 32,
     targetMs: c.LOCAL_ADMISSION_TARGET_MS,
     queue: c.LOCAL_ADMISSION_QUEUE,
-    maxWaitMs: { settle: 10_000, take: 3_000 },
+    maxWaitMs: { settle: 20_000, take: 10_000 },
   });
 
 export function listen(server: HttpServer, port: number, host = '127.0.0.1'): Promise<number> {
