@@ -2,7 +2,7 @@ import { serverNow } from '../clock.js';
 import { config } from '../config/settings.js';
 import { timeLeftMs } from '../deadline.js';
 import { type AuditContext, budgetAudit } from '../domain/audit.js';
-import { type BudgetRecord, type BudgetRef, shardCount } from '../domain/budget.js';
+import { type BudgetRecord, type BudgetRef, budgetKey, shardCount } from '../domain/budget.js';
 import type { BudgetWriter } from '../domain/caller.js';
 import { invalidRequest, RetryLaterError } from '../domain/errors.js';
 import {
@@ -120,16 +120,34 @@ async function evenOutShards(scope: string, unit: BudgetRef['unit']): Promise<vo
   const byDonor = new Map<number, ShardMove[]>();
   for (const m of evenOutMoves(layout.shards))
     byDonor.set(m.from, [...(byDonor.get(m.from) ?? []), m]);
+  let stopped: string | undefined;
   for (const moves of byDonor.values()) {
-    if (performance.now() > until) return;
+    if (performance.now() > until) {
+      stopped = 'out of time';
+      break;
+    }
     try {
-      await moveFromShard(scope, unit, moves);
+      if (!(await moveFromShard(scope, unit, moves))) stopped = 'the budget moved';
     } catch (error) {
       if (!(error instanceof RetryLaterError)) throw error;
-      return;
+      stopped = 'busy';
+      break;
     }
   }
+  const key = budgetKey({ scope, unit });
+  if (stopped === undefined) unevened.delete(key);
+  else {
+    unevened.add(key);
+    log.warn('evening out of escrow shards stopped short', { scope, unit, why: stopped });
+  }
 }
+
+/**
+ * Budgets whose evening out stopped short in this process: their new shards may still be
+ * empty (they take no holds), so the budget looks as if it ran low (its remaining on a few
+ * shards) and would neither grow nor be evened out again; found hot, it is evened out first.
+ */
+const unevened = new Set<string>();
 
 /** Time a request keeps for its own answer: no growth is started with less left. */
 const GROWTH_NEEDS_MS = 1_000;
@@ -148,6 +166,10 @@ export async function growHotBudgets(): Promise<void> {
   for (const { ref, share } of takeHotBudgets()) {
     if (timeLeftMs() < GROWTH_NEEDS_MS) return;
     try {
+      if (unevened.has(budgetKey(ref))) {
+        await evenOutShards(ref.scope, ref.unit);
+        continue;
+      }
       const factor = growthFactor(share, config.AUTO_SHARDS_CONFLICT_PERCENT / 100);
       if ((await growBySystem(ref, requestId, factor)) === 'at ceiling')
         // Still hot at its ceiling: the evening out of its last growth may have stopped short
