@@ -20,9 +20,10 @@
  *   once granted is the work most worth finishing, and each settled hold frees budget for the
  *   next reserve. Past its limit a request waits in a queue (settling ones first).
  * - **Bounded waits, shed at once**: a request whose expected wait (the requests ahead of it
- *   over the rate answers leave) passes its lane's `maxWaitMs`, or that finds the queue full, is
- *   answered 429 at once; one still waiting at its lane's `maxWaitMs` too. Nothing was read or
- *   written for it.
+ *   over what its lane serves: its limit over the answers' recent latency, Little's law, so an
+ *   idle second before a burst does not count as slowness) passes its lane's `maxWaitMs`, or
+ *   that finds the queue full, is answered 429 at once; one still waiting at its lane's
+ *   `maxWaitMs` too. Nothing was read or written for it.
  * - **Retry-After from the backlog**: clients turned away come back after Retry-After, so the
  *   waiting crowd is about (turned away per second × Retry-After); it is sized so that crowd comes
  *   back at the rate answers leave, smoothed, 1–30 s, each answer jittered ±50 % so that those
@@ -108,6 +109,8 @@ export class Admission {
   private windowAnswers = 0;
   private windowShed = 0;
   private retryAfterS = RETRY_AFTER_MIN_S;
+  /** Recent latency of answers, from admission (smoothed; undefined before the first). */
+  private latencyMs: number | undefined;
   readonly stats: AdmissionStats;
 
   constructor(
@@ -184,12 +187,14 @@ export class Admission {
   }
 
   /**
-   * How long a newcomer would wait: those ahead of it over the rate answers leave. Unknown (no
-   * answer measured yet): no wait is presumed too long, the queue's timer bounds it.
+   * How long a newcomer would wait: those ahead of it over what its lane serves (its limit
+   * over the answers' latency). Unknown (no answer measured yet): no wait is presumed too long,
+   * the queue's timer bounds it.
    */
   private expectedWaitMs(lane: Lane): number {
-    if (this.answerRate <= 0) return 0;
-    return ((this.ahead(lane) + 1) / this.answerRate) * 1000;
+    if (this.latencyMs === undefined) return 0;
+    const serving = lane === 'settle' ? this.settings.maxInFlight : this.currentLimit;
+    return ((this.ahead(lane) + 1) * this.latencyMs) / Math.max(1, serving);
   }
 
   private enter(lane: Lane, waited: boolean): Ticket {
@@ -227,6 +232,7 @@ export class Admission {
   private answered(ms: number): void {
     this.roll();
     this.windowAnswers++;
+    this.latencyMs = this.latencyMs === undefined ? ms : 0.9 * this.latencyMs + 0.1 * ms;
     const now = this.runtime.now();
     if (ms > this.settings.targetMs) {
       if (now - this.lastDecrease >= this.settings.targetMs) {

@@ -101,6 +101,25 @@ describe('admission of a local server', () => {
     expect(some.stats).toMatchObject({ queued: 0, shedAfterWaiting: 1, shed: { take: 1 } });
   });
 
+  it('turns away at once a newcomer whose wait, by the limit over the answers’ latency, would pass the longest', () => {
+    const { runtime, advance } = fakeRuntime();
+    const a = new Admission(settings({ targetMs: 10_000, queue: 100 }), runtime);
+    const measured = [admitted(a.admit('take')), admitted(a.admit('take'))];
+    advance(100);
+    for (const t of measured) t.release();
+    // Idle since: a burst is judged by what the server serves (2 at a time, 100 ms each), not
+    // by how few answers the idle moment saw.
+    admitted(a.admit('take'));
+    admitted(a.admit('take'));
+    const waiting = Array.from({ length: 20 }, () => a.admit('take'));
+    const turnedAway = a.admit('take');
+
+    expect(waiting.every((w) => w instanceof Promise)).toBe(true);
+    // The 21st in line would wait 21 × 100 ms / 2 = 1,050 ms, past the longest wait (1 s).
+    expect(turnedAway).toEqual({ kind: 'shed', retryAfterMs: 1_000 });
+    expect(a.stats).toMatchObject({ queued: 20, shed: { take: 1 }, shedAfterWaiting: 0 });
+  });
+
   it('grows the limit by one per limit’s worth of timely answers and cuts a fifth on a late one, at most once per target', () => {
     const { runtime, advance } = fakeRuntime();
     const a = new Admission(settings({ maxInFlight: 100, initialLimit: 10, minLimit: 2 }), runtime);
