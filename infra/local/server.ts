@@ -236,7 +236,11 @@ export function createLocalServer(server: Server): HttpServer {
         const busy = new RetryLaterError('CONCURRENCY', admitted.retryAfterMs);
         return write(res, errorResponse(busy, randomUUID()));
       }
-      if (admitted) res.once('close', admitted.release);
+      if (admitted) {
+        // A client that gave up while it waited: its turn goes to the next at once.
+        if (res.closed || req.socket.destroyed) return admitted.release();
+        res.once('close', admitted.release);
+      }
       const body = await readBody(req);
       if (body === 'tooLarge' || !target || !matched) {
         const error =
