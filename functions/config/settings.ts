@@ -64,11 +64,17 @@ const settings = {
   RUNTIME_PORT: int(7878, 0, 65_535),
   ADMIN_PORT: int(7979, 0, 65_535),
   /**
-   * Local servers: requests handled at once per server, as a function's concurrency caps them in
-   * AWS; more are answered 429 at once (0: no cap). DynamoDB Local runs one call at a time, so
-   * without it a flood queues there until every request's deadline passes.
+   * Local servers: requests handled at once per server at most, as a function's concurrency caps
+   * them in AWS (0: no cap, no admission at all). Below it the number adapts to latency, and
+   * excess work waits a moment (settling first) or is answered 429 at once
+   * (infra/local/admission.ts): DynamoDB Local runs one call at a time, so without it a flood
+   * queues there until every request's deadline passes.
    */
   LOCAL_MAX_IN_FLIGHT: int(256, 0, 100_000),
+  /** Local servers: requests that may wait for their turn (0: none; past the limit, 429 at once). */
+  LOCAL_ADMISSION_QUEUE: int(1_000, 0, 100_000),
+  /** Local servers: an answer later than this shrinks the requests handled at once. */
+  LOCAL_ADMISSION_TARGET_MS: int(500, 10, 60_000),
   EXPIRY_SWEEP_INTERVAL_MS: int(5_000, 100, 3_600_000),
   DATA_DIR: text('.data'),
   DYNAMODB_IN_MEMORY: flag(false),

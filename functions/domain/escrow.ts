@@ -273,16 +273,32 @@ export const mostShardsOnPaths = (sharded: ReadonlyMap<string, number>, scope: s
   Math.min(MAX_SHARDS, MAX_PATH_EXTRA_SHARDS - heaviestPathExtra(sharded, scope, 1) + 1);
 
 /**
- * The count a budget that met sustained contention grows to by itself: double, at most
- * `ceiling` (AUTO_SHARDS_MAX) and `room` (the path rule); undefined when it cannot grow.
+ * The count a budget that met sustained contention grows to by itself: `factor` times (2 unless
+ * told), at most `ceiling` (AUTO_SHARDS_MAX) and `room` (the path rule); undefined when it
+ * cannot grow.
  */
 export function grownShardCount(
   current: number,
   ceiling: number,
   room: number,
+  factor = 2,
 ): number | undefined {
-  const to = Math.min(current * 2, ceiling, room);
+  const to = Math.min(current * factor, ceiling, room);
   return to > current ? to : undefined;
+}
+
+/**
+ * How many times its shards a hot budget grows by: enough to bring the share of its
+ * transactions that meet a conflict (`share`, 0–1) down to `target` if the load spread evenly
+ * (each shard then meets share ÷ factor), a power of two from 2 to 8. A budget that half its
+ * transactions find busy grows 1 → 8 at once instead of in three steps a second apart, in which
+ * its reserves keep being turned away.
+ */
+export function growthFactor(share: number, target: number): number {
+  const wanted = target > 0 ? share / target : 2;
+  let factor = 2;
+  while (factor < 8 && factor < wanted) factor *= 2;
+  return factor;
 }
 
 /**

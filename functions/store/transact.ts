@@ -5,7 +5,7 @@ import { config } from '../config/settings.js';
 import { pastDeadline } from '../deadline.js';
 import { RetryLaterError } from '../domain/errors.js';
 import { noteConflictRetry } from '../telemetry/invocation.js';
-import { budgetsBlamed, noteAttempt, noteHeat } from './budgets/heat.js';
+import { budgetsBlamed, busyRetryAfterMs, noteAttempt, noteHeat } from './budgets/heat.js';
 import { documentClient, tableName } from './client.js';
 import type { Item, Key, TransactItem } from './expressions.js';
 
@@ -94,7 +94,9 @@ export async function transact(
         // Turned away busy: the budgets blamed are hot at once (store/budgets/heat.ts).
         for (const ref of blamed) noteHeat(ref, config.AUTO_SHARDS_CONFLICTS);
         transactStats.busyAnswers++;
-        throw new RetryLaterError(throttled ? 'THROTTLED' : 'CONTENTION', 2 * budget.capMs, {
+        // Told to stay away longer the hotter the budget (store/budgets/heat.ts).
+        const retryAfterMs = busyRetryAfterMs(blamed) ?? 2 * budget.capMs;
+        throw new RetryLaterError(throttled ? 'THROTTLED' : 'CONTENTION', retryAfterMs, {
           cause: error,
         });
       }

@@ -2,13 +2,14 @@ import { serverNow } from '../clock.js';
 import { config } from '../config/settings.js';
 import { timeLeftMs } from '../deadline.js';
 import { type AuditContext, budgetAudit } from '../domain/audit.js';
-import { type BudgetRecord, type BudgetRef, shardCount } from '../domain/budget.js';
+import { type BudgetRecord, type BudgetRef, budgetKey, shardCount } from '../domain/budget.js';
 import type { BudgetWriter } from '../domain/caller.js';
 import { invalidRequest, RetryLaterError } from '../domain/errors.js';
 import {
   emptyShards,
   evenOutMoves,
   grownShardCount,
+  growthFactor,
   mostShardsOnPaths,
   mustGate,
   runningLow,
@@ -119,16 +120,34 @@ async function evenOutShards(scope: string, unit: BudgetRef['unit']): Promise<vo
   const byDonor = new Map<number, ShardMove[]>();
   for (const m of evenOutMoves(layout.shards))
     byDonor.set(m.from, [...(byDonor.get(m.from) ?? []), m]);
+  let stopped: string | undefined;
   for (const moves of byDonor.values()) {
-    if (performance.now() > until) return;
+    if (performance.now() > until) {
+      stopped = 'out of time';
+      break;
+    }
     try {
-      await moveFromShard(scope, unit, moves);
+      if (!(await moveFromShard(scope, unit, moves))) stopped = 'the budget moved';
     } catch (error) {
       if (!(error instanceof RetryLaterError)) throw error;
-      return;
+      stopped = 'busy';
+      break;
     }
   }
+  const key = budgetKey({ scope, unit });
+  if (stopped === undefined) unevened.delete(key);
+  else {
+    unevened.add(key);
+    log.warn('evening out of escrow shards stopped short', { scope, unit, why: stopped });
+  }
 }
+
+/**
+ * Budgets whose evening out stopped short in this process: their new shards may still be
+ * empty (they take no holds), so the budget looks as if it ran low (its remaining on a few
+ * shards) and would neither grow nor be evened out again; found hot, it is evened out first.
+ */
+const unevened = new Set<string>();
 
 /** Time a request keeps for its own answer: no growth is started with less left. */
 const GROWTH_NEEDS_MS = 1_000;
@@ -144,19 +163,33 @@ const GROWTH_NEEDS_MS = 1_000;
 export async function growHotBudgets(): Promise<void> {
   if (!anyHot()) return;
   const requestId = currentInvocation()?.requestId ?? '';
-  for (const ref of takeHotBudgets()) {
+  for (const { ref, share } of takeHotBudgets()) {
     if (timeLeftMs() < GROWTH_NEEDS_MS) return;
     try {
-      await growBySystem(ref, requestId);
+      if (unevened.has(budgetKey(ref))) {
+        await evenOutShards(ref.scope, ref.unit);
+        continue;
+      }
+      const factor = growthFactor(share, config.AUTO_SHARDS_CONFLICT_PERCENT / 100);
+      if ((await growBySystem(ref, requestId, factor)) === 'at ceiling')
+        // Still hot at its ceiling: the evening out of its last growth may have stopped short
+        // (busy), leaving shards empty that take no holds; carry it on.
+        await evenOutShards(ref.scope, ref.unit);
     } catch (error) {
       log.warn('automatic shard growth not done', { error, scope: ref.scope, unit: ref.unit });
     }
   }
 }
 
-async function growBySystem(ref: BudgetRef, requestId: string): Promise<void> {
+async function growBySystem(
+  ref: BudgetRef,
+  requestId: string,
+  factor: number,
+): Promise<'grown' | 'at ceiling' | 'not grown'> {
   const tenant = tenantOfPath(ref.scope);
+  let atCeiling = false;
   const grown = await whileStale(async () => {
+    atCeiling = false;
     const [before] = await readRecords([ref]);
     if (!before || before.budget.status === 'CLOSED') return undefined;
     const { budget } = before;
@@ -170,16 +203,23 @@ async function growBySystem(ref: BudgetRef, requestId: string): Promise<void> {
     const sharded = await getShardedBudgets(tenant);
     if (!sharded) return undefined;
     const onPaths = new Map(Object.entries(sharded.byUnit[ref.unit] ?? {}));
-    const to = grownShardCount(from, config.AUTO_SHARDS_MAX, mostShardsOnPaths(onPaths, ref.scope));
+    const to = grownShardCount(
+      from,
+      config.AUTO_SHARDS_MAX,
+      mostShardsOnPaths(onPaths, ref.scope),
+      factor,
+    );
+    atCeiling = to === undefined && from > 1;
     if (to === undefined) return undefined;
     const by: AuditContext = { tenant, actor: { kind: 'system' }, requestId, atMs: serverNow() };
     return writeGrowth(before, to, sharded, by, { shards: { from, to }, reason: 'contention' });
   });
-  if (!grown) return;
+  if (!grown) return atCeiling ? 'at ceiling' : 'not grown';
   log.info('budget grew its escrow shards under contention', {
     scope: ref.scope,
     unit: ref.unit,
     shards: shardCount(grown.budget),
   });
   await evenOutShards(ref.scope, ref.unit);
+  return 'grown';
 }

@@ -447,6 +447,11 @@ interface Bucket {
  */
 export class ContentionModel {
   readonly counters: ContentionCounters = emptyCounters();
+  /**
+   * Transactions cancelled for a conflict, by the item met held (its key, the table's name
+   * left out): where the contention is. At most 200 items are counted.
+   */
+  readonly conflictsByItem: Record<string, number> = {};
   private readonly holds = new Map<string, Hold>();
   private readonly buckets = new Map<string, Bucket>();
   /** Units the transaction being prepared draws per bucket (reused: one per call is costly). */
@@ -478,8 +483,13 @@ export class ContentionModel {
       const ticket = this.nextTicket++;
       const until = i > 0 ? now + this.settings.cancelHold.sample(this.random) : now;
       for (const prepared of writes.slice(0, i)) this.holds.set(prepared.item, { until, ticket });
-      if (code === 'TransactionConflict') this.counters.cancelledForConflict++;
-      else this.counters.cancelledForThrottling++;
+      if (code === 'TransactionConflict') {
+        this.counters.cancelledForConflict++;
+        const byItem = this.conflictsByItem;
+        const name = w.item.slice(w.item.indexOf('\u0001') + 1).replace('\u0001', ' ');
+        if (name in byItem || Object.keys(byItem).length < 200)
+          byItem[name] = (byItem[name] ?? 0) + 1;
+      } else this.counters.cancelledForThrottling++;
       return {
         kind: 'cancelled',
         until,

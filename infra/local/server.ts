@@ -23,6 +23,7 @@ import {
   routeEntries,
   type Server,
 } from '../../functions/routes.js';
+import { type Admission, laneOf, localAdmission } from './admission.js';
 
 /**
  * Plays API Gateway's part locally: matches a request against functions/routes.ts, builds an
@@ -218,20 +219,28 @@ function write(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): 
 
 export function createLocalServer(server: Server): HttpServer {
   const routes = compile(server);
-  let inFlight = 0;
+  const admission = admissionOf(server, config);
   const http = createServer((req, res) => {
-    // As a function's concurrency caps it in AWS: past the cap, 429 at once, nothing done.
-    const cap = config.LOCAL_MAX_IN_FLIGHT;
-    if (cap > 0 && inFlight >= cap && !req.url?.startsWith('/actuator/health')) {
-      req.resume();
-      write(res, errorResponse(new RetryLaterError('CONCURRENCY', 1_000), randomUUID()));
-      return;
-    }
-    inFlight++;
-    res.once('close', () => inFlight--);
+    const target = requestTarget(req.url);
+    const matched = target && match(routes, req.method ?? 'GET', target.path);
+    // As a function's concurrency caps it in AWS: admitted, kept waiting a moment (settling
+    // first), or 429 at once with nothing done; health always answers.
+    const ticket =
+      matched && matched.route.path !== '/actuator/health'
+        ? admission.admit(laneOf(matched.route.id))
+        : undefined;
     void (async () => {
-      const target = requestTarget(req.url);
-      const matched = target && match(routes, req.method ?? 'GET', target.path);
+      const admitted = await ticket;
+      if (admitted?.kind === 'shed') {
+        req.resume();
+        const busy = new RetryLaterError('CONCURRENCY', admitted.retryAfterMs);
+        return write(res, errorResponse(busy, randomUUID()));
+      }
+      if (admitted) {
+        // A client that gave up while it waited: its turn goes to the next at once.
+        if (res.closed || req.socket.destroyed) return admitted.release();
+        res.once('close', admitted.release);
+      }
       const body = await readBody(req);
       if (body === 'tooLarge' || !target || !matched) {
         const error =
@@ -270,6 +279,16 @@ export function createLocalServer(server: Server): HttpServer {
   http.headersTimeout = 66_000;
   return http;
 }
+
+const admissionOf = (server: Server, c: typeof config): Admission =>
+  localAdmission(server, {
+    maxInFlight: c.LOCAL_MAX_IN_FLIGHT,
+    minLimit: Math.min(16, c.LOCAL_MAX_IN_FLIGHT),
+    initialLimit: 32,
+    targetMs: c.LOCAL_ADMISSION_TARGET_MS,
+    queue: c.LOCAL_ADMISSION_QUEUE,
+    maxWaitMs: { settle: 20_000, take: 10_000 },
+  });
 
 export function listen(server: HttpServer, port: number, host = '127.0.0.1'): Promise<number> {
   return new Promise((resolveListen, reject) => {

@@ -63,6 +63,8 @@ export interface BusyRun {
   /** Escrow shards each budget reached by itself. */
   readonly shards: { readonly root: number; readonly workspace: number };
   readonly auditMismatches: number;
+  /** Where the requests went: answers by operation and reason, their latencies, server counters. */
+  readonly diagnosis?: unknown;
 }
 
 /** 100 reserves at once on a budget whose remaining binds at EDGE_HOLDS holds. */
@@ -180,6 +182,10 @@ async function readmeTenant(b: Bench, label: string): Promise<BenchTenant> {
 interface Tally {
   readonly statuses: Record<string, number>;
   readonly all: Record<string, number>;
+  /** Over the whole run: answers by operation, status and busy reason ("reserve 429 CONCURRENCY"). */
+  readonly answers: Record<string, number>;
+  /** Over the whole run: how long answers took, by operation and status. */
+  readonly answerMs: Record<string, number[]>;
   readonly pairMs: number[];
   granted: number;
   settled: number;
@@ -201,12 +207,19 @@ async function client(
   };
   const send = async (what: string, path: string, body: unknown): Promise<Reply | undefined> => {
     let reply: Reply | undefined;
+    const sent = performance.now();
     try {
       reply = await target.send('POST', path, t.headers, body);
     } catch (error) {
       if (tally.unexpected.length < 5) tally.unexpected.push(`${what}: ${String(error)}`);
     }
     const status = reply ? String(reply.status) : 'no answer';
+    const reason = (reply?.body.details as { reason?: string } | undefined)?.reason;
+    const answer = `${what} ${status}${reply?.status === 429 && reason ? ` ${reason}` : ''}`;
+    tally.answers[answer] = (tally.answers[answer] ?? 0) + 1;
+    const took = tally.answerMs[`${what} ${status}`] ?? [];
+    tally.answerMs[`${what} ${status}`] = took;
+    if (took.length < 50_000) took.push(performance.now() - sent);
     tally.all[status] = (tally.all[status] ?? 0) + 1;
     if (counted()) tally.statuses[status] = (tally.statuses[status] ?? 0) + 1;
     if (reply && reply.status >= 400 && ![409, 429, 503].includes(reply.status)) {
@@ -278,12 +291,17 @@ async function run(
 ): Promise<BusyRun> {
   const label = `busy ${load} ×${clients}${autoShards ? '' : ' no-growth'}`;
   const t = await readmeTenant(b, label.replace(/[^A-Za-z0-9-]+/g, '-'));
-  const target = new HttpTarget(server.runtimeUrl);
+  // A connection per client, as a fleet of agents has (one pool of 256 would queue the rest in
+  // the load generator, where no server can shed or order them).
+  const target = new HttpTarget(server.runtimeUrl, clients);
+  const before = await server.snapshot();
   const from = performance.now() + warmupSeconds * 1000;
   const window = { from, to: from + seconds * 1000 };
   const tally: Tally = {
     statuses: {},
     all: {},
+    answers: {},
+    answerMs: {},
     pairMs: [],
     granted: 0,
     settled: 0,
@@ -310,6 +328,36 @@ async function run(
     Object.entries(s)
       .filter(([status]) => !status.startsWith('2'))
       .reduce((a, [, n]) => a + n, 0);
+  const after = await server.snapshot();
+  const diagnosis = {
+    answers: tally.answers,
+    answerMs: Object.fromEntries(
+      Object.entries(tally.answerMs).map(([k, v]) => {
+        const l = summarize(v);
+        return [k, { p50: Math.round(l.p50), p99: Math.round(l.p99) }];
+      }),
+    ),
+    server: {
+      conflictRetries: after.conflictRetries - before.conflictRetries,
+      busyAnswers: (after.busyAnswers ?? 0) - (before.busyAnswers ?? 0),
+      ...(after.admission !== undefined && { admission: after.admission as object }),
+      ...(after.contention &&
+        before.contention && {
+          transactions: after.contention.transactions - before.contention.transactions,
+          cancelledForConflict:
+            after.contention.cancelledForConflict - before.contention.cancelledForConflict,
+          readsCancelled:
+            after.contention.readsCancelledForConflict -
+            before.contention.readsCancelledForConflict,
+          conflictsByItem: Object.entries(after.conflictsByItem ?? {})
+            .map(([item, n]): [string, number] => [item, n - (before.conflictsByItem?.[item] ?? 0)])
+            .filter(([, n]) => n > 0)
+            .sort((x, y) => y[1] - x[1])
+            .slice(0, 40)
+            .map(([item, n]) => `${item.replace(/^.*?(tenant:)/, '$1')} ${n}`),
+        }),
+    },
+  };
   const latency = summarize(tally.pairMs);
   const result: BusyRun = {
     load,
@@ -329,7 +377,9 @@ async function run(
     unsettled: tally.granted - tally.settled,
     shards,
     auditMismatches: audit.mismatches,
+    diagnosis,
   };
+  say(`    diagnosis ${JSON.stringify(diagnosis)}`);
   const outcomes = b.outcomesOf(label);
   for (const u of tally.unexpected) outcomes.fail(new Error(u));
   say(
@@ -343,6 +393,20 @@ const statusText = (s: Record<string, number>) =>
   Object.entries(s)
     .map(([k, n]) => `${k}×${n}`)
     .join(', ');
+
+/**
+ * BUSY_RUNS (a diagnosis aid; unset: every run): the runs to make, comma-separated among
+ * `edges`, `agents`, `baseline` and `closed-loop:<clients>`.
+ */
+function runFilter(text: string | undefined): (name: string) => boolean {
+  const names = new Set(
+    (text ?? '')
+      .split(',')
+      .map((n) => n.trim())
+      .filter(Boolean),
+  );
+  return (name) => names.size === 0 || names.has(name);
+}
 
 /** Closed-loop concurrency, rising: goodput at 1,000 against the peak. */
 const CLOSED_LOOP = [10, 50, 200, 1_000] as const;
@@ -369,22 +433,27 @@ export async function busyTenantPhase(
   }
   const runs: BusyRun[] = [];
   const edges: EdgeBurst[] = [];
-  for (const shards of [1, 4, 16, 64]) edges.push(await edgeBurst(b, b.runtime, shards, false));
+  const only = runFilter(process.env.BUSY_RUNS);
+  if (only('edges'))
+    for (const shards of [1, 4, 16, 64]) edges.push(await edgeBurst(b, b.runtime, shards, false));
   for (const autoShards of [true, false]) {
+    if (!autoShards && !only('baseline')) continue;
     const server = await startServer(autoShards ? {} : { AUTO_SHARDS_MAX: '1' });
     try {
       await server.sizing(false);
-      if (autoShards) {
+      if (autoShards && only('edges')) {
         const target = new HttpTarget(server.runtimeUrl);
         for (const shards of [1, 4, 16, 64]) edges.push(await edgeBurst(b, target, shards, true));
         target.close();
       }
-      runs.push(await run(b, server, 'agents', 200, autoShards, agentWarmup, agentSeconds));
+      if (!autoShards || only('agents'))
+        runs.push(await run(b, server, 'agents', 200, autoShards, agentWarmup, agentSeconds));
       if (!autoShards) continue;
       for (const clients of CLOSED_LOOP)
-        runs.push(
-          await run(b, server, 'closed-loop', clients, autoShards, loopWarmup, loopSeconds),
-        );
+        if (only(`closed-loop:${clients}`))
+          runs.push(
+            await run(b, server, 'closed-loop', clients, autoShards, loopWarmup, loopSeconds),
+          );
     } finally {
       await server.stop();
     }

@@ -25,11 +25,16 @@ export class UnexpectedReply extends Error {
  * server and DynamoDB Local, so it should spend as little CPU per request as it can.
  */
 export class HttpTarget {
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  private readonly agent: Agent;
   private readonly host: string;
   private readonly port: number;
 
-  constructor(readonly baseUrl: string) {
+  /** `maxSockets`: connections at most (256 unless told): past it requests queue in this client. */
+  constructor(
+    readonly baseUrl: string,
+    maxSockets = 256,
+  ) {
+    this.agent = new Agent({ keepAlive: true, maxSockets });
     const url = new URL(baseUrl);
     if (url.protocol !== 'http:') throw new Error(`only http:// targets: ${baseUrl}`);
     this.host = url.hostname;

@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { dynamoClient } from '../../functions/store/client.js';
 import { transactStats } from '../../functions/store/transact.js';
+import { admissionStats } from '../../infra/local/admission.js';
 import {
   type ContentionCounters,
   installedContentionEmulator,
@@ -23,8 +24,14 @@ export interface ProbeRequest {
 export interface ProbeSnapshot {
   readonly tally: Tally;
   readonly conflictRetries: number;
+  /** Writes turned away busy after their conflict retries (429 CONTENTION / THROTTLED). */
+  readonly busyAnswers?: number | undefined;
+  /** The local servers' admission counters, when they keep them. */
+  readonly admission?: unknown;
   /** The contention emulator's counters, when the server runs with EMULATE_CONTENTION. */
   readonly contention?: ContentionCounters | undefined;
+  /** The emulator's conflicts by item met held. */
+  readonly conflictsByItem?: Record<string, number> | undefined;
   readonly rssBytes: number;
   readonly maxRssKb: number;
 }
@@ -41,7 +48,10 @@ async function answer(request: ProbeRequest): Promise<unknown> {
       return {
         tally: structuredClone(tally),
         conflictRetries: transactStats.conflictRetries,
+        busyAnswers: transactStats.busyAnswers,
+        admission: admissionStats(),
         contention: structuredClone(installedContentionEmulator()?.counters),
+        conflictsByItem: structuredClone(installedContentionEmulator()?.model.conflictsByItem),
         rssBytes: process.memoryUsage.rss(),
         maxRssKb: process.resourceUsage().maxRSS,
       } satisfies ProbeSnapshot;

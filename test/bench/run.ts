@@ -122,8 +122,9 @@ async function main(): Promise<number> {
     DYNAMODB_ENDPOINT: dynamodbEndpoint,
     TABLE_NAME: opts.table,
     ADMIN_API_KEY: adminKey,
-    // Silent like the logs: EMF documents on stdout are what Lambda pays for, not the bench.
-    LOG_LEVEL: 'silent',
+    // Silent like the logs: EMF documents on stdout are what Lambda pays for, not the bench
+    // (warnings kept when BENCH_SERVER_LOG asks for the server's output).
+    LOG_LEVEL: process.env.BENCH_SERVER_LOG ? 'warn' : 'silent',
     POWERTOOLS_METRICS_DISABLED: 'true',
     // The sweeper is a Lambda of its own in AWS; here it would add queries to the counts.
     EXPIRY_SWEEP_INTERVAL_MS: '3600000',

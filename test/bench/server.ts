@@ -61,8 +61,12 @@ export class ServerProcess {
       `http://127.0.0.1:${runtimePort}`,
       `http://127.0.0.1:${adminPort}`,
     );
+    // BENCH_SERVER_LOG=<file>: the server's whole output there too (a diagnosis aid).
+    const logFile = process.env.BENCH_SERVER_LOG;
+    const { appendFileSync } = await import('node:fs');
     const keep = (d: Buffer) => {
       server.output = (server.output + d.toString()).slice(-4_000);
+      if (logFile) appendFileSync(logFile, d);
     };
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);

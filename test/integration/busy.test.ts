@@ -9,13 +9,13 @@ import { useTestStack } from '../helpers/scaffold.js';
 
 // Busy is 429 LIMIT_EXCEEDED (docs/decisions.md § Contention): the service of this file runs
 // with DynamoDB's conflicts emulated (infra/local/contention.ts) on one unsharded budget that is
-// kept from growing (AUTO_SHARDS_MAX=1), and takes 8 requests at a time, as a function's
-// reserved concurrency would (few enough that a burst of 80 meets the cap even on a loaded
-// machine, where the emulated conflicts alone may all be retried away). Every busy answer carries Retry-After and X-RateLimit-Reset, and nothing of
+// kept from growing (AUTO_SHARDS_MAX=1), and takes 8 requests at a time with none waiting, as a
+// function's reserved concurrency would (few enough that a burst of 80 meets the cap even on a
+// loaded machine, where the emulated conflicts alone may all be retried away). Every busy answer carries Retry-After and X-RateLimit-Reset, and nothing of
 // it was written; settling work retries longer than taking work.
 const stack = useTestStack({
   contention: {},
-  env: { AUTO_SHARDS_MAX: '1', LOCAL_MAX_IN_FLIGHT: '8' },
+  env: { AUTO_SHARDS_MAX: '1', LOCAL_MAX_IN_FLIGHT: '8', LOCAL_ADMISSION_QUEUE: '0' },
 });
 const { create: reserve, commit, listed } = reservationsApi(stack);
 let client: typeof import('../../functions/store/client.js')['dynamoClient'];

@@ -60,9 +60,14 @@ class Model {
   due = (n: Node) => n.status === 'ACTIVE' && this.now >= n.expiresAt + n.grace;
   intoParent = (n: Node) => n.parent?.status === 'ACTIVE';
 
-  /** Its whole hold back: into an ACTIVE parent (its own scopes released), else to the pool. */
+  /**
+   * Its whole hold back: into an ACTIVE parent (its own scopes released), else to the pool. A
+   * child already due is expired, not released: the parent's release settles it with a request
+   * of its own, which expires a due reservation first (seed-independent: a child's deadline may
+   * pass while its parent's has not).
+   */
   giveBack(n: Node, to: 'RELEASED' | 'EXPIRED'): void {
-    for (const c of [...n.children]) this.giveBack(c, to);
+    for (const c of [...n.children]) this.giveBack(c, this.due(c) ? 'EXPIRED' : to);
     const into = this.intoParent(n);
     n.scopes.forEach((s, i) => {
       if (!into || i >= n.inherited) this.ledger(s).reserved -= n.held;

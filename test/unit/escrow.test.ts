@@ -6,6 +6,7 @@ import {
   emptyShards,
   evenOutMoves,
   grownShardCount,
+  growthFactor,
   heaviestPathExtra,
   liveShards,
   MAX_PATH_EXTRA_SHARDS,
@@ -352,6 +353,16 @@ describe('budgets that shard themselves', () => {
     expect(grownShardCount(16, 16, 64)).toBeUndefined();
     expect(grownShardCount(8, 16, 12)).toBe(12);
     expect(grownShardCount(8, 64, 8)).toBeUndefined();
+    expect(grownShardCount(1, 16, 64, 8)).toBe(8);
+    expect(grownShardCount(4, 16, 64, 8)).toBe(16);
+  });
+
+  it('grows a budget by enough to bring its conflicts to the target, 2× to 8×', () => {
+    expect(growthFactor(0.1, 0.1)).toBe(2);
+    expect(growthFactor(0.15, 0.1)).toBe(2);
+    expect(growthFactor(0.3, 0.1)).toBe(4);
+    expect(growthFactor(0.5, 0.1)).toBe(8);
+    expect(growthFactor(1, 0.1)).toBe(8);
   });
 
   it('leave a path room for what its other sharded budgets take', () => {

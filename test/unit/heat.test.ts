@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { deadlineBudgetMs } from '../../functions/deadline.js';
 import {
   budgetsBlamed,
+  busyRetryAfterMs,
   noteAttempt,
   noteHeat,
   takeHotBudgets,
@@ -63,7 +64,8 @@ describe('heat', () => {
     for (let i = 0; i < 100; i++) noteAttempt([onShard(hot, i % 4)], at);
     for (let i = 0; i < 20; i++) noteHeat(ref(hot), 1, at);
 
-    expect(takeHotBudgets(at)).toEqual([ref(hot)]);
+    // 20 conflicts in 100 attempts (a conflict is an attempt too): the share a growth is sized by.
+    expect(takeHotBudgets(at)).toEqual([{ ref: ref(hot), share: 0.2 }]);
     expect(takeHotBudgets(at + 2_000)).toEqual([]);
   });
 
@@ -73,7 +75,23 @@ describe('heat', () => {
     noteHeat(ref('tenant:old'), 1, at + 10_500);
     noteHeat(ref('tenant:busy'), 20, at + 10_500);
 
-    expect(takeHotBudgets(at + 10_500)).toEqual([ref('tenant:busy')]);
+    expect(takeHotBudgets(at + 10_500)).toEqual([{ ref: ref('tenant:busy'), share: 1 }]);
+  });
+
+  it('tells a busy client to stay away longer the hotter the budget: 1 s to 5 s, jittered ±50 %', () => {
+    const at = 3_000_000;
+    for (let i = 0; i < 100; i++) noteAttempt([onShard('tenant:warm', 0)], at);
+    for (let i = 0; i < 10; i++) noteHeat(ref('tenant:warm'), 1, at);
+    noteHeat(ref('tenant:scalding'), 20, at);
+
+    // 10 conflicts in 100 attempts: 1 s × (1 + 4 × 0.1), from half of it to one and a half.
+    expect(busyRetryAfterMs([ref('tenant:warm')], at, 0.5)).toBe(1_400);
+    expect(busyRetryAfterMs([ref('tenant:warm')], at, 0)).toBe(700);
+    expect(busyRetryAfterMs([ref('tenant:warm')], at, 1)).toBe(2_100);
+    // The hottest budget of a write counts: every attempt conflicted.
+    expect(busyRetryAfterMs([ref('tenant:warm'), ref('tenant:scalding')], at, 0.5)).toBe(5_000);
+    // Nothing known of it (growth off, or never blamed): the caller keeps its own figure.
+    expect(busyRetryAfterMs([ref('tenant:unknown')], at, 0.5)).toBeUndefined();
   });
 });
 

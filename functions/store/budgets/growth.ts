@@ -111,9 +111,10 @@ export async function moveFromShard(scope: string, unit: Unit, moves: readonly S
       },
     );
   const total = moves.reduce((sum, m) => sum + m.amount, 0);
+  // Settling priority: the donor is the budget's hottest item, and the move is what cools it.
   const outcome = await transact(
     [side(from, -total, true), ...moves.map((m) => side(m.to, m.amount, false))],
-    'admit',
+    'settle',
   );
   forgetShards({ scope, unit });
   return outcome.kind === 'committed';

@@ -94,8 +94,8 @@ export function noteHeat(ref: BudgetRef, weight = 1, atMs = Date.now()): void {
   if (weight > 1) second.attempts += weight - 1;
 }
 
-function isHot(heat: Heat, atMs: number): boolean {
-  if (heat.grownAt !== undefined && heat.grownAt > atMs - GROWTH_GAP_MS) return false;
+/** Over the window: transactions on the budget's items, and those that met a conflict. */
+function windowOf(heat: Heat, atMs: number): { attempts: number; conflicts: number } {
   const since = Math.floor((atMs - config.AUTO_SHARDS_WINDOW_MS) / 1000);
   let attempts = 0;
   let conflicts = 0;
@@ -104,24 +104,37 @@ function isHot(heat: Heat, atMs: number): boolean {
     attempts += s.attempts;
     conflicts += s.conflicts;
   }
+  return { attempts, conflicts };
+}
+
+function isHot(heat: Heat, atMs: number): boolean {
+  if (heat.grownAt !== undefined && heat.grownAt > atMs - GROWTH_GAP_MS) return false;
+  const { attempts, conflicts } = windowOf(heat, atMs);
   return (
     conflicts >= config.AUTO_SHARDS_CONFLICTS &&
     conflicts * 100 >= config.AUTO_SHARDS_CONFLICT_PERCENT * attempts
   );
 }
 
+/** A hot budget, and the share (0–1) of its transactions that met a conflict. */
+export interface HotBudget {
+  readonly ref: BudgetRef;
+  readonly share: number;
+}
+
 /**
  * The budgets hot now, each handed out once (one request of this process grows it); its heat
  * then counts again from zero.
  */
-export function takeHotBudgets(atMs = Date.now()): BudgetRef[] {
+export function takeHotBudgets(atMs = Date.now()): HotBudget[] {
   if (config.AUTO_SHARDS_MAX <= 1) return [];
-  const hot: BudgetRef[] = [];
+  const hot: HotBudget[] = [];
   for (const heat of heats.values()) {
     if (!isHot(heat, atMs)) continue;
+    const { attempts, conflicts } = windowOf(heat, atMs);
     heat.grownAt = atMs;
     heat.seconds = [];
-    hot.push(heat.ref);
+    hot.push({ ref: heat.ref, share: Math.min(1, conflicts / Math.max(1, attempts)) });
   }
   return hot;
 }
@@ -129,3 +142,30 @@ export function takeHotBudgets(atMs = Date.now()): BudgetRef[] {
 /** Whether any budget is hot (every write asks). */
 export const anyHot = (atMs = Date.now()): boolean =>
   config.AUTO_SHARDS_MAX > 1 && [...heats.values()].some((h) => isHot(h, atMs));
+
+/** Retry-After of a write turned away busy on a budget nothing has been learnt of yet. */
+const BUSY_RETRY_AFTER_MS = 1_000;
+
+/**
+ * How long a write turned away busy on these budgets should be told to wait: 1 s, up to 5 s as
+ * the share of their transactions that met a conflict over the window grows (the hottest
+ * budget counts), jittered ±50 % so that those turned away together do not come back together.
+ * Each retry is one more transaction on the very items that are hot: the hotter they are, the
+ * longer the clients stay away while the budget grows. Undefined when this process keeps no
+ * heat of them (growth off, or no item of theirs blamed).
+ */
+export function busyRetryAfterMs(
+  refs: readonly BudgetRef[],
+  atMs = Date.now(),
+  random = Math.random(),
+): number | undefined {
+  let share: number | undefined;
+  for (const ref of refs) {
+    const heat = heats.get(budgetKey(ref));
+    if (!heat) continue;
+    const { attempts, conflicts } = windowOf(heat, atMs);
+    share = Math.max(share ?? 0, Math.min(1, conflicts / Math.max(1, attempts)));
+  }
+  if (share === undefined) return undefined;
+  return Math.round(BUSY_RETRY_AFTER_MS * (1 + 4 * share) * (0.5 + random));
+}
