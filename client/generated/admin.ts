@@ -879,6 +879,11 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             expires_at?: string;
+            rate_limits?: {
+                max_requests_per_minute?: number;
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
             /** @enum {string} */
             status: "ACTIVE" | "REVOKED" | "EXPIRED";
             /** Format: date-time */
@@ -896,6 +901,11 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             expires_at?: string;
+            rate_limits?: {
+                max_requests_per_minute?: number;
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
             key_secret: string;
         };
         ApiKeyListResponse: {
@@ -1116,6 +1126,11 @@ export interface components {
             permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             /** Format: date-time */
             expires_at?: string;
+            rate_limits?: {
+                max_requests_per_minute?: number;
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
         };
         CreateBudgetBody: {
             scope: string;
@@ -1543,6 +1558,11 @@ export interface components {
             reservation_expiry_policy?: "AUTO_RELEASE" | "GRACE_ONLY";
             /** @enum {string} */
             unbudgeted_scopes?: "ZERO_ALLOCATION" | "SKIP";
+            rate_limits?: {
+                max_requests_per_minute?: number;
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
             metadata?: {
                 [key: string]: string;
             };
@@ -1611,6 +1631,11 @@ export interface components {
             name?: string;
             description?: string;
             permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
+            rate_limits?: {
+                max_requests_per_minute?: number;
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            } | null;
         };
         UpdateBudgetBody: {
             overdraft_limit?: {
@@ -1674,6 +1699,11 @@ export interface components {
             max_reservation_extensions?: number | null;
             reservation_expiry_policy?: string | null;
             unbudgeted_scopes?: ("ZERO_ALLOCATION" | "SKIP") | null;
+            rate_limits?: {
+                max_requests_per_minute?: number;
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            } | null;
         };
         ValidateKeyBody: {
             key_secret: string;

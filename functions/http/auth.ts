@@ -11,6 +11,7 @@ import {
 import type { Caller, Operator } from '../domain/caller.js';
 import { DomainError } from '../domain/errors.js';
 import { grants, type Permission } from '../domain/permissions.js';
+import type { RequestRateLimits } from '../domain/rate-limits.js';
 import type { Auth, Required } from '../routes.js';
 import { getApiKeyByHash } from '../store/api-keys.js';
 import { isKeyShaped, UnknownKeys } from './unknown-keys.js';
@@ -18,6 +19,8 @@ import { isKeyShaped, UnknownKeys } from './unknown-keys.js';
 /** A tenant key's caller is the domain's Caller; admin and anonymous callers never reach a use case that needs one. */
 export interface TenantCaller extends Caller {
   readonly kind: 'tenant';
+  /** The key's own request-rate limits (http/rate-limits.ts). */
+  readonly rateLimits?: RequestRateLimits | undefined;
 }
 /** The operator: the bootstrap admin key, or a named operator credential. */
 export interface AdminCaller {
@@ -74,6 +77,7 @@ async function authenticateTenant(
     keyId: key.keyId,
     permissions: key.permissions,
     keyExpiresAt: key.expiresAt,
+    ...(key.rateLimits && { rateLimits: key.rateLimits }),
   };
 }
 
