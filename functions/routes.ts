@@ -301,7 +301,7 @@ const table = () =>
       // A charge is part of a commit: the same permission.
       auth: tenant('reservations:commit'),
       status: 200,
-      rate: 'settle',
+      rate: 'commit',
       table: { items: 'write' },
       stack: SETTLEMENT,
     },

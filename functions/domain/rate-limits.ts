@@ -18,10 +18,10 @@ export const RATE_LIMIT_FIELDS = {
 
 /**
  * What a route counts against. `reservation`: new holds and direct debits (requests and
- * reservations); `commit`: commits (commits only); `settle`: release, extend and partial
- * charges of holds already granted — never counted, so a tenant's own new work cannot starve
- * them (their volume is bounded by the holds the reservation limit let through); `request`:
- * everything else a tenant key calls.
+ * reservations); `commit`: commits and charges (commits only: a bucket new work never fills);
+ * `settle`: release and extend of holds already granted — never counted, so a tenant's own new
+ * work cannot starve them (their number is bounded by the holds the reservation limit let
+ * through and their extensions); `request`: everything else a tenant key calls.
  */
 export type RateClass = 'request' | 'reservation' | 'commit' | 'settle';
 
