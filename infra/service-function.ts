@@ -237,13 +237,13 @@ export class ServiceFunction extends NodejsFunction {
 
   /**
    * What the rate limiter of a tenant route needs (functions/http/rate-limits.ts): a tenant's
-   * state (a Query of its partition) and its counters (UpdateItem), on those partitions alone.
+   * limits (GetItem on its record) and its counters (UpdateItem), on those partitions alone.
    */
   grantRateCounters(table: ITable): void {
     this.addToRolePolicy(
       new PolicyStatement({
         effect: Effect.ALLOW,
-        actions: ['dynamodb:Query'],
+        actions: ['dynamodb:GetItem'],
         resources: [table.tableArn],
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TENANT#*'] } },
       }),

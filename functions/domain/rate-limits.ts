@@ -143,3 +143,11 @@ export function wireRateLimits(limits: RequestRateLimits | undefined) {
       })
     : undefined;
 }
+
+/** Limits as stored (a map of numbers on a tenant or key item), undefined when none is. */
+export function rateLimitsFrom(stored: unknown): RequestRateLimits | undefined {
+  if (!stored || typeof stored !== 'object' || Object.keys(stored).length === 0) return undefined;
+  return Object.fromEntries(
+    Object.entries(stored).map(([k, v]) => [k, Number(v)]),
+  ) as RequestRateLimits;
+}

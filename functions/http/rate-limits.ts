@@ -1,3 +1,4 @@
+import { config } from '../config/settings.js';
 import { type AppliedLimit, RetryLaterError } from '../domain/errors.js';
 import {
   countersFor,
@@ -5,10 +6,10 @@ import {
   RATE_WINDOW_MS,
   type RateClass,
   type RateCounter,
+  type RequestRateLimits,
   windowOf,
 } from '../domain/rate-limits.js';
-import { countRequest } from '../store/rate-counters.js';
-import { tenantState } from '../store/tenants.js';
+import { countRequest, getTenantRateLimits } from '../store/rate-counters.js';
 import type { RouteCaller } from './auth.js';
 
 /**
@@ -18,9 +19,10 @@ import type { RouteCaller } from './auth.js';
  * except that a counter this container saw full answers 429 without a call until its window
  * ends (a flood past the limit costs nothing).
  *
- * A key's limits come with the key (cached API_KEY_CACHE_TTL_MS, ≤ 5 s), a tenant's with the
- * tenant's state (read once per TENANT_STATE_TTL_MS = 5 s per container, as new work reads it
- * anyway): a change to either takes effect everywhere within 5 s.
+ * A key's limits come with the key, a tenant's from its record (a projection of it, its own
+ * small read: the tenant state of store/tenants.ts would bring its store into every bundle),
+ * each cached per container for API_KEY_CACHE_TTL_MS (≤ 5 s): a change to either takes effect
+ * everywhere within that bound.
  */
 export async function admitRequest(
   caller: RouteCaller,
@@ -28,8 +30,7 @@ export async function admitRequest(
   now: number,
 ): Promise<AppliedLimit | undefined> {
   if (caller.kind !== 'tenant' || rateClass === 'settle') return undefined;
-  // The tenant's state new work reads anyway (store/tenants.ts): cached, so mostly no call.
-  const tenantLimits = (await tenantState(caller.tenant, now)).rateLimits;
+  const tenantLimits = await limitsOfTenant(caller.tenant, now);
   const counters = countersFor(rateClass, caller.keyId, caller.rateLimits, tenantLimits);
   if (counters.length === 0) return undefined;
   const window = windowOf(now);
@@ -73,6 +74,18 @@ function noteFull(tenant: string, window: number, counter: RateCounter): void {
 }
 
 const CACHE_MAX = 10_000;
+const tenants = new Map<string, { limits: RequestRateLimits | undefined; at: number }>();
+
+async function limitsOfTenant(tenant: string, now: number) {
+  const hit = tenants.get(tenant);
+  if (hit && now >= hit.at && now - hit.at < config.API_KEY_CACHE_TTL_MS) return hit.limits;
+  const limits = await getTenantRateLimits(tenant);
+  if (config.API_KEY_CACHE_TTL_MS > 0) {
+    if (tenants.size >= CACHE_MAX) tenants.clear();
+    tenants.set(tenant, { limits, at: now });
+  }
+  return limits;
+}
 
 /** The headers of an admitted request a limit applied to (SPEC names both as optional). */
 export const rateLimitHeaders = (limit: AppliedLimit | undefined): Record<string, string> =>

@@ -1,6 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { RATE_WINDOW_MS, type RateCounter } from '../domain/rate-limits.js';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { RATE_WINDOW_MS, type RateCounter, rateLimitsFrom } from '../domain/rate-limits.js';
 import { documentClient, tableName } from './client.js';
 import { keys } from './keys.js';
 
@@ -68,3 +68,15 @@ const numbersOf = (item: Record<string, unknown>) =>
       .filter(([, v]) => typeof v === 'number')
       .map(([k, v]) => [k, v as number]),
   );
+
+/** A tenant's rate limits alone (a projection of its record), for http/rate-limits.ts's cache. */
+export async function getTenantRateLimits(tenant: string) {
+  const out = await documentClient.send(
+    new GetCommand({
+      TableName: tableName(),
+      Key: keys.tenant(tenant),
+      ProjectionExpression: 'rate_limits',
+    }),
+  );
+  return rateLimitsFrom(out.Item?.rate_limits);
+}

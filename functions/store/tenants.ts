@@ -1,7 +1,6 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { AuditEntry } from '../domain/audit.js';
 import type { Policy } from '../domain/policies.js';
-import type { RequestRateLimits } from '../domain/rate-limits.js';
 import type { Tenant, TenantSettings, TenantStatus } from '../domain/tenant.js';
 import { documentClient, tableName } from './client.js';
 import { isPolicyItem, policyOf } from './entities/policy.js';
@@ -155,8 +154,6 @@ export interface TenantState {
   readonly dimensionKeys: ReadonlySet<string>;
   readonly settings: TenantSettings;
   readonly policies: readonly Policy[];
-  /** Its request-rate limits (http/rate-limits.ts). */
-  readonly rateLimits?: RequestRateLimits | undefined;
 }
 const states = new Map<string, { readonly state: TenantState; readonly at: number }>();
 const STATES_MAX = 10_000;
@@ -176,7 +173,6 @@ export async function tenantState(tenant: string, now: number): Promise<TenantSt
     dimensionKeys: dimensionKeysOf(item),
     settings: record?.settings ?? {},
     policies: items.filter(isPolicyItem).map(policyOf),
-    rateLimits: record?.rateLimits,
   };
   if (states.size >= STATES_MAX) states.clear();
   states.set(tenant, { state, at: now });

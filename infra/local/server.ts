@@ -23,6 +23,7 @@ import {
   routeEntries,
   type Server,
 } from '../../functions/routes.js';
+import { localWaf } from './waf.js';
 
 /**
  * Plays API Gateway's part locally: matches a request against functions/routes.ts, builds an
@@ -218,8 +219,20 @@ function write(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): 
 
 export function createLocalServer(server: Server): HttpServer {
   const routes = compile(server);
+  const waf = localWaf();
   let inFlight = 0;
   const http = createServer((req, res) => {
+    // The edge, in front of API Gateway: what it blocks never reaches a function (waf.ts).
+    const blocked = waf?.inspect({
+      server,
+      path: requestTarget(req.url)?.path,
+      headers: req.headers,
+      sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+    });
+    if (blocked) {
+      req.resume();
+      return write(res, blocked);
+    }
     // As a function's concurrency caps it in AWS: past the cap, 429 at once, nothing done.
     const cap = config.LOCAL_MAX_IN_FLIGHT;
     if (cap > 0 && inFlight >= cap && !req.url?.startsWith('/actuator/health')) {

@@ -300,7 +300,7 @@ describe('CDK app', () => {
           id,
         ).toEqual([
           [
-            ['dynamodb:Query'],
+            ['dynamodb:GetItem'],
             { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TENANT#*'] } },
           ],
           [

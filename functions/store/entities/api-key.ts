@@ -1,8 +1,8 @@
 import type { ApiKey } from '../../domain/api-keys.js';
 import { effectivePermissions, type Permission } from '../../domain/permissions.js';
+import { rateLimitsFrom } from '../../domain/rate-limits.js';
 import type { Item } from '../expressions.js';
 import { directory, keys } from '../keys.js';
-import { rateLimitsOfItem } from './tenant.js';
 
 // The API key family: a key stored under the SHA-256 of its secret (looked up by it: one
 // GetItem), and a pointer from its id to that hash (the operator's get, change and revoke).
@@ -61,7 +61,7 @@ export function apiKeyOf(stored: Item): ApiKey {
     updatedAt: item.updated_at as string | undefined,
     revokedAt: item.revoked_at as string | undefined,
     revokedReason: item.revoked_reason as string | undefined,
-    rateLimits: rateLimitsOfItem(item),
+    rateLimits: rateLimitsFrom(item.rate_limits),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { RequestRateLimits } from '../../domain/rate-limits.js';
+import { rateLimitsFrom } from '../../domain/rate-limits.js';
 import type { Tenant, TenantSettings, TenantStatus } from '../../domain/tenant.js';
 import { and, attr, conditionCheck, type Item, type TransactItem } from '../expressions.js';
 import { directory, keys } from '../keys.js';
@@ -99,19 +99,10 @@ export function tenantOf(item: Item): Tenant {
     parentTenantId: text('parent_tenant_id'),
     metadata: item.metadata as Tenant['metadata'],
     settings: Object.keys(settings).length > 0 ? settings : undefined,
-    rateLimits: rateLimitsOfItem(item),
+    rateLimits: rateLimitsFrom(item.rate_limits),
     suspendedAt: text('suspended_at'),
     closedAt: text('closed_at'),
   };
-}
-
-/** The rate limits a tenant or key item carries (a map of numbers), undefined when none. */
-export function rateLimitsOfItem(item: Item | undefined): RequestRateLimits | undefined {
-  const stored = item?.rate_limits as Record<string, unknown> | undefined;
-  if (!stored || Object.keys(stored).length === 0) return undefined;
-  return Object.fromEntries(
-    Object.entries(stored).map(([k, v]) => [k, Number(v)]),
-  ) as RequestRateLimits;
 }
 
 /** The dimension keys a tenant's budgets name: budget levels, the rest are tags. */
