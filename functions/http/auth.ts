@@ -156,11 +156,21 @@ export async function findKey(secret: string, now: number): Promise<ApiKey | und
   const hit = cache.get(hash);
   if (hit && now >= hit.at && now - hit.at < config.API_KEY_CACHE_TTL_MS) return hit.key;
   if (unknownKeys.has(hash, now)) return undefined;
-  const key = await getApiKeyByHash(hash);
-  if (!key) unknownKeys.add(hash, now);
-  if (key && config.API_KEY_CACHE_TTL_MS > 0) {
-    if (cache.size >= CACHE_MAX) cache.clear();
-    cache.set(hash, { key, at: now });
-  }
-  return key;
+  // Concurrent requests with the same secret share one read: a burst of one unknown key (or a
+  // cold container's first burst of a real one) costs one GetItem, not one per request.
+  const pending = lookups.get(hash);
+  if (pending) return pending;
+  const lookup = getApiKeyByHash(hash)
+    .then((key) => {
+      if (!key) unknownKeys.add(hash, now);
+      if (key && config.API_KEY_CACHE_TTL_MS > 0) {
+        if (cache.size >= CACHE_MAX) cache.clear();
+        cache.set(hash, { key, at: now });
+      }
+      return key;
+    })
+    .finally(() => lookups.delete(hash));
+  lookups.set(hash, lookup);
+  return lookup;
 }
+const lookups = new Map<string, Promise<ApiKey | undefined>>();

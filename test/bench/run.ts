@@ -32,11 +32,27 @@ if (opts.render) {
 /** A run of the emulated phases alone: it has no figures for the main generated section. */
 function onlyContention(phases: Iterable<string>): boolean {
   const list = [...phases];
-  return list.length > 0 && list.every((p) => p === 'contention' || p === 'busy-tenant');
+  return (
+    list.length > 0 && list.every((p) => ['contention', 'busy-tenant', 'isolation'].includes(p))
+  );
 }
 
 /** The blocks of BENCHMARKS.md the emulated phases write, each only when it ran. */
 async function writeEmulatedBlocks(results: Results): Promise<void> {
+  if (results.isolation) {
+    const { isolationBlock, isolationMarkdown } = await import('./isolation.js');
+    const text = readFileSync('BENCHMARKS.md', 'utf8');
+    writeFileSync(
+      'BENCHMARKS.md',
+      isolationBlock(
+        text,
+        isolationMarkdown(results.isolation, results.startedAt, results.command, [
+          results.machine.loadAverageAtStart,
+          results.machine.loadAverageAtEnd,
+        ]),
+      ),
+    );
+  }
   if (results.contention) {
     const { contentionMarkdown, updateContentionBlock } = await import('./contention.js');
     updateContentionBlock(
@@ -304,6 +320,23 @@ async function main(): Promise<number> {
       return busyTenantPhase(bench, start);
     },
   );
+  const isolation = await runPhase(
+    'isolation',
+    'isolation: a noisy neighbour and a flood of bad keys, the service with contention emulated',
+    async () => {
+      const { isolationPhase } = await import('./isolation.js');
+      const dynamodbEndpoint = endpoint;
+      const start = dynamodbEndpoint
+        ? (env: Record<string, string>) =>
+            ServerProcess.start({
+              ...serverEnv(dynamodbEndpoint),
+              EMULATE_CONTENTION: process.env.EMULATE_CONTENTION || '1',
+              ...env,
+            })
+        : undefined;
+      return isolationPhase(bench, start);
+    },
+  );
   say('\n== final check of every ledger of the run');
   const auditFrom = performance.now();
   await bench.finalCheck();
@@ -362,6 +395,7 @@ async function main(): Promise<number> {
     profile,
     contention,
     busyTenant,
+    isolation,
     memory,
     audits: bench.audits,
     statuses,
@@ -390,7 +424,7 @@ async function main(): Promise<number> {
       report.updateBenchmarksMd('BENCHMARKS.md', report.markdown(results));
       say('BENCHMARKS.md: generated section updated');
     }
-    if (contention || busyTenant) {
+    if (contention || busyTenant || isolation) {
       await writeEmulatedBlocks(results);
       say('BENCHMARKS.md: emulated sections updated');
     }
