@@ -15,7 +15,7 @@
  *   in a window where only the flood runs.
  */
 import { randomBytes } from 'node:crypto';
-import { type Bench, say } from './context.js';
+import { type Bench, replaceBlock, say } from './context.js';
 import { HttpTarget } from './http.js';
 import { type BenchTenant, TTL_MS, UNIT } from './provision.js';
 import type { ServerProcess } from './server.js';
@@ -37,7 +37,7 @@ const FLOOD_IN_FLIGHT = 256;
 
 export interface GoodputRun {
   readonly seconds: number;
-  /** Pairs completed a second by the quiet tenants together. */
+  /** Pairs completed inside the window, a second, by the quiet tenants together. */
   readonly quietGoodput: number;
   readonly noisyOffered: number;
   readonly noisyGoodput: number;
@@ -113,7 +113,10 @@ async function pair(
   return { ok: false, reserveMs };
 }
 
-/** Offers `rate` pairs a second for `ms`, open loop; resolves once every pair ended. */
+/**
+ * Offers `rate` pairs a second for `ms`, open loop; resolves once every pair ended, with the
+ * pairs that completed inside the window (goodput: a pair answered after it is not counted).
+ */
 async function offer(
   target: HttpTarget,
   t: BenchTenant,
@@ -121,16 +124,17 @@ async function offer(
   ms: number,
   statuses?: Record<string, number>,
 ): Promise<number> {
-  const pending: Promise<{ ok: boolean }>[] = [];
+  const pending: Promise<boolean>[] = [];
   const began = performance.now();
+  const end = began + ms;
   for (let i = 0; ; i++) {
     const at = (i * 1000) / rate;
     if (at >= ms) break;
     const wait = began + at - performance.now();
     if (wait > 0) await sleep(wait);
-    pending.push(pair(target, t, statuses));
+    pending.push(pair(target, t, statuses).then((p) => p.ok && performance.now() <= end));
   }
-  return (await Promise.all(pending)).filter((p) => p.ok).length;
+  return (await Promise.all(pending)).filter(Boolean).length;
 }
 
 async function goodputRun(
@@ -145,15 +149,14 @@ async function goodputRun(
   const noisyLoad = noisy
     ? offer(target, noisy, RATE * NOISY_FACTOR, ms + 15_000, noisyStatuses)
     : Promise.resolve(0);
-  const noisyFrom = performance.now();
-  const warm = noisyFrom + 15_000;
+  const warm = performance.now() + 15_000;
   while (noisy && !noisyStatuses['429'] && performance.now() < warm) await sleep(100);
   const [done, noisyDone] = await Promise.all([
     Promise.all(quiet.map((t) => offer(target, t, RATE, ms))),
     noisyLoad,
   ]);
   const seconds = ms / 1000;
-  const noisySeconds = (performance.now() - noisyFrom) / 1000;
+  const noisySeconds = (ms + 15_000) / 1000;
   return {
     seconds,
     quietGoodput: done.reduce((a, b) => a + b, 0) / seconds,
@@ -399,11 +402,5 @@ export function isolationMarkdown(
   ].join('\n');
 }
 
-export function isolationBlock(text: string, block: string): string {
-  const generated = `${BEGIN}\n\n${block}\n\n${END}`;
-  const from = text.indexOf(BEGIN);
-  const to = text.indexOf(END);
-  return from >= 0 && to > from
-    ? `${text.slice(0, from)}${generated}${text.slice(to + END.length)}`
-    : `${text.trimEnd()}\n\n${generated}\n`;
-}
+export const isolationBlock = (text: string, block: string): string =>
+  replaceBlock(text, BEGIN, END, block);
