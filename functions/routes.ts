@@ -1,4 +1,5 @@
 import type { Permission } from './domain/permissions.js';
+import type { RateClass } from './domain/rate-limits.js';
 import type { IndexName } from './store/table.js';
 
 /**
@@ -51,6 +52,11 @@ export interface Route {
   readonly auth: Auth;
   /** The status of a success (204: no body). */
   readonly status: 200 | 201 | 202 | 204;
+  /**
+   * What a tenant key's call counts against (docs/decisions.md § Rate limits): settling calls
+   * of granted holds count against nothing. @default 'request'
+   */
+  readonly rate?: RateClass;
   readonly table: TableAccess;
   /** @default 512 */
   readonly memoryMb?: number;
@@ -199,6 +205,7 @@ const table = () =>
       entry: 'runtime/create-reservation',
       auth: tenant('reservations:create'),
       status: 200,
+      rate: 'reservation',
       // Frees expired holds before refusing: reads the due index.
       table: { items: 'write', indexes: ['dueForExpiry'] },
     },
@@ -230,6 +237,7 @@ const table = () =>
       entry: 'runtime/commit-reservation',
       auth: tenant('reservations:commit'),
       status: 200,
+      rate: 'commit',
       table: { items: 'write' },
     },
     releaseReservation: {
@@ -240,6 +248,7 @@ const table = () =>
       // The admin key releases any tenant's reservation (audited): the operator's force-release.
       auth: { kind: 'tenantOrAdmin', permission: 'reservations:release', operator: 'admin:write' },
       status: 200,
+      rate: 'settle',
       table: { items: 'write' },
       mounts: [{ server: 'admin', path: '/v1/reservations/{reservation_id}/release' }],
     },
@@ -250,6 +259,7 @@ const table = () =>
       entry: 'runtime/extend-reservation',
       auth: tenant('reservations:extend'),
       status: 200,
+      rate: 'settle',
       table: { items: 'write' },
     },
     decide: {
@@ -279,6 +289,7 @@ const table = () =>
       entry: 'runtime/create-event',
       auth: tenant('events:create'),
       status: 201,
+      rate: 'reservation',
       // Frees expired holds before refusing: reads the due index.
       table: { items: 'write', indexes: ['dueForExpiry'] },
     },
@@ -292,6 +303,7 @@ const table = () =>
       // A charge is part of a commit: the same permission.
       auth: tenant('reservations:commit'),
       status: 200,
+      rate: 'commit',
       table: { items: 'write' },
       stack: SETTLEMENT,
     },
@@ -926,6 +938,10 @@ export function methodsAt(server: Server, path: string): string[] {
 /** Routes that check X-Admin-API-Key (alone, or as an alternative to a tenant key). */
 export const acceptsAdminKey = (route: Route): boolean =>
   route.auth.kind === 'admin' || route.auth.kind === 'tenantOrAdmin';
+
+/** Whether a tenant key's call of the route counts against its rate limits (http/rate-limits.ts). */
+export const countsRequests = (route: Route): boolean =>
+  (route.auth.kind === 'tenant' || route.auth.kind === 'tenantOrAdmin') && route.rate !== 'settle';
 
 /** The sweeper is not an HTTP route, but it is a function of the stack all the same. */
 export const sweeper = {

@@ -27,6 +27,7 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import {
   acceptsAdminKey,
+  countsRequests,
   placesOf,
   type Route,
   type RouteId,
@@ -179,6 +180,7 @@ export class ApiStack extends Stack {
         },
       });
       fn.grantTable(props.table, route.table);
+      if (countsRequests(route)) fn.grantRateCounters(props.table);
       if (adminAuth) fn.grantSecretRead(props.adminApiKey.policyArn);
       if (route.paginates) fn.grantSecretRead(props.cursorSecret.policyArn);
       if (props.originVerify) fn.grantSecretRead(props.originVerify.policyArn);

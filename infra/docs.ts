@@ -133,7 +133,14 @@ export function outputsTable(
   return lines.join('\n');
 }
 
-type Statement = { Action: string | string[]; Resource: unknown };
+type Statement = { Action: string | string[]; Resource: unknown; Condition?: unknown };
+
+/** The partitions a statement's `dynamodb:LeadingKeys` condition allows, as a reader's suffix. */
+function partitionsOf(st: Statement): string {
+  const text = JSON.stringify(st.Condition ?? {});
+  const keys = /"dynamodb:LeadingKeys":\[([^\]]*)\]/.exec(text)?.[1];
+  return keys ? `’s ${keys.replaceAll('"', '`')} partitions` : '';
+}
 
 /** A statement's resource, named for a reader (the table, an index, a secret…). */
 function resourceName(resource: unknown): string {
@@ -176,7 +183,7 @@ export function iamTable(ordered: readonly Stack[], templates: ReadonlyMap<strin
       const indexes: string[] = [];
       for (const st of statements) {
         for (const res of [st.Resource].flat()) {
-          const name = resourceName(res);
+          const name = resourceName(res) + partitionsOf(st);
           // Every index grant is Query alone: one entry naming them all.
           if (name.startsWith('index ')) indexes.push(name.slice('index '.length));
           const key = name.startsWith('index ') ? 'indexes' : name;

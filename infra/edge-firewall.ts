@@ -4,8 +4,9 @@ import { CfnIPSet, CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
 import { KEY_SECRET_PREFIX } from '../functions/domain/api-keys.js';
 
-/** The header names a tenant key may come in (functions/http/auth.ts). */
-export const KEY_HEADERS = ['x-cycles-api-key', 'x-service-api-key'] as const;
+import { KEY_HEADERS } from '../functions/http/unknown-keys.js';
+import { EDGE_RESPONSES, EDGE_WINDOW_S, type EdgeResponse } from './edge-responses.js';
+
 /** Every key's shape: our prefix and 32 base64url characters (functions/http/unknown-keys.ts). */
 export const KEY_REGEX = `^${KEY_SECRET_PREFIX}[A-Za-z0-9_-]{32}$`;
 
@@ -43,20 +44,21 @@ const startsWith = (prefix: string): CfnWebACL.StatementProperty => ({
 const not = (statement: CfnWebACL.StatementProperty): CfnWebACL.StatementProperty => ({
   notStatement: { statement },
 });
-/** SPEC's error body. WAF cannot template a request id: it names the edge instead. */
-const errorBody = (error: string, message: string) =>
-  JSON.stringify({ error, message, request_id: 'edge' });
-const block = (code: number, body: string, headers: Record<string, string> = {}) => ({
-  block: {
-    customResponse: {
-      responseCode: code,
-      customResponseBodyKey: body,
-      ...(Object.keys(headers).length > 0 && {
-        responseHeaders: Object.entries(headers).map(([name, value]) => ({ name, value })),
-      }),
+/** A block with one of the edge's answers (its status, SPEC's body, its headers). */
+const block = (body: EdgeResponse) => {
+  const { status, headers } = EDGE_RESPONSES[body];
+  return {
+    block: {
+      customResponse: {
+        responseCode: status,
+        customResponseBodyKey: body,
+        ...(Object.keys(headers).length > 0 && {
+          responseHeaders: Object.entries(headers).map(([name, value]) => ({ name, value })),
+        }),
+      },
     },
-  },
-});
+  };
+};
 
 /**
  * The AWS WAF web ACL of the edge (docs/decisions.md § Edge). A CLOUDFRONT-scoped web ACL
@@ -104,7 +106,7 @@ export class EdgeFirewallStack extends Stack {
       );
       add({
         name: 'AdminAllowList',
-        action: block(403, 'forbidden'),
+        action: block('forbidden'),
         statement: {
           andStatement: {
             statements: [
@@ -126,11 +128,11 @@ export class EdgeFirewallStack extends Stack {
     });
     add({
       name: 'PerSourceRate',
-      action: block(429, 'rateLimited', { 'retry-after': '60' }),
+      action: block('rateLimited'),
       statement: {
         rateBasedStatement: {
           aggregateKeyType: 'IP',
-          evaluationWindowSec: 60,
+          evaluationWindowSec: EDGE_WINDOW_S,
           limit: limits.perSourcePerMinute,
         },
       },
@@ -148,7 +150,7 @@ export class EdgeFirewallStack extends Stack {
     );
     add({
       name: 'KeyFormat',
-      action: block(401, 'unauthorized'),
+      action: block('unauthorized'),
       statement: {
         andStatement: {
           statements: [
@@ -175,12 +177,12 @@ export class EdgeFirewallStack extends Stack {
     for (const [i, header] of KEY_HEADERS.entries()) {
       add({
         name: i === 0 ? 'PerKeyRate' : 'PerServiceKeyRate',
-        action: block(429, 'rateLimited', { 'retry-after': '60' }),
+        action: block('rateLimited'),
         statement: {
           rateBasedStatement: {
             aggregateKeyType: 'CUSTOM_KEYS',
             customKeys: [{ header: { name: header, textTransformations: none } }],
-            evaluationWindowSec: 60,
+            evaluationWindowSec: EDGE_WINDOW_S,
             limit: limits.perKeyPerMinute,
           },
         },
@@ -212,20 +214,12 @@ export class EdgeFirewallStack extends Stack {
       scope: 'CLOUDFRONT',
       defaultAction: { allow: {} },
       visibilityConfig: visibility(`${this.stackName}-edge`),
-      customResponseBodies: {
-        rateLimited: {
-          contentType: 'APPLICATION_JSON',
-          content: errorBody('LIMIT_EXCEEDED', 'too many requests: retry after 60 s'),
-        },
-        unauthorized: {
-          contentType: 'APPLICATION_JSON',
-          content: errorBody('UNAUTHORIZED', 'X-Cycles-API-Key is missing or not a valid key'),
-        },
-        forbidden: {
-          contentType: 'APPLICATION_JSON',
-          content: errorBody('FORBIDDEN', 'the admin API does not accept this source address'),
-        },
-      },
+      customResponseBodies: Object.fromEntries(
+        Object.entries(EDGE_RESPONSES).map(([key, { body }]) => [
+          key,
+          { contentType: 'APPLICATION_JSON', content: body },
+        ]),
+      ),
       rules,
     });
     new StringParameter(this, 'WebAclArn', {

@@ -192,12 +192,13 @@ export function errorStatuses(route: Route, contract: Contract): number[] {
   if (contract.body || contract.query || contract.params) statuses.add(400);
   if (takesKey(route)) statuses.add(401);
   if (checksPermission(route)) statuses.add(403);
+  // The edge in front of every route (docs/decisions.md § Edge): the origin check and the admin
+  // allow-list answer 403, its per-source and per-key rate rules 429, whatever the route.
+  statuses.add(403);
+  statuses.add(429);
   statuses.add(500);
   // Health answers a table in trouble with its own 503 (DOWN), never busy.
-  if (readsTable(route) && contract.alsoAnswers?.status !== 503) {
-    statuses.add(429);
-    statuses.add(503);
-  }
+  if (readsTable(route) && contract.alsoAnswers?.status !== 503) statuses.add(503);
   return [...statuses].sort((a, b) => a - b);
 }
 
@@ -367,7 +368,8 @@ export function openApiDocument(server: Server): OpenApiDocument {
 
   const responseComponents = {
     Error: {
-      description: "A refusal: SPEC's error body",
+      description:
+        'A refusal: SPEC\'s error body. Behind the edge, 401 (a runtime /v1/ call without a key of our shape), 403 (a request that bypassed the edge, or a source outside the admin API\'s allow-list) may come from the edge itself, with request_id "edge"',
       headers: {
         'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
         'X-Cycles-Trace-Id': { $ref: '#/components/headers/X-Cycles-Trace-Id' },
@@ -376,7 +378,7 @@ export function openApiDocument(server: Server): OpenApiDocument {
     },
     Busy: {
       description:
-        'Busy (error LIMIT_EXCEEDED, details.reason CONTENTION or THROTTLED): contention or throttling outlasted the retries; nothing was written. Retry after Retry-After seconds; a reserve with a new idempotency key is as safe as with the same one',
+        'Too many requests, nothing done or written (error LIMIT_EXCEEDED); retry after Retry-After seconds, and a reserve with a new idempotency key is as safe as with the same one. details.reason RATE_LIMIT: a request-rate limit of the API key or its tenant (details.limit names it; X-RateLimit-Remaining 0, X-RateLimit-Reset the end of its minute); CONTENTION or THROTTLED: contention or throttling outlasted the retries; CONCURRENCY: as many requests in flight as the service takes. From the edge (CloudFront + WAF, before any function): a source address or an API key over its per-minute rate, with request_id "edge", no details and Retry-After 60',
       headers: {
         'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
         'Retry-After': { $ref: '#/components/headers/Retry-After' },

@@ -9,6 +9,7 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { RouteFacts } from '../functions/http/route-facts.js';
 import type { Route, RouteId, TableAccess } from '../functions/routes.js';
+import { RATE_PREFIX } from '../functions/store/keys.js';
 
 export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 
@@ -39,7 +40,13 @@ export const esbuildOptions = {
  * route's facts as a constant, so no bundle carries the whole route table.
  */
 export function routeDefines(id: string, route: Route): Record<string, string> {
-  const facts: RouteFacts = { id, auth: route.auth, status: route.status, path: route.path };
+  const facts: RouteFacts = {
+    id,
+    auth: route.auth,
+    status: route.status,
+    path: route.path,
+    ...(route.rate && { rate: route.rate }),
+  };
   return { 'globalThis.__ONE_ROUTE__': 'true', __ROUTE_FACTS__: JSON.stringify(facts) };
 }
 
@@ -226,6 +233,29 @@ export class ServiceFunction extends NodejsFunction {
   /** Lets the function read one secret: GetSecretValue on that ARN, nothing else. */
   grantSecretRead(secretPolicyArn: string): void {
     this.allow(['secretsmanager:GetSecretValue'], [secretPolicyArn]);
+  }
+
+  /**
+   * What the rate limiter of a tenant route needs (functions/http/rate-limits.ts): a tenant's
+   * limits (GetItem on its record) and its counters (UpdateItem), on those partitions alone.
+   */
+  grantRateCounters(table: ITable): void {
+    this.addToRolePolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ['dynamodb:GetItem'],
+        resources: [table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TENANT#*'] } },
+      }),
+    );
+    this.addToRolePolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ['dynamodb:UpdateItem'],
+        resources: [table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${RATE_PREFIX}*`] } },
+      }),
+    );
   }
 
   private allow(actions: string[], resources: string[]): void {

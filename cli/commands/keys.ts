@@ -22,6 +22,7 @@ const keyRecord = (k: ApiKey): string[] =>
     ['status', k.status],
     ['created', k.created_at],
     ['expires', k.expires_at],
+    ['rate limits', k.rate_limits && rateLimitsText(k.rate_limits)],
     ['revoked', k.revoked_at && `${k.revoked_at} (${k.revoked_reason ?? 'no reason given'})`],
   ]);
 
@@ -36,6 +37,40 @@ export function permissionsOf(value: string): Permission[] {
   }
   return given as Permission[];
 }
+
+export type RateLimits = NonNullable<ApiKey['rate_limits']>;
+const RATE_LIMIT_NAMES = {
+  requests: 'max_requests_per_minute',
+  reservations: 'max_reservations_per_minute',
+  commits: 'max_commits_per_minute',
+} as const;
+
+/** `--rate-limits requests=600,reservations=100,commits=200` (per minute), or `none` (null). */
+export function rateLimitsOf(value: string): RateLimits | null {
+  if (value === 'none') return null;
+  const limits: Record<string, number> = {};
+  for (const part of list(value)) {
+    const [name, count] = part.split('=');
+    const field = RATE_LIMIT_NAMES[name as keyof typeof RATE_LIMIT_NAMES];
+    if (!field || !/^\d+$/.test(count ?? '')) {
+      throw new CliError(
+        `rate limit ${part}: give name=count per minute, name one of ${Object.keys(RATE_LIMIT_NAMES).join(', ')} (or none)`,
+      );
+    }
+    limits[field] = Number(count);
+  }
+  return limits as RateLimits;
+}
+
+export const rateLimitsText = (limits: RateLimits): string =>
+  Object.entries(RATE_LIMIT_NAMES)
+    .flatMap(([name, field]) =>
+      limits[field] === undefined ? [] : [`${limits[field]} ${name}/min`],
+    )
+    .join(', ');
+
+export const RATE_LIMITS_HELP =
+  'per minute, e.g. requests=600,reservations=100,commits=200; none: no limits of its own (docs/decisions.md § Rate limits)';
 
 const PERMISSIONS_HELP = `comma-separated, of: ${PERMISSIONS.join(', ')} (default: all of them)`;
 
@@ -103,6 +138,7 @@ export const createKey = defineCommand<{
   description?: string;
   permissions?: Permission[];
   expiresAt?: string;
+  rateLimits?: RateLimits | null;
 }>({
   name: 'keys create',
   summary: 'Create a tenant API key; its secret is printed this once',
@@ -116,6 +152,7 @@ export const createKey = defineCommand<{
       flags: '--expires-at <time>',
       description: 'when it stops working (ISO 8601, e.g. 2027-01-01T00:00:00Z)',
     },
+    { flags: '--rate-limits <limits>', description: RATE_LIMITS_HELP, parse: rateLimitsOf },
   ],
   examples: [
     `${CLI_NAME} keys create acme --name agents`,
@@ -131,6 +168,7 @@ export const createKey = defineCommand<{
           ...(o.description && { description: o.description }),
           ...(o.permissions && { permissions: o.permissions }),
           ...(o.expiresAt && { expires_at: o.expiresAt }),
+          ...(o.rateLimits && { rate_limits: o.rateLimits }),
         },
       }),
     );
@@ -143,6 +181,7 @@ export const createKey = defineCommand<{
           ['prefix', k.key_prefix],
           ['permissions', k.permissions],
           ['expires', k.expires_at],
+          ['rate limits', k.rate_limits && rateLimitsText(k.rate_limits)],
         ]),
         '',
         'Secret (shown this once; store it now):',
@@ -156,9 +195,10 @@ export const updateKey = defineCommand<{
   name?: string;
   description?: string;
   permissions?: Permission[];
+  rateLimits?: RateLimits | null;
 }>({
   name: 'keys update',
-  summary: 'Rename an API key, describe it, or change its permissions',
+  summary: 'Rename an API key, describe it, or change its permissions or rate limits',
   arguments: [{ name: 'key-id', description: 'its id' }],
   options: [
     { flags: '--name <name>', description: 'a new name' },
@@ -168,17 +208,24 @@ export const updateKey = defineCommand<{
       description: `the new permissions, ${PERMISSIONS_HELP.replace(' (default: all of them)', '')}`,
       parse: permissionsOf,
     },
+    { flags: '--rate-limits <limits>', description: RATE_LIMITS_HELP, parse: rateLimitsOf },
   ],
-  examples: [`${CLI_NAME} keys update key_0123456789abcdef --permissions balances:read`],
+  examples: [
+    `${CLI_NAME} keys update key_0123456789abcdef --permissions balances:read`,
+    `${CLI_NAME} keys update key_0123456789abcdef --rate-limits requests=600,reservations=100`,
+  ],
   operations: ['admin:updateApiKey'],
   async run(ctx, [keyId], o) {
     const body = {
       ...(o.name !== undefined && { name: o.name }),
       ...(o.description !== undefined && { description: o.description }),
       ...(o.permissions !== undefined && { permissions: o.permissions }),
+      ...(o.rateLimits !== undefined && { rate_limits: o.rateLimits }),
     };
     if (Object.keys(body).length === 0)
-      throw new CliError('nothing to change: give --name, --description or --permissions');
+      throw new CliError(
+        'nothing to change: give --name, --description, --permissions or --rate-limits',
+      );
     const k = await unwrap(
       ctx.admin().PATCH('/v1/admin/api-keys/{key_id}', {
         params: { path: { key_id: keyId as string } },

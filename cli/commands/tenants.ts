@@ -4,6 +4,7 @@ import type { Context } from '../context.js';
 import { CliError } from '../exit-codes.js';
 import { morePages, type Output, record, table } from '../output.js';
 import { defineCommand, listing, PAGE_OPTIONS, type PageOptions } from '../spec.js';
+import { RATE_LIMITS_HELP, type RateLimits, rateLimitsOf, rateLimitsText } from './keys.js';
 
 const tenantRecord = (t: Tenant): string[] =>
   record([
@@ -12,6 +13,7 @@ const tenantRecord = (t: Tenant): string[] =>
     ['status', t.status],
     ['created', t.created_at],
     ['updated', t.updated_at],
+    ['rate limits', t.rate_limits && rateLimitsText(t.rate_limits)],
   ]);
 
 export const listTenants = defineCommand<PageOptions & { status?: TenantStatus }>({
@@ -88,7 +90,7 @@ export const createTenant = defineCommand<{ name: string }>({
 async function updateTenant(
   ctx: Context,
   tenant: string,
-  body: { name?: string; status?: TenantStatus },
+  body: { name?: string; status?: TenantStatus; rate_limits?: RateLimits | null },
 ): Promise<Output> {
   const t = await unwrap(
     ctx
@@ -98,23 +100,36 @@ async function updateTenant(
   return { json: t, human: [`Tenant ${t.tenant_id} is ${t.status}.`, ...tenantRecord(t)] };
 }
 
-export const renameTenant = defineCommand<{ name?: string; status?: TenantStatus }>({
+export const renameTenant = defineCommand<{
+  name?: string;
+  status?: TenantStatus;
+  rateLimits?: RateLimits | null;
+}>({
   name: 'tenants update',
-  summary: 'Rename a tenant or change its status',
+  summary: 'Rename a tenant, change its status or its request-rate limits',
   details: 'Prefer suspend, resume and close for the status: they say what they do.',
   arguments: [{ name: 'tenant', description: 'its id' }],
   options: [
     { flags: '--name <name>', description: 'a new display name' },
     { flags: '--status <status>', description: 'a new status', choices: TENANT_STATUSES },
+    {
+      flags: '--rate-limits <limits>',
+      description: RATE_LIMITS_HELP.replace('of its own', ''),
+      parse: rateLimitsOf,
+    },
   ],
-  examples: [`${CLI_NAME} tenants update acme --name "Acme Corporation"`],
+  examples: [
+    `${CLI_NAME} tenants update acme --name "Acme Corporation"`,
+    `${CLI_NAME} tenants update acme --rate-limits requests=6000,reservations=1200`,
+  ],
   operations: ['admin:updateTenant'],
   async run(ctx, [tenant], o) {
-    if (o.name === undefined && o.status === undefined)
-      throw new CliError('nothing to change: give --name or --status');
+    if (o.name === undefined && o.status === undefined && o.rateLimits === undefined)
+      throw new CliError('nothing to change: give --name, --status or --rate-limits');
     return updateTenant(ctx, tenant as string, {
       ...(o.name && { name: o.name }),
       ...(o.status && { status: o.status }),
+      ...(o.rateLimits !== undefined && { rate_limits: o.rateLimits }),
     });
   },
 });

@@ -879,6 +879,11 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             expires_at?: string;
+            rate_limits?: {
+                max_requests_per_minute?: number;
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
             /** @enum {string} */
             status: "ACTIVE" | "REVOKED" | "EXPIRED";
             /** Format: date-time */
@@ -896,6 +901,11 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             expires_at?: string;
+            rate_limits?: {
+                max_requests_per_minute?: number;
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
             key_secret: string;
         };
         ApiKeyListResponse: {
@@ -1116,6 +1126,11 @@ export interface components {
             permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
             /** Format: date-time */
             expires_at?: string;
+            rate_limits?: {
+                max_requests_per_minute?: number;
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
         };
         CreateBudgetBody: {
             scope: string;
@@ -1543,6 +1558,11 @@ export interface components {
             reservation_expiry_policy?: "AUTO_RELEASE" | "GRACE_ONLY";
             /** @enum {string} */
             unbudgeted_scopes?: "ZERO_ALLOCATION" | "SKIP";
+            rate_limits?: {
+                max_requests_per_minute?: number;
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            };
             metadata?: {
                 [key: string]: string;
             };
@@ -1611,6 +1631,11 @@ export interface components {
             name?: string;
             description?: string;
             permissions?: ("reservations:create" | "reservations:commit" | "reservations:release" | "reservations:extend" | "reservations:list" | "balances:read" | "decide" | "events:create" | "budgets:write" | "budgets:read" | "policies:read" | "policies:write" | "webhooks:read" | "webhooks:write" | "events:read" | "admin:read" | "admin:write" | "admin:tenants:read" | "admin:tenants:write" | "admin:budgets:read" | "admin:budgets:write" | "admin:policies:read" | "admin:policies:write" | "admin:apikeys:read" | "admin:apikeys:write" | "admin:webhooks:read" | "admin:webhooks:write" | "admin:events:read" | "admin:audit:read")[];
+            rate_limits?: {
+                max_requests_per_minute?: number;
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            } | null;
         };
         UpdateBudgetBody: {
             overdraft_limit?: {
@@ -1674,6 +1699,11 @@ export interface components {
             max_reservation_extensions?: number | null;
             reservation_expiry_policy?: string | null;
             unbudgeted_scopes?: ("ZERO_ALLOCATION" | "SKIP") | null;
+            rate_limits?: {
+                max_requests_per_minute?: number;
+                max_reservations_per_minute?: number;
+                max_commits_per_minute?: number;
+            } | null;
         };
         ValidateKeyBody: {
             key_secret: string;
@@ -1880,7 +1910,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description A refusal: SPEC's error body */
+        /** @description A refusal: SPEC's error body. Behind the edge, 401 (a runtime /v1/ call without a key of our shape), 403 (a request that bypassed the edge, or a source outside the admin API's allow-list) may come from the edge itself, with request_id "edge" */
         Error: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1891,7 +1921,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description Busy (error LIMIT_EXCEEDED, details.reason CONTENTION or THROTTLED): contention or throttling outlasted the retries; nothing was written. Retry after Retry-After seconds; a reserve with a new idempotency key is as safe as with the same one */
+        /** @description Too many requests, nothing done or written (error LIMIT_EXCEEDED); retry after Retry-After seconds, and a reserve with a new idempotency key is as safe as with the same one. details.reason RATE_LIMIT: a request-rate limit of the API key or its tenant (details.limit names it; X-RateLimit-Remaining 0, X-RateLimit-Reset the end of its minute); CONTENTION or THROTTLED: contention or throttling outlasted the retries; CONCURRENCY: as many requests in flight as the service takes. From the edge (CloudFront + WAF, before any function): a source address or an API key over its per-minute rate, with request_id "edge", no details and Retry-After 60 */
         Busy: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4010,6 +4040,8 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             /** @description The table does not answer */
             503: {
@@ -4043,6 +4075,8 @@ export interface operations {
                     "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
         };
     };

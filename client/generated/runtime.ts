@@ -782,7 +782,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description A refusal: SPEC's error body */
+        /** @description A refusal: SPEC's error body. Behind the edge, 401 (a runtime /v1/ call without a key of our shape), 403 (a request that bypassed the edge, or a source outside the admin API's allow-list) may come from the edge itself, with request_id "edge" */
         Error: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -793,7 +793,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description Busy (error LIMIT_EXCEEDED, details.reason CONTENTION or THROTTLED): contention or throttling outlasted the retries; nothing was written. Retry after Retry-After seconds; a reserve with a new idempotency key is as safe as with the same one */
+        /** @description Too many requests, nothing done or written (error LIMIT_EXCEEDED); retry after Retry-After seconds, and a reserve with a new idempotency key is as safe as with the same one. details.reason RATE_LIMIT: a request-rate limit of the API key or its tenant (details.limit names it; X-RateLimit-Remaining 0, X-RateLimit-Reset the end of its minute); CONTENTION or THROTTLED: contention or throttling outlasted the retries; CONCURRENCY: as many requests in flight as the service takes. From the edge (CloudFront + WAF, before any function): a source address or an API key over its per-minute rate, with request_id "edge", no details and Retry-After 60 */
         Busy: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1496,6 +1496,8 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
             /** @description The table does not answer */
             503: {
@@ -1529,6 +1531,8 @@ export interface operations {
                     "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
+            403: components["responses"]["Error"];
+            429: components["responses"]["Busy"];
             500: components["responses"]["Error"];
         };
     };

@@ -75,6 +75,16 @@ const settings = {
   LOCAL_ADMISSION_QUEUE: int(1_000, 0, 100_000),
   /** Local servers: an answer later than this shrinks the requests handled at once. */
   LOCAL_ADMISSION_TARGET_MS: int(500, 10, 60_000),
+  /**
+   * Local servers: emulate the edge's WAF rules in front of them (infra/local/waf.ts; off by
+   * default: every local client shares one source address). On, with the edge's defaults: more
+   * than LOCAL_WAF_SOURCE_RATE_PER_MINUTE requests a minute from one address, or
+   * LOCAL_WAF_KEY_RATE_PER_MINUTE with one API key, are answered 429; a runtime /v1/ call
+   * without a key of our shape, 401 — before any function runs.
+   */
+  LOCAL_WAF: flag(false),
+  LOCAL_WAF_SOURCE_RATE_PER_MINUTE: int(6_000, 10, 2_000_000_000),
+  LOCAL_WAF_KEY_RATE_PER_MINUTE: int(3_000, 10, 2_000_000_000),
   EXPIRY_SWEEP_INTERVAL_MS: int(5_000, 100, 3_600_000),
   DATA_DIR: text('.data'),
   DYNAMODB_IN_MEMORY: flag(false),

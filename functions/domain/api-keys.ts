@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Permission } from './permissions.js';
+import type { RequestRateLimits } from './rate-limits.js';
 
 export const KEY_SECRET_PREFIX = 'cyc_live_';
 
@@ -29,6 +30,8 @@ export interface ApiKey {
   readonly updatedAt?: string | undefined;
   readonly revokedAt?: string | undefined;
   readonly revokedReason?: string | undefined;
+  /** Narrows its tenant's (docs/decisions.md § Rate limits); absent: the tenant's alone. */
+  readonly rateLimits?: RequestRateLimits | undefined;
 }
 
 /** The status a listing shows: REVOKED, else EXPIRED once past `expiresAt`, else ACTIVE. */
@@ -46,11 +49,13 @@ export const KEY_SORT_KEYS = [
 ] as const;
 export type KeySortKey = (typeof KEY_SORT_KEYS)[number];
 
-/** What an operator may change on a live key (name, description, permissions); never its tenant or secret. */
+/** What an operator may change on a live key (name, description, permissions, rate limits); never its tenant or secret. */
 export interface ApiKeyChange {
   readonly name?: string | undefined;
   readonly description?: string | undefined;
   readonly permissions?: readonly Permission[] | undefined;
+  /** The new limits, whole (null or none set: none of its own). */
+  readonly rateLimits?: RequestRateLimits | null | undefined;
 }
 
 /** 192 bits from the OS CSPRNG, base64url, behind a recognizable prefix. */

@@ -72,15 +72,18 @@ export const invalidRequest = (message: string, details?: Record<string, unknown
 /**
  * Why a request could not get through: other writes held its items, DynamoDB throttled it, the
  * service had as many requests in flight as it takes (the local server, as a function's
- * concurrency would), or the table did not answer in time (then a write's outcome is unknown:
+ * concurrency would), a request-rate limit of the caller's key or tenant is reached
+ * (docs/decisions.md § Rate limits), or the table did not answer in time (then a write's outcome is unknown:
  * the same idempotency key replays it if it landed).
  */
-export type BusyReason = 'CONTENTION' | 'THROTTLED' | 'CONCURRENCY' | 'TIMEOUT';
+export type BusyReason = 'CONTENTION' | 'THROTTLED' | 'CONCURRENCY' | 'TIMEOUT' | 'RATE_LIMIT';
 
 /** A limit that applies to the caller (a rate limit): what is left of it, and when it resets. */
 export interface AppliedLimit {
   readonly remaining: number;
   readonly resetAtMs: number;
+  /** The limit that refused, by its wire name (`key.max_requests_per_minute`). */
+  readonly name?: string | undefined;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { DomainError } from './errors.js';
 import type { OveragePolicy } from './ledger.js';
+import type { RequestRateLimits } from './rate-limits.js';
 
 /** ACTIVE ↔ SUSPENDED, either → CLOSED (terminal); docs/decisions.md § Control plane. */
 export const TENANT_STATUSES = ['ACTIVE', 'SUSPENDED', 'CLOSED'] as const;
@@ -52,6 +53,8 @@ export interface Tenant {
   readonly metadata?: Readonly<Record<string, string>> | undefined;
   /** Absent: every setting at its default. */
   readonly settings?: TenantSettings | undefined;
+  /** Request-rate limits of the whole tenant (docs/decisions.md § Rate limits); absent: none. */
+  readonly rateLimits?: RequestRateLimits | undefined;
   /** When it was last suspended; absent once reactivated. */
   readonly suspendedAt?: string | undefined;
   readonly closedAt?: string | undefined;
@@ -65,6 +68,8 @@ export interface TenantChange {
   readonly status?: TenantStatus | undefined;
   readonly metadata?: Readonly<Record<string, string>> | undefined;
   readonly settings?: SettingsChange | undefined;
+  /** The new limits, whole (null or none set: no limits). */
+  readonly rateLimits?: RequestRateLimits | null | undefined;
 }
 
 /**
@@ -79,6 +84,12 @@ export function changedTenant(t: Tenant, change: TenantChange, at: string): Tena
     ...(change.status !== undefined && { status: change.status }),
     ...(change.metadata !== undefined && { metadata: change.metadata }),
     settings: Object.keys(settings).length > 0 ? settings : undefined,
+    ...(change.rateLimits !== undefined && {
+      rateLimits:
+        change.rateLimits && Object.keys(change.rateLimits).length > 0
+          ? change.rateLimits
+          : undefined,
+    }),
   };
   if (same(next, t)) return t;
   if (t.status === 'CLOSED') throw tenantClosed(t.tenantId);

@@ -11,6 +11,7 @@ import {
 import type { Caller, Operator } from '../domain/caller.js';
 import { DomainError } from '../domain/errors.js';
 import { grants, type Permission } from '../domain/permissions.js';
+import type { RequestRateLimits } from '../domain/rate-limits.js';
 import type { Auth, Required } from '../routes.js';
 import { getApiKeyByHash } from '../store/api-keys.js';
 import { isKeyShaped, UnknownKeys } from './unknown-keys.js';
@@ -18,6 +19,8 @@ import { isKeyShaped, UnknownKeys } from './unknown-keys.js';
 /** A tenant key's caller is the domain's Caller; admin and anonymous callers never reach a use case that needs one. */
 export interface TenantCaller extends Caller {
   readonly kind: 'tenant';
+  /** The key's own request-rate limits (http/rate-limits.ts). */
+  readonly rateLimits?: RequestRateLimits | undefined;
 }
 /** The operator: the bootstrap admin key, or a named operator credential. */
 export interface AdminCaller {
@@ -74,6 +77,7 @@ async function authenticateTenant(
     keyId: key.keyId,
     permissions: key.permissions,
     keyExpiresAt: key.expiresAt,
+    ...(key.rateLimits && { rateLimits: key.rateLimits }),
   };
 }
 
@@ -152,11 +156,21 @@ export async function findKey(secret: string, now: number): Promise<ApiKey | und
   const hit = cache.get(hash);
   if (hit && now >= hit.at && now - hit.at < config.API_KEY_CACHE_TTL_MS) return hit.key;
   if (unknownKeys.has(hash, now)) return undefined;
-  const key = await getApiKeyByHash(hash);
-  if (!key) unknownKeys.add(hash, now);
-  if (key && config.API_KEY_CACHE_TTL_MS > 0) {
-    if (cache.size >= CACHE_MAX) cache.clear();
-    cache.set(hash, { key, at: now });
-  }
-  return key;
+  // Concurrent requests with the same secret share one read: a burst of one unknown key (or a
+  // cold container's first burst of a real one) costs one GetItem, not one per request.
+  const pending = lookups.get(hash);
+  if (pending) return pending;
+  const lookup = getApiKeyByHash(hash)
+    .then((key) => {
+      if (!key) unknownKeys.add(hash, now);
+      if (key && config.API_KEY_CACHE_TTL_MS > 0) {
+        if (cache.size >= CACHE_MAX) cache.clear();
+        cache.set(hash, { key, at: now });
+      }
+      return key;
+    })
+    .finally(() => lookups.delete(hash));
+  lookups.set(hash, lookup);
+  return lookup;
 }
+const lookups = new Map<string, Promise<ApiKey | undefined>>();

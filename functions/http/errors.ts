@@ -79,6 +79,8 @@ const BUSY_MESSAGES = {
     'the table is throttling this key; nothing was written, retry after Retry-After seconds',
   CONCURRENCY:
     'the service has as many requests in flight as it takes; nothing was done, retry after Retry-After seconds',
+  RATE_LIMIT:
+    'a request-rate limit of this API key or its tenant is reached; nothing was done, retry after Retry-After seconds',
   // A write may have landed before the table went quiet: the same idempotency key replays it.
   TIMEOUT:
     'the table did not answer in time; retry shortly with the same idempotency key (a write that landed is replayed, never applied twice)',
@@ -113,7 +115,11 @@ function retryLaterResponse(error: RetryLaterError, requestId: string, nowMs: nu
       error: busy ? 'LIMIT_EXCEEDED' : 'INTERNAL_ERROR',
       message: BUSY_MESSAGES[error.reason],
       request_id: requestId,
-      details: { reason: error.reason, retry_after_ms: error.retryAfterMs },
+      details: {
+        reason: error.reason,
+        retry_after_ms: error.retryAfterMs,
+        ...(limit?.name && { limit: limit.name }),
+      },
     }),
   };
 }

@@ -10,6 +10,7 @@ import { actorOf, type WriteContext } from '../use-cases/context.js';
 import { type AdminCaller, authenticate, type RouteCaller, type TenantCaller } from './auth.js';
 import type { contracts } from './contracts.js';
 import type { ErrorDetails } from './errors.js';
+import { admitRequest, rateLimitHeaders } from './rate-limits.js';
 import type { Reply } from './reply.js';
 import { routeFacts } from './route-facts.js';
 import { type Event, requestTrace, respond, serve } from './serve.js';
@@ -97,6 +98,8 @@ export function httpHandler<R extends RouteId>(
     const headers = event.headers ?? {};
     const caller = await authenticate(headers, route.auth, now);
     if (invocation) identify(invocation, caller);
+    // Before the body is even parsed: a limited caller costs one counter write, no budget work.
+    const limit = await admitRequest(caller, route.rate ?? 'request', now);
     const s: Schemas = schemas;
     const requestId = invocation?.requestId ?? randomUUID();
     const input = {
@@ -116,7 +119,8 @@ export function httpHandler<R extends RouteId>(
       },
       event,
     } as RouteInput<R, RouteSchemas<R>>;
-    return respond(await run(input), route.status);
+    const result = respond(await run(input), route.status);
+    return { ...result, headers: { ...result.headers, ...rateLimitHeaders(limit) } };
   });
 }
 

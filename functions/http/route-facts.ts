@@ -7,6 +7,8 @@ export interface RouteFacts {
   readonly auth: Auth;
   readonly status: Route['status'];
   readonly path: string;
+  /** What a tenant key's call counts against (absent: `request`). */
+  readonly rate?: Route['rate'];
 }
 
 /** Defined by the build of a deployed function (infra/service-function.ts `routeDefines`). */
@@ -30,6 +32,7 @@ function builtFacts(id: RouteId): RouteFacts {
 }
 
 function tableFacts(id: RouteId): RouteFacts {
-  const { auth, status, path } = routes[id];
-  return { id, auth, status, path };
+  const route: Route = routes[id];
+  const { auth, status, path, rate } = route;
+  return { id, auth, status, path, ...(rate && { rate }) };
 }

@@ -16,6 +16,9 @@ export const KEY_SHAPE = new RegExp(`^${KEY_SECRET_PREFIX}[A-Za-z0-9_-]{32}$`);
 
 export const isKeyShaped = (secret: string): boolean => KEY_SHAPE.test(secret);
 
+/** The header names a tenant key may come in (http/auth.ts): the edge's rules read these too. */
+export const KEY_HEADERS = ['x-cycles-api-key', 'x-service-api-key'] as const;
+
 export class UnknownKeys {
   private readonly seen = new Map<string, number>();
 

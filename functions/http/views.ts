@@ -13,6 +13,7 @@ import {
 import type { Caps } from '../domain/caps.js';
 import type { DomainError } from '../domain/errors.js';
 import { derivedId } from '../domain/fingerprint.js';
+import { type RequestRateLimits, wireRateLimits } from '../domain/rate-limits.js';
 import {
   affectedScopes,
   type Reservation,
@@ -179,6 +180,12 @@ export const balancePageView = (p: Page<Ledger>) => ({
 
 // ---- admin ----------------------------------------------------------------------------------
 
+/** A tenant's or key's limits (ours): the field only when one is set. */
+const rateLimitsField = (limits: RequestRateLimits | undefined) => {
+  const wire = wireRateLimits(limits);
+  return wire ? { rate_limits: wire } : {};
+};
+
 /** The reference's Tenant: each setting only when set, `unbudgeted_scopes` (ours) only when SKIP. */
 export const tenantView = (t: Tenant) => {
   const s = t.settings ?? {};
@@ -199,6 +206,7 @@ export const tenantView = (t: Tenant) => {
     }),
     ...(s.reservationExpiryPolicy && { reservation_expiry_policy: s.reservationExpiryPolicy }),
     ...(s.unbudgetedScopes === 'SKIP' && { unbudgeted_scopes: s.unbudgetedScopes }),
+    ...rateLimitsField(t.rateLimits),
     ...(t.metadata !== undefined && { metadata: { ...t.metadata } }),
     created_at: t.createdAt,
     ...(t.updatedAt !== undefined && { updated_at: t.updatedAt }),
@@ -223,6 +231,7 @@ export const apiKeyView = (key: ApiKey, now: number) => ({
   status: keyStatus(key, now),
   created_at: key.createdAt,
   ...(key.expiresAt !== undefined && { expires_at: key.expiresAt }),
+  ...rateLimitsField(key.rateLimits),
   ...(key.revokedAt !== undefined && { revoked_at: key.revokedAt }),
   ...(key.revokedReason !== undefined && { revoked_reason: key.revokedReason }),
 });
@@ -279,6 +288,7 @@ export const createdApiKeyView = ({ key, secret }: { key: ApiKey; secret: string
   permissions: key.permissions,
   created_at: key.createdAt,
   ...(key.expiresAt !== undefined && { expires_at: key.expiresAt }),
+  ...rateLimitsField(key.rateLimits),
 });
 
 export const keyValidationView = (v: KeyValidation) =>

@@ -6,6 +6,8 @@ import type { Level } from '../domain/scopes.js';
 /** Every key format of the table lives here (docs/table-design.md). */
 const SK = '-';
 export const POLICY_PREFIX = 'POLICY#';
+/** The partitions of request counters (rateWindow): the rate limiter's IAM grant names them. */
+export const RATE_PREFIX = 'RATE#';
 export const DUE_SHARDS = 16;
 
 const pad = (n: number): string => String(Math.max(0, Math.trunc(n))).padStart(15, '0');
@@ -30,6 +32,14 @@ export const keys = {
   apiKey: (secretHash: string) => ({ pk: `APIKEY#${secretHash}`, sk: SK }),
   /** Points from a key id to its key item (keys are stored under the hash of their secret). */
   apiKeyId: (keyId: string) => ({ pk: `APIKEYID#${keyId}`, sk: SK }),
+  /**
+   * The request counters of a tenant and its keys in one minute (store/rate-counters.ts): a
+   * partition of its own per tenant and window, so counting never touches a budget's items.
+   */
+  rateWindow: (tenant: string, windowStart: number) => ({
+    pk: `${RATE_PREFIX}${tenant}#${windowStart}`,
+    sk: SK,
+  }),
   ledger: (scope: string, unit: Unit) => ({ pk: `LEDGER#${budgetKey({ scope, unit })}`, sk: SK }),
   /** Escrow shard k ≥ 1 of a sharded budget (shard 0 is the ledger item): its own partition. */
   ledgerShard: (scope: string, unit: Unit, k: number) => ({

@@ -25,6 +25,7 @@ import {
   isAdminPermission,
   type Permission,
 } from '../domain/permissions.js';
+import type { RequestRateLimits } from '../domain/rate-limits.js';
 import { tenantClosed } from '../domain/tenant.js';
 import {
   getApiKeyByHash,
@@ -53,6 +54,8 @@ export interface ApiKeyRequest {
   /** DEFAULT_PERMISSIONS for a tenant key when absent; an operator credential must name its own. */
   readonly permissions?: readonly Permission[] | undefined;
   readonly expiresAt?: string | undefined;
+  /** Its own request-rate limits, narrowing its tenant's (docs/decisions.md § Rate limits). */
+  readonly rateLimits?: RequestRateLimits | undefined;
 }
 
 /**
@@ -126,6 +129,7 @@ export async function createApiKey(
     expiresAt:
       request.expiresAt === undefined ? undefined : new Date(request.expiresAt).toISOString(),
     status: 'ACTIVE',
+    rateLimits: rateLimitsFor(request.tenantId, request.rateLimits),
   };
   const inserted = await insertApiKey(hashKeySecret(secret), key, {
     ...byOperator(key.tenant, context),
@@ -234,7 +238,7 @@ async function changeKey(
   });
 }
 
-/** PATCH /v1/admin/api-keys/{key_id}: name, description, permissions of a live key. */
+/** PATCH /v1/admin/api-keys/{key_id}: name, description, permissions, rate limits of a live key. */
 export function updateApiKeyDetails(
   changer: Credential,
   keyId: string,
@@ -255,11 +259,28 @@ export function updateApiKeyDetails(
         ...(request.permissions !== undefined && {
           permissions: permissionsFor(key.tenant, request.permissions, changer),
         }),
+        ...(request.rateLimits !== undefined && {
+          rateLimits: rateLimitsFor(key.tenant, request.rateLimits ?? undefined),
+        }),
         updatedAt: new Date(context.now).toISOString(),
       };
     },
     context,
   );
+}
+
+/**
+ * A key's limits as stored: none when none is set. An operator credential has none: it calls
+ * the admin plane, which the limits do not cover.
+ */
+function rateLimitsFor(owner: string, limits: RequestRateLimits | undefined) {
+  if (!limits || Object.keys(limits).length === 0) return undefined;
+  if (owner === OPERATORS) {
+    throw invalidRequest('rate_limits: an operator credential has no rate limits', {
+      field: 'rate_limits',
+    });
+  }
+  return limits;
 }
 
 /**

@@ -24,6 +24,7 @@ import {
   type Server,
 } from '../../functions/routes.js';
 import { type Admission, laneOf, localAdmission } from './admission.js';
+import { localWaf } from './waf.js';
 
 /**
  * Plays API Gateway's part locally: matches a request against functions/routes.ts, builds an
@@ -220,8 +221,20 @@ function write(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): 
 export function createLocalServer(server: Server): HttpServer {
   const routes = compile(server);
   const admission = admissionOf(server, config);
+  const waf = localWaf();
   const http = createServer((req, res) => {
     const target = requestTarget(req.url);
+    // The edge, in front of API Gateway: what it blocks never reaches a function (waf.ts).
+    const blocked = waf?.inspect({
+      server,
+      path: target?.path,
+      headers: req.headers,
+      sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+    });
+    if (blocked) {
+      req.resume();
+      return write(res, blocked);
+    }
     const matched = target && match(routes, req.method ?? 'GET', target.path);
     // As a function's concurrency caps it in AWS: admitted, kept waiting a moment (settling
     // first), or 429 at once with nothing done; health always answers.

@@ -17,7 +17,7 @@
  * by themselves. Figures count the window after a warm-up, in which the budgets grow.
  */
 import { type Distribution, lognormal } from '../../infra/local/contention.js';
-import { type Bench, say } from './context.js';
+import { type Bench, replaceBlock, say } from './context.js';
 import { HttpTarget, type Reply } from './http.js';
 import { type BenchTenant, UNIT } from './provision.js';
 import type { ServerProcess } from './server.js';
@@ -525,11 +525,5 @@ const BEGIN =
 const END = '<!-- busy-tenant:end -->';
 
 /** Replaces the busy-tenant block of BENCHMARKS.md (appended when there is none yet). */
-export function busyTenantBlock(text: string, block: string): string {
-  const generated = `${BEGIN}\n\n${block}\n\n${END}`;
-  const from = text.indexOf(BEGIN);
-  const to = text.indexOf(END);
-  return from >= 0 && to > from
-    ? `${text.slice(0, from)}${generated}${text.slice(to + END.length)}`
-    : `${text.trimEnd()}\n\n${generated}\n`;
-}
+export const busyTenantBlock = (text: string, block: string): string =>
+  replaceBlock(text, BEGIN, END, block);

@@ -29,6 +29,16 @@ export interface Measured<T> {
 
 export const say = (line: string) => process.stdout.write(`${line}\n`);
 
+/** Replaces a generated block of BENCHMARKS.md between its markers (appended when absent). */
+export function replaceBlock(text: string, begin: string, end: string, block: string): string {
+  const generated = `${begin}\n\n${block}\n\n${end}`;
+  const from = text.indexOf(begin);
+  const to = text.indexOf(end);
+  return from >= 0 && to > from
+    ? `${text.slice(0, from)}${generated}${text.slice(to + end.length)}`
+    : `${text.trimEnd()}\n\n${generated}\n`;
+}
+
 export interface BenchParts {
   readonly opts: BenchOptions;
   readonly runtime: HttpTarget;

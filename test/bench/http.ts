@@ -48,7 +48,7 @@ export class HttpTarget {
   staleSocketRetries = 0;
 
   send(
-    method: 'GET' | 'POST',
+    method: 'GET' | 'POST' | 'PATCH',
     path: string,
     headers: Record<string, string>,
     body?: unknown,
@@ -111,7 +111,7 @@ export class HttpTarget {
   /** Sends and insists on a 2xx answer. */
   async expect(
     what: string,
-    method: 'GET' | 'POST',
+    method: 'GET' | 'POST' | 'PATCH',
     path: string,
     headers: Record<string, string>,
     body?: unknown,

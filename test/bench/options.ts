@@ -9,9 +9,10 @@ export const PHASES = [
   'profile',
   'contention',
   'busy-tenant',
+  'isolation',
 ] as const;
 /** The phases that need the contention emulator: run only when asked for. */
-const EMULATED: readonly Phase[] = ['contention', 'busy-tenant'];
+const EMULATED: readonly Phase[] = ['contention', 'busy-tenant', 'isolation'];
 export type Phase = (typeof PHASES)[number];
 
 export interface BenchOptions {

@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { dynamoClient } from '../../functions/store/client.js';
 import { transactStats } from '../../functions/store/transact.js';
+import { currentInvocation } from '../../functions/telemetry/invocation.js';
 import { admissionStats } from '../../infra/local/admission.js';
 import {
   type ContentionCounters,
@@ -34,11 +35,22 @@ export interface ProbeSnapshot {
   readonly conflictsByItem?: Record<string, number> | undefined;
   readonly rssBytes: number;
   readonly maxRssKb: number;
+  /** DynamoDB calls made while serving a request (what its log line's dynamodb_calls counts). */
+  readonly requestCalls: number;
 }
 
 const tally: Tally = {};
 const control = { sizing: true };
 installTally(dynamoClient, tally, control);
+// Calls inside an HTTP request's telemetry scope (it has a trace; the background jobs' have none).
+let requestCalls = 0;
+dynamoClient.middlewareStack.add(
+  (next) => (args) => {
+    if (currentInvocation()?.trace) requestCalls++;
+    return next(args);
+  },
+  { step: 'initialize', name: 'benchRequestCalls' },
+);
 
 let session: Session | undefined;
 
@@ -54,6 +66,7 @@ async function answer(request: ProbeRequest): Promise<unknown> {
         conflictsByItem: structuredClone(installedContentionEmulator()?.model.conflictsByItem),
         rssBytes: process.memoryUsage.rss(),
         maxRssKb: process.resourceUsage().maxRSS,
+        requestCalls,
       } satisfies ProbeSnapshot;
     case 'sizing-on':
     case 'sizing-off':

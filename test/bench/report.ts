@@ -3,6 +3,7 @@ import type { AuditResult } from './audit.js';
 import type { BusyTenantResult } from './busy-tenant.js';
 import type { ContentionResult } from './contention.js';
 import type { ExpiryLag } from './expiry.js';
+import type { IsolationResult } from './isolation.js';
 import type { ItemSize, OpResult } from './latency.js';
 import type { ListingResult, ListingRow } from './listing.js';
 import type { MinimalResult } from './minimal.js';
@@ -49,6 +50,7 @@ export interface Results {
   readonly contention?: ContentionResult | undefined;
   /** Rendered in a block of its own (test/bench/busy-tenant.ts). */
   readonly busyTenant?: BusyTenantResult | undefined;
+  readonly isolation?: IsolationResult | undefined;
   readonly memory: Memory;
   readonly audits: readonly AuditResult[];
   readonly statuses: Record<string, Record<string, number>>;

@@ -32,11 +32,21 @@ if (opts.render) {
 /** A run of the emulated phases alone: it has no figures for the main generated section. */
 function onlyContention(phases: Iterable<string>): boolean {
   const list = [...phases];
-  return list.length > 0 && list.every((p) => p === 'contention' || p === 'busy-tenant');
+  return (
+    list.length > 0 && list.every((p) => ['contention', 'busy-tenant', 'isolation'].includes(p))
+  );
 }
 
 /** The blocks of BENCHMARKS.md the emulated phases write, each only when it ran. */
 async function writeEmulatedBlocks(results: Results): Promise<void> {
+  const load = [results.machine.loadAverageAtStart, results.machine.loadAverageAtEnd] as const;
+  const rewrite = (update: (text: string) => string) =>
+    writeFileSync('BENCHMARKS.md', update(readFileSync('BENCHMARKS.md', 'utf8')));
+  if (results.isolation) {
+    const { isolationBlock, isolationMarkdown } = await import('./isolation.js');
+    const block = isolationMarkdown(results.isolation, results.startedAt, results.command, load);
+    rewrite((text) => isolationBlock(text, block));
+  }
   if (results.contention) {
     const { contentionMarkdown, updateContentionBlock } = await import('./contention.js');
     updateContentionBlock(
@@ -46,17 +56,8 @@ async function writeEmulatedBlocks(results: Results): Promise<void> {
   }
   if (results.busyTenant) {
     const { busyTenantBlock, busyTenantMarkdown } = await import('./busy-tenant.js');
-    const text = readFileSync('BENCHMARKS.md', 'utf8');
-    writeFileSync(
-      'BENCHMARKS.md',
-      busyTenantBlock(
-        text,
-        busyTenantMarkdown(results.busyTenant, results.startedAt, results.command, [
-          results.machine.loadAverageAtStart,
-          results.machine.loadAverageAtEnd,
-        ]),
-      ),
-    );
+    const block = busyTenantMarkdown(results.busyTenant, results.startedAt, results.command, load);
+    rewrite((text) => busyTenantBlock(text, block));
   }
 }
 const command = commandLine(argv);
@@ -288,22 +289,30 @@ async function main(): Promise<number> {
       return contentionPhase(bench, emulation, startEmulated);
     },
   );
+  // A server of its own per run, on the same DynamoDB Local and table, emulator installed.
+  const dynamodbEndpoint = endpoint;
+  const startEmulated = dynamodbEndpoint
+    ? (env: Record<string, string>) =>
+        ServerProcess.start({
+          ...serverEnv(dynamodbEndpoint),
+          EMULATE_CONTENTION: process.env.EMULATE_CONTENTION || '1',
+          ...env,
+        })
+    : undefined;
   const busyTenant = await runPhase(
     'busy-tenant',
     'a busy tenant: README budgets, SDK-like clients, the service with contention emulated',
     async () => {
       const { busyTenantPhase } = await import('./busy-tenant.js');
-      const dynamodbEndpoint = endpoint;
-      // A server of its own per run, on the same DynamoDB Local and table, emulator installed.
-      const start = dynamodbEndpoint
-        ? (env: Record<string, string>) =>
-            ServerProcess.start({
-              ...serverEnv(dynamodbEndpoint),
-              EMULATE_CONTENTION: process.env.EMULATE_CONTENTION || '1',
-              ...env,
-            })
-        : undefined;
-      return busyTenantPhase(bench, start);
+      return busyTenantPhase(bench, startEmulated);
+    },
+  );
+  const isolation = await runPhase(
+    'isolation',
+    'isolation: a noisy neighbour and a flood of bad keys, the service with contention emulated',
+    async () => {
+      const { isolationPhase } = await import('./isolation.js');
+      return isolationPhase(bench, startEmulated);
     },
   );
   say('\n== final check of every ledger of the run');
@@ -364,6 +373,7 @@ async function main(): Promise<number> {
     profile,
     contention,
     busyTenant,
+    isolation,
     memory,
     audits: bench.audits,
     statuses,
@@ -392,7 +402,7 @@ async function main(): Promise<number> {
       report.updateBenchmarksMd('BENCHMARKS.md', report.markdown(results));
       say('BENCHMARKS.md: generated section updated');
     }
-    if (contention || busyTenant) {
+    if (contention || busyTenant || isolation) {
       await writeEmulatedBlocks(results);
       say('BENCHMARKS.md: emulated sections updated');
     }

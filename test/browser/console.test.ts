@@ -420,6 +420,13 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     await nav('API keys').click();
     await heading('API keys').waitFor();
     const row = page.getByRole('row').filter({ hasText: 'laptop' });
+    // Its own rate limits first, from its row (they can only narrow its tenant's).
+    await row.getByRole('button', { name: /^Limits…/ }).click();
+    const limits = page.getByRole('dialog', { name: 'Rate limits of key laptop' });
+    await limits.getByLabel(/^Commits a minute/).fill('30');
+    await limits.getByRole('button', { name: 'Save limits' }).click();
+    await limits.waitFor({ state: 'detached' });
+    await row.getByText('Rate limits: commits a minute: 30').waitFor();
     await row.getByRole('button', { name: /^Revoke…/ }).click();
     const dialog = page.getByRole('dialog', { name: 'Revoke key laptop?' });
     await dialog.getByLabel(/^Reason/).fill('laptop lost');
@@ -866,6 +873,18 @@ describe('the operator console, in Chromium', { timeout: 120_000 }, () => {
     await hooli.getByRole('button', { name: 'Refuse unbudgeted scopes of hooli-1' }).waitFor();
     expect((await admin('GET', '/v1/admin/tenants/hooli-1')).body).toMatchObject({
       unbudgeted_scopes: 'SKIP',
+    });
+
+    // Its request-rate limits, from its row's dialog (empty fields: no limit).
+    await hooli.getByRole('button', { name: 'Limits… of hooli-1' }).click();
+    const limits = page.getByRole('dialog', { name: 'Rate limits of tenant hooli-1' });
+    await limits.getByLabel(/^Requests a minute/).fill('600');
+    await limits.getByLabel(/^Reservations a minute/).fill('120');
+    await limits.getByRole('button', { name: 'Save limits' }).click();
+    await limits.waitFor({ state: 'detached' });
+    await hooli.getByText('requests a minute: 600, reservations a minute: 120').waitFor();
+    expect((await admin('GET', '/v1/admin/tenants/hooli-1')).body).toMatchObject({
+      rate_limits: { max_requests_per_minute: 600, max_reservations_per_minute: 120 },
     });
 
     // Bulk fund: every active USD budget of acme credited $1.

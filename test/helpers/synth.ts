@@ -11,7 +11,12 @@ export type Resource = {
   DeletionPolicy?: string;
 };
 export type Resources = Record<string, Resource>;
-export type Statement = { Action: string | string[]; Resource: unknown; Effect: string };
+export type Statement = {
+  Action: string | string[];
+  Resource: unknown;
+  Effect: string;
+  Condition?: unknown;
+};
 
 const cdkJson = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')) as {
   context: Record<string, unknown>;

@@ -3,6 +3,7 @@ import { Match } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   acceptsAdminKey,
+  countsRequests,
   placesOf,
   type Route,
   type RouteId,
@@ -267,7 +268,10 @@ describe('CDK app', () => {
     it('gives no function a write action unless its route writes', () => {
       for (const [id, route] of routeEntries()) {
         const { resources, logicalId: fnId } = s.fn(id);
-        const actions = statementsOf(resources, fnId).flatMap(actionsOf);
+        // The rate limiter's counters are granted apart, on their partitions alone (below).
+        const actions = statementsOf(resources, fnId)
+          .filter((st) => !JSON.stringify(st.Condition ?? {}).includes('RATE#'))
+          .flatMap(actionsOf);
         const writes = actions.filter(
           (a) =>
             a.startsWith('dynamodb:') && ![...READ_ACTIONS, 'dynamodb:DescribeTable'].includes(a),
@@ -278,6 +282,32 @@ describe('CDK app', () => {
           expect(writes, id).toEqual(
             expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:UpdateItem']),
           );
+      }
+    });
+
+    it('lets a tenant route count requests on the rate counters’ partitions alone, and a settling one not at all', () => {
+      for (const [id, route] of routeEntries()) {
+        const { resources, logicalId: fnId } = s.fn(id);
+        const conditioned = statementsOf(resources, fnId).filter(
+          (st) => st.Condition && actionsOf(st).some((a) => a.startsWith('dynamodb:')),
+        );
+        if (!countsRequests(route)) {
+          expect(conditioned, id).toEqual([]);
+          continue;
+        }
+        expect(
+          conditioned.map((st) => [actionsOf(st), st.Condition]),
+          id,
+        ).toEqual([
+          [
+            ['dynamodb:GetItem'],
+            { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TENANT#*'] } },
+          ],
+          [
+            ['dynamodb:UpdateItem'],
+            { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#*'] } },
+          ],
+        ]);
       }
     });
 

@@ -95,6 +95,23 @@ describe('bad keys', () => {
     expect(works.res.status, JSON.stringify(works.res.body)).toBe(200);
   });
 
+  it('reads the table once for a burst of one unknown key: concurrent lookups share the read', async () => {
+    const key = shapedSecret('B');
+    const lines = await linesDuring(() =>
+      Promise.all(
+        Array.from({ length: 20 }, () =>
+          request('GET', `${stack.runtimeUrl}/v1/auth/introspect`, {
+            headers: { 'x-service-api-key': key },
+          }),
+        ),
+      ),
+    );
+    const requests = lines.filter((l) => l.msg === 'request' || l.message === 'request');
+    expect(requests).toHaveLength(20);
+    expect(requests.every((l) => l.status === 401)).toBe(true);
+    expect(requests.reduce((n, l) => n + Number(l.dynamodb_calls ?? 0), 0)).toBe(1);
+  });
+
   it('answers a revoked key 401 from the cache: one table read per bound', async () => {
     // Without balances:read, so the ledger audit reads with a second key, not the revoked one.
     const given = await givenTenant(stack, ['reservations:create']);

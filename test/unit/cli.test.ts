@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { derivedKey } from '../../cli/commands/bulk.js';
 import { commands } from '../../cli/commands/index.js';
+import { rateLimitsOf, rateLimitsText } from '../../cli/commands/keys.js';
 import { mask, resolveConfig } from '../../cli/config.js';
 import type { Io } from '../../cli/context.js';
 import { CliError, EXIT, exitCodeOf } from '../../cli/exit-codes.js';
@@ -251,5 +252,25 @@ describe('bulk idempotency keys', () => {
     expect(derivedKey(file, 1)).not.toBe(derivedKey(file, 2));
     expect(derivedKey(file, 1)).not.toBe(derivedKey(`${file}tenant:b,2\n`, 1));
     expect(derivedKey(file, 1)).toMatch(/^bulk-[0-9a-f]{24}-1$/);
+  });
+});
+
+describe('--rate-limits', () => {
+  it('reads name=count pairs per minute, or none', () => {
+    expect(rateLimitsOf('requests=600,reservations=100,commits=200')).toEqual({
+      max_requests_per_minute: 600,
+      max_reservations_per_minute: 100,
+      max_commits_per_minute: 200,
+    });
+    expect(rateLimitsOf('none')).toBeNull();
+    expect(rateLimitsText({ max_requests_per_minute: 600, max_commits_per_minute: 5 })).toBe(
+      '600 requests/min, 5 commits/min',
+    );
+  });
+
+  it('refuses an unknown name or a count that is not a number', () => {
+    expect(() => rateLimitsOf('tokens=5')).toThrow(CliError);
+    expect(() => rateLimitsOf('requests=many')).toThrow(CliError);
+    expect(() => rateLimitsOf('requests')).toThrow(CliError);
   });
 });

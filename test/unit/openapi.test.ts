@@ -213,13 +213,13 @@ describe('errorStatuses', () => {
     ]);
   });
 
-  it('gives a 403 wherever a key may lack the permission (an operator credential too), and a route that reads nothing no 429 or 503', () => {
+  it('gives a 403 wherever a key may lack the permission (an operator credential too), and a route that reads nothing no 503', () => {
     expect(errorStatuses(...routeOf('validateKey'))).toEqual([400, 401, 403, 429, 500, 503]);
     expect(errorStatuses(...routeOf('adminIntrospectAuth'))).toEqual([401, 403, 429, 500, 503]);
-    expect(errorStatuses(...routeOf('runtimeOpenApi'))).toEqual([500]);
+    expect(errorStatuses(...routeOf('runtimeOpenApi'))).toEqual([403, 429, 500]);
   });
 
-  it('leaves 503 to health, whose 503 is its DOWN answer, and never answers it busy', () => {
-    expect(errorStatuses(...routeOf('runtimeHealth'))).toEqual([500]);
+  it('leaves 503 to health, whose 503 is its DOWN answer, and lists the edge’s 403 and 429 on every route', () => {
+    expect(errorStatuses(...routeOf('runtimeHealth'))).toEqual([403, 429, 500]);
   });
 });

@@ -24,6 +24,12 @@ import { useConsole } from '../context.js';
 import { InputError } from '../errors.js';
 import { formatTime } from '../format.js';
 import { useAction, usePaged } from '../hooks.js';
+import {
+  RateLimitsDialog,
+  RateLimitsFields,
+  rateLimitsText,
+  useRateLimitsInput,
+} from '../rate-limits.js';
 import { navigate, type Params } from '../router.js';
 
 /** GET /v1/admin/api-keys; create (the secret shown once) and revoke. */
@@ -45,6 +51,7 @@ export function ApiKeys({ params }: { readonly params: Params }) {
   );
   const [created, setCreated] = useState<CreatedApiKey>();
   const [revoking, setRevoking] = useState<ApiKey>();
+  const [limiting, setLimiting] = useState<ApiKey>();
 
   return (
     <>
@@ -101,6 +108,12 @@ export function ApiKeys({ params }: { readonly params: Params }) {
                     <td class="mono">{k.tenant_id}</td>
                     <td>
                       <Permissions granted={k.permissions} />
+                      {k.rate_limits && (
+                        <>
+                          <br />
+                          <span class="muted">Rate limits: {rateLimitsText(k.rate_limits)}</span>
+                        </>
+                      )}
                     </td>
                     <td>
                       <Badge value={k.status} />
@@ -116,6 +129,15 @@ export function ApiKeys({ params }: { readonly params: Params }) {
                     </td>
                     <td>{formatTime(k.created_at)}</td>
                     <td>
+                      {k.status === 'ACTIVE' && k.tenant_id !== OPERATORS && (
+                        <button type="button" onClick={() => setLimiting(k)}>
+                          Limits…
+                          <span class="visually-hidden">
+                            {' '}
+                            of {k.name} ({k.key_id})
+                          </span>
+                        </button>
+                      )}{' '}
                       {k.status === 'ACTIVE' && (
                         <button type="button" class="danger" onClick={() => setRevoking(k)}>
                           Revoke…
@@ -134,6 +156,27 @@ export function ApiKeys({ params }: { readonly params: Params }) {
         </PagedResults>
       </section>
       {created && <SecretDialog created={created} onClose={() => setCreated(undefined)} />}
+      {limiting && (
+        <RateLimitsDialog
+          title={`Rate limits of key ${limiting.name}`}
+          current={limiting.rate_limits}
+          note={`The key counts against these and against tenant ${limiting.tenant_id}'s: it can only narrow them.`}
+          onClose={() => setLimiting(undefined)}
+          save={async (rate_limits) => {
+            await unwrap(
+              client.PATCH('/v1/admin/api-keys/{key_id}', {
+                params: { path: { key_id: limiting.key_id } },
+                body: { rate_limits },
+              }),
+            );
+            notify(
+              `Key ${limiting.name} (${limiting.key_id}): rate limits ${rateLimitsText(rate_limits ?? undefined)}.`,
+            );
+            setLimiting(undefined);
+            list.reload();
+          }}
+        />
+      )}
       {revoking && (
         <RevokeDialog
           apiKey={revoking}
@@ -172,11 +215,13 @@ function CreateKey({
     ? ADMIN_PERMISSIONS
     : PERMISSIONS.filter((p) => !p.startsWith('admin:'));
   const [permissions, setPermissions] = useState<readonly Permission[]>(DEFAULT_PERMISSIONS);
+  const limits = useRateLimitsInput();
   const create = useAction(async () => {
     const owner = operator ? OPERATORS : forTenant;
     if (!owner) throw new InputError('choose the tenant the key belongs to.', 'Tenant');
     if (permissions.length === 0)
       throw new InputError('grant at least one permission.', 'Permissions');
+    const rateLimits = operator ? undefined : limits.limits();
     const k = await unwrap(
       client.POST('/v1/admin/api-keys', {
         body: {
@@ -184,11 +229,13 @@ function CreateKey({
           name: name.trim(),
           ...(description.trim() && { description: description.trim() }),
           permissions: [...permissions],
+          ...(rateLimits && { rate_limits: rateLimits }),
         },
       }),
     );
     setName('');
     setDescription('');
+    limits.reset();
     onCreated(k);
   });
   const toggle = (p: Permission, on: boolean) =>
@@ -263,6 +310,9 @@ function CreateKey({
             ))}
           </ul>
         </fieldset>
+        {!operator && (
+          <RateLimitsFields idPrefix="new-key" typed={limits.typed} onInput={limits.setTyped} />
+        )}
         <ErrorMessage error={create.error} />
         <button type="submit" class="primary" disabled={create.busy}>
           Create key

@@ -12,6 +12,7 @@ import {
 import { useConsole } from '../context.js';
 import { formatTime } from '../format.js';
 import { useAction, usePaged } from '../hooks.js';
+import { RateLimitsDialog, rateLimitsText } from '../rate-limits.js';
 import { hrefOf, navigate, type Params } from '../router.js';
 import { BulkTenants } from './Bulk.js';
 
@@ -33,6 +34,7 @@ export function Tenants({ params }: { readonly params: Params }) {
     [client, status],
   );
   const [change, setChange] = useState<Change>();
+  const [limiting, setLimiting] = useState<Tenant>();
   const changed = () => {
     list.reload();
     all.reload();
@@ -71,6 +73,7 @@ export function Tenants({ params }: { readonly params: Params }) {
                   <th scope="col">Status</th>
                   <th scope="col">Created</th>
                   <th scope="col">Unbudgeted scopes</th>
+                  <th scope="col">Rate limits</th>
                   <th scope="col">Views</th>
                   <th scope="col">Actions</th>
                 </tr>
@@ -89,6 +92,14 @@ export function Tenants({ params }: { readonly params: Params }) {
                     <td>{formatTime(t.created_at)}</td>
                     <td>
                       <UnbudgetedScopes tenant={t} onChanged={changed} />
+                    </td>
+                    <td>
+                      <span>{rateLimitsText(t.rate_limits)}</span>{' '}
+                      {t.status !== 'CLOSED' && (
+                        <button type="button" onClick={() => setLimiting(t)}>
+                          Limits…<span class="visually-hidden"> of {t.tenant_id}</span>
+                        </button>
+                      )}
                     </td>
                     <td class="links">
                       <a href={hrefOf('budgets', { tenant: t.tenant_id })}>Budgets</a>{' '}
@@ -130,6 +141,27 @@ export function Tenants({ params }: { readonly params: Params }) {
           </TableRegion>
         </PagedResults>
       </section>
+      {limiting && (
+        <RateLimitsDialog
+          title={`Rate limits of tenant ${limiting.tenant_id}`}
+          current={limiting.rate_limits}
+          note="Every key of the tenant counts against these; a key's own limits can only narrow them."
+          onClose={() => setLimiting(undefined)}
+          save={async (rate_limits) => {
+            await unwrap(
+              client.PATCH('/v1/admin/tenants/{tenant_id}', {
+                params: { path: { tenant_id: limiting.tenant_id } },
+                body: { rate_limits },
+              }),
+            );
+            notify(
+              `Tenant ${limiting.tenant_id}: rate limits ${rateLimitsText(rate_limits ?? undefined)}.`,
+            );
+            setLimiting(undefined);
+            changed();
+          }}
+        />
+      )}
       {change && (
         <StatusDialog
           change={change}

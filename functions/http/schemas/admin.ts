@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { KEY_SORT_KEYS, OPERATORS } from '../../domain/api-keys.js';
+import { type ApiKeyChange, KEY_SORT_KEYS, OPERATORS } from '../../domain/api-keys.js';
 import {
   AUDIT_OPERATION_NAMES,
   AUDIT_RESOURCE_TYPES,
@@ -36,7 +36,12 @@ import {
   Unit,
 } from './common.js';
 import { clampedLimit, Search, SortDir } from './lists.js';
-import { settingsOf, TenantSettingsFields, TenantSettingsPatch } from './tenants.js';
+import {
+  RateLimitsBody,
+  settingsOf,
+  TenantSettingsFields,
+  TenantSettingsPatch,
+} from './tenants.js';
 
 /** A scope path: it is part of DynamoDB keys, so at most MAX_SCOPE_LENGTH characters. */
 const Scope = Chars(1, MAX_SCOPE_LENGTH);
@@ -75,6 +80,7 @@ export const CreateApiKeyBody = z.pipe(
     /** Absent: SPEC's eight and budgets:write for a tenant key; an operator credential names its own. */
     permissions: z.optional(Permissions),
     expires_at: z.optional(z.iso.datetime({ offset: true })),
+    rate_limits: z.optional(RateLimitsBody),
   }),
   z.transform((b): ApiKeyRequest => camel(b)),
 );
@@ -287,6 +293,8 @@ export const UpdateTenantBody = z.pipe(
       name: z.optional(Chars(1, 256)),
       status: z.optional(z.enum(TENANT_STATUSES)),
       ...TenantSettingsPatch,
+      /** The tenant's request-rate limits, whole; null: none. */
+      rate_limits: z.optional(z.nullable(RateLimitsBody)),
     })
     .check(z.refine((b) => Object.keys(b).length > 0, { message: 'names no field to change' })),
   z.transform(
@@ -295,6 +303,7 @@ export const UpdateTenantBody = z.pipe(
       status: b.status,
       metadata: b.metadata,
       settings: settingsOf(b),
+      rateLimits: b.rate_limits,
     }),
   ),
 );
@@ -316,17 +325,22 @@ export const ListApiKeysQuery = z.pipe(
   z.transform(camel),
 );
 
-export const UpdateApiKeyBody = z
-  .strictObject({
-    name: z.optional(Chars(1, 256)),
-    description: z.optional(z.string().check(z.maxLength(1024))),
-    permissions: z.optional(Permissions),
-  })
-  .check(
-    z.refine((b) => Object.keys(b).length > 0, {
-      message: 'one of name, description, permissions is required',
-    }),
-  );
+export const UpdateApiKeyBody = z.pipe(
+  z
+    .strictObject({
+      name: z.optional(Chars(1, 256)),
+      description: z.optional(z.string().check(z.maxLength(1024))),
+      permissions: z.optional(Permissions),
+      /** The key's own limits, whole; null: none (its tenant's alone). */
+      rate_limits: z.optional(z.nullable(RateLimitsBody)),
+    })
+    .check(
+      z.refine((b) => Object.keys(b).length > 0, {
+        message: 'one of name, description, permissions, rate_limits is required',
+      }),
+    ),
+  z.transform((b): ApiKeyChange => camel(b)),
+);
 
 export const RevokeApiKeyQuery = z.object({ reason: z.optional(Chars(1, 512)) });
 

@@ -215,7 +215,17 @@ export const OpenApiDocument = z.looseObject({
 
 // ---- admin --------------------------------------------------------------------------------
 
-/** The reference's Tenant, each optional field only when set; `unbudgeted_scopes` (ours) only when SKIP. */
+/**
+ * Ours, on a tenant and a key, only when one is set (docs/decisions.md § Rate limits): a client
+ * that never sets them never sees the field.
+ */
+const RateLimits = z.strictObject({
+  max_requests_per_minute: z.number().int().optional(),
+  max_reservations_per_minute: z.number().int().optional(),
+  max_commits_per_minute: z.number().int().optional(),
+});
+
+/** The reference's Tenant, each optional field only when set; `unbudgeted_scopes` and `rate_limits` (ours) only when set. */
 export const Tenant = z.strictObject({
   tenant_id: z.string(),
   name: z.string(),
@@ -229,6 +239,7 @@ export const Tenant = z.strictObject({
   max_reservation_extensions: z.number().int().optional(),
   reservation_expiry_policy: z.enum(EXPIRY_POLICIES).optional(),
   unbudgeted_scopes: z.enum(UNBUDGETED_SCOPES).optional(),
+  rate_limits: RateLimits.optional(),
   metadata: z.record(z.string(), z.string()).optional(),
   created_at: Timestamp,
   updated_at: Timestamp.optional(),
@@ -246,6 +257,7 @@ const apiKeyFields = {
   permissions: z.array(Permission),
   created_at: Timestamp,
   expires_at: Timestamp.optional(),
+  rate_limits: RateLimits.optional(),
 };
 /** Never the secret or its hash. */
 export const ApiKey = z.strictObject({

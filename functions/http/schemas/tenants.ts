@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { rateLimitsOf } from '../../domain/rate-limits.js';
 import { EXPIRY_POLICIES, type SettingsChange, UNBUDGETED_SCOPES } from '../../domain/tenant.js';
 import { OveragePolicy, TenantId } from './common.js';
 
@@ -70,3 +71,17 @@ export const TenantSettingsPatch = {
 } as {
   readonly [K in SettingField]: z.ZodMiniOptional<z.ZodMiniNullable<(typeof settingFields)[K]>>;
 } & { readonly metadata: z.ZodMiniOptional<typeof TenantMetadata> };
+
+/**
+ * A tenant's or a key's request-rate limits (docs/decisions.md § Rate limits), closed. At most
+ * 60,000 a minute: one counter item takes 1,000 writes a second (aws-facts § DynamoDB).
+ */
+const PerMinute = z.int().check(z.minimum(1), z.maximum(60_000));
+export const RateLimitsBody = z.pipe(
+  z.strictObject({
+    max_requests_per_minute: z.optional(PerMinute),
+    max_reservations_per_minute: z.optional(PerMinute),
+    max_commits_per_minute: z.optional(PerMinute),
+  }),
+  z.transform(rateLimitsOf),
+);

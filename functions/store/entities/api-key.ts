@@ -1,5 +1,6 @@
 import type { ApiKey } from '../../domain/api-keys.js';
 import { effectivePermissions, type Permission } from '../../domain/permissions.js';
+import { rateLimitsFrom } from '../../domain/rate-limits.js';
 import type { Item } from '../expressions.js';
 import { directory, keys } from '../keys.js';
 
@@ -26,6 +27,7 @@ export const keyAttributes = (key: ApiKey): Item => ({
   updated_at: key.updatedAt,
   revoked_at: key.revokedAt,
   revoked_reason: key.revokedReason,
+  rate_limits: key.rateLimits && { ...key.rateLimits },
   dir_pk: directory.apiKeys.pk,
   dir_sk: directory.apiKeys.sk(key.tenant, key.keyId),
 });
@@ -59,6 +61,7 @@ export function apiKeyOf(stored: Item): ApiKey {
     updatedAt: item.updated_at as string | undefined,
     revokedAt: item.revoked_at as string | undefined,
     revokedReason: item.revoked_reason as string | undefined,
+    rateLimits: rateLimitsFrom(item.rate_limits),
   };
 }
 

@@ -1,3 +1,4 @@
+import { rateLimitsFrom } from '../../domain/rate-limits.js';
 import type { Tenant, TenantSettings, TenantStatus } from '../../domain/tenant.js';
 import { and, attr, conditionCheck, type Item, type TransactItem } from '../expressions.js';
 import { directory, keys } from '../keys.js';
@@ -28,6 +29,7 @@ export const optionalTenantAttributes = (t: Tenant): Item => ({
   metadata: t.metadata,
   suspended_at: t.suspendedAt,
   closed_at: t.closedAt,
+  rate_limits: t.rateLimits && { ...t.rateLimits },
   ...Object.fromEntries(
     Object.entries(SETTING_ATTRIBUTES).map(([k, a]) => [
       a,
@@ -97,6 +99,7 @@ export function tenantOf(item: Item): Tenant {
     parentTenantId: text('parent_tenant_id'),
     metadata: item.metadata as Tenant['metadata'],
     settings: Object.keys(settings).length > 0 ? settings : undefined,
+    rateLimits: rateLimitsFrom(item.rate_limits),
     suspendedAt: text('suspended_at'),
     closedAt: text('closed_at'),
   };
