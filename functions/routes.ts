@@ -138,9 +138,11 @@ const notFoundRoute = <S extends Server>(server: S) =>
     ...small,
   }) as const;
 
-/** GET /v1/reservations picks one of these by its most specific filter. */
+/**
+ * GET /v1/reservations picks one of these by its most specific filter (a tenant's whole listing:
+ * its status partitions).
+ */
 const LISTING_INDEXES: readonly IndexName[] = [
-  'byTenant',
   'byStatus',
   'byWorkspace',
   'byApp',
@@ -712,11 +714,11 @@ const table = () =>
     },
 
     // Events and webhooks (docs/decisions.md § Events and webhooks): a stack of their own, their
-    // routes on the admin API. Events are read from the log (directory: one tenant's; byTenant:
+    // routes on the admin API. Events are read from the log (directory: one tenant's; byStatus:
     // every tenant's event spreads); subscriptions are listed on the directory.
     listEvents: {
       ...eventsRoute('GET', '/v1/admin/events', 'admin/list-events', eventsRead),
-      table: { items: 'read', indexes: ['directory', 'byTenant'] },
+      table: { items: 'read', indexes: ['directory', 'byStatus'] },
       paginates: true,
     },
     getEvent: {
@@ -797,7 +799,7 @@ const table = () =>
     replayEvents: {
       ...eventsRoute('POST', `${SUBSCRIPTION}/replay`, 'admin/replay-events', webhooksAdminWrite),
       status: 202,
-      table: { items: 'write', indexes: ['directory', 'byTenant'] },
+      table: { items: 'write', indexes: ['directory', 'byStatus'] },
       webhooks: ['enqueue'],
       timeoutSeconds: 29,
     },

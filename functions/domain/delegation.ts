@@ -4,6 +4,7 @@ import { DomainError, invalidRequest } from './errors.js';
 import { chargeAll, holdChange, inPeriodsOf, type LedgerChange, releaseChange } from './ledger.js';
 import { admissionRefusal, refusalError } from './refusals.js';
 import { expiredError, type Hold, heldAmount, onHolds, type Reservation } from './reservation.js';
+import { reservationIdOf, reservationKeyId } from './reservation-id.js';
 import { LEVELS, type Level, parseScope, type Subject } from './scopes.js';
 
 // Delegations (docs/decisions.md § Delegations): an ACTIVE reservation hands part of what it
@@ -137,8 +138,18 @@ export function delegate(
     const period = budgetAt(budgets, scope, amount.unit)?.period;
     return { scope, shard: 0, ...(period && { periodStart: period.start }) };
   });
+  const holds = [
+    ...parent.holds.map(({ scope, shard, periodStart }) => ({ scope, shard, periodStart })),
+    ...ownHolds,
+  ];
   const child: Reservation = {
-    reservationId: childId,
+    // Its id names the budgets it holds, as a reserve's does (domain/reservation-id.ts).
+    reservationId: reservationIdOf(
+      reservationKeyId(childId),
+      parent.tenant,
+      holds.at(-1)?.scope ?? '',
+      amount.unit,
+    ),
     tenant: parent.tenant,
     status: 'ACTIVE',
     idempotencyKey: request.idempotencyKey,
@@ -150,10 +161,7 @@ export function delegate(
     // Never past the parent's deadline: a parent is due no earlier than its children.
     gracePeriodMs: parent.gracePeriodMs,
     scopePath: ownScopes.at(-1) ?? parent.scopePath,
-    holds: [
-      ...parent.holds.map(({ scope, shard, periodStart }) => ({ scope, shard, periodStart })),
-      ...ownHolds,
-    ],
+    holds,
     overagePolicy: parent.overagePolicy,
     metadata: request.metadata,
     ttlMs: expiresAtMs - now,
@@ -163,7 +171,7 @@ export function delegate(
     parent: {
       ...parent,
       held: { unit: held.unit, amount: held.amount - amount.amount },
-      activeChildren: [...(parent.activeChildren ?? []), childId],
+      activeChildren: [...(parent.activeChildren ?? []), child.reservationId],
       delegations: (parent.delegations ?? 0) + 1,
     },
     child,
@@ -180,7 +188,8 @@ export const settlesIntoParent = (
   parent: Reservation | undefined,
 ): parent is Reservation =>
   child.delegation !== undefined &&
-  parent?.reservationId === child.delegation.parentId &&
+  parent !== undefined &&
+  reservationKeyId(parent.reservationId) === reservationKeyId(child.delegation.parentId) &&
   parent.status === 'ACTIVE';
 
 export interface IntoParent {

@@ -4,7 +4,8 @@ import { DomainError } from './errors.js';
 import { type LedgerChange, type OveragePolicy, releaseChange } from './ledger.js';
 import type { Subject } from './scopes.js';
 
-export type ReservationStatus = 'ACTIVE' | 'COMMITTED' | 'RELEASED' | 'EXPIRED';
+export const RESERVATION_STATUSES = ['ACTIVE', 'COMMITTED', 'RELEASED', 'EXPIRED'] as const;
+export type ReservationStatus = (typeof RESERVATION_STATUSES)[number];
 
 /** The reference's sort keys of the reservation listing. */
 export const RESERVATION_SORT_KEYS = [

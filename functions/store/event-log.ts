@@ -97,7 +97,7 @@ export function eventMatches(f: EventFilter, item: Item): boolean {
 /**
  * A page of the log in time order: one tenant's is a Query of its partition of the directory
  * index (whole items: filters run on the page); every tenant's merges the event spreads of the
- * byTenant index (keys only) and reads the items back. Never a Scan.
+ * byStatus index (keys only) and reads the items back. Never a Scan.
  */
 export async function queryEvents(q: EventQuery) {
   if (q.after !== undefined && !isTimePosition(q.after)) throw invalidCursor();
@@ -118,8 +118,8 @@ export async function queryEvents(q: EventQuery) {
           matches,
         })
       : await querySpreadPage({
-          index: 'byTenant',
-          partitionKey: 'tenant_pk',
+          index: 'byStatus',
+          partitionKey: 'status_pk',
           partitions: eventSpreads(),
           sortKey: 'list_sk',
           lowest: range.from,

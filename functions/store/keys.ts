@@ -1,5 +1,6 @@
 import type { Unit } from '../domain/amounts.js';
 import { budgetKey } from '../domain/budget.js';
+import { reservationKeyId } from '../domain/reservation-id.js';
 import type { Level } from '../domain/scopes.js';
 
 /** Every key format of the table lives here (docs/table-design.md). */
@@ -69,9 +70,13 @@ export const keys = {
     const unit = parts.pop();
     return unit && parts.length > 0 ? { scope: parts.join('#'), unit: unit as Unit } : undefined;
   },
-  reservation: (reservationId: string) => ({ pk: `RESERVATION#${reservationId}`, sk: SK }),
-  /** The reservation id of a reservation item's pk. */
-  reservationIdOfPk: (pk: string) => pk.slice('RESERVATION#'.length),
+  /** Every key of a reservation's is by its record's key id: an id's hint is no part of them. */
+  reservation: (reservationId: string) => ({
+    pk: `RESERVATION#${reservationKeyId(reservationId)}`,
+    sk: SK,
+  }),
+  /** The key id of a reservation item's pk (domain/reservation-id.ts adds the hint). */
+  reservationKeyIdOfPk: (pk: string) => pk.slice('RESERVATION#'.length),
   /** A reservation's charges (POST …/charges) in the order they were made: one Query lists them. */
   charge: (reservationId: string, sequence: number) => ({
     pk: chargesPartition(reservationId),
@@ -79,7 +84,7 @@ export const keys = {
   }),
   /** A reservation's delegations (its children) in the order they were made: one Query. */
   delegation: (parentId: string, sequence: number) => ({
-    pk: `DELEGATIONS#${parentId}`,
+    pk: `DELEGATIONS#${reservationKeyId(parentId)}`,
     sk: pad(sequence),
   }),
   event: (eventId: string) => ({ pk: `EVENT#${eventId}`, sk: SK }),
@@ -137,7 +142,8 @@ export const isTimePosition = (position: string): boolean =>
 /** `<ms, 15 digits>#<id>`: what events and deliveries are ordered by. */
 export const timeKey = (atMs: number, id: string): string => `${pad(atMs)}#${id}`;
 
-export const chargesPartition = (reservationId: string): string => `CHARGES#${reservationId}`;
+export const chargesPartition = (reservationId: string): string =>
+  `CHARGES#${reservationKeyId(reservationId)}`;
 export const reservationIdOfCharges = (pk: string): string => pk.slice('CHARGES#'.length);
 /** A charge's position in its listing (its sequence, as the sort key holds it). */
 export const isChargePosition = (position: string): boolean => /^\d{15}$/.test(position);
@@ -187,7 +193,8 @@ export const directory = {
 } as const;
 
 /**
- * Every tenant's events, by time, on the `byTenant` index (`tenant_pk` / `list_sk`, keys only),
+ * Every tenant's events, by time, on the `byStatus` index (`status_pk` / `list_sk`, keys only,
+ * beside the reservations' `T#…` partitions),
  * spread over EVENT_SPREAD partitions by event id: a busy deployment's events do not meet one
  * index partition's 1,000 writes/s; the operator's listing queries all and merges.
  */
@@ -223,7 +230,7 @@ export const ledgerIndexPartition = (tenant: string, segment: string): string =>
 
 /** Listing sort key: creation time, then id, so pages are stable while items are added. */
 export const listSortKey = (createdAtMs: number, reservationId: string): string =>
-  `${pad(createdAtMs)}#${reservationId}`;
+  `${pad(createdAtMs)}#${reservationKeyId(reservationId)}`;
 
 /** Positions in cursors are signed, but checked anyway: DynamoDB must never see a bad key. */
 export const isListPosition = (position: string): boolean =>
@@ -244,10 +251,10 @@ export const LIST_SPREAD = 4;
 const spreadKey = (key: string, spread: number) => (spread === 0 ? key : `${key}~${spread}`);
 
 /** The listing spread of a reservation: fixed by its id, so a status change keeps it. */
-export const listSpreadOf = (reservationId: string): number => hashOf(reservationId) % LIST_SPREAD;
+export const listSpreadOf = (reservationId: string): number =>
+  hashOf(reservationKeyId(reservationId)) % LIST_SPREAD;
 
 export const listPartitions = {
-  tenant: (tenant: string, spread = 0) => spreadKey(`T#${tenant}`, spread),
   status: (tenant: string, status: string, spread = 0) =>
     spreadKey(`T#${tenant}#${status}`, spread),
   level: (tenant: string, level: Level, value: string, spread = 0) =>
@@ -264,14 +271,14 @@ export function hashOf(id: string): number {
 }
 
 export const dueShard = (reservationId: string): string =>
-  duePartition(hashOf(reservationId) % DUE_SHARDS);
+  duePartition(hashOf(reservationKeyId(reservationId)) % DUE_SHARDS);
 
 /**
  * Due-index sort key: deadline first (the sweeper's range), then the tenant, so a tenant's due
  * reservations can be picked from the keys alone (tenant ids hold no '#').
  */
 export const dueSortKey = (deadlineMs: number, tenant: string, reservationId: string): string =>
-  `${pad(deadlineMs)}#${tenant}#${reservationId}`;
+  `${pad(deadlineMs)}#${tenant}#${reservationKeyId(reservationId)}`;
 
 export const deadlineOfDueKey = (dueSk: string): number => Number(dueSk.slice(0, 15));
 

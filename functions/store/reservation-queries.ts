@@ -1,6 +1,10 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { invalidCursor } from '../domain/cursor.js';
-import type { Reservation, ReservationStatus } from '../domain/reservation.js';
+import {
+  RESERVATION_STATUSES,
+  type Reservation,
+  type ReservationStatus,
+} from '../domain/reservation.js';
 import { canonicalValue, LEVELS, type Level } from '../domain/scopes.js';
 import { documentClient, tableName } from './client.js';
 import { isReservationItem, reservationOf } from './entities/reservation.js';
@@ -65,7 +69,11 @@ interface ListingSource {
   readonly partitions: readonly string[];
 }
 
-/** The index a listing walks: the most specific subject filter, else status, else the tenant. */
+/**
+ * The index a listing walks: the most specific subject filter, else status, else every status
+ * of the tenant (its whole listing: four status partitions, merged as spreads are; reservations
+ * have no tenant-wide index entry).
+ */
 function listingSource(q: ReservationListQuery): ListingSource {
   const spreads = Array.from({ length: LIST_SPREAD }, (_, k) => k);
   const level = [...SUBJECT_LEVELS].reverse().find((l) => q.subject[l] !== undefined);
@@ -77,18 +85,13 @@ function listingSource(q: ReservationListQuery): ListingSource {
       partitions: spreads.map((k) => listPartitions.level(q.tenant, level, value, k)),
     };
   }
-  const { status } = q;
-  if (status) {
-    return {
-      index: 'byStatus',
-      attribute: 'status_pk',
-      partitions: spreads.map((k) => listPartitions.status(q.tenant, status, k)),
-    };
-  }
+  const statuses = q.status ? [q.status] : RESERVATION_STATUSES;
   return {
-    index: 'byTenant',
-    attribute: 'tenant_pk',
-    partitions: spreads.map((k) => listPartitions.tenant(q.tenant, k)),
+    index: 'byStatus',
+    attribute: 'status_pk',
+    partitions: statuses.flatMap((status) =>
+      spreads.map((k) => listPartitions.status(q.tenant, status, k)),
+    ),
   };
 }
 

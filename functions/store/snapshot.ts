@@ -16,6 +16,11 @@ export interface SnapshotRequest {
   readonly reservationId?: string | undefined;
   readonly eventId?: string | undefined;
   readonly idempotency?: IdempotencyScope | undefined;
+  /**
+   * The operation keeps its outcome on the reservation (commit, release: store/records.ts
+   * `settledOutcome`), so the idempotency record is not read.
+   */
+  readonly outcomeOnReservation?: boolean | undefined;
   readonly budgets?: { readonly scopes: readonly string[]; readonly unit: Unit } | undefined;
   /**
    * Read sharded budgets at one instant (TransactGetItems), as a refusal must be: a
@@ -44,7 +49,8 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   const wanted: Key[] = [];
   if (r.reservationId) wanted.push(keys.reservation(r.reservationId));
   if (r.eventId) wanted.push(keys.event(r.eventId));
-  if (r.idempotency) wanted.push(idempotencyKey(r.idempotency));
+  const record = r.idempotency && !r.outcomeOnReservation ? r.idempotency : undefined;
+  if (record) wanted.push(idempotencyKey(record));
   const mode = r.atomic === true ? 'atomic' : 'batch';
   if (r.budgets) wanted.push(...ledgerKeys(r.budgets.scopes, r.budgets.unit, mode));
   const items = await getItems(wanted);
@@ -58,7 +64,7 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   const { budgets, atomic } = await budgetsOf(items, mode);
   const eventItem = r.eventId ? items.get(keys.event(r.eventId).pk) : undefined;
   const recordItem = r.idempotency
-    ? items.get(idempotencyKey(r.idempotency).pk)
+    ? record && items.get(idempotencyKey(record).pk)
     : (eventItem ?? reservationItem);
   return {
     // Commit and release outcomes live on the reservation; records of 0.2 and before apart.

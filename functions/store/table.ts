@@ -18,8 +18,8 @@ export const tableDefinition = {
   stream: 'NEW_AND_OLD_IMAGES',
   indexes: [
     // Reservation listings. KEYS_ONLY: a status change rewrites no index copy, and pages are
-    // completed with one strongly consistent BatchGetItem.
-    { name: 'byTenant', partitionKey: 'tenant_pk', sortKey: 'list_sk', projection: 'KEYS_ONLY' },
+    // completed with one strongly consistent BatchGetItem. byStatus also holds a tenant's whole
+    // listing (its four statuses merged) and every tenant's events (`EVENTS~k`): no byTenant.
     { name: 'byStatus', partitionKey: 'status_pk', sortKey: 'list_sk', projection: 'KEYS_ONLY' },
     {
       name: 'byWorkspace',

@@ -1,10 +1,12 @@
 import type { AuditEntry } from '../domain/audit.js';
 import type { Budget } from '../domain/budget.js';
+import type { Reservation } from '../domain/reservation.js';
 import type { ShardTouches } from './budgets/placement.js';
 import { applyToCachedShard, forgetShards } from './budgets/shard-cache.js';
 import { auditItem } from './entities/audit.js';
 import { budgetOfItem, isLedgerItem, shardCountOf } from './entities/ledger.js';
 import type { StoredOutcome } from './entities/outcome.js';
+import { isReservationItem, reservationOf } from './entities/reservation.js';
 import { putIfAbsent, type TransactItem } from './expressions.js';
 import { recordedOutcomeOf } from './records.js';
 import { type CancellationReason, transact, type WritePriority } from './transact.js';
@@ -16,7 +18,12 @@ import { type CancellationReason, transact, type WritePriority } from './transac
  */
 export type WriteOutcome =
   | { readonly kind: 'written' }
-  | { readonly kind: 'duplicate'; readonly stored: StoredOutcome | undefined }
+  | {
+      readonly kind: 'duplicate';
+      readonly stored: StoredOutcome | undefined;
+      /** The record, when it is a reservation (a reserve's): as the failed condition found it. */
+      readonly reservation?: Reservation | undefined;
+    }
   | { readonly kind: 'stale'; readonly refused: readonly RefusedBudget[] };
 
 /**
@@ -94,7 +101,9 @@ export function classifyCancellation(
   const failed = (i: number | undefined) =>
     i !== undefined && reasons[i]?.code === 'ConditionalCheckFailed';
   if (failed(layout.recordAt)) {
-    return { kind: 'duplicate', stored: recordedOutcomeOf(reasons[layout.recordAt ?? -1]?.item) };
+    const item = reasons[layout.recordAt ?? -1]?.item;
+    const reservation = isReservationItem(item) ? reservationOf(item) : undefined;
+    return { kind: 'duplicate', stored: recordedOutcomeOf(item), reservation };
   }
   const refused: RefusedBudget[] = [];
   layout.proofs.forEach((index, at) => {

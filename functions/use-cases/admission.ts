@@ -30,7 +30,7 @@ import { insertRefusal } from '../store/refusals.js';
 import type { SnapshotRequest } from '../store/snapshot.js';
 import { tenantState } from '../store/tenants.js';
 import type { RefusedBudget } from '../store/write.js';
-import { budgetSource, type Snapshot } from './budget-reader.js';
+import { anyPeriodDue, budgetSource, type Snapshot } from './budget-reader.js';
 import { expiredHoldsFreer } from './expiry.js';
 
 // New work on budgets — a reservation, its dry run, a decide, a usage event — is admitted by one
@@ -142,6 +142,14 @@ export async function admit(caller: Caller, work: NewWork, now: number, requestI
         await requireUnitOfScopes(caller.tenant, scopes, unit, s);
       return freer.free(refusalOf(s), s.budgets);
     },
+
+    /**
+     * Whether the repair step would write nothing on these budgets: no period due, nothing
+     * refused (so no expired holds to free). A reserve whose first read left out its record
+     * reads it before a repair that writes: a replay writes nothing.
+     */
+    repairsNothing: (s: Snapshot): boolean =>
+      !anyPeriodDue(s.budgets, now) && refusalOf(s) === undefined,
 
     /** Admits a hold, with the caps that apply, or throws its refusal (409, 404). */
     allow(s: Snapshot): Judgement {

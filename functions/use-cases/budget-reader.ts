@@ -6,6 +6,7 @@ import {
   type Budgets,
   budgetAt,
   budgetsByKey,
+  NO_BUDGETS,
 } from '../domain/budget.js';
 import type { Caller } from '../domain/caller.js';
 import { isDue, rolledOver } from '../domain/period.js';
@@ -16,6 +17,7 @@ import {
   type Reservation,
   settleDeadline,
 } from '../domain/reservation.js';
+import { hintedBudgets } from '../domain/reservation-id.js';
 import { tenantOfPath } from '../domain/scopes.js';
 import { getClosedPeriodBudgets, rollOverLedger } from '../store/budgets/periods.js';
 import { getBudgetRecords, getBudgets } from '../store/budgets/read.js';
@@ -52,6 +54,12 @@ export const budgetSource = (request: SnapshotRequest, now: number): BudgetSourc
 /** One strongly consistent read of budgets that are not decided on (an escrow layout). */
 export const readBudgets = (request: SnapshotRequest): Promise<Snapshot> => readSnapshot(request);
 
+/** Whether a rolling budget among those read has ended its period (`repair` would roll it). */
+export const anyPeriodDue = (budgets: Budgets, now: number): boolean =>
+  [...budgets.values()].some(
+    (b) => b.period !== undefined && b.status !== 'CLOSED' && isDue(b.period, now),
+  );
+
 /**
  * Moves every rolling budget among those read whose period has ended into the period of `now`
  * (exactly once, whoever gets there first); true when any had ended, so the caller reads again.
@@ -67,10 +75,12 @@ async function rollOverDue(budgets: Budgets, now: number): Promise<boolean> {
 }
 
 /**
- * For a commit, release or extend: the idempotency record and the reservation in one batch,
- * then (only when it is the caller's, ACTIVE and not past its deadline: otherwise it is refused
- * or expired, and needs no budgets) the budgets its holds settle on — the current ones, and for
- * a hold of a period its budget has since left, that closed period's budget.
+ * For a commit, release or extend: one strongly consistent read of the reservation, the
+ * idempotency record (unless the outcome is kept on the reservation: commit, release) and the
+ * budgets its id names (domain/reservation-id.ts). Only when it is the caller's, ACTIVE and not
+ * past its deadline (otherwise it is refused or expired, and needs no budgets) are they its
+ * holds' budgets; when the id named others (or none), those are read then — the current ones,
+ * and for a hold of a period its budget has since left, that closed period's budget.
  */
 export const settlingSource = (
   caller: Caller,
@@ -79,9 +89,36 @@ export const settlingSource = (
   now: number,
   /** Scopes beyond the reservation's whose budgets the write decides on (a delegation's own). */
   moreScopes?: (r: Reservation) => readonly string[],
+  /** The outcome is kept on the reservation (commit, release): no idempotency record to read. */
+  onReservation = false,
 ): SettlingSource => ({
-  read: (atomic = false) =>
-    readForSettling(caller, reservationId, idempotency, now, atomic, moreScopes),
+  read: async (atomic = false) => {
+    const hinted = hintedBudgets(reservationId, caller.tenant);
+    const first = await readSnapshot({
+      reservationId,
+      idempotency,
+      outcomeOnReservation: onReservation,
+      budgets: hinted,
+      atomic,
+    });
+    const r = first.reservation;
+    // Refused or expired (or a replay): no budgets, not even those a hint named.
+    if (first.replay || !r || r.tenant !== caller.tenant || r.status !== 'ACTIVE') {
+      return { ...first, budgets: NO_BUDGETS, atomic: true };
+    }
+    const scopes = [...affectedScopes(r), ...(moreScopes?.(r) ?? [])];
+    // Scope texts hold no comma: the lists are equal when their texts are.
+    const named = hinted?.unit === r.reserved.unit && String(hinted.scopes) === String(scopes);
+    const [read, parent] = await Promise.all([
+      named ? first : getBudgets(scopes, r.reserved.unit, atomic ? 'atomic' : 'batch'),
+      r.delegation && readReservation(r.delegation.parentId),
+    ]);
+    const budgets =
+      now >= settleDeadline(r)
+        ? read.budgets
+        : await withClosedPeriods(r.holds, r.reserved.unit, read.budgets);
+    return { ...first, atomic: read.atomic, budgets, parent };
+  },
   repair: ({ budgets }) => rollOverDue(budgets, now),
 });
 
@@ -91,27 +128,6 @@ export interface SettlingSnapshot extends Snapshot {
 }
 export interface SettlingSource extends BudgetSource {
   read(atomic?: boolean): Promise<SettlingSnapshot>;
-}
-
-async function readForSettling(
-  caller: Caller,
-  reservationId: string,
-  idempotency: IdempotencyScope,
-  now: number,
-  atomic: boolean,
-  moreScopes?: (r: Reservation) => readonly string[],
-): Promise<SettlingSnapshot> {
-  const first = await readSnapshot({ reservationId, idempotency });
-  const r = first.reservation;
-  if (first.replay || !r || r.tenant !== caller.tenant || r.status !== 'ACTIVE') return first;
-  const scopes = [...affectedScopes(r), ...(moreScopes?.(r) ?? [])];
-  const [read, parent] = await Promise.all([
-    getBudgets(scopes, r.reserved.unit, atomic ? 'atomic' : 'batch'),
-    r.delegation && readReservation(r.delegation.parentId),
-  ]);
-  if (now >= settleDeadline(r)) return { ...first, ...read, parent };
-  const budgets = await withClosedPeriods(r.holds, r.reserved.unit, read.budgets);
-  return { ...first, atomic: read.atomic, budgets, parent };
 }
 
 /** What a refund gives back to, as a snapshot found it (`refundingSource`). */

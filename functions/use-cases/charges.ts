@@ -13,6 +13,7 @@ import {
   heldAmount,
   type Reservation,
 } from '../domain/reservation.js';
+import { reservationKeyId } from '../domain/reservation-id.js';
 import { chargeChanges, requireUnit, withDebtOf } from '../domain/settlement.js';
 import { insertCharge, queryCharges } from '../store/charges.js';
 import { isChargePosition } from '../store/keys.js';
@@ -95,8 +96,14 @@ export function chargeReservation(
         holds: withDebtOf(r.holds, changes),
       };
       const charge: Charge = {
-        chargeId: derivedId('chg', r.tenant, reservationId, request.idempotencyKey),
-        reservationId,
+        chargeId: derivedId(
+          'chg',
+          r.tenant,
+          reservationKeyId(reservationId),
+          request.idempotencyKey,
+        ),
+        // As the reservation names itself (its hint included), whichever form was asked for.
+        reservationId: r.reservationId,
         sequence,
         amount: request.amount,
         createdAtMs: now,
@@ -105,7 +112,7 @@ export function chargeReservation(
       };
       const result: Charged = {
         chargeId: charge.chargeId,
-        reservationId,
+        reservationId: r.reservationId,
         sequence,
         amount: request.amount,
         chargedTotal: total,
@@ -153,7 +160,9 @@ export async function listCharges(
   const page = await paged({ route: 'charges', reservationId }, request, async (after) => {
     if (after !== undefined && !isChargePosition(after)) throw invalidCursor();
     const found = await queryCharges({ reservationId, after, limit: request.limit });
-    return { items: found.charges, nextPosition: found.nextPosition };
+    // The reservation's id as it answers it: the charge's key holds only its key id.
+    const items = found.charges.map((c) => ({ ...c, reservationId: reservation.reservationId }));
+    return { items, nextPosition: found.nextPosition };
   });
   return { reservation, page };
 }

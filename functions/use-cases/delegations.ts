@@ -54,7 +54,7 @@ export async function delegateReservation(
       const inherited = affectedScopes(parent);
       const result: Reserved = {
         kind: 'reserved',
-        reservationId: childId,
+        reservationId: child.reservationId,
         affectedScopes: affectedScopes(child),
         scopePath: child.scopePath,
         reserved: child.reserved,
@@ -74,7 +74,7 @@ export async function delegateReservation(
         reservationId: parentId,
         detail: {
           parent_reservation_id: parentId,
-          child_reservation_id: childId,
+          child_reservation_id: child.reservationId,
           amount: child.reserved.amount,
           unit: child.reserved.unit,
           depth: child.delegation?.depth,

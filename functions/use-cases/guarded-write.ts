@@ -1,5 +1,6 @@
 import { pastDeadline } from '../deadline.js';
 import { DomainError, RetryLaterError } from '../domain/errors.js';
+import type { Reservation } from '../domain/reservation.js';
 import type { StoredOutcome } from '../store/entities/outcome.js';
 import type { RefusedBudget, WriteOutcome } from '../store/write.js';
 import { type ResultCodec, replayOf } from './outcomes.js';
@@ -64,10 +65,11 @@ export interface GuardedWrite<S extends Snapshot, P extends Plan<unknown>> {
    */
   readonly recheckReplayBeforeRefusing?: boolean;
   /**
-   * Told when the answer is a replay, with the read that found it (none when a concurrent
-   * duplicate's record answered the write): for volatile fields recomputed on every answer.
+   * Told when the answer is a replay, with the read that found it (none when the record
+   * answered the write: then the reservation it is, if it is one): for volatile fields
+   * recomputed on every answer.
    */
-  onReplay?(snapshot: S | undefined): void;
+  onReplay?(snapshot: S | undefined, reservation?: Reservation): void;
   /** Told once the write went through (never on a replay): counts what was done. */
   onWritten?(plan: P): void;
 }
@@ -103,7 +105,7 @@ async function attempts<S extends Snapshot, P extends Plan<unknown>>(
         return plan.decided.result;
       }
       if (outcome.kind === 'duplicate') {
-        op.onReplay?.(undefined);
+        op.onReplay?.(undefined, outcome.reservation);
         return replayOf(outcome.stored, op.fingerprint, op.codec);
       }
       const lastAttempt = attempt >= MAX_STALE_RETRIES || pastDeadline();

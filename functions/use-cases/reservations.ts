@@ -13,6 +13,7 @@ import {
 import { DEFAULT_OVERAGE_POLICY, DEFAULT_TTL_MS, type Terms } from '../domain/policies.js';
 import { isRefusal, type ReasonCode, refusalError } from '../domain/refusals.js';
 import { type Action, affectedScopes, type Reservation } from '../domain/reservation.js';
+import { reservationIdOf } from '../domain/reservation-id.js';
 import type { Subject } from '../domain/scopes.js';
 import { insertReservation } from '../store/reservation-writes.js';
 import { recordMetric } from '../telemetry/invocation.js';
@@ -81,12 +82,24 @@ export async function createReservation(
   });
   const terms = admission.terms(request);
   const lease = leaseAt(now);
+  let reads = 0;
+  let recordRead = false;
   const reserved = await guardedWrite({
     name: 'reservation',
     fingerprint: print,
     codec: reservedCodec,
-    read: (atomic) => admission.read({ reservationId }, atomic),
-    repair: admission.repair,
+    // The first read is of the budgets alone: a retry's record is met by the write (its Put
+    // fails, returning it) or, before a refusal, read then (docs/decisions.md § One read per
+    // operation). Every later read looks for it too.
+    read: (atomic) => {
+      recordRead = reads++ > 0;
+      return admission.read(recordRead ? { reservationId } : {}, atomic);
+    },
+    recheckReplayBeforeRefusing: true,
+    // A repair that writes (a period rolled over, expired holds freed) waits for the record's
+    // read: a replay writes nothing.
+    repair: async (snapshot) =>
+      (!recordRead && !admission.repairsNothing(snapshot)) || admission.repair(snapshot),
     decide: (snapshot) => {
       const { caps, scopes } = admission.allow(snapshot);
       const { budgets } = snapshot;
@@ -94,7 +107,8 @@ export async function createReservation(
       const reservation = newReservation(
         caller,
         placed,
-        reservationId,
+        // Its id names its budgets, so its settlement reads them with it (domain/reservation-id.ts).
+        reservationIdOf(reservationId, caller.tenant, scopes.at(-1) ?? '', request.estimate.unit),
         admission,
         scopes,
         budgets,
@@ -109,7 +123,7 @@ export async function createReservation(
       const result: Reserved = {
         kind: 'reserved',
         ...placementOf(admission, scopes, request, ledgersAfter(budgets, holds)),
-        reservationId,
+        reservationId: reservation.reservationId,
         expiresAtMs: reservation.expiresAtMs,
         // Stored with the result, so a replay answers the same decision and caps.
         ...(caps && { caps }),
@@ -125,7 +139,7 @@ export async function createReservation(
       }),
     // The budgets changed since the read: the condition that failed names the scope.
     refusalOf: (refused, plan) => admission.refusalOnWrite(refused, plan.scopes),
-    onReplay: (snapshot) => lease.onReplay(snapshot),
+    onReplay: (snapshot, written) => lease.onReplay(snapshot, written),
     onWritten: ({ result }) =>
       recordMetric('Reservations', 1, { Decision: result.caps ? 'ALLOW_WITH_CAPS' : 'ALLOW' }),
   }).catch(async (error: unknown) => {
@@ -234,9 +248,13 @@ function newReservation(
 export function leaseAt(now: number) {
   let active = true;
   return {
-    onReplay: (snapshot: { readonly reservation?: Reservation | undefined } | undefined) => {
-      // A concurrent duplicate's record (no read) was made an instant ago: still ACTIVE.
-      if (snapshot?.reservation) active = snapshot.reservation.status === 'ACTIVE';
+    onReplay: (
+      snapshot: { readonly reservation?: Reservation | undefined } | undefined,
+      written?: Reservation,
+    ) => {
+      // The record as the read found it, or as the write that met it did.
+      const r = snapshot?.reservation ?? written;
+      if (r) active = r.status === 'ACTIVE';
     },
     of: (expiresAtMs: number): Lease => ({
       remainingTtlMs: active ? Math.max(0, expiresAtMs - now) : 0,

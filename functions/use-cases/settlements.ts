@@ -398,7 +398,16 @@ export function changeReservation<P extends Plan<unknown>>(
 ): Promise<P['result']> {
   const idempotency = { tenant: caller.tenant, operation: trigger, key: request.idempotencyKey };
   const print = fingerprint({ reservationId, ...request });
-  const source = settlingSource(caller, reservationId, idempotency, now, change.moreScopes);
+  // A commit's or release's outcome is kept on the reservation it settles (settleTransaction).
+  const onReservation = trigger === 'commit' || trigger === 'release';
+  const source = settlingSource(
+    caller,
+    reservationId,
+    idempotency,
+    now,
+    change.moreScopes,
+    onReservation,
+  );
   const transitionOf = (r: Reservation | undefined) =>
     settleable(caller, reservationId, r, trigger, now);
   type Settling = P & { readonly reservation: Reservation; readonly budgets: Budgets };

@@ -4,6 +4,7 @@
  * charges (commit actuals + event actuals), debt = 0 (the bench never overdraws), allocated as
  * created, and remaining = allocated − spent − reserved − debt.
  */
+
 import {
   BatchGetCommand,
   type BatchGetCommandOutput,
@@ -12,6 +13,7 @@ import {
   type QueryCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import { derivedId } from '../../functions/domain/fingerprint.js';
+import { RESERVATION_STATUSES } from '../../functions/domain/reservation.js';
 import {
   keys,
   LIST_SPREAD,
@@ -197,7 +199,7 @@ export async function finalLedgerCheck(
 
 const num = (v: unknown) => Number(v ?? 0);
 
-/** Reads the table directly: the ledger index, the byTenant index, and BatchGetItem. */
+/** Reads the table directly: the ledger index, the byStatus index (every status), and BatchGetItem. */
 export class TableAuditor implements Auditor {
   readonly source = 'table' as const;
 
@@ -314,14 +316,16 @@ export class TableAuditor implements Auditor {
 
   async read(t: BenchTenant): Promise<TenantState> {
     const ledgers = await this.readLedgers(t);
-    // Every listing spread of the tenant (keys.ts LIST_SPREAD).
+    // Every status partition of the tenant, each spread (keys.ts LIST_SPREAD): its listing.
     const spreads = await Promise.all(
-      Array.from({ length: LIST_SPREAD }, (_, k) =>
-        this.query({
-          IndexName: 'byTenant',
-          attribute: 'tenant_pk',
-          value: listPartitions.tenant(t.tenant, k),
-        }),
+      RESERVATION_STATUSES.flatMap((status) =>
+        Array.from({ length: LIST_SPREAD }, (_, k) =>
+          this.query({
+            IndexName: 'byStatus',
+            attribute: 'status_pk',
+            value: listPartitions.status(t.tenant, status, k),
+          }),
+        ),
       ),
     );
     const listed = spreads.flat();

@@ -8,6 +8,12 @@
  *   remaining += est − actual) and one Update of the reservation (COMMITTED if ACTIVE).
  * No reads before writes, no idempotency records. Measured next to the service, interleaved,
  * and counted by the same tally (tally.ts) on a client of its own.
+ *
+ * The floor shape (issue 31), a third baseline: the least a design keeping SPEC's guarantees can
+ * do (test/bench/ceiling.ts, "2 indexes, 2 reads"): a listing index by tenant and the sweeper's
+ * sparse due index (keys only) on a table of its own; the service's reservation item and
+ * conditions; one strongly consistent BatchGetItem before each write (reserve: the record and
+ * the ledgers, SPEC's balances in the answer; commit: the reservation and its ledgers).
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -17,6 +23,7 @@ import {
   TransactionCanceledException,
 } from '@aws-sdk/client-dynamodb';
 import {
+  BatchGetCommand,
   BatchWriteCommand,
   DynamoDBDocumentClient,
   ScanCommand,
@@ -42,6 +49,10 @@ import {
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
+/** `minimal`: no index, no read; `floor`: two keys-only indexes, one read per operation. */
+export type Shape = 'minimal' | 'floor';
+export type Engine = 'service' | Shape;
+
 /** A reservation of the minimal shape, as its engine keeps it to commit it. */
 export interface MinimalReservation {
   readonly id: string;
@@ -52,6 +63,49 @@ export interface MinimalReservation {
 const ledgerKey = (scope: string) => ({ pk: `LEDGER#${scope}#${UNIT}`, sk: '-' });
 const reservationKey = (id: string) => ({ pk: `RSV#${id}`, sk: '-' });
 const NAMES = { '#r': 'reserved', '#m': 'remaining', '#s': 'spent' };
+
+/** The service's hold condition: the ledger exists, has room, no debt, and is not frozen. */
+const FLOOR_HOLD_CONDITION =
+  'attribute_exists(#pk) AND #m >= :amt AND #debt = :zero AND (attribute_not_exists(#status) OR #status = :active)';
+
+/**
+ * The floor's reservation: the service's attributes (its replay, its terms) and the two
+ * indexes' keys, a listing spread of 4 and 16 due shards as the service's.
+ */
+function floorItem(
+  id: string,
+  tenant: string,
+  scopes: readonly string[],
+  estimate: number,
+  now: number,
+) {
+  const spread = randomBytes(1)[0] ?? 0;
+  return {
+    ...reservationKey(id),
+    type: 'reservation',
+    id,
+    tenant,
+    status: 'ACTIVE',
+    idempotency_key: `k-${id}`,
+    subject: { workspace: 'w', agent: scopes.at(-1)?.split('agent:')[1] ?? '' },
+    action: { kind: 'llm.completion', name: 'm' },
+    unit: UNIT,
+    estimate,
+    created_at_ms: now,
+    expires_at_ms: now + TTL_MS,
+    ttl_ms: TTL_MS,
+    grace_period_ms: 5_000,
+    deadline_ms: now + TTL_MS + 5_000,
+    scopes,
+    overage_policy: 'REJECT',
+    fingerprint: randomBytes(32),
+    balance_rows: scopes.flatMap(() => [ALLOCATED, 0, estimate, 0, 0]),
+    tenant_pk: `T#${tenant}~${spread % 4}`,
+    list_sk: `${String(now).padStart(15, '0')}#${id}`,
+    due_pk: `DUE#${spread % 16}`,
+    due_sk: `${String(now + TTL_MS + 5_000).padStart(15, '0')}#${tenant}#${id}`,
+  };
+}
 
 /** tenant, then each level of the subject, as the service derives scope paths. */
 export function minimalScopes(tenant: string, subject: Subject): string[] {
@@ -77,6 +131,7 @@ export class MinimalEngine {
   constructor(
     endpoint: string,
     readonly table: string,
+    readonly shape: Shape = 'minimal',
   ) {
     // As functions/store/client.ts: keep-alive sockets, 4 attempts, no logger middleware.
     this.client = new DynamoDBClient({
@@ -97,20 +152,40 @@ export class MinimalEngine {
     this.client.destroy();
   }
 
-  /** pk/sk string keys, PAY_PER_REQUEST, no secondary index. */
+  /**
+   * pk/sk string keys, PAY_PER_REQUEST; the floor shape's two keys-only indexes: a tenant's
+   * listing (`tenant_pk`, `list_sk`) and the sweeper's sparse due index (`due_pk`, `due_sk`).
+   */
   async createTable(): Promise<void> {
+    const s = 'S' as const;
+    const index = (name: string, pk: string, sk: string) => ({
+      IndexName: name,
+      KeySchema: [
+        { AttributeName: pk, KeyType: 'HASH' as const },
+        { AttributeName: sk, KeyType: 'RANGE' as const },
+      ],
+      Projection: { ProjectionType: 'KEYS_ONLY' as const },
+    });
+    const floor = this.shape === 'floor';
     await this.client.send(
       new CreateTableCommand({
         TableName: this.table,
         BillingMode: 'PAY_PER_REQUEST',
         AttributeDefinitions: [
-          { AttributeName: 'pk', AttributeType: 'S' },
-          { AttributeName: 'sk', AttributeType: 'S' },
+          ...['pk', 'sk', ...(floor ? ['tenant_pk', 'list_sk', 'due_pk', 'due_sk'] : [])].map(
+            (name) => ({ AttributeName: name, AttributeType: s }),
+          ),
         ],
         KeySchema: [
           { AttributeName: 'pk', KeyType: 'HASH' },
           { AttributeName: 'sk', KeyType: 'RANGE' },
         ],
+        ...(floor && {
+          GlobalSecondaryIndexes: [
+            index('byTenant', 'tenant_pk', 'list_sk'),
+            index('dueForExpiry', 'due_pk', 'due_sk'),
+          ],
+        }),
       }),
     );
     for (let i = 0; i < 100; i++) {
@@ -122,6 +197,7 @@ export class MinimalEngine {
 
   /** Ledgers at ALLOCATED, written through the counted client so later updates are sized. */
   async seed(scopes: readonly string[]): Promise<void> {
+    // The floor's ledgers carry the service's `debt` (its hold condition reads it).
     for (let i = 0; i < scopes.length; i += 25) {
       await this.doc.send(
         new BatchWriteCommand({
@@ -134,6 +210,7 @@ export class MinimalEngine {
                   reserved: 0,
                   spent: 0,
                   remaining: ALLOCATED,
+                  ...(this.shape === 'floor' && { type: 'ledger', scope, unit: UNIT, debt: 0 }),
                 },
               },
             })),
@@ -161,8 +238,20 @@ export class MinimalEngine {
     }
   }
 
+  /** The floor's one read before a write: strongly consistent, as the service's. */
+  private async read(keys: readonly { pk: string; sk: string }[]): Promise<void> {
+    await this.doc.send(
+      new BatchGetCommand({
+        RequestItems: { [this.table]: { Keys: [...keys], ConsistentRead: true } },
+      }),
+    );
+  }
+
   async reserve(tenant: string, scopes: readonly string[], amount: number) {
     const id = `rsv_${randomBytes(12).toString('base64url')}`;
+    const floor = this.shape === 'floor';
+    if (floor) await this.read([reservationKey(id), ...scopes.map(ledgerKey)]);
+    const now = Date.now();
     await this.transact(
       [
         ...scopes.map(
@@ -171,24 +260,38 @@ export class MinimalEngine {
               TableName: this.table,
               Key: ledgerKey(scope),
               UpdateExpression: 'SET #r = #r + :amt, #m = #m - :amt',
-              ConditionExpression: '#m >= :amt',
-              ExpressionAttributeNames: { '#r': NAMES['#r'], '#m': NAMES['#m'] },
-              ExpressionAttributeValues: { ':amt': amount },
+              ConditionExpression: floor ? FLOOR_HOLD_CONDITION : '#m >= :amt',
+              ExpressionAttributeNames: {
+                '#r': NAMES['#r'],
+                '#m': NAMES['#m'],
+                ...(floor && { '#pk': 'pk', '#debt': 'debt', '#status': 'status' }),
+              },
+              ExpressionAttributeValues: {
+                ':amt': amount,
+                ...(floor && { ':zero': 0, ':active': 'ACTIVE' }),
+              },
+              ...(floor && { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const }),
             },
           }),
         ),
         {
           Put: {
             TableName: this.table,
-            Item: {
-              ...reservationKey(id),
-              id,
-              tenant,
-              scopes,
-              estimate: amount,
-              status: 'ACTIVE',
-              expires: Date.now() + TTL_MS,
-            },
+            Item: floor
+              ? floorItem(id, tenant, scopes, amount, now)
+              : {
+                  ...reservationKey(id),
+                  id,
+                  tenant,
+                  scopes,
+                  estimate: amount,
+                  status: 'ACTIVE',
+                  expires: now + TTL_MS,
+                },
+            ...(floor && {
+              ConditionExpression: 'attribute_not_exists(pk)',
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+            }),
           },
         },
       ],
@@ -199,23 +302,10 @@ export class MinimalEngine {
   }
 
   async commit(r: MinimalReservation, actual: number): Promise<void> {
+    if (this.shape === 'floor') return this.floorCommit(r, actual);
     await this.transact(
       [
-        ...r.scopes.map(
-          (scope): TransactItem => ({
-            Update: {
-              TableName: this.table,
-              Key: ledgerKey(scope),
-              UpdateExpression: 'SET #r = #r - :est, #s = #s + :act, #m = #m + :rel',
-              ExpressionAttributeNames: NAMES,
-              ExpressionAttributeValues: {
-                ':est': r.estimate,
-                ':act': actual,
-                ':rel': r.estimate - actual,
-              },
-            },
-          }),
-        ),
+        ...r.scopes.map((scope) => this.settleLedger(scope, r, actual)),
         {
           Update: {
             TableName: this.table,
@@ -226,6 +316,66 @@ export class MinimalEngine {
             ExpressionAttributeValues: { ':committed': 'COMMITTED', ':active': 'ACTIVE' },
           },
         },
+      ],
+      'settle',
+      'commit',
+    );
+  }
+
+  /** A commit's update of one ledger (the floor's conditioned on the ledger, as the service's). */
+  private settleLedger(scope: string, r: MinimalReservation, actual: number): TransactItem {
+    const floor = this.shape === 'floor';
+    return {
+      Update: {
+        TableName: this.table,
+        Key: ledgerKey(scope),
+        UpdateExpression: 'SET #r = #r - :est, #s = #s + :act, #m = #m + :rel',
+        ExpressionAttributeNames: { ...NAMES, ...(floor && { '#pk': 'pk' }) },
+        ExpressionAttributeValues: {
+          ':est': r.estimate,
+          ':act': actual,
+          ':rel': r.estimate - actual,
+        },
+        ...(floor && {
+          ConditionExpression: 'attribute_exists(#pk)',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+        }),
+      },
+    };
+  }
+
+  /**
+   * The floor's commit: the reservation and its ledgers read, then the reservation settled
+   * (conditioned as the service's, its due entry removed, its settle replay stored) and each
+   * ledger updated, in one transaction.
+   */
+  private async floorCommit(r: MinimalReservation, actual: number): Promise<void> {
+    await this.read([reservationKey(r.id), ...r.scopes.map(ledgerKey)]);
+    const now = Date.now();
+    const failure = { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const };
+    await this.transact(
+      [
+        {
+          Update: {
+            TableName: this.table,
+            Key: reservationKey(r.id),
+            UpdateExpression:
+              'SET #st = :to, finalized_at_ms = :now, committed = :c, settle_key = :k, settle_fingerprint = :f, settle_rows = :rows REMOVE deadline_ms, due_pk, due_sk',
+            ConditionExpression: '#st = :active AND deadline_ms > :now',
+            ExpressionAttributeNames: { '#st': 'status' },
+            ExpressionAttributeValues: {
+              ':to': 'COMMITTED',
+              ':now': now,
+              ':c': actual,
+              ':k': `c-${r.id}`,
+              ':f': randomBytes(32),
+              ':rows': r.scopes.flatMap(() => [ALLOCATED, actual, 0, 0, 0]),
+              ':active': 'ACTIVE',
+            },
+            ...failure,
+          },
+        },
+        ...r.scopes.map((scope) => this.settleLedger(scope, r, actual)),
       ],
       'settle',
       'commit',
@@ -304,7 +454,7 @@ export class MinimalEngine {
 
 export interface MinimalOp {
   readonly op: 'reserve (3 scopes)' | 'commit (3 scopes)';
-  readonly engine: 'service' | 'minimal';
+  readonly engine: Engine;
   readonly latency: LatencySummary;
   readonly perOp?: PerOp | undefined;
   readonly usdPerMillion?: number | undefined;
@@ -312,7 +462,7 @@ export interface MinimalOp {
 
 /** One 3-scope reserve→commit pair: units, calls and cost, from the single-client samples. */
 export interface MinimalPair {
-  readonly engine: 'service' | 'minimal';
+  readonly engine: Engine;
   readonly calls: Record<string, number>;
   readonly itemsWritten: number;
   readonly writeUnits: number;
@@ -322,7 +472,7 @@ export interface MinimalPair {
 }
 
 export interface MinimalRun {
-  readonly engine: 'service' | 'minimal';
+  readonly engine: Engine;
   readonly clients: number;
   readonly perSecond: number;
   readonly perSecondByRound: readonly number[];
@@ -355,6 +505,12 @@ export interface MinimalResult {
     readonly serviceReserveP50?: number | undefined;
     readonly minimalReserveP50?: number | undefined;
     readonly reserveP50GapMs?: number | undefined;
+    /** The same against the floor shape (issue 31); absent in runs before it. */
+    readonly floorRate?: number | undefined;
+    readonly floorRatio?: number | undefined;
+    readonly floorRatioRange?: readonly [number, number] | undefined;
+    readonly floorReserveP50?: number | undefined;
+    readonly floorP50GapMs?: number | undefined;
   };
 }
 
@@ -367,38 +523,58 @@ const r2 = (x: number) => Math.round(x * 100) / 100;
  * engines taking turns in rounds as the throughput phase's engines do.
  */
 export async function minimalPhase(b: Bench, endpoint: string, cores: number) {
-  const engine = new MinimalEngine(endpoint, `${b.opts.table}-minimal`);
+  const engines = {
+    minimal: new MinimalEngine(endpoint, `${b.opts.table}-minimal`, 'minimal'),
+    floor: new MinimalEngine(endpoint, `${b.opts.table}-floor`, 'floor'),
+  };
   try {
-    await engine.createTable();
-    return await measureMinimal(b, engine, cores);
+    for (const e of Object.values(engines)) await e.createTable();
+    return await measureMinimal(b, engines, cores);
   } finally {
-    engine.close();
+    for (const e of Object.values(engines)) e.close();
   }
 }
 
+const SHAPES: readonly Shape[] = ['minimal', 'floor'];
+const ENGINES: readonly Engine[] = ['service', ...SHAPES];
+/** The engines in turn `k`: each goes first as often as the others, so drift hits all alike. */
+const inTurn = (k: number): Engine[] => ENGINES.map((_, i) => ENGINES[(i + k) % 3] as Engine);
+
 async function measureMinimal(
   b: Bench,
-  engine: MinimalEngine,
+  engines: Record<Shape, MinimalEngine>,
   cores: number,
 ): Promise<MinimalResult> {
   const { samples: n, warmupSamples: w } = b.opts;
   const outcomes = b.outcomesOf('minimal');
   const minimalTenant = (label: string) => `b${b.parts.runId}-${label}`;
-  /** Runs `fn` under b.measure, with the minimal engine's counters diffed around it too. */
+  /** Runs `fn` under b.measure, with each shape engine's counters diffed around it too. */
   const measure = async <T>(fn: () => Promise<T>) => {
-    const before = structuredClone(engine.tally);
-    const retries = engine.conflictRetries;
+    const before = {
+      minimal: structuredClone(engines.minimal.tally),
+      floor: structuredClone(engines.floor.tally),
+    };
+    const retries = {
+      minimal: engines.minimal.conflictRetries,
+      floor: engines.floor.conflictRetries,
+    };
     const m = await b.measure(fn);
     return {
       ...m,
-      minimal: diffTally(engine.tally, before),
-      minimalRetries: engine.conflictRetries - retries,
+      tallies: {
+        minimal: diffTally(engines.minimal.tally, before.minimal),
+        floor: diffTally(engines.floor.tally, before.floor),
+      },
+      retries: {
+        minimal: engines.minimal.conflictRetries - retries.minimal,
+        floor: engines.floor.conflictRetries - retries.floor,
+      },
     };
   };
 
-  // JVM and sockets warm for the minimal engine's requests too (the service's are warm).
-  {
-    const tenant = minimalTenant('min-warmup');
+  // JVM and sockets warm for the shape engines' requests too (the service's are warm).
+  for (const engine of Object.values(engines)) {
+    const tenant = minimalTenant(`${engine.shape}-warmup`);
     const scopes = minimalScopes(tenant, { workspace: 'w', agent: 'a' });
     await engine.seed(scopes);
     await closedLoop({
@@ -417,25 +593,23 @@ async function measureMinimal(
   const t = await b.tenant('min-lat', budgets);
   const mTenant = minimalTenant('min-lat');
   const mScopes = minimalScopes(mTenant, three);
-  await engine.seed(mScopes);
+  for (const engine of Object.values(engines)) await engine.seed(mScopes);
   const svcIds: string[] = [];
-  const minRes: MinimalReservation[] = [];
+  const shapeRes: Record<Shape, MinimalReservation[]> = { minimal: [], floor: [] };
   const ops: MinimalOp[] = [];
   const post = (what: string, path: string, body: unknown) =>
     b.runtime.expect(what, 'POST', path, t.headers, body);
   const pair = async (
     op: MinimalOp['op'],
     service: (i: number) => Promise<unknown>,
-    minimal: (i: number) => Promise<unknown>,
+    shape: (engine: MinimalEngine, i: number) => Promise<unknown>,
   ) => {
-    const times = { service: [] as number[], minimal: [] as number[] };
-    const both = async (i: number, record: boolean) => {
-      const order =
-        i % 2 === 0 ? (['service', 'minimal'] as const) : (['minimal', 'service'] as const);
-      for (const e of order) {
+    const times: Record<Engine, number[]> = { service: [], minimal: [], floor: [] };
+    const all = async (i: number, record: boolean) => {
+      for (const e of inTurn(i)) {
         const started = performance.now();
         try {
-          await (e === 'service' ? service(i) : minimal(i));
+          await (e === 'service' ? service(i) : shape(engines[e], i));
           if (record) times[e].push(performance.now() - started);
           outcomes.ok();
         } catch (error) {
@@ -443,12 +617,12 @@ async function measureMinimal(
         }
       }
     };
-    for (let i = 0; i < w; i++) await both(i, false);
+    for (let i = 0; i < w; i++) await all(i, false);
     const m = await measure(async () => {
-      for (let i = w; i < w + n; i++) await both(i, true);
+      for (let i = w; i < w + n; i++) await all(i, true);
     });
-    for (const e of ['service', 'minimal'] as const) {
-      const tally = e === 'service' ? m.service : m.minimal;
+    for (const e of ENGINES) {
+      const tally = e === 'service' ? m.service : m.tallies[e];
       const p = tally ? perOp(tally, n) : undefined;
       const r: MinimalOp = {
         op,
@@ -477,8 +651,8 @@ async function measureMinimal(
       const res = await post('reserve', '/v1/reservations', reserveBody(`m3-${i}`, three));
       svcIds[i] = String(res.reservation_id);
     },
-    async (i) => {
-      minRes[i] = await engine.reserve(mTenant, mScopes, ESTIMATE);
+    async (engine, i) => {
+      shapeRes[engine.shape][i] = await engine.reserve(mTenant, mScopes, ESTIMATE);
     },
   );
   await pair(
@@ -488,14 +662,14 @@ async function measureMinimal(
         idempotency_key: `mc-${i}`,
         actual: { unit: UNIT, amount: ACTUAL },
       }),
-    async (i) => {
-      const r = minRes[i];
-      if (!r) throw new Error(`no minimal reservation ${i}`);
+    async (engine, i) => {
+      const r = shapeRes[engine.shape][i];
+      if (!r) throw new Error(`no ${engine.shape} reservation ${i}`);
       await engine.commit(r, ACTUAL);
     },
   );
   const pairs: MinimalPair[] = [];
-  for (const e of ['service', 'minimal'] as const) {
+  for (const e of ENGINES) {
     const reserve = ops.find((o) => o.engine === e && o.op === 'reserve (3 scopes)')?.perOp;
     const commit = ops.find((o) => o.engine === e && o.op === 'commit (3 scopes)')?.perOp;
     if (!reserve || !commit) continue;
@@ -538,7 +712,7 @@ async function measureMinimal(
       ]
     : b.opts.clients;
   await b.sizing(false);
-  engine.control.sizing = false;
+  for (const engine of Object.values(engines)) engine.control.sizing = false;
   try {
     for (const clients of levels) {
       const agents = Array.from({ length: clients }, (_, c) => `workspace:w/agent:a-${c}`);
@@ -548,8 +722,8 @@ async function measureMinimal(
       const scopesOf = Array.from({ length: clients }, (_, c) =>
         minimalScopes(mt, { workspace: 'w', agent: `a-${c}` }),
       );
-      await engine.seed([...new Set(scopesOf.flat())]);
-      const opOf = (e: 'service' | 'minimal', round: number) =>
+      for (const engine of Object.values(engines)) await engine.seed([...new Set(scopesOf.flat())]);
+      const opOf = (e: Engine, round: number) =>
         e === 'service'
           ? async (c: number, i: number) => {
               const key = `${round}-${c}-${i}`;
@@ -569,11 +743,12 @@ async function measureMinimal(
               );
             }
           : async (c: number) => {
+              const engine = engines[e];
               const r = await engine.reserve(mt, scopesOf[c] ?? [], ESTIMATE);
               await engine.commit(r, ACTUAL);
             };
       const acc = new Map<
-        'service' | 'minimal',
+        Engine,
         {
           lat: number[];
           ops: number;
@@ -590,9 +765,7 @@ async function measureMinimal(
         }
       >();
       for (let round = 0; round < rounds; round++) {
-        const order =
-          round % 2 === 0 ? (['service', 'minimal'] as const) : (['minimal', 'service'] as const);
-        for (const e of order) {
+        for (const e of inTurn(round)) {
           const m = await measure(() =>
             closedLoop({
               clients,
@@ -620,7 +793,7 @@ async function measureMinimal(
           a.seconds += m.value.measuredSeconds;
           a.completed += m.value.completed;
           a.perRound.push(m.value.perSecond);
-          const retries = e === 'service' ? m.serviceConflictRetries : m.minimalRetries;
+          const retries = e === 'service' ? m.serviceConflictRetries : m.retries[e];
           a.retries += retries ?? 0;
           a.counted ||= retries !== undefined;
           a.bench += m.cpu.benchMs;
@@ -630,7 +803,7 @@ async function measureMinimal(
           if (m.cpu.otherMs !== undefined) a.other = (a.other ?? 0) + m.cpu.otherMs;
         }
       }
-      for (const e of ['service', 'minimal'] as const) {
+      for (const e of ENGINES) {
         const a = acc.get(e);
         if (!a) continue;
         const done = Math.max(1, a.completed);
@@ -660,27 +833,34 @@ async function measureMinimal(
     }
   } finally {
     await b.sizing(true);
-    engine.control.sizing = true;
+    for (const engine of Object.values(engines)) engine.control.sizing = true;
   }
 
   await b.audit('minimal', audited);
-  const own = await engine.audit('minimal (minimal table)');
-  b.audits.push(own);
-  say(
-    `  audit ${own.phase}: ${own.ledgers} ledgers, ${own.reservations} reservations (${own.active} active) — ${own.mismatches === 0 ? 'OK' : `${own.mismatches} MISMATCHES`} (${own.ms} ms)`,
-  );
-  for (const e of own.examples) say(`    ${e}`);
+  for (const engine of Object.values(engines)) {
+    const own = await engine.audit(`minimal (${engine.shape} table)`);
+    b.audits.push(own);
+    say(
+      `  audit ${own.phase}: ${own.ledgers} ledgers, ${own.reservations} reservations (${own.active} active) — ${own.mismatches === 0 ? 'OK' : `${own.mismatches} MISMATCHES`} (${own.ms} ms)`,
+    );
+    for (const e of own.examples) say(`    ${e}`);
+  }
 
   const at = levels.includes(10) ? 10 : levels[levels.length - 1];
   const s = throughput.find((x) => x.engine === 'service' && x.clients === at);
   const mm = throughput.find((x) => x.engine === 'minimal' && x.clients === at);
-  const byRound = (mm?.perSecondByRound ?? [])
-    .map((x, i) => (x > 0 ? (s?.perSecondByRound[i] ?? 0) / x : undefined))
-    .filter((x): x is number => x !== undefined);
-  const sp = ops.find((o) => o.engine === 'service' && o.op === 'reserve (3 scopes)')?.latency.p50;
-  const mp = ops.find((o) => o.engine === 'minimal' && o.op === 'reserve (3 scopes)')?.latency.p50;
+  const fl = throughput.find((x) => x.engine === 'floor' && x.clients === at);
+  const roundsAgainst = (base: MinimalRun | undefined) =>
+    (base?.perSecondByRound ?? [])
+      .map((x, i) => (x > 0 ? (s?.perSecondByRound[i] ?? 0) / x : undefined))
+      .filter((x): x is number => x !== undefined);
+  const byRound = roundsAgainst(mm);
+  const floorByRound = roundsAgainst(fl);
+  const p50Of = (e: Engine) =>
+    ops.find((o) => o.engine === e && o.op === 'reserve (3 scopes)')?.latency.p50;
+  const [sp, mp, fp] = [p50Of('service'), p50Of('minimal'), p50Of('floor')];
   return {
-    table: engine.table,
+    table: engines.minimal.table,
     shape:
       'tenant + workspace:w + agent (latency: agent a; load: agent a-<client>), unit USD_MICROCENTS',
     ops,
@@ -695,6 +875,14 @@ async function measureMinimal(
       serviceReserveP50: sp,
       minimalReserveP50: mp,
       reserveP50GapMs: sp !== undefined && mp !== undefined ? r2(sp - mp) : undefined,
+      floorRate: fl?.perSecond,
+      floorRatio: s && fl && fl.perSecond > 0 ? s.perSecond / fl.perSecond : undefined,
+      floorRatioRange:
+        floorByRound.length > 1
+          ? [Math.min(...floorByRound), Math.max(...floorByRound)]
+          : undefined,
+      floorReserveP50: fp,
+      floorP50GapMs: sp !== undefined && fp !== undefined ? r2(sp - fp) : undefined,
     },
   };
 }

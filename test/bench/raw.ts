@@ -15,6 +15,7 @@ import {
   type LedgerChange,
 } from '../../functions/domain/ledger.js';
 import { affectedScopes, type Reservation } from '../../functions/domain/reservation.js';
+import { reservationIdOf } from '../../functions/domain/reservation-id.js';
 import { deriveScopes, type Subject } from '../../functions/domain/scopes.js';
 import { dynamoClient } from '../../functions/store/client.js';
 import type { TransactItem } from '../../functions/store/expressions.js';
@@ -56,7 +57,13 @@ export function buildReserve(
   const { scopes, scopePath } = deriveScopes(tenant, subject);
   const action = { kind: 'llm.completion', name: 'bench-model' };
   const reservation: Reservation = {
-    reservationId: derivedId('rsv', tenant, idempotencyKey),
+    // As the service names it: the key and the hint of its budgets (domain/reservation-id.ts).
+    reservationId: reservationIdOf(
+      derivedId('rsv', tenant, idempotencyKey),
+      tenant,
+      scopePath,
+      UNIT,
+    ),
     tenant,
     status: 'ACTIVE',
     idempotencyKey,
@@ -141,11 +148,11 @@ export async function rawCommit(r: Reservation, actual: number, key: string): Pr
   );
 }
 
-/** The one read a reserve makes before it writes: reservation + ledgers, strongly consistent. */
-export async function rawReserveRead(tenant: string, subject: Subject, key: string) {
+/**
+ * The one read a reserve makes before it writes: its ledgers, strongly consistent (its record
+ * only before a refusal or on a retry: docs/decisions.md § One read per operation).
+ */
+export async function rawReserveRead(tenant: string, subject: Subject, _key: string) {
   const { scopes } = deriveScopes(tenant, subject);
-  return readSnapshot({
-    reservationId: derivedId('rsv', tenant, key),
-    budgets: { scopes, unit: UNIT },
-  });
+  return readSnapshot({ budgets: { scopes, unit: UNIT } });
 }

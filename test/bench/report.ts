@@ -170,29 +170,79 @@ export function evaluateTargets(r: {
   return targets;
 }
 
-/** Issue 12's targets: the service against the minimal protocol shape. */
+/**
+ * The targets against a baseline shape: issue 12's against the minimal shape, issue 31's
+ * against the floor shape (two indexes, one read per operation).
+ */
 function minimalTargets(m: MinimalResult): Target[] {
   const x = m.summary;
+  return [
+    ...shapeTargets(m, {
+      engine: 'minimal',
+      rate: x.minimalRate,
+      ratio: x.ratio,
+      range: x.ratioRange,
+      p50: x.minimalReserveP50,
+      gap: x.reserveP50GapMs,
+      bounds: { ratio: 0.7, gapMs: 3, wru: 24, dollars: 15 },
+    }),
+    ...(x.floorRate === undefined
+      ? []
+      : shapeTargets(m, {
+          engine: 'floor',
+          rate: x.floorRate,
+          ratio: x.floorRatio,
+          range: x.floorRatioRange,
+          p50: x.floorReserveP50,
+          gap: x.floorP50GapMs,
+          bounds: { ratio: 0.8, gapMs: 4, wru: 20, rru: 7, dollars: 13 },
+        })),
+  ];
+}
+
+function shapeTargets(
+  m: MinimalResult,
+  s: {
+    readonly engine: 'minimal' | 'floor';
+    readonly rate: number | undefined;
+    readonly ratio: number | undefined;
+    readonly range: readonly [number, number] | undefined;
+    readonly p50: number | undefined;
+    readonly gap: number | undefined;
+    readonly bounds: {
+      readonly ratio: number;
+      readonly gapMs: number;
+      readonly wru: number;
+      readonly rru?: number;
+      readonly dollars: number;
+    };
+  },
+): Target[] {
+  const x = m.summary;
+  const b = s.bounds;
   const svc = m.pairs.find((p) => p.engine === 'service');
-  const min = m.pairs.find((p) => p.engine === 'minimal');
+  const base = m.pairs.find((p) => p.engine === s.engine);
+  const units = `≤ ${b.wru} WRU${b.rru === undefined ? '' : ` and ≤ ${b.rru} RRU`}`;
   return [
     {
-      id: 'minimal-rate',
-      target: `at ${x.clients ?? 10} clients the service sustains ≥ 70% of the minimal shape’s reserve→commit rate (3 scopes)`,
-      met: x.ratio === undefined ? undefined : x.ratio >= 0.7,
-      detail: `${f(x.serviceRate, 1)} vs ${f(x.minimalRate, 1)} pairs/s = ${x.ratio === undefined ? 'n/a' : pct(x.ratio)}${x.ratioRange ? ` (rounds ${pct(x.ratioRange[0])}–${pct(x.ratioRange[1])})` : ''}`,
+      id: `${s.engine}-rate`,
+      target: `at ${x.clients ?? 10} clients the service sustains ≥ ${Math.round(100 * b.ratio)}% of the ${s.engine} shape’s reserve→commit rate (3 scopes)`,
+      met: s.ratio === undefined ? undefined : s.ratio >= b.ratio,
+      detail: `${f(x.serviceRate, 1)} vs ${f(s.rate, 1)} pairs/s = ${s.ratio === undefined ? 'n/a' : pct(s.ratio)}${s.range ? ` (rounds ${pct(s.range[0])}–${pct(s.range[1])})` : ''}`,
     },
     {
-      id: 'minimal-p50',
-      target: 'single-client reserve p50 (3 scopes) within 3 ms of the minimal shape’s',
-      met: x.reserveP50GapMs === undefined ? undefined : x.reserveP50GapMs <= 3,
-      detail: `${f(x.serviceReserveP50)} vs ${f(x.minimalReserveP50)} ms (+${f(x.reserveP50GapMs)} ms)`,
+      id: `${s.engine}-p50`,
+      target: `single-client reserve p50 (3 scopes) within ${b.gapMs} ms of the ${s.engine} shape’s`,
+      met: s.gap === undefined ? undefined : s.gap <= b.gapMs,
+      detail: `${f(x.serviceReserveP50)} vs ${f(s.p50)} ms (+${f(s.gap)} ms)`,
     },
     {
-      id: 'minimal-units',
-      target: '≤ 24 WRU per 3-scope reserve→commit pair (about $15 per million pairs)',
-      met: svc ? svc.writeUnits <= 24 + 1e-9 : undefined,
-      detail: `service ${f(svc?.writeUnits, 1)} WRU + ${f(svc?.readUnits, 1)} RRU = $${f(svc?.usdPerMillion)}/M; minimal ${f(min?.writeUnits, 1)} WRU + ${f(min?.readUnits, 1)} RRU = $${f(min?.usdPerMillion)}/M`,
+      id: `${s.engine}-units`,
+      target: `${units} per 3-scope reserve→commit pair (about $${b.dollars} per million pairs)`,
+      met: svc
+        ? svc.writeUnits <= b.wru + 1e-9 && (b.rru === undefined || svc.readUnits <= b.rru + 1e-9)
+        : undefined,
+      detail: `service ${f(svc?.writeUnits, 1)} WRU + ${f(svc?.readUnits, 1)} RRU = $${f(svc?.usdPerMillion)}/M; ${s.engine} ${f(base?.writeUnits, 1)} WRU + ${f(base?.readUnits, 1)} RRU = $${f(base?.usdPerMillion)}/M`,
     },
   ];
 }
@@ -471,7 +521,7 @@ export function markdown(r: Results): string {
     const mn = r.minimal;
     out.push('');
     out.push(
-      `#### Minimal protocol shape (phase \`minimal\`): the service vs the least a 3-scope reserve→commit can write (${mn.shape})`,
+      `#### Minimal protocol shape (phase \`minimal\`): the service vs the least a 3-scope reserve→commit can write, and vs the floor shape (two indexes, one read per operation) (${mn.shape})`,
     );
     out.push('');
     out.push(
@@ -521,22 +571,33 @@ export function markdown(r: Results): string {
           'Clients',
           'Service pairs/s',
           'Minimal pairs/s',
+          'Floor pairs/s',
           'Service/minimal',
+          'Service/floor',
+          'Floor/minimal',
           'Service p50 / p99 ms',
           'Minimal p50 / p99 ms',
-          'Other load % (svc / min)',
+          'Floor p50 / p99 ms',
+          'Other load % (svc / min / floor)',
         ],
         [...new Set(mn.throughput.map((x) => x.clients))].map((c) => {
           const s = mn.throughput.find((x) => x.clients === c && x.engine === 'service');
           const m = mn.throughput.find((x) => x.clients === c && x.engine === 'minimal');
+          const fl = mn.throughput.find((x) => x.clients === c && x.engine === 'floor');
+          const ratio = (a: typeof s, z: typeof s) =>
+            a && z && z.perSecond > 0 ? pct(a.perSecond / z.perSecond) : 'n/a';
           return [
             String(c),
             f(s?.perSecond, 1),
             f(m?.perSecond, 1),
-            s && m && m.perSecond > 0 ? pct(s.perSecond / m.perSecond) : 'n/a',
+            f(fl?.perSecond, 1),
+            ratio(s, m),
+            ratio(s, fl),
+            ratio(fl, m),
             `${f(s?.latency.p50, 1)} / ${f(s?.latency.p99, 1)}`,
             `${f(m?.latency.p50, 1)} / ${f(m?.latency.p99, 1)}`,
-            `${s?.cpu.otherPct ?? 'n/a'} / ${m?.cpu.otherPct ?? 'n/a'}`,
+            `${f(fl?.latency.p50, 1)} / ${f(fl?.latency.p99, 1)}`,
+            `${s?.cpu.otherPct ?? 'n/a'} / ${m?.cpu.otherPct ?? 'n/a'} / ${fl?.cpu.otherPct ?? 'n/a'}`,
           ];
         }),
       ),

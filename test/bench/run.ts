@@ -203,11 +203,12 @@ async function main(): Promise<number> {
   if (endpoint && opts.phases.has('minimal')) {
     setup.push(
       `Minimal shape (phase \`minimal\`, test/bench/minimal.ts): its own table \`${opts.table}-minimal\` on the same DynamoDB Local, pk/sk only, no secondary index. Reserve = one TransactWriteItems of one conditional Update per scope + one Put of a small reservation item; commit = one TransactWriteItems of one Update per scope + one conditional Update of the reservation. No read before writing, no idempotency record. Sent from the bench process by a client of its own (the store's client settings and conflict retries), counted by the same tally.`,
+      `Floor shape (phase \`minimal\`, issue 31; test/bench/ceiling.ts “2 indexes, 2 reads”): its own table \`${opts.table}-floor\`, two keys-only indexes (a tenant listing, the sparse due index). Reserve = one consistent BatchGetItem (record + ledgers) then one TransactWriteItems of the service’s conditional holds + the service-sized reservation item with both index keys; commit = one consistent BatchGetItem (reservation + ledgers) then one TransactWriteItems settling the reservation (its due entry removed, its replay stored) and updating each ledger. The three engines take turns, each first as often as the others.`,
     );
   }
   setup.push(
     'Warm-up before anything is measured: reserve→commit from 10 clients, through the service then the raw engine (10 s; 1 s with --quick). Single-client reserve and commit alternate one service request and one raw request, so drift hits both alike.',
-    'Audit after every phase: every ledger of the tenants it touched, read from the table (ledger index, byTenant index, BatchGetItem): reserved = Σ ACTIVE holds, spent = Σ commit and event charges, debt = 0, allocated as created, remaining = allocated − spent − reserved − debt.',
+    'Audit after every phase: every ledger of the tenants it touched, read from the table (ledger index, byStatus index, every status, BatchGetItem): reserved = Σ ACTIVE holds, spent = Σ commit and event charges, debt = 0, allocated as created, remaining = allocated − spent − reserved − debt.',
   );
 
   const peakAfter: Record<string, number> = {};

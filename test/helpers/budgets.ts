@@ -7,6 +7,7 @@ import {
   SINGLE,
 } from '../../functions/domain/budget.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
+import { reservationIdOf } from '../../functions/domain/reservation-id.js';
 import type { UsageEvent } from '../../functions/domain/settlement.js';
 
 /** A budget with this balance: unsharded and ACTIVE unless `extra` says otherwise. */
@@ -30,8 +31,17 @@ export const budgetsOf = (...list: readonly (Ledger | Budget)[]): Budgets =>
 export const aReservation = (
   scopes: readonly string[],
   overrides: Partial<Reservation> = {},
-): Reservation => ({
-  reservationId: 'rsv_1',
+): Reservation => {
+  const r = aReservationOf(scopes, overrides);
+  // Its id as the store gives it back: the key and the hint naming its budgets.
+  const id = reservationIdOf('rsv_1', r.tenant, scopes.at(-1) ?? '', r.reserved.unit);
+  return { reservationId: id, ...r };
+};
+
+const aReservationOf = (
+  scopes: readonly string[],
+  overrides: Partial<Reservation>,
+): Omit<Reservation, 'reservationId'> & Partial<Reservation> => ({
   tenant: (scopes[0] ?? 'tenant:t').slice('tenant:'.length),
   status: 'ACTIVE',
   idempotencyKey: 'k',

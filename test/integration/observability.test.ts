@@ -8,8 +8,11 @@ import { reservationsApi } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
 // Logs at info and EMF metrics on: this file reads both from the process's own stdout/stderr.
-const stack = useTestStack({ env: { LOG_LEVEL: 'info', POWERTOOLS_METRICS_DISABLED: 'false' } });
-const { reserve, commit } = reservationsApi(stack);
+// Keys cached as deployed (5 s), so a request's DynamoDB calls are its operation's alone.
+const stack = useTestStack({
+  env: { LOG_LEVEL: 'info', POWERTOOLS_METRICS_DISABLED: 'false', API_KEY_CACHE_TTL_MS: '5000' },
+});
+const { reserve, commit, release, extend } = reservationsApi(stack);
 
 // Everything the process writes is kept here instead of printed (test/helpers/output.ts).
 const linesDuring = captureOutput();
@@ -93,6 +96,42 @@ describe('request logs', () => {
     for (const op of ops) expect(op).toMatch(/^[A-Za-z]+ \d+(\.\d)?$/);
     expect(line.dynamodb_ms).toBeGreaterThan(0);
     expect(JSON.stringify(lines)).not.toContain(t.key);
+  });
+
+  it('logs one read call at most before the one write of a reserve, commit, release and extend (3 scopes)', async () => {
+    const t = await givenTenantWith(stack, {
+      '': 10_000,
+      'workspace:w': 10_000,
+      'workspace:w/agent:a': 10_000,
+    });
+    const subject = { workspace: 'w', agent: 'a' };
+    // The routes' cold starts (the tenant's state, cached afterwards).
+    const warm = await reserve(t, { subject });
+    await commit(t, warm.body.reservation_id, { actual: usd(50) });
+    const callsOf = async (send: () => Promise<{ status: number; headers: Headers }>) => {
+      let requestId = '';
+      const lines = await linesDuring(async () => {
+        const res = await send();
+        expect(res.status).toBe(200);
+        requestId = requestIdOf(res);
+      });
+      const [line = {}] = logLinesOf(lines, requestId);
+      return (line.dynamodb_ops as string[]).map((op) => op.split(' ')[0]).sort();
+    };
+    const one = ['BatchGetItem', 'TransactWriteItems'];
+
+    let id = '';
+    expect(
+      await callsOf(async () => {
+        const res = await reserve(t, { subject });
+        id = String(res.body.reservation_id);
+        return res;
+      }),
+    ).toEqual(one);
+    expect(await callsOf(() => extend(t, id, { extend_by_ms: 1_000 }))).toEqual(one);
+    expect(await callsOf(() => commit(t, id, { actual: usd(80) }))).toEqual(one);
+    const second = await reserve(t, { subject });
+    expect(await callsOf(() => release(t, second.body.reservation_id))).toEqual(one);
   });
 
   it('logs a refusal with its error code and the key id, and never the secret', async () => {

@@ -418,6 +418,22 @@ describe.concurrent('POST /v1/reservations idempotency', () => {
     expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 0, 50, 0, 950));
   });
 
+  it('replays a reserve whose budget is spent since, and refuses another payload on that key 409', async () => {
+    // The reserve reads no record before deciding: a refusal looks for it first.
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
+    const body = reserveBody({ estimate: usd(600) });
+
+    const first = await create(t, body);
+    await reserve(t, { estimate: usd(400) });
+    const again = await create(t, body);
+    const other = await create(t, { ...body, estimate: usd(700) });
+
+    expect(first.status).toBe(200);
+    expect(withoutLease(again.body)).toEqual(withoutLease(first.body));
+    expectError(other, 409, 'IDEMPOTENCY_MISMATCH');
+    expect((await ledgers(stack, t))['workspace:w']).toEqual(L(1_000, 0, 1_000, 0, 0));
+  });
+
   it('refuses with 409 IDEMPOTENCY_MISMATCH the same key with another payload', async () => {
     const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
     const body = reserveBody({ estimate: usd(100) });

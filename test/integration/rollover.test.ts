@@ -117,6 +117,30 @@ describe('a DAILY budget', () => {
     expect(await lookup(t)).toMatchObject({ spent: usd(0), reserved: usd(500) });
   });
 
+  it('replays a reserve across the boundary without rolling the budget over: a replay writes nothing', async () => {
+    const t = await givenTenant(stack);
+    const end = nextMidnight();
+    await dailyBudget(t, 1_000);
+    const body = {
+      idempotency_key: randomUUID(),
+      subject: { tenant: t.tenant },
+      action: { kind: 'llm', name: 'm' },
+      estimate: usd(100),
+      ttl_ms: 3_600_000,
+    };
+    const first = await api.create(t, body);
+
+    clock.advanceTo(end + 60_000);
+    const again = await api.create(t, body);
+
+    expect(again.status).toBe(200);
+    expect(again.body.reservation_id).toBe(first.body.reservation_id);
+    // Not rolled over: no closed period yet; the next new work rolls it.
+    expect(await closedPeriods(t)).toEqual([]);
+    await reserveAtRoot(t, 1);
+    expect(await closedPeriods(t)).toHaveLength(1);
+  });
+
   it('returns an expired hold of a closed period to that period', async () => {
     const t = await givenTenant(stack);
     const end = nextMidnight();

@@ -264,7 +264,7 @@ const smallItem = (pk: string, extra: Record<string, unknown> = {}) =>
 
 describe('the model: write units and throttling', () => {
   it('charges 2 units per started KB of an item in a transaction, 1 outside, and 1 per KB of index entry', () => {
-    const item = smallItem('R', { tenant_pk: 'T#t', list_sk: 'x', blob: 'b'.repeat(1_500) });
+    const item = smallItem('R', { status_pk: 'T#t', list_sk: 'x', blob: 'b'.repeat(1_500) });
     const action = { TableName: TABLE, Item: item };
 
     const inTransaction = describeWrite('Put', action, memory(), true).write;
@@ -273,7 +273,7 @@ describe('the model: write units and throttling', () => {
     expect(inTransaction.units).toBe(4);
     expect(plain.units).toBe(2);
     expect(inTransaction.indexWrites).toEqual([
-      { partition: `${TABLE}\u0001byTenant\u0001T#t`, units: 1 },
+      { partition: `${TABLE}\u0001byStatus\u0001T#t`, units: 1 },
     ]);
   });
 
@@ -291,7 +291,7 @@ describe('the model: write units and throttling', () => {
     const entryOf = (i: number) =>
       describeWrite(
         'Put',
-        { TableName: TABLE, Item: smallItem(`R${i}`, { tenant_pk: 'T#hot', list_sk: `${i}` }) },
+        { TableName: TABLE, Item: smallItem(`R${i}`, { status_pk: 'T#hot', list_sk: `${i}` }) },
         memory(),
         false,
       ).write;

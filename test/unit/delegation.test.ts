@@ -49,7 +49,9 @@ describe('delegate', () => {
     const { parent, child, holds } = tree(100, 40, 'REJECT');
 
     expect(parent.held).toEqual(tokens(60));
-    expect(parent.activeChildren).toEqual(['rsv_child']);
+    // The child by its id, which names its budgets (domain/reservation-id.ts).
+    expect(child.reservationId).toBe('rsv_child~1~ww');
+    expect(parent.activeChildren).toEqual([child.reservationId]);
     expect(child.reserved).toEqual(tokens(40));
     expect(child.delegation).toEqual({ parentId: 'rsv_parent', depth: 1, inherited: 2 });
     expect(child.expiresAtMs).toBe(61_000);

@@ -5,6 +5,7 @@ import { emptyShards, respread } from '../../functions/domain/escrow.js';
 import { fingerprint } from '../../functions/domain/fingerprint.js';
 import { holdChange, releaseChange } from '../../functions/domain/ledger.js';
 import type { Reservation } from '../../functions/domain/reservation.js';
+import { reservationIdOf } from '../../functions/domain/reservation-id.js';
 import { newApiKeyTransaction } from '../../functions/store/api-keys.js';
 import { ledgerUpdate, placeChanges } from '../../functions/store/budgets/placement.js';
 import { newLedgerTransaction } from '../../functions/store/budgets/writes.js';
@@ -89,7 +90,7 @@ describe('compact stored results', () => {
     affectedScopes: scopes,
     scopePath: scopes[2] ?? '',
     reserved: { unit: 'TOKENS', amount: 10 },
-    reservationId: 'rsv_1',
+    reservationId: reservationIdOf('rsv_1', 't', scopes[2] ?? '', 'TOKENS'),
     expiresAtMs: 61_000,
     balances,
   };
@@ -152,7 +153,7 @@ describe('stored formats', () => {
     affectedScopes: scopes,
     scopePath: scopes[2] ?? '',
     reserved: { unit: 'TOKENS', amount: 10 },
-    reservationId: 'rsv_1',
+    reservationId: reservationIdOf('rsv_1', 't', scopes[2] ?? '', 'TOKENS'),
     expiresAtMs: 61_000,
     balances: scopes.map((s) => ledger(s, 0, 10)),
   };
@@ -180,6 +181,7 @@ describe('stored formats', () => {
     const item = {
       ...keys.reservation('rsv_1'),
       type: 'reservation',
+      tenant: 't',
       scopes,
       unit: 'TOKENS',
       estimate: 10,
@@ -399,10 +401,11 @@ describe('listing spread', () => {
     for (let i = 0; i < 40; i++) {
       const r = { ...reservation, reservationId: `rsv_${i}` };
       const put = reserveTransaction({ reservation: r, holds: [], outcome }).items[0]?.Put?.Item;
-      const suffix = /(~\d)?$/.exec(String(put?.tenant_pk))?.[0] ?? '';
+      const suffix = /(~\d)?$/.exec(String(put?.status_pk))?.[0] ?? '';
       spreads.add(suffix);
+      // Not on byTenant: the tenant's listing is its status partitions merged.
+      expect(put?.tenant_pk).toBeUndefined();
       expect(put).toMatchObject({
-        tenant_pk: `T#t${suffix}`,
         status_pk: `T#t#ACTIVE${suffix}`,
         workspace_pk: `T#t#workspace#w${suffix}`,
         agent_pk: `T#t#agent#a${suffix}`,

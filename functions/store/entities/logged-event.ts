@@ -5,7 +5,7 @@ import { directory, eventSpreadOf, keys, timeKey } from '../keys.js';
 // The event log: one item per emitted event (the protocol's Event), put once (conditionally:
 // a redelivered stream record finds it there) and deleted by DynamoDB's TTL after the
 // retention. Its document is kept as the JSON text every delivery sends, byte for byte.
-// Listed per tenant on the `directory` index, across tenants on `byTenant` (keys.ts).
+// Listed per tenant on the `directory` index, across tenants on `byStatus` (keys.ts).
 
 /** Written on every logged event from this version on. */
 export const LOGGED_EVENT_VERSION = 1;
@@ -32,7 +32,8 @@ export function loggedEventItem(e: EventDocument, retentionMs: number): Item {
     document: JSON.stringify(e),
     dir_pk: directory.events.pk(e.tenant_id),
     dir_sk: position,
-    tenant_pk: eventSpreadOf(e.event_id),
+    // Every tenant's events, on the index reservations are listed by status from (keys.ts).
+    status_pk: eventSpreadOf(e.event_id),
     list_sk: position,
     ttl: Math.floor((atMs + retentionMs) / 1000),
   };

@@ -9,12 +9,14 @@ import {
   type ReservationStatus,
   settleDeadline,
 } from '../../domain/reservation.js';
+import { reservationIdOf, reservationKeyId } from '../../domain/reservation-id.js';
 import { canonicalValue, LEVELS } from '../../domain/scopes.js';
 import {
   and,
   attr,
   type Condition,
   type Item,
+  or,
   type TransactItem,
   totalAsRead,
   update,
@@ -42,11 +44,14 @@ export const isReservationItem = (item: Item | undefined): item is Item =>
 
 // ---- encode -----------------------------------------------------------------------------------
 
-/** The listing index keys: one per filter GET /v1/reservations can pick an index by. */
+/**
+ * The listing index keys: one per filter GET /v1/reservations can pick an index by. None for
+ * the tenant: a tenant's whole listing is its four status partitions merged (store/
+ * reservation-queries.ts), which saves an index write per reservation (docs/table-design.md).
+ */
 function listAttributes(r: Reservation): Item {
   const spread = listSpreadOf(r.reservationId);
   const attributes: Item = {
-    tenant_pk: listPartitions.tenant(r.tenant, spread),
     status_pk: listPartitions.status(r.tenant, r.status, spread),
     list_sk: listSortKey(r.createdAtMs, r.reservationId),
   };
@@ -99,7 +104,7 @@ export function reservationItem(r: Reservation, outcome: OutcomeToStore): Item {
     // As JSON text: exact numbers and any keys survive (DynamoDB maps would refuse them).
     ...(r.metadata !== undefined && { metadata_json: exactJson(r.metadata) }),
     ...(r.delegation && {
-      parent_id: r.delegation.parentId,
+      parent_id: reservationKeyId(r.delegation.parentId),
       depth: r.delegation.depth,
       inherited: r.delegation.inherited,
     }),
@@ -217,20 +222,23 @@ export function parentUpdate(
   after: Reservation,
   child: { readonly id: string; readonly change: 'delegated' | 'charged' | 'settled' },
 ): TransactItem {
-  const children = new Set([child.id]);
+  // Its id as the child's record gives it; a child delegated before ids carried a hint
+  // (domain/reservation-id.ts) is in the set by its key id.
+  const ids = new Set([child.id, reservationKeyId(child.id)]);
   return update(
     keys.reservation(r.reservationId),
     {
       set: { held: heldAmount(after).amount, delegation_count: after.delegations },
-      ...(child.change === 'delegated' && { addToSet: { active_children: children } }),
-      ...(child.change === 'settled' && { deleteFromSet: { active_children: children } }),
+      ...(child.change === 'delegated' && { addToSet: { active_children: new Set([child.id]) } }),
+      ...(child.change === 'settled' && { deleteFromSet: { active_children: ids } }),
     },
     {
       condition: and(
         attr('status').eq('ACTIVE'),
         attr('tenant').eq(r.tenant),
         chargesAsRead(r),
-        child.change !== 'delegated' && attr('active_children').contains(child.id),
+        child.change !== 'delegated' &&
+          or(...[...ids].map((id) => attr('active_children').contains(id))),
       ),
       returnOld: true,
     },
@@ -325,7 +333,12 @@ export function reservationOf(stored: Item): Reservation {
   const expiresAtMs = Number(item.expires_at_ms);
   const scopes = item.scopes as string[];
   return {
-    reservationId: keys.reservationIdOfPk(String(item.pk)),
+    reservationId: reservationIdOf(
+      keys.reservationKeyIdOfPk(String(item.pk)),
+      String(item.tenant),
+      scopes.at(-1) ?? '',
+      unit,
+    ),
     tenant: String(item.tenant),
     status: item.status as ReservationStatus,
     idempotencyKey: String(item.idempotency_key),
