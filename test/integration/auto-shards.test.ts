@@ -45,7 +45,9 @@ async function politely(url: string, t: GivenTenant, body: Json): Promise<Respon
 
 /**
  * `clients` closed-loop reserve → commit pairs (estimate 1,000, actual 700) under `subject`
- * until `enough` says so or 10 s pass; the pairs completed.
+ * until `enough` says so or 30 s pass; the pairs completed. The clients wait out each 429's
+ * Retry-After (up to 7.5 s when a budget is hot), so a loaded machine needs longer than a quiet
+ * one to show the contention that grows a budget: the watcher ends the load as soon as it has.
  */
 async function load(
   t: GivenTenant,
@@ -55,7 +57,7 @@ async function load(
 ) {
   let pairs = 0;
   let stop = false;
-  const until = performance.now() + 10_000;
+  const until = performance.now() + 30_000;
   const watcher = (async () => {
     while (!stop && performance.now() < until) {
       if (await enough()) break;
@@ -136,7 +138,7 @@ describe('a budget that meets contention', () => {
     expect(growths[0]).not.toHaveProperty('key_id');
     await expectExact(t, '', 100_000_000, pairs);
     await expectExact(t, 'workspace:prod', 100_000_000, pairs);
-  });
+  }, 120_000);
 
   it('grows a rolling workspace budget too, under a root split at creation: its balance exact', async () => {
     const t = await givenTenant(stack);
@@ -152,7 +154,7 @@ describe('a budget that meets contention', () => {
     expect(b.period).toBe('DAILY');
     await expectExact(t, '', 100_000_000, pairs);
     await expectExact(t, 'workspace:prod', 100_000_000, pairs);
-  });
+  }, 120_000);
 });
 
 describe('a sharded rolling budget at its period boundary', () => {
@@ -167,6 +169,9 @@ describe('a sharded rolling budget at its period boundary', () => {
         subject: { tenant: t.tenant },
         action: { kind: 'llm.completion', name: 'x' },
         estimate: usd(amount),
+        // Past the boundary the old holds must still be open while their commits wait out
+        // Retry-After in real time (the default 60 s lease would end a second after it).
+        ttl_ms: 600_000,
       });
     const before = await Promise.all(
       Array.from({ length: 10 }, (_, i) => reserveOf(`${t.tenant}-old-${i}`, 1_000)),
