@@ -10,7 +10,7 @@ import { useTestStack } from '../helpers/scaffold.js';
 // Busy is 429 LIMIT_EXCEEDED (docs/decisions.md § Contention): the service of this file runs
 // with DynamoDB's conflicts emulated (infra/local/contention.ts) on one unsharded budget that is
 // kept from growing (AUTO_SHARDS_MAX=1), and takes 8 requests at a time with none waiting, as a
-// function's reserved concurrency would (few enough that a burst of 80 meets the cap even on a
+// function's reserved concurrency would (few enough that a burst of 160 meets the cap even on a
 // loaded machine, where the emulated conflicts alone may all be retried away). Every busy answer carries Retry-After and X-RateLimit-Reset, and nothing of
 // it was written; settling work retries longer than taking work.
 const stack = useTestStack({
@@ -48,7 +48,7 @@ async function expectNothingHeld(t: GivenTenant, keys: readonly unknown[]) {
 describe('a busy unsharded budget under DynamoDB contention', () => {
   it('answers what it cannot take 429 with Retry-After and X-RateLimit-Reset, writes none of it, and settles every hold it granted', async () => {
     const t = await givenTenantWith(stack, { '': 10_000_000 });
-    const bodies = Array.from({ length: 80 }, () =>
+    const bodies = Array.from({ length: 160 }, () =>
       reserveBody({ subject: { tenant: t.tenant }, estimate: usd(100) }),
     );
 
