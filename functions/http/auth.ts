@@ -14,6 +14,7 @@ import { grants, type Permission } from '../domain/permissions.js';
 import type { RequestRateLimits } from '../domain/rate-limits.js';
 import type { Auth, Required } from '../routes.js';
 import { getApiKeyByHash } from '../store/api-keys.js';
+import { TtlCache } from '../ttl-cache.js';
 import { isKeyShaped, UnknownKeys } from './unknown-keys.js';
 
 /** A tenant key's caller is the domain's Caller; admin and anonymous callers never reach a use case that needs one. */
@@ -147,14 +148,14 @@ async function liveKey(secret: string | undefined, now: number): Promise<ApiKey>
 // revocation: a revoked or changed key is seen by every process within API_KEY_CACHE_TTL_MS
 // (at most 5 s; docs/decisions.md § Control plane). Expiry is still checked on each use. Ages
 // are on the server clock, so tests move past the bound instead of waiting for it.
-const cache = new Map<string, { key: ApiKey; at: number }>();
 const CACHE_MAX = 10_000;
+const known = new TtlCache<ApiKey>(() => config.API_KEY_CACHE_TTL_MS, CACHE_MAX);
 const unknownKeys = new UnknownKeys(CACHE_MAX, () => config.API_KEY_CACHE_TTL_MS);
 
 export async function findKey(secret: string, now: number): Promise<ApiKey | undefined> {
   const hash = hashKeySecret(secret);
-  const hit = cache.get(hash);
-  if (hit && now >= hit.at && now - hit.at < config.API_KEY_CACHE_TTL_MS) return hit.key;
+  const hit = known.get(hash, now);
+  if (hit) return hit.value;
   if (unknownKeys.has(hash, now)) return undefined;
   // Concurrent requests with the same secret share one read: a burst of one unknown key (or a
   // cold container's first burst of a real one) costs one GetItem, not one per request.
@@ -163,10 +164,7 @@ export async function findKey(secret: string, now: number): Promise<ApiKey | und
   const lookup = getApiKeyByHash(hash)
     .then((key) => {
       if (!key) unknownKeys.add(hash, now);
-      if (key && config.API_KEY_CACHE_TTL_MS > 0) {
-        if (cache.size >= CACHE_MAX) cache.clear();
-        cache.set(hash, { key, at: now });
-      }
+      if (key) known.set(hash, key, now);
       return key;
     })
     .finally(() => lookups.delete(hash));

@@ -10,6 +10,7 @@ import {
   windowOf,
 } from '../domain/rate-limits.js';
 import { countRequest, getTenantRateLimits } from '../store/rate-counters.js';
+import { TtlCache } from '../ttl-cache.js';
 import type { RouteCaller } from './auth.js';
 
 /**
@@ -74,16 +75,16 @@ function noteFull(tenant: string, window: number, counter: RateCounter): void {
 }
 
 const CACHE_MAX = 10_000;
-const tenants = new Map<string, { limits: RequestRateLimits | undefined; at: number }>();
+const tenants = new TtlCache<RequestRateLimits | undefined>(
+  () => config.API_KEY_CACHE_TTL_MS,
+  CACHE_MAX,
+);
 
 async function limitsOfTenant(tenant: string, now: number) {
-  const hit = tenants.get(tenant);
-  if (hit && now >= hit.at && now - hit.at < config.API_KEY_CACHE_TTL_MS) return hit.limits;
+  const hit = tenants.get(tenant, now);
+  if (hit) return hit.value;
   const limits = await getTenantRateLimits(tenant);
-  if (config.API_KEY_CACHE_TTL_MS > 0) {
-    if (tenants.size >= CACHE_MAX) tenants.clear();
-    tenants.set(tenant, { limits, at: now });
-  }
+  tenants.set(tenant, limits, now);
   return limits;
 }
 

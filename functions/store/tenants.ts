@@ -2,6 +2,7 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { AuditEntry } from '../domain/audit.js';
 import type { Policy } from '../domain/policies.js';
 import type { Tenant, TenantSettings, TenantStatus } from '../domain/tenant.js';
+import { TtlCache } from '../ttl-cache.js';
 import { documentClient, tableName } from './client.js';
 import { isPolicyItem, policyOf } from './entities/policy.js';
 import {
@@ -155,16 +156,15 @@ export interface TenantState {
   readonly settings: TenantSettings;
   readonly policies: readonly Policy[];
 }
-const states = new Map<string, { readonly state: TenantState; readonly at: number }>();
-const STATES_MAX = 10_000;
+const states = new TtlCache<TenantState>(() => TENANT_STATE_TTL_MS);
 
 /**
  * The tenant's state: one strongly consistent Query of its partition (its record and its
  * policies live there), then cached for TENANT_STATE_TTL_MS.
  */
 export async function tenantState(tenant: string, now: number): Promise<TenantState> {
-  const seen = states.get(tenant);
-  if (seen && now >= seen.at && now - seen.at < TENANT_STATE_TTL_MS) return seen.state;
+  const seen = states.get(tenant, now);
+  if (seen) return seen.value;
   const items = await tenantPartition(tenant);
   const item = items.find(isTenantItem);
   const record = item && tenantOf(item);
@@ -174,8 +174,7 @@ export async function tenantState(tenant: string, now: number): Promise<TenantSt
     settings: record?.settings ?? {},
     policies: items.filter(isPolicyItem).map(policyOf),
   };
-  if (states.size >= STATES_MAX) states.clear();
-  states.set(tenant, { state, at: now });
+  states.set(tenant, state, now);
   return state;
 }
 

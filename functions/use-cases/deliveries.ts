@@ -32,6 +32,7 @@ import {
   subscriptionsOf,
 } from '../store/webhooks.js';
 import { recordMetric } from '../telemetry/invocation.js';
+import { TtlCache } from '../ttl-cache.js';
 import { type Page, type PageRequest, paged } from './pages.js';
 import { readSubscription, webhookSecurity } from './webhooks.js';
 
@@ -107,14 +108,13 @@ async function enqueue(deliveries: readonly Delivery[], queue: DeliveryQueue): P
 }
 
 /** A tenant's subscriptions and the operator's, read at most once per WEBHOOK_CACHE_TTL_MS. */
-const cached = new Map<string, { readonly at: number; readonly subscriptions: Subscription[] }>();
+const cached = new TtlCache<Subscription[]>(() => config.WEBHOOK_CACHE_TTL_MS);
 
 async function subscriptionsFor(tenant: string, now: number): Promise<Subscription[]> {
-  const hit = cached.get(tenant);
-  if (hit && now - hit.at < config.WEBHOOK_CACHE_TTL_MS && now >= hit.at) return hit.subscriptions;
+  const hit = cached.get(tenant, now);
+  if (hit) return hit.value;
   const subscriptions = await subscriptionsOf(tenant);
-  if (cached.size > 10_000) cached.clear();
-  cached.set(tenant, { at: now, subscriptions });
+  cached.set(tenant, subscriptions, now);
   return subscriptions;
 }
 
