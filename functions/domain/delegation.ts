@@ -163,6 +163,9 @@ export function delegate(
     scopePath: ownScopes.at(-1) ?? parent.scopePath,
     holds,
     overagePolicy: parent.overagePolicy,
+    // The parent's extension limit (its policies' and tenant's, decided at its reserve) binds
+    // the child too: a sub-agent cannot extend more often than its orchestrator may.
+    ...(parent.maxExtensions !== undefined && { maxExtensions: parent.maxExtensions }),
     metadata: request.metadata,
     ttlMs: expiresAtMs - now,
     delegation: { parentId: parent.reservationId, depth, inherited: parent.holds.length },

@@ -227,6 +227,27 @@ describe('POST /v1/reservations/{id}/delegations', () => {
     );
   });
 
+  it('binds a child by its parent’s extension limit: a sub-agent extends no more often', async () => {
+    const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 1_000 });
+    // Before the tenant's first runtime call, so no container has its settings cached yet.
+    const patched = await request('PATCH', `${stack.adminUrl}/v1/admin/tenants/${t.tenant}`, {
+      headers: adminHeaders,
+      body: { max_reservation_extensions: 1 },
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    const parent = await api.reserve(t, { estimate: usd(500), ttl_ms: 60_000 });
+    expect(parent.status, JSON.stringify(parent.body)).toBe(200);
+    const child = await childOf(t, String(parent.body.reservation_id), 100, { ttl_ms: 10_000 });
+    const extend = () =>
+      request('POST', `${stack.runtimeUrl}/v1/reservations/${child}/extend`, {
+        headers: t.headers,
+        body: { idempotency_key: randomUUID(), extend_by_ms: 1_000 },
+      });
+
+    expect((await extend()).status).toBe(200);
+    expectError(await extend(), 409, 'MAX_EXTENSIONS_EXCEEDED');
+  });
+
   it('is idempotent with the same key; another payload is 409 IDEMPOTENCY_MISMATCH', async () => {
     const { t, id } = await parentOf(500);
     const body = { idempotency_key: randomUUID(), amount: usd(100) };
