@@ -1,39 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
   Admission,
-  type AdmissionRuntime,
   type AdmissionSettings,
   laneOf,
   type Ticket,
 } from '../../infra/local/admission.js';
+import { fakeAdmissionRuntime as fakeRuntime } from '../helpers/admission-runtime.js';
 
 // A local server's admission (infra/local/admission.ts), on a clock and timers the test moves.
-
-function fakeRuntime(random = 0.5) {
-  let now = 0;
-  const timers: { at: number; run: () => void; cancelled: boolean }[] = [];
-  const runtime: AdmissionRuntime = {
-    now: () => now,
-    random: () => random,
-    setTimer: (run, ms) => {
-      const timer = { at: now + ms, run, cancelled: false };
-      timers.push(timer);
-      return {
-        cancel: () => {
-          timer.cancelled = true;
-        },
-      };
-    },
-  };
-  const advance = (ms: number) => {
-    now += ms;
-    for (const t of timers.filter((x) => !x.cancelled && x.at <= now)) {
-      t.cancelled = true;
-      t.run();
-    }
-  };
-  return { runtime, advance };
-}
 
 const settings = (over: Partial<AdmissionSettings> = {}): AdmissionSettings => ({
   maxInFlight: 4,
@@ -118,6 +92,78 @@ describe('admission of a local server', () => {
     // The 21st in line would wait 21 × 100 ms / 2 = 1,050 ms, past the longest wait (1 s).
     expect(turnedAway).toEqual({ kind: 'shed', retryAfterMs: 1_000 });
     expect(a.stats).toMatchObject({ queued: 20, shed: { take: 1 }, shedAfterWaiting: 0 });
+  });
+
+  it('judges a reserve’s wait by the rate reserves leave their queue, and turns it away at once when settling calls hold most of the limit', async () => {
+    const { runtime, advance } = fakeRuntime();
+    const a = new Admission(
+      settings({
+        maxInFlight: 4,
+        initialLimit: 4,
+        targetMs: 10_000,
+        queue: 100,
+        maxWaitMs: { settle: 5_000, take: 1_200 },
+      }),
+      runtime,
+    );
+    // Three commits hold three of the four places: reserves get one, 200 ms each.
+    for (let i = 0; i < 3; i++) admitted(a.admit('settle'));
+    let serving = admitted(a.admit('take'));
+    const waiting = Array.from({ length: 10 }, () => a.admit('take') as Promise<Ticket>);
+    for (let i = 0; i < 5; i++) {
+      advance(200);
+      serving.release();
+      const next = await waiting[i];
+      if (next?.kind !== 'admitted') throw new Error('not admitted');
+      serving = next;
+    }
+    // Measured over the first second: 4 let in from the queue, 4 a second. Five still wait.
+    expect(a.stats).toMatchObject({ takeRate: 4, queued: 5, shedAfterWaiting: 0 });
+    // The next would wait (5 + 1) / 4 = 1.5 s, past the longest (1.2 s): turned away at once. By
+    // the limit over the answers' latency (4 / 200 ms: 0.3 s) it would have been queued, and
+    // waited out the whole 1.2 s for nothing.
+    expect(a.admit('take')).toMatchObject({ kind: 'shed' });
+    expect(a.stats).toMatchObject({ shed: { take: 1 }, shedAfterWaiting: 0, queued: 5 });
+  });
+
+  it('tells a reserve turned away to come back when those ahead of it, queued and told to come back, have been let in', async () => {
+    const { runtime, advance } = fakeRuntime(0.5);
+    const a = new Admission(
+      settings({
+        maxInFlight: 4,
+        initialLimit: 4,
+        targetMs: 10_000,
+        queue: 20,
+        maxWaitMs: { settle: 60_000, take: 60_000 },
+      }),
+      runtime,
+    );
+    for (let i = 0; i < 3; i++) admitted(a.admit('settle'));
+    let serving = admitted(a.admit('take'));
+    const queue: Promise<Ticket>[] = Array.from(
+      { length: 20 },
+      () => a.admit('take') as Promise<Ticket>,
+    );
+    let retryAfterMs = 0;
+    // 10 s: a reserve let in every 100 ms (10 a second), its place in the queue taken again at
+    // once, and 5 a second finding the queue full.
+    for (let tick = 1; tick <= 100; tick++) {
+      advance(100);
+      serving.release();
+      const next = await queue.shift();
+      if (next?.kind !== 'admitted') throw new Error('not admitted');
+      serving = next;
+      queue.push(a.admit('take') as Promise<Ticket>);
+      if (tick % 2 === 0) {
+        const shed = a.admit('take');
+        if (shed instanceof Promise || shed.kind !== 'shed') throw new Error('not shed');
+        retryAfterMs = shed.retryAfterMs;
+      }
+    }
+    // Ahead of it: 20 queued and the crowd (5 a second × Retry-After), let in 10 a second:
+    // Retry-After = 20 / (10 − 5) = 4 s.
+    expect(a.stats.takeRate).toBeCloseTo(10, 0);
+    expect(retryAfterMs).toBe(4_000);
   });
 
   it('grows the limit by one per limit’s worth of timely answers and cuts a fifth on a late one, at most once per target', () => {
