@@ -1,4 +1,4 @@
-import type { AdmissionRuntime } from '../../infra/local/admission.js';
+import { type AdmissionRuntime, admissionStats } from '../../infra/local/admission.js';
 
 /**
  * A clock, timers and randomness for a local server's admission (infra/local/admission.ts) that
@@ -30,3 +30,9 @@ export function fakeAdmissionRuntime(random = 0.5) {
   };
   return { runtime, advance };
 }
+
+/** The test stack's runtime server's admission counters now (infra/local/admission.ts). */
+export const runtimeAdmission = () =>
+  admissionStats()
+    .filter((s) => s.server === 'runtime')
+    .at(-1);

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
-import { admissionStats, useAdmissionRuntime } from '../../infra/local/admission.js';
-import { fakeAdmissionRuntime } from '../helpers/admission-runtime.js';
+import { useAdmissionRuntime } from '../../infra/local/admission.js';
+import { fakeAdmissionRuntime, runtimeAdmission } from '../helpers/admission-runtime.js';
 import { L, ledgers } from '../helpers/balances.js';
 import { expectError } from '../helpers/errors.js';
 import { givenTenantWith, reserveBody, usd } from '../helpers/fixtures.js';
@@ -29,20 +29,15 @@ const { create: reserve, listed } = reservationsApi(stack);
 
 afterAll(() => proxy.close());
 
-const runtime = () =>
-  admissionStats()
-    .filter((s) => s.server === 'runtime')
-    .at(-1);
-
 describe('a reserve turned away behind a backlog', () => {
   it('is told to come back after the backlog, nothing written, and those queued are served', async () => {
     const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     proxy.mode = { kind: 'stall' };
     const bodies = Array.from({ length: 10 }, () => reserveBody({ estimate: usd(10) }));
     const inFlight = bodies.slice(0, 2).map((body) => reserve(t, body));
-    await vi.waitFor(() => expect(runtime()?.inFlight).toBe(2), { timeout: 10_000 });
+    await vi.waitFor(() => expect(runtimeAdmission()?.inFlight).toBe(2), { timeout: 10_000 });
     const queued = bodies.slice(2).map((body) => reserve(t, body));
-    await vi.waitFor(() => expect(runtime()?.queued).toBe(8));
+    await vi.waitFor(() => expect(runtimeAdmission()?.queued).toBe(8));
 
     // The queue is full: turned away at once. Nothing measured yet: 1 s.
     const early = reserveBody({ estimate: usd(10) });
