@@ -243,9 +243,10 @@ export class Admission {
     this.syncStats();
     if (lane === 'settle') return { kind: 'shed', retryAfterMs: SETTLE_RETRY_AFTER_MS };
     this.windowShed++;
-    // ±50 %, in whole seconds as Retry-After carries them.
-    const jittered = this.retryAfterS * (0.5 + this.runtime.random());
-    return { kind: 'shed', retryAfterMs: Math.max(RETRY_AFTER_MIN_S, Math.round(jittered)) * 1000 };
+    // ±50 %, in whole seconds as Retry-After carries them, 1–30 s.
+    const jittered = Math.round(this.retryAfterS * (0.5 + this.runtime.random()));
+    const seconds = Math.min(RETRY_AFTER_MAX_S, Math.max(RETRY_AFTER_MIN_S, jittered));
+    return { kind: 'shed', retryAfterMs: seconds * 1000 };
   }
 
   /** AIMD: one more per limit's worth of timely answers; a fifth less on a late one. */

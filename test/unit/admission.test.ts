@@ -186,30 +186,10 @@ describe('admission of a local server', () => {
   });
 
   it('tells those turned away to come back later as the crowd outgrows what is answered, at most 30 s, jittered', () => {
-    const { runtime, advance } = fakeRuntime(0.5);
-    const a = new Admission(
-      settings({ queue: 0, maxInFlight: 1, initialLimit: 1, minLimit: 1 }),
-      runtime,
-    );
-    const held = admitted(a.admit('take'));
-    const retryAfter = () => {
-      const t = a.admit('take');
-      if (t instanceof Promise || t.kind !== 'shed') throw new Error('not shed');
-      return t.retryAfterMs;
-    };
-    // Every second: 50 turned away, 1 answered (released and taken again at once).
-    let current = held;
-    const seen: number[] = [retryAfter()];
-    for (let second = 0; second < 12; second++) {
-      for (let i = 0; i < 50; i++) retryAfter();
-      advance(1_000);
-      current.release();
-      current = admitted(a.admit('take'));
-      seen.push(retryAfter());
-    }
-    // Before any answer is measured, 1 s; then crowd (50/s × Retry-After) ÷ 1 answer/s, half way
-    // each second: 13 s after the first.
-    expect(seen.slice(0, 2)).toEqual([1_000, 13_000]);
+    expect(climb(0.5).seen.slice(0, 2)).toEqual([1_000, 13_000]);
+    // Retry-After at its most (30 s), answered with the high end of the jitter: still 30 s.
+    expect(climb(0.999).seen.at(-1)).toBe(30_000);
+    const { seen } = climb(0.5);
     expect(seen.at(-1)).toBe(30_000);
     for (let i = 1; i < seen.length; i++)
       expect(seen[i] as number).toBeGreaterThanOrEqual(seen[i - 1] as number);
@@ -223,6 +203,35 @@ describe('admission of a local server', () => {
     const shed = low.admit('take');
     expect(shed).toEqual({ kind: 'shed', retryAfterMs: 1_000 });
   });
+
+  /**
+   * One place, no queue; every second 50 turned away and 1 answered (released and taken again at
+   * once): the Retry-After told after each second. Before any answer is measured, 1 s; then the
+   * crowd (50/s × Retry-After) ÷ 1 answer/s, half way each second: 13 s after the first.
+   */
+  function climb(random: number) {
+    const { runtime, advance } = fakeRuntime(random);
+    const a = new Admission(
+      settings({ queue: 0, maxInFlight: 1, initialLimit: 1, minLimit: 1 }),
+      runtime,
+    );
+    const held = admitted(a.admit('take'));
+    const retryAfter = () => {
+      const t = a.admit('take');
+      if (t instanceof Promise || t.kind !== 'shed') throw new Error('not shed');
+      return t.retryAfterMs;
+    };
+    let current = held;
+    const seen: number[] = [retryAfter()];
+    for (let second = 0; second < 12; second++) {
+      for (let i = 0; i < 50; i++) retryAfter();
+      advance(1_000);
+      current.release();
+      current = admitted(a.admit('take'));
+      seen.push(retryAfter());
+    }
+    return { seen };
+  }
 
   it('sheds a settling call only once its own pool is full, and tells it 1 s', () => {
     const { runtime } = fakeRuntime();
