@@ -24,6 +24,35 @@ const admitted = (t: Ticket | Promise<Ticket>) => {
   return t;
 };
 
+/**
+ * Four places, three held by commits: reserves get one, with `waiting` more queued behind it.
+ * `serveNext(ms)`: `ms` later, the reserve served answers and the first one queued goes in.
+ */
+function onePlaceForReserves(o: { queue: number; maxWaitMs: number; waiting: number }) {
+  const { runtime, advance } = fakeRuntime(0.5);
+  const a = new Admission(
+    settings({
+      maxInFlight: 4,
+      initialLimit: 4,
+      targetMs: 10_000,
+      queue: o.queue,
+      maxWaitMs: { settle: 60_000, take: o.maxWaitMs },
+    }),
+    runtime,
+  );
+  for (let i = 0; i < 3; i++) admitted(a.admit('settle'));
+  let serving = admitted(a.admit('take'));
+  const queued = Array.from({ length: o.waiting }, () => a.admit('take') as Promise<Ticket>);
+  const serveNext = async (ms: number) => {
+    advance(ms);
+    serving.release();
+    const next = await queued.shift();
+    if (next?.kind !== 'admitted') throw new Error('not admitted');
+    serving = next;
+  };
+  return { a, queued, serveNext };
+}
+
 describe('admission of a local server', () => {
   it('sends commits, releases and extends to the settling lane, everything else to the other', () => {
     expect(['commitReservation', 'releaseReservation', 'extendReservation'].map(laneOf)).toEqual([
@@ -95,28 +124,9 @@ describe('admission of a local server', () => {
   });
 
   it('judges a reserve’s wait by the rate reserves leave their queue, and turns it away at once when settling calls hold most of the limit', async () => {
-    const { runtime, advance } = fakeRuntime();
-    const a = new Admission(
-      settings({
-        maxInFlight: 4,
-        initialLimit: 4,
-        targetMs: 10_000,
-        queue: 100,
-        maxWaitMs: { settle: 5_000, take: 1_200 },
-      }),
-      runtime,
-    );
-    // Three commits hold three of the four places: reserves get one, 200 ms each.
-    for (let i = 0; i < 3; i++) admitted(a.admit('settle'));
-    let serving = admitted(a.admit('take'));
-    const waiting = Array.from({ length: 10 }, () => a.admit('take') as Promise<Ticket>);
-    for (let i = 0; i < 5; i++) {
-      advance(200);
-      serving.release();
-      const next = await waiting[i];
-      if (next?.kind !== 'admitted') throw new Error('not admitted');
-      serving = next;
-    }
+    // 10 reserves queued, one served every 200 ms.
+    const { a, serveNext } = onePlaceForReserves({ queue: 100, maxWaitMs: 1_200, waiting: 10 });
+    for (let i = 0; i < 5; i++) await serveNext(200);
     // Measured over the first second: 4 let in from the queue, 4 a second. Five still wait.
     expect(a.stats).toMatchObject({ takeRate: 4, queued: 5, shedAfterWaiting: 0 });
     // The next would wait (5 + 1) / 4 = 1.5 s, past the longest (1.2 s): turned away at once. By
@@ -127,33 +137,17 @@ describe('admission of a local server', () => {
   });
 
   it('tells a reserve turned away to come back when those ahead of it, queued and told to come back, have been let in', async () => {
-    const { runtime, advance } = fakeRuntime(0.5);
-    const a = new Admission(
-      settings({
-        maxInFlight: 4,
-        initialLimit: 4,
-        targetMs: 10_000,
-        queue: 20,
-        maxWaitMs: { settle: 60_000, take: 60_000 },
-      }),
-      runtime,
-    );
-    for (let i = 0; i < 3; i++) admitted(a.admit('settle'));
-    let serving = admitted(a.admit('take'));
-    const queue: Promise<Ticket>[] = Array.from(
-      { length: 20 },
-      () => a.admit('take') as Promise<Ticket>,
-    );
+    const { a, queued, serveNext } = onePlaceForReserves({
+      queue: 20,
+      maxWaitMs: 60_000,
+      waiting: 20,
+    });
     let retryAfterMs = 0;
     // 10 s: a reserve let in every 100 ms (10 a second), its place in the queue taken again at
     // once, and 5 a second finding the queue full.
     for (let tick = 1; tick <= 100; tick++) {
-      advance(100);
-      serving.release();
-      const next = await queue.shift();
-      if (next?.kind !== 'admitted') throw new Error('not admitted');
-      serving = next;
-      queue.push(a.admit('take') as Promise<Ticket>);
+      await serveNext(100);
+      queued.push(a.admit('take') as Promise<Ticket>);
       if (tick % 2 === 0) {
         const shed = a.admit('take');
         if (shed instanceof Promise || shed.kind !== 'shed') throw new Error('not shed');
