@@ -24,9 +24,9 @@
  *   lane's `maxWaitMs` too. Nothing was read or written for it. The expected wait of a reserve is
  *   the requests ahead of it over the rate its lane was let in while it had a queue (measured:
  *   settling calls share the limit, so the limit over the latency overstated it and reserves
- *   were queued that then waited the whole `maxWaitMs` for nothing); before any such rate, and
- *   for settling calls, its limit over the answers' recent latency (Little's law, so an idle
- *   second before a burst does not count as slowness).
+ *   were queued that then waited the whole `maxWaitMs` for nothing); without such a rate in the
+ *   last 5 s, and for settling calls, its limit over the answers' recent latency (Little's law,
+ *   so an idle second before a burst does not count as slowness).
  * - **Retry-After from the backlog**: a reserve turned away is told when its turn would come: the
  *   reserves ahead of it (those queued, and the crowd already told to come back: turned away per
  *   second × Retry-After) over the rate reserves are let in, smoothed, 1–30 s, each answer
@@ -101,6 +101,8 @@ const RETRY_AFTER_MAX_S = 30;
 const SETTLE_RETRY_AFTER_MS = 1_000;
 /** Rates are measured over windows of this length and smoothed. */
 const WINDOW_MS = 1_000;
+/** A rate of reserves let in is trusted this long after it was last measured. */
+const RATE_FRESH_MS = 5_000;
 
 export class Admission {
   private limit: number;
@@ -119,6 +121,7 @@ export class Admission {
    * first measure): counted over the time the queue was not empty, the lane's real throughput.
    */
   private takeRate: number | undefined;
+  private takeRateAt = Number.NEGATIVE_INFINITY;
   private windowTakeDequeued = 0;
   private windowTakeBackloggedMs = 0;
   private takeQueuedSince: number | undefined;
@@ -210,8 +213,9 @@ export class Admission {
    * bounds it.
    */
   private expectedWaitMs(lane: Lane): number {
-    if (lane === 'take' && this.takeRate !== undefined)
-      return ((this.ahead(lane) + 1) * 1000) / this.takeRate;
+    const takeRate = this.freshTakeRate();
+    if (lane === 'take' && takeRate !== undefined)
+      return ((this.ahead(lane) + 1) * 1000) / takeRate;
     if (this.latencyMs === undefined) return 0;
     const serving = lane === 'settle' ? this.settings.maxInFlight : this.currentLimit;
     return ((this.ahead(lane) + 1) * this.latencyMs) / Math.max(1, serving);
@@ -282,6 +286,15 @@ export class Admission {
     this.syncStats();
   }
 
+  /**
+   * The rate reserves left their queue, if measured lately: one measured in a slow moment (a
+   * stalled table) would otherwise turn every reserve away at once, so that no queue forms in
+   * which to measure it again.
+   */
+  private freshTakeRate(): number | undefined {
+    return this.runtime.now() - this.takeRateAt <= RATE_FRESH_MS ? this.takeRate : undefined;
+  }
+
   /** Keeps the time the `take` queue was not empty: the time over which its rate is measured. */
   private backlogChanged(): void {
     const backlogged = this.queues.take.length > 0;
@@ -308,13 +321,15 @@ export class Admission {
     // A rate over too short a backlog is noise: measured once the queue lasted a tenth of it.
     if (this.windowTakeBackloggedMs >= WINDOW_MS / 10 && this.windowTakeDequeued > 0) {
       const rate = (this.windowTakeDequeued * 1000) / this.windowTakeBackloggedMs;
-      this.takeRate = this.takeRate === undefined ? rate : 0.5 * this.takeRate + 0.5 * rate;
+      this.takeRate =
+        this.freshTakeRate() === undefined ? rate : 0.5 * (this.takeRate ?? rate) + 0.5 * rate;
+      this.takeRateAt = now;
     }
     // A reserve turned away waits for those ahead of it: the queue and the crowd already told to
     // come back (about shedRate × Retry-After), served at the rate reserves are let in (answers'
     // rate until that is measured). Approached half way each window.
     const ahead = this.queues.take.length + this.shedRate * this.retryAfterS;
-    const wanted = ahead / Math.max(1, this.takeRate ?? this.answerRate);
+    const wanted = ahead / Math.max(1, this.freshTakeRate() ?? this.answerRate);
     this.retryAfterS = Math.min(
       RETRY_AFTER_MAX_S,
       Math.max(RETRY_AFTER_MIN_S, 0.5 * this.retryAfterS + 0.5 * wanted),
@@ -331,7 +346,7 @@ export class Admission {
     this.stats.inFlight = this.inFlight;
     this.stats.queued = this.waitingCount();
     this.stats.retryAfterSeconds = Math.round(this.retryAfterS * 10) / 10;
-    this.stats.takeRate = Math.round((this.takeRate ?? 0) * 10) / 10;
+    this.stats.takeRate = Math.round((this.freshTakeRate() ?? 0) * 10) / 10;
   }
 }
 

@@ -50,7 +50,7 @@ function onePlaceForReserves(o: { queue: number; maxWaitMs: number; waiting: num
     if (next?.kind !== 'admitted') throw new Error('not admitted');
     serving = next;
   };
-  return { a, queued, serveNext };
+  return { a, queued, serveNext, advance };
 }
 
 describe('admission of a local server', () => {
@@ -134,6 +134,30 @@ describe('admission of a local server', () => {
     // waited out the whole 1.2 s for nothing.
     expect(a.admit('take')).toMatchObject({ kind: 'shed' });
     expect(a.stats).toMatchObject({ shed: { take: 1 }, shedAfterWaiting: 0, queued: 5 });
+  });
+
+  it('forgets a rate of reserves measured in a slow moment once no queue has formed for 5 s, so reserves queue again', async () => {
+    // One reserve served a second, two queued behind it: 1 a second.
+    const { a, queued, serveNext, advance } = onePlaceForReserves({
+      queue: 100,
+      maxWaitMs: 2_500,
+      waiting: 2,
+    });
+    for (let i = 0; i < 3; i++) {
+      await serveNext(1_000);
+      queued.push(a.admit('take') as Promise<Ticket>);
+    }
+    expect(a.stats.takeRate).toBe(1);
+    // Two ahead: (2 + 1) / 1 a second = 3 s, past the longest (2.5 s).
+    expect(a.admit('take')).toMatchObject({ kind: 'shed' });
+    await serveNext(1_000);
+    await serveNext(1_000);
+    // No queue for 6 s: that rate is forgotten, and the limit over the answers' latency (4 over
+    // 1 s) says 0.75 s for the third in line.
+    advance(6_000);
+    const again = [a.admit('take'), a.admit('take'), a.admit('take')];
+    expect(again.every((t) => t instanceof Promise)).toBe(true);
+    expect(a.stats).toMatchObject({ queued: 3, takeRate: 0, shed: { take: 1 } });
   });
 
   it('tells a reserve turned away to come back when those ahead of it, queued and told to come back, have been let in', async () => {
