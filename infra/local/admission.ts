@@ -19,15 +19,19 @@
  *   adaptive limit. So settling work is never turned away or kept waiting by reserves: a hold
  *   once granted is the work most worth finishing, and each settled hold frees budget for the
  *   next reserve. Past its limit a request waits in a queue (settling ones first).
- * - **Bounded waits, shed at once**: a request whose expected wait (the requests ahead of it
- *   over what its lane serves: its limit over the answers' recent latency, Little's law, so an
- *   idle second before a burst does not count as slowness) passes its lane's `maxWaitMs`, or
- *   that finds the queue full, is answered 429 at once; one still waiting at its lane's
- *   `maxWaitMs` too. Nothing was read or written for it.
- * - **Retry-After from the backlog**: clients turned away come back after Retry-After, so the
- *   waiting crowd is about (turned away per second × Retry-After); it is sized so that crowd comes
- *   back at the rate answers leave, smoothed, 1–30 s, each answer jittered ±50 % so that those
- *   turned away together do not return together. A settling call is told 1 s: it is let in first.
+ * - **Bounded waits, shed at once**: a request whose expected wait passes its lane's
+ *   `maxWaitMs`, or that finds the queue full, is answered 429 at once; one still waiting at its
+ *   lane's `maxWaitMs` too. Nothing was read or written for it. The expected wait of a reserve is
+ *   the requests ahead of it over the rate its lane was let in while it had a queue (measured:
+ *   settling calls share the limit, so the limit over the latency overstated it and reserves
+ *   were queued that then waited the whole `maxWaitMs` for nothing); without such a rate in the
+ *   last 5 s, and for settling calls, its limit over the answers' recent latency (Little's law,
+ *   so an idle second before a burst does not count as slowness).
+ * - **Retry-After from the backlog**: a reserve turned away is told when its turn would come: the
+ *   reserves ahead of it (those queued, and the crowd already told to come back: turned away per
+ *   second × Retry-After) over the rate reserves are let in, smoothed, 1–30 s, each answer
+ *   jittered ±50 % so that those turned away together do not return together. A settling call is
+ *   told 1 s: it is let in first.
  */
 
 export type Lane = 'settle' | 'take';
@@ -62,6 +66,8 @@ export interface AdmissionStats {
   /** Admitted after waiting in the queue. */
   waited: number;
   retryAfterSeconds: number;
+  /** Reserves (`take`) let in per second while they had a queue (0: not measured yet). */
+  takeRate: number;
 }
 
 /** The clock and randomness it runs on (tests give their own). */
@@ -95,6 +101,8 @@ const RETRY_AFTER_MAX_S = 30;
 const SETTLE_RETRY_AFTER_MS = 1_000;
 /** Rates are measured over windows of this length and smoothed. */
 const WINDOW_MS = 1_000;
+/** A rate of reserves let in is trusted this long after it was last measured. */
+const RATE_FRESH_MS = 5_000;
 
 export class Admission {
   private limit: number;
@@ -108,6 +116,15 @@ export class Admission {
   private windowStart: number;
   private windowAnswers = 0;
   private windowShed = 0;
+  /**
+   * The rate `take` requests leave their queue (per second, smoothed; undefined before the
+   * first measure): counted over the time the queue was not empty, the lane's real throughput.
+   */
+  private takeRate: number | undefined;
+  private takeRateAt = Number.NEGATIVE_INFINITY;
+  private windowTakeDequeued = 0;
+  private windowTakeBackloggedMs = 0;
+  private takeQueuedSince: number | undefined;
   private retryAfterS = RETRY_AFTER_MIN_S;
   /** Recent latency of answers, from admission (smoothed; undefined before the first). */
   private latencyMs: number | undefined;
@@ -128,6 +145,7 @@ export class Admission {
       shedAfterWaiting: 0,
       waited: 0,
       retryAfterSeconds: this.retryAfterS,
+      takeRate: 0,
     };
   }
 
@@ -160,12 +178,14 @@ export class Admission {
           waiting.done = true;
           const queue = this.queues[lane];
           queue.splice(queue.indexOf(waiting), 1);
+          this.backlogChanged();
           this.stats.shedAfterWaiting++;
           this.syncStats();
           resolve(this.shed(lane));
         }, this.settings.maxWaitMs[lane]),
       };
       this.queues[lane].push(waiting);
+      this.backlogChanged();
       this.syncStats();
     });
   }
@@ -187,11 +207,15 @@ export class Admission {
   }
 
   /**
-   * How long a newcomer would wait: those ahead of it over what its lane serves (its limit
-   * over the answers' latency). Unknown (no answer measured yet): no wait is presumed too long,
-   * the queue's timer bounds it.
+   * How long a newcomer would wait: those ahead of it over the rate its lane leaves the queue
+   * (reserves, once measured), else over what its lane serves (its limit over the answers'
+   * latency). Unknown (nothing measured yet): no wait is presumed too long, the queue's timer
+   * bounds it.
    */
   private expectedWaitMs(lane: Lane): number {
+    const takeRate = this.freshTakeRate();
+    if (lane === 'take' && takeRate !== undefined)
+      return ((this.ahead(lane) + 1) * 1000) / takeRate;
     if (this.latencyMs === undefined) return 0;
     const serving = lane === 'settle' ? this.settings.maxInFlight : this.currentLimit;
     return ((this.ahead(lane) + 1) * this.latencyMs) / Math.max(1, serving);
@@ -220,12 +244,13 @@ export class Admission {
 
   private shed(lane: Lane): Ticket {
     this.stats.shed[lane]++;
-    this.windowShed++;
     this.syncStats();
     if (lane === 'settle') return { kind: 'shed', retryAfterMs: SETTLE_RETRY_AFTER_MS };
-    // ±50 %, in whole seconds as Retry-After carries them.
-    const jittered = this.retryAfterS * (0.5 + this.runtime.random());
-    return { kind: 'shed', retryAfterMs: Math.max(RETRY_AFTER_MIN_S, Math.round(jittered)) * 1000 };
+    this.windowShed++;
+    // ±50 %, in whole seconds as Retry-After carries them, 1–30 s.
+    const jittered = Math.round(this.retryAfterS * (0.5 + this.runtime.random()));
+    const seconds = Math.min(RETRY_AFTER_MAX_S, Math.max(RETRY_AFTER_MIN_S, jittered));
+    return { kind: 'shed', retryAfterMs: seconds * 1000 };
   }
 
   /** AIMD: one more per limit's worth of timely answers; a fifth less on a late one. */
@@ -253,10 +278,31 @@ export class Admission {
         const waiting = queue.shift() as Waiting;
         waiting.done = true;
         waiting.timer.cancel();
+        if (lane === 'take') this.windowTakeDequeued++;
         waiting.resolve(this.enter(lane, true));
       }
     }
+    this.backlogChanged();
     this.syncStats();
+  }
+
+  /**
+   * The rate reserves left their queue, if measured lately: one measured in a slow moment (a
+   * stalled table) would otherwise turn every reserve away at once, so that no queue forms in
+   * which to measure it again.
+   */
+  private freshTakeRate(): number | undefined {
+    return this.runtime.now() - this.takeRateAt <= RATE_FRESH_MS ? this.takeRate : undefined;
+  }
+
+  /** Keeps the time the `take` queue was not empty: the time over which its rate is measured. */
+  private backlogChanged(): void {
+    const backlogged = this.queues.take.length > 0;
+    if (backlogged && this.takeQueuedSince === undefined) this.takeQueuedSince = this.runtime.now();
+    if (!backlogged && this.takeQueuedSince !== undefined) {
+      this.windowTakeBackloggedMs += this.runtime.now() - this.takeQueuedSince;
+      this.takeQueuedSince = undefined;
+    }
   }
 
   /** Closes the measuring windows that ended: the rates, and Retry-After from them. */
@@ -268,9 +314,22 @@ export class Admission {
     const shed = this.windowShed / seconds;
     this.answerRate = this.answerRate > 0 ? 0.5 * this.answerRate + 0.5 * answers : answers;
     this.shedRate = 0.5 * this.shedRate + 0.5 * shed;
-    // The crowd turned away is about shedRate × Retry-After; it should come back as fast as
-    // answers leave: Retry-After = crowd / answer rate, approached half way each window.
-    const wanted = (this.shedRate * this.retryAfterS) / Math.max(1, this.answerRate);
+    if (this.takeQueuedSince !== undefined) {
+      this.windowTakeBackloggedMs += now - this.takeQueuedSince;
+      this.takeQueuedSince = now;
+    }
+    // A rate over too short a backlog is noise: measured once the queue lasted a tenth of it.
+    if (this.windowTakeBackloggedMs >= WINDOW_MS / 10 && this.windowTakeDequeued > 0) {
+      const rate = (this.windowTakeDequeued * 1000) / this.windowTakeBackloggedMs;
+      this.takeRate =
+        this.freshTakeRate() === undefined ? rate : 0.5 * (this.takeRate ?? rate) + 0.5 * rate;
+      this.takeRateAt = now;
+    }
+    // A reserve turned away waits for those ahead of it: the queue and the crowd already told to
+    // come back (about shedRate × Retry-After), served at the rate reserves are let in (answers'
+    // rate until that is measured). Approached half way each window.
+    const ahead = this.queues.take.length + this.shedRate * this.retryAfterS;
+    const wanted = ahead / Math.max(1, this.freshTakeRate() ?? this.answerRate);
     this.retryAfterS = Math.min(
       RETRY_AFTER_MAX_S,
       Math.max(RETRY_AFTER_MIN_S, 0.5 * this.retryAfterS + 0.5 * wanted),
@@ -278,6 +337,8 @@ export class Admission {
     this.windowStart = now;
     this.windowAnswers = 0;
     this.windowShed = 0;
+    this.windowTakeDequeued = 0;
+    this.windowTakeBackloggedMs = 0;
   }
 
   private syncStats(): void {
@@ -285,6 +346,7 @@ export class Admission {
     this.stats.inFlight = this.inFlight;
     this.stats.queued = this.waitingCount();
     this.stats.retryAfterSeconds = Math.round(this.retryAfterS * 10) / 10;
+    this.stats.takeRate = Math.round((this.freshTakeRate() ?? 0) * 10) / 10;
   }
 }
 
@@ -297,8 +359,14 @@ const registry: { readonly server: string; readonly admission: Admission }[] = [
 export const admissionStats = (): (AdmissionStats & { readonly server: string })[] =>
   registry.map(({ server, admission }) => ({ server, ...structuredClone(admission.stats) }));
 
+/** The clock and randomness of the admissions made from now on (tests give their own). */
+let runtimeOfNew: AdmissionRuntime = realRuntime;
+export function useAdmissionRuntime(runtime: AdmissionRuntime): void {
+  runtimeOfNew = runtime;
+}
+
 export function localAdmission(server: string, settings: AdmissionSettings): Admission {
-  const admission = new Admission(settings);
+  const admission = new Admission(settings, runtimeOfNew);
   registry.push({ server, admission });
   if (registry.length > 16) registry.shift();
   return admission;

@@ -186,6 +186,8 @@ interface Tally {
   readonly answers: Record<string, number>;
   /** Over the whole run: how long answers took, by operation and status. */
   readonly answerMs: Record<string, number[]>;
+  /** Over the whole run: the Retry-After (s) of busy answers, by operation and reason. */
+  readonly retryAfterS: Record<string, number[]>;
   readonly pairMs: number[];
   granted: number;
   settled: number;
@@ -217,6 +219,11 @@ async function client(
     const reason = (reply?.body.details as { reason?: string } | undefined)?.reason;
     const answer = `${what} ${status}${reply?.status === 429 && reason ? ` ${reason}` : ''}`;
     tally.answers[answer] = (tally.answers[answer] ?? 0) + 1;
+    if (reply?.status === 429 && reply.retryAfter !== undefined) {
+      const told = tally.retryAfterS[answer] ?? [];
+      tally.retryAfterS[answer] = told;
+      told.push(reply.retryAfter);
+    }
     const took = tally.answerMs[`${what} ${status}`] ?? [];
     tally.answerMs[`${what} ${status}`] = took;
     if (took.length < 50_000) took.push(performance.now() - sent);
@@ -302,6 +309,7 @@ async function run(
     all: {},
     answers: {},
     answerMs: {},
+    retryAfterS: {},
     pairMs: [],
     granted: 0,
     settled: 0,
@@ -335,6 +343,12 @@ async function run(
       Object.entries(tally.answerMs).map(([k, v]) => {
         const l = summarize(v);
         return [k, { p50: Math.round(l.p50), p99: Math.round(l.p99) }];
+      }),
+    ),
+    retryAfterS: Object.fromEntries(
+      Object.entries(tally.retryAfterS).map(([k, v]) => {
+        const l = summarize(v);
+        return [k, { mean: r1(v.reduce((a, x) => a + x, 0) / v.length), p50: l.p50, p99: l.p99 }];
       }),
     ),
     server: {

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, inject, it, vi } from 'vitest';
-import { admissionStats } from '../../infra/local/admission.js';
+import { runtimeAdmission } from '../helpers/admission-runtime.js';
 import { givenTenantWith, reserveBody, usd } from '../helpers/fixtures.js';
 import { reservationsApi } from '../helpers/reservations.js';
 import { useTestStack } from '../helpers/scaffold.js';
@@ -25,18 +25,13 @@ afterEach(() => {
 });
 afterAll(() => proxy.close());
 
-const runtime = () =>
-  admissionStats()
-    .filter((s) => s.server === 'runtime')
-    .at(-1);
-
 describe('a reserve waiting its turn', () => {
   it('gives its turn back when its client gives up, and the server serves on', async () => {
     const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     proxy.mode = { kind: 'stall' };
     const inFlight = [reserveBody(), reserveBody()].map((body) => reserve(t, body));
-    await vi.waitFor(() => expect(runtime()?.inFlight).toBe(2), { timeout: 10_000 });
-    const before = runtime();
+    await vi.waitFor(() => expect(runtimeAdmission()?.inFlight).toBe(2), { timeout: 10_000 });
+    const before = runtimeAdmission();
 
     const abort = new AbortController();
     const gaveUp = fetch(`${stack.runtimeUrl}/v1/reservations`, {
@@ -45,7 +40,7 @@ describe('a reserve waiting its turn', () => {
       body: JSON.stringify(reserveBody({ estimate: usd(10) })),
       signal: abort.signal,
     }).catch((error: unknown) => error);
-    await vi.waitFor(() => expect(runtime()?.queued).toBe(1));
+    await vi.waitFor(() => expect(runtimeAdmission()?.queued).toBe(1));
     abort.abort();
     await gaveUp;
     proxy.mode = { kind: 'pass' };
@@ -53,7 +48,7 @@ describe('a reserve waiting its turn', () => {
     expect((await Promise.all(inFlight)).map((r) => r.status)).toEqual([200, 200]);
     // Its turn came after the two: admitted, released at once, nothing in flight left behind.
     await vi.waitFor(() =>
-      expect(runtime()).toMatchObject({
+      expect(runtimeAdmission()).toMatchObject({
         inFlight: 0,
         queued: 0,
         admitted: { take: (before?.admitted.take ?? 0) + 1 },

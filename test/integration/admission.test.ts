@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, inject, it, vi } from 'vitest';
-import { admissionStats } from '../../infra/local/admission.js';
+import { runtimeAdmission } from '../helpers/admission-runtime.js';
 import { L, ledgers } from '../helpers/balances.js';
 import { expectError } from '../helpers/errors.js';
 import { givenTenantWith, reserveBody, usd } from '../helpers/fixtures.js';
@@ -31,28 +31,23 @@ afterEach(() => {
 });
 afterAll(() => proxy.close());
 
-const runtime = () =>
-  admissionStats()
-    .filter((s) => s.server === 'runtime')
-    .at(-1);
-
 describe('a local server at its limit', () => {
   it('answers a reserve 429 CONCURRENCY at once with Retry-After and writes nothing, and still admits a commit', async () => {
     const t = await givenTenantWith(stack, { '': 10_000, 'workspace:w': 10_000 });
     const granted = await reserve(t, reserveBody({ estimate: usd(100) }));
     expect(granted.status).toBe(200);
-    const before = runtime();
+    const before = runtimeAdmission();
 
     proxy.mode = { kind: 'stall' };
     const stuck = [reserveBody({ estimate: usd(10) }), reserveBody({ estimate: usd(10) })];
     const inFlight = stuck.map((body) => reserve(t, body));
-    await vi.waitFor(() => expect(runtime()?.inFlight).toBe(2), { timeout: 10_000 });
+    await vi.waitFor(() => expect(runtimeAdmission()?.inFlight).toBe(2), { timeout: 10_000 });
     // The store hangs: an answer now can only come from before any DynamoDB call.
     const turnedAway = reserveBody({ estimate: usd(10) });
     const shed = await reserve(t, turnedAway);
     const settling = commit(t, granted.body.reservation_id, { actual: usd(60) });
     await vi.waitFor(() =>
-      expect(runtime()?.admitted.settle).toBe((before?.admitted.settle ?? 0) + 1),
+      expect(runtimeAdmission()?.admitted.settle).toBe((before?.admitted.settle ?? 0) + 1),
     );
     proxy.mode = { kind: 'pass' };
 
@@ -80,7 +75,7 @@ describe('a local server at its limit', () => {
     const inFlight = [reserveBody(), reserveBody()].map((body) =>
       reserve(t, { ...body, subject: { tenant: t.tenant } }),
     );
-    await vi.waitFor(() => expect(runtime()?.inFlight).toBe(2), { timeout: 10_000 });
+    await vi.waitFor(() => expect(runtimeAdmission()?.inFlight).toBe(2), { timeout: 10_000 });
 
     const shed = await reserve(t, { ...reserveBody(), subject: { tenant: t.tenant } });
     proxy.mode = { kind: 'pass' };
