@@ -5,6 +5,7 @@ import {
   TransactionCanceledException,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { BuildMiddleware } from '@smithy/types';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useTestStack } from '../helpers/scaffold.js';
 
@@ -71,6 +72,26 @@ describe('the lean DynamoDB path (store/wire.ts)', () => {
     expect(byPk.get(viaWire.pk)?.bytes).toBeInstanceOf(Uint8Array);
   });
 
+  it('sends the same through the SDK’s own command, its fallback', async () => {
+    const { sdkHandler, itemOf } = await import('../../functions/store/wire.js');
+    const { marshall } = await import('@aws-sdk/util-dynamodb');
+    const item = everyKind(`WIRE#${randomUUID()}`);
+    await sdkHandler('TransactWriteItems')({
+      input: { TransactItems: [{ Put: { TableName: table(), Item: marshall(item) } }] },
+    });
+
+    const { output } = await sdkHandler('BatchGetItem')({
+      input: {
+        RequestItems: {
+          [table()]: { Keys: [marshall({ pk: item.pk, sk: '-' })], ConsistentRead: true },
+        },
+      },
+    });
+
+    const found = (output.Responses as Record<string, Record<string, never>[]>)[table()] ?? [];
+    expect(found.map(itemOf)).toEqual([item]);
+  });
+
   it('throws the SDK’s exception classes: a failed condition with the item as it was', async () => {
     const { transactWriteItems, itemOf } = await import('../../functions/store/wire.js');
     const item = everyKind(`WIRE#${randomUUID()}`);
@@ -119,6 +140,31 @@ describe('the lean DynamoDB path (store/wire.ts)', () => {
     }
     await batchGetItems(table(), [key]);
 
+    expect(seen).toEqual(['BatchGetItemCommand']);
+  });
+
+  it('falls back to the SDK’s command when the stack places a middleware on one it takes out', async () => {
+    // As a runtime SDK of another version might: the lean stack cannot be resolved.
+    const { dynamoClient } = await import('../../functions/store/client.js');
+    const { batchGetItems } = await import('../../functions/store/wire.js');
+    const key = { pk: `WIRE#${randomUUID()}`, sk: '-' };
+    const seen: string[] = [];
+    const placed: BuildMiddleware<object, object> = (next, context) => (args) => {
+      seen.push(String(context.commandName));
+      return next(args);
+    };
+    dynamoClient.middlewareStack.addRelativeTo(
+      placed as unknown as Parameters<typeof dynamoClient.middlewareStack.addRelativeTo>[0],
+      { name: 'wireTestPlaced', relation: 'after', toMiddleware: 'hostHeaderMiddleware' },
+    );
+    let read: Awaited<ReturnType<typeof batchGetItems>> | undefined;
+    try {
+      read = await batchGetItems(table(), [key]);
+    } finally {
+      dynamoClient.middlewareStack.remove('wireTestPlaced');
+    }
+
+    expect(read).toEqual({ items: [], unprocessed: [] });
     expect(seen).toEqual(['BatchGetItemCommand']);
   });
 });
