@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import * as dynamodb from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  type BatchGetCommandInput,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { HttpRequest } from '@smithy/core/protocols';
 import { SignatureV4 } from '@smithy/signature-v4';
@@ -13,7 +19,7 @@ import type {
 } from '@smithy/types';
 import { config } from '../config/settings.js';
 import { log } from '../log.js';
-import { dynamoClient } from './client.js';
+import { documentClient, dynamoClient } from './client.js';
 import type { Item, Key, TransactItem } from './expressions.js';
 
 // The two calls every operation makes (a BatchGetItem before its TransactWriteItems) on a lean
@@ -84,22 +90,38 @@ function handlerOf(operation: Operation): Handler {
 
 type Operation = 'TransactWriteItems' | 'BatchGetItem';
 
-/** The operation sent as the SDK sends it, its input already marshalled: the fallback. */
+/**
+ * The operation sent by the document client, as before this path: the fallback. Its input and
+ * output are the items as JavaScript values, as on the lean path above its marshalling step.
+ */
 export const sdkHandler =
   (operation: Operation): Handler =>
   async ({ input }) => {
     const output =
       operation === 'TransactWriteItems'
-        ? await dynamoClient.send(new dynamodb.TransactWriteItemsCommand(input as never))
-        : await dynamoClient.send(new dynamodb.BatchGetItemCommand(input as never));
+        ? await documentClient.send(new TransactWriteCommand(input as TransactWriteCommandInput))
+        : await documentClient.send(new BatchGetCommand(input as BatchGetCommandInput));
     return { output: output as unknown as Output };
   };
 
+/**
+ * The client's stack without the SDK's request building. As on the document client, the
+ * middlewares of the initialize step (the count, busy answers, the bench's tally) see the items
+ * as JavaScript values and those below (retry, the contention emulator) the marshalled input.
+ */
 function leanHandler(operation: Operation): Handler {
   const lean = dynamoClient.middlewareStack.clone() as unknown as MiddlewareStack<object, Output>;
   for (const name of REPLACED) lean.remove(name);
   lean.add(
-    (next) => async (args) => next({ ...args, request: await requestOf(operation, args.input) }),
+    (next) => async (args) => {
+      const marshalledInput = marshallInput(operation, args.input as Output);
+      const result = await next({
+        ...args,
+        input: marshalledInput,
+        request: await requestOf(operation, marshalledInput),
+      });
+      return { ...result, output: unmarshallOutput(operation, result.output) };
+    },
     { step: 'serialize', name: 'leanSerializer' },
   );
   lean.addRelativeTo(
@@ -128,7 +150,7 @@ function leanHandler(operation: Operation): Handler {
   return lean.resolve(send, context) as unknown as Handler;
 }
 
-/** Sends one operation of DynamoDB's JSON protocol, its input already marshalled. */
+/** Sends one operation, its items as JavaScript values both ways. */
 async function call(operation: Operation, input: object): Promise<Output> {
   return (await handlerOf(operation)({ input })).output;
 }
@@ -229,18 +251,47 @@ function errorOf(json: Record<string, unknown>, status: number, $metadata: objec
   });
 }
 
-// ---- the two operations, their items marshalled once ------------------------------------------
+// ---- the two operations, their items marshalled once -------------------------------------------
 
-const marshalled = (value: Record<string, unknown>) =>
-  marshall(value, { removeUndefinedValues: true });
+const marshalled = (value: unknown) => marshall(value as Item, { removeUndefinedValues: true });
 
-/** A transaction's item, its key, item and values as AttributeValues. */
-function marshallAction(action: Record<string, unknown> | undefined) {
-  if (!action) return undefined;
-  const out: Record<string, unknown> = { ...action };
-  for (const field of ['Key', 'Item', 'ExpressionAttributeValues'])
-    if (action[field] !== undefined) out[field] = marshalled(action[field] as Item);
-  return out;
+/** The request as the protocol has it: keys, items and values as AttributeValues. */
+function marshallInput(operation: Operation, input: Output): Output {
+  if (operation === 'BatchGetItem') {
+    const requests: Output = {};
+    for (const [table, r] of Object.entries(input.RequestItems as Record<string, Output>))
+      requests[table] = { ...r, Keys: (r.Keys as Key[]).map(marshalled) };
+    return { ...input, RequestItems: requests };
+  }
+  const items = (input.TransactItems as TransactItem[]).map((item) => {
+    const out: Output = {};
+    for (const [kind, action] of Object.entries(item)) {
+      const a: Output = { ...action };
+      for (const field of ['Key', 'Item', 'ExpressionAttributeValues'])
+        if (a[field] !== undefined) a[field] = marshalled(a[field]);
+      out[kind] = a;
+    }
+    return out;
+  });
+  return { ...input, TransactItems: items };
+}
+
+/** The answer's items as JavaScript values (BatchGetItem's found and unprocessed keys). */
+function unmarshallOutput(operation: Operation, output: Output): Output {
+  if (operation !== 'BatchGetItem') return output;
+  const native = (byTable: unknown, field?: string) => {
+    const out: Output = {};
+    for (const [table, v] of Object.entries((byTable ?? {}) as Output))
+      out[table] = field
+        ? { ...(v as Output), [field]: ((v as Output)[field] as AttributeMap[]).map(itemOf) }
+        : (v as AttributeMap[]).map(itemOf);
+    return out;
+  };
+  return {
+    ...output,
+    Responses: native(output.Responses),
+    UnprocessedKeys: native(output.UnprocessedKeys, 'Keys'),
+  };
 }
 
 /**
@@ -248,14 +299,12 @@ function marshallAction(action: Record<string, unknown> | undefined) {
  * 10 minutes apply once: one is made here when not given, as the SDK does, and every attempt of
  * this call sends it.
  */
-export async function transactWriteItems(items: readonly TransactItem[], token?: string) {
+export async function transactWriteItems(
+  items: readonly TransactItem[],
+  token?: string,
+): Promise<void> {
   await call('TransactWriteItems', {
-    TransactItems: items.map((item) => {
-      const out: Record<string, unknown> = {};
-      for (const [kind, action] of Object.entries(item))
-        out[kind] = marshallAction(action as Record<string, unknown>);
-      return out;
-    }),
+    TransactItems: items,
     ClientRequestToken: token ?? randomUUID(),
   });
 }
@@ -266,18 +315,16 @@ export async function batchGetItems(
   keys: readonly Key[],
 ): Promise<{ items: Item[]; unprocessed: Key[] }> {
   const output = await call('BatchGetItem', {
-    RequestItems: { [table]: { Keys: keys.map((k) => marshalled(k)), ConsistentRead: true } },
+    RequestItems: { [table]: { Keys: keys, ConsistentRead: true } },
   });
-  const found = (output.Responses as Record<string, AttributeMap[]> | undefined)?.[table] ?? [];
-  const left = (output.UnprocessedKeys as Record<string, { Keys?: AttributeMap[] }> | undefined)?.[
-    table
-  ]?.Keys;
-  return { items: found.map(itemOf), unprocessed: (left ?? []).map((k) => itemOf(k) as Key) };
+  const found = (output.Responses as Record<string, Item[]> | undefined)?.[table] ?? [];
+  const left = (output.UnprocessedKeys as Record<string, { Keys?: Key[] }> | undefined)?.[table];
+  return { items: found, unprocessed: left?.Keys ?? [] };
 }
 
 type AttributeMap = Record<string, AttributeValue>;
 
-/** An item as the protocol sends it (binary as base64), unmarshalled as the SDK would. */
+/** An item as the protocol sends it (binary as base64, or as bytes), unmarshalled as the SDK would. */
 export const itemOf = (wire: AttributeMap): Item => unmarshall(withBinary(wire) as AttributeMap);
 
 function withBinary(value: unknown): unknown {
