@@ -8,14 +8,14 @@ import {
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { HttpRequest } from '@smithy/core/protocols';
-import { SignatureV4 } from '@smithy/signature-v4';
 import type {
   FinalizeHandler,
   FinalizeHandlerArguments,
   FinalizeRequestMiddleware,
+  HttpRequest,
   HttpResponse,
   MiddlewareStack,
+  RequestSigner,
 } from '@smithy/types';
 import { config } from '../config/settings.js';
 import { log } from '../log.js';
@@ -175,12 +175,15 @@ const endpointOf = (): Promise<URL> => {
 async function requestOf(operation: Operation, input: object): Promise<HttpRequest> {
   const url = await endpointOf();
   const body = JSON.stringify(input, binaryAsBase64);
-  return new HttpRequest({
+  // A plain HttpRequest: this file imports nothing of the SDK's packages beyond the client, whose
+  // runtime version Lambda provides (docs/deploy.md § Bundling).
+  return {
     method: 'POST',
     protocol: url.protocol,
     hostname: url.hostname,
     ...(url.port && { port: Number(url.port) }),
     path: url.pathname,
+    query: {},
     headers: {
       host: url.host,
       'content-type': 'application/x-amz-json-1.0',
@@ -188,7 +191,7 @@ async function requestOf(operation: Operation, input: object): Promise<HttpReque
       'x-amz-target': `DynamoDB_20120810.${operation}`,
     },
     body,
-  });
+  };
 }
 
 /** JSON's replacer: binary attribute values travel as base64, as the protocol has them. */
@@ -199,13 +202,16 @@ function binaryAsBase64(this: Record<string, unknown>, key: string, value: unkno
     : value;
 }
 
-const signer = new SignatureV4({
-  service: 'dynamodb',
-  region: config.AWS_REGION,
-  credentials: dynamoClient.config.credentials,
-  sha256: dynamoClient.config.sha256,
-});
-const sign = (request: HttpRequest) => signer.sign(request) as Promise<HttpRequest>;
+/**
+ * The client's own SigV4 signer (its credentials, region and service), at the client's clock
+ * offset as its other calls have corrected it.
+ */
+let signer: Promise<RequestSigner> | undefined;
+async function sign(request: HttpRequest): Promise<HttpRequest> {
+  signer ??= dynamoClient.config.signer();
+  const offset = dynamoClient.config.systemClockOffset ?? 0;
+  return (await signer).sign(request, { signingDate: new Date(Date.now() + offset) });
+}
 
 /** The answer's JSON, or the SDK's exception for an error answer. */
 async function outputOf(response: HttpResponse): Promise<Output> {
