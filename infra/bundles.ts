@@ -44,8 +44,9 @@ export function targetBytes(f: FunctionEntry): number | undefined {
   // 150 kB, and the request-rate limiter every authenticated function carries since issue 25
   // (3.2 kB minified: docs/decisions.md § Rate limits), and the settlement's one read since
   // reservation ids name their budgets (updateTenant, whose close releases every reservation,
-  // carries it with the admission: 155.7 kB).
-  if (f.route.table.items === 'write') return 160_000;
+  // carries it with the admission: 155.7 kB), and the lean path of every operation's two
+  // DynamoDB calls (store/wire.ts, 5.6 kB minified: docs/decisions.md § Less CPU per request).
+  if (f.route.table.items === 'write') return 165_000;
   return undefined;
 }
 

@@ -31,8 +31,26 @@ export function parseExactJson(text: string): { value: unknown } | undefined {
   }
 }
 
-/** Serializes as JSON.stringify does, writing LosslessNumbers as their exact text. */
-export const exactJson = (value: unknown): string => stringify(value) ?? 'null';
+/**
+ * Serializes as JSON.stringify does, writing LosslessNumbers (and bigints) as their exact text.
+ * Most bodies hold neither, and the engine's own JSON.stringify writes them at a fraction of
+ * lossless-json's CPU (BENCHMARKS.md § Server CPU profile).
+ */
+export const exactJson = (value: unknown): string =>
+  (needsExactText(value) ? stringify(value) : JSON.stringify(value)) ?? 'null';
+
+/** Whether a value holds a number JSON.stringify would not write exactly (or at all). */
+function needsExactText(value: unknown): boolean {
+  if (typeof value === 'bigint') return true;
+  if (value === null || typeof value !== 'object') return false;
+  // A toJSON may answer anything: the exact writer follows it.
+  if (value instanceof LosslessNumber || typeof (value as Json).toJSON === 'function') return true;
+  if (Array.isArray(value)) return value.some(needsExactText);
+  for (const key in value) if (needsExactText((value as Json)[key])) return true;
+  return false;
+}
+
+type Json = Record<string, unknown>;
 
 export const isExactNumber = (v: unknown): v is LosslessNumber => v instanceof LosslessNumber;
 

@@ -1,13 +1,12 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { config } from '../config/settings.js';
 import { pastDeadline } from '../deadline.js';
 import { RetryLaterError } from '../domain/errors.js';
 import { noteConflictRetry } from '../telemetry/invocation.js';
 import { budgetsBlamed, busyRetryAfterMs, noteAttempt, noteHeat } from './budgets/heat.js';
-import { documentClient, tableName } from './client.js';
+import { tableName } from './client.js';
 import type { Item, Key, TransactItem } from './expressions.js';
+import { batchGetItems, itemOf, transactWriteItems } from './wire.js';
 
 /** Index-aligned with the items sent: the code and, on a failed condition, the item as it was. */
 export interface CancellationReason {
@@ -68,20 +67,15 @@ export async function transact(
   for (let attempt = 0; ; attempt++) {
     try {
       noteAttempt(sent);
-      await documentClient.send(
-        new TransactWriteCommand({
-          TransactItems: sent,
-          ...(token !== undefined && { ClientRequestToken: token }),
-        }),
-      );
+      await transactWriteItems(sent, token);
       return { kind: 'committed' };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
-      // CancellationReasons carry raw AttributeValues: lib-dynamodb does not unmarshall errors.
+      // CancellationReasons carry the items as the protocol sends them.
       const reasons = (error.CancellationReasons ?? []).map(
         (r): CancellationReason => ({
           code: r.Code ?? 'None',
-          item: r.Item ? unmarshall(r.Item) : undefined,
+          item: r.Item ? itemOf(r.Item) : undefined,
         }),
       );
       if (reasons.some((r) => r.code === 'ConditionalCheckFailed'))
@@ -125,16 +119,12 @@ export async function getItemList(keyList: readonly Key[]): Promise<Item[]> {
   const found: Item[] = [];
   const unique = [...new Map(keyList.map((k) => [`${k.pk}\u0000${k.sk}`, k])).values()];
   for (let i = 0; i < unique.length; i += 100) {
-    let pending: Key[] | undefined = unique.slice(i, i + 100);
-    for (let attempt = 0; pending && pending.length > 0; attempt++) {
-      const result = await documentClient.send(
-        new BatchGetCommand({
-          RequestItems: { [tableName()]: { Keys: pending, ConsistentRead: true } },
-        }),
-      );
-      found.push(...(result.Responses?.[tableName()] ?? []));
-      pending = result.UnprocessedKeys?.[tableName()]?.Keys as Key[] | undefined;
-      if (pending && pending.length > 0) {
+    let pending: Key[] = unique.slice(i, i + 100);
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      const result = await batchGetItems(tableName(), pending);
+      found.push(...result.items);
+      pending = result.unprocessed;
+      if (pending.length > 0) {
         if (pastDeadline()) throw new RetryLaterError('THROTTLED', 500);
         await sleep(Math.random() * Math.min(200, 10 * 2 ** attempt));
       }

@@ -110,7 +110,8 @@ export const settlingSource = (
     // Scope texts hold no comma: the lists are equal when their texts are.
     const named = hinted?.unit === r.reserved.unit && String(hinted.scopes) === String(scopes);
     const [read, parent] = await Promise.all([
-      named ? first : getBudgets(scopes, r.reserved.unit, atomic ? 'atomic' : 'batch'),
+      // The hint named other budgets: read its own, its holds' shards checked as the first read's.
+      named ? first : getBudgets(scopes, r.reserved.unit, atomic ? 'atomic' : 'batch', r),
       r.delegation && readReservation(r.delegation.parentId),
     ]);
     const budgets =
@@ -154,7 +155,8 @@ export const refundingSource = (
     const unit = first.reservation?.reserved.unit ?? first.event?.actual.unit;
     const scopes = first.reservation ? affectedScopes(first.reservation) : first.event?.scopes;
     if (!unit || !scopes) return first;
-    const read = await getBudgets(scopes, unit, atomic ? 'atomic' : 'batch');
+    const mode = atomic ? 'atomic' : 'batch';
+    const read = await getBudgets(scopes, unit, mode, first.reservation);
     const places = refundableOf({ ...first, budgets: read.budgets })?.places ?? [];
     return {
       ...first,

@@ -86,6 +86,9 @@ export function startStreamPoller(o: StreamPollerOptions): StreamPoller {
     region: o.region,
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });
+  // The SDK's logger middleware redacts every record read for a logger that prints nothing:
+  // about 4 % of the local server's CPU under the bench's load (BENCHMARKS.md § Server CPU).
+  client.middlewareStack.remove('loggerMiddleware');
   const saved = loadCheckpoint(o.checkpointFile, o.streamArn);
   const shards = new Map<string, ShardState>();
   const attempts = new Map<string, number>();

@@ -416,6 +416,41 @@ describe('a budget given more shards (PATCH shards)', () => {
     expect(shards[0]?.spent).toBe(200);
   });
 
+  it('settles holds whose ids name no budgets (the fallback read) with whole balances, the budget grown and its shard cached before the holds', async () => {
+    // An agent name long enough that the reservation id cannot carry its hint (over 128
+    // characters): commit reads the reservation first, then its budgets (use-cases/
+    // budget-reader.ts settlingSource). The holds' shard must be read afresh there too.
+    const { rememberShard } = await import('../../functions/store/budgets/shard-cache.js');
+    const { hintedBudgets } = await import('../../functions/domain/reservation-id.js');
+    const agent = 'a'.repeat(100);
+    const t = await shardedTenant(10_000, 2);
+    await givenBudget(stack, t, `workspace:w/agent:${agent}`, 1_000_000);
+    const ref = { scope: scopeOf(t, ''), unit: 'USD_MICROCENTS' as const };
+    const before = await shardsOf(t, '', 2);
+    const held = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        reserve(t, { estimate: usd(100), subject: { workspace: 'w', agent } }),
+      ),
+    );
+    expect(held.map((r) => r.status)).toEqual(held.map(() => 200));
+    const ids = held.map((r) => String(r.body.reservation_id));
+    expect(ids.map((id) => hintedBudgets(id, t.tenant))).toEqual(ids.map(() => undefined));
+    const onShardOne = (await shardsOf(t, '', 2))[1]?.reserved;
+    expect(Number(onShardOne)).toBeGreaterThan(0);
+
+    expect((await patch(t, '', { shards: 4 })).status).toBe(200);
+    // As when another process took the holds: this one still has shard 1 from before them.
+    if (before[1]) rememberShard(ref, 1, before[1]);
+    for (const id of ids) {
+      const committed = await commit(t, id, { actual: usd(60) });
+      expect(committed.status).toBe(200);
+      const root = (committed.body.balances as Json[]).find((b) => b.scope === ref.scope) ?? {};
+      expect((root.reserved as Json).amount).toBeGreaterThanOrEqual(0);
+    }
+
+    expect((await ledgers(stack, t))['']).toEqual(L(10_000, 480, 0, 0, 9_520));
+  });
+
   it('never shrinks, answers the same count unchanged, and keeps a frozen budget frozen on every shard', async () => {
     const t = await shardedTenant(4_000, 4);
     const combined = await patch(t, '', { shards: 8, overdraft_limit: usd(5) });

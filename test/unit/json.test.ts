@@ -21,6 +21,9 @@ describe('parseExactJson and exactJson', () => {
 
     expect(exactJson(parsed?.value)).toBe(text);
     expect(Object.keys(parsed?.value as object)).toContain('__proto__');
+    // Only nested deep: the writer still finds it.
+    const nested = '{"a":{"b":[1,{"n":[true,12345678901234567890]}]}}';
+    expect(exactJson(parseExactJson(nested)?.value)).toBe(nested);
   });
 
   it('serializes like JSON.stringify for any JSON value', () => {

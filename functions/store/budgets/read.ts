@@ -286,13 +286,21 @@ async function readShardsAtomically(
   return read;
 }
 
-/** The budgets of the given scopes in one unit, by budgetKey; absent scopes have none. */
-export const getBudgets = async (
+/**
+ * The budgets of the given scopes in one unit, by budgetKey; absent scopes have none. `held`: the
+ * reservation a settlement or refund decides for, whose holds' shards are read afresh where the
+ * shard cache shows them without room for it (`readHeldShards`), as its snapshot's are.
+ */
+export async function getBudgets(
   scopes: readonly string[],
   unit: Unit,
   mode: ReadMode = 'batch',
-): Promise<{ readonly budgets: Budgets; readonly atomic: boolean }> =>
-  budgetsOf(await getItems(ledgerKeys(scopes, unit, mode)), mode);
+  held?: Reservation,
+): Promise<{ readonly budgets: Budgets; readonly atomic: boolean }> {
+  const items = await getItems(ledgerKeys(scopes, unit, mode));
+  if (held && mode === 'batch') await readHeldShards(items, held);
+  return budgetsOf(items, mode);
+}
 
 /**
  * The budgets of these (scope, unit) pairs that exist, with their records, in the order given,
