@@ -300,8 +300,8 @@ export class ServiceMonitoring extends Construct {
         },
         { title: 'Refusals by reason', metrics: [this.search('Refusals', 'Reason', sum, s)] },
         {
-          // The functions' rate limits (docs/decisions.md § Rate limits); the edge's WAF rules
-          // and the stage throttle answer before any function, on the API widgets.
+          // The functions' rate limits (docs/decisions.md § Rate limits); the stage throttle's
+          // 429s are on the API widgets, the edge's WAF answers before any function.
           title: 'Rate limits: requests refused 429 RATE_LIMIT',
           metrics: [
             this.emf('BusyAnswers', 'Sum', { Reason: 'RATE_LIMIT' }, s).with({
