@@ -300,6 +300,16 @@ export class ServiceMonitoring extends Construct {
         },
         { title: 'Refusals by reason', metrics: [this.search('Refusals', 'Reason', sum, s)] },
         {
+          // The functions' rate limits (docs/decisions.md § Rate limits); the stage throttle's
+          // 429s are on the API widgets, the edge's WAF answers before any function.
+          title: 'Rate limits: requests refused 429 RATE_LIMIT',
+          metrics: [
+            this.emf('BusyAnswers', 'Sum', { Reason: 'RATE_LIMIT' }, s).with({
+              label: "429: a key's, tenant's or policy's rate limit",
+            }),
+          ],
+        },
+        {
           title: 'Settlements',
           metrics: (['Commits', 'Charges', 'Delegations', 'Releases', 'Expiries'] as const).map(
             (m) => this.emf(m, 'Sum', {}, s),

@@ -76,6 +76,12 @@ const settings = {
   /** Local servers: an answer later than this shrinks the requests handled at once. */
   LOCAL_ADMISSION_TARGET_MS: int(500, 10, 60_000),
   /**
+   * Local servers: requests one API key may have in flight while another key has work (0: no
+   * such share, the default). One process stands for every function here; this keeps one key's
+   * burst from queuing in front of every other tenant's requests (infra/local/fair-share.ts).
+   */
+  LOCAL_FAIR_SHARE_PER_KEY: int(0, 0, 100_000),
+  /**
    * Local servers: emulate the edge's WAF rules in front of them (infra/local/waf.ts; off by
    * default: every local client shares one source address). On, with the edge's defaults: more
    * than LOCAL_WAF_SOURCE_RATE_PER_MINUTE requests a minute from one address, or

@@ -8,7 +8,8 @@ import type { TenantSettings } from './tenant.js';
 // reference, which stores them, they are enforced: every reserve, dry run and decide under a
 // matching policy gets its caps (merged with the budgets' by the strictest-wins rule) and its
 // TTL limits; a request that names no overage policy or TTL gets the policy's default
-// (docs/decisions.md § Policies).
+// (docs/decisions.md § Policies); its rate limits count the reserves and commits of its scopes
+// (domain/rate-limits.ts policyCounters, docs/decisions.md § Rate limits).
 
 export const POLICY_STATUSES = ['ACTIVE', 'DISABLED'] as const;
 export type PolicyStatus = (typeof POLICY_STATUSES)[number];
@@ -20,7 +21,7 @@ export interface TtlOverride {
   readonly maxExtensions?: number | undefined;
 }
 
-/** The reference's RateLimits: stored and answered; enforcing them is the rate limiter's. */
+/** The reference's RateLimits: counted per policy by the rate limiter (domain/rate-limits.ts). */
 export interface RateLimits {
   readonly maxReservationsPerMinute?: number | undefined;
   readonly maxCommitsPerMinute?: number | undefined;

@@ -1,4 +1,4 @@
-import type { RateLimits } from './policies.js';
+import { inForce, type Policy, patternMatches, type RateLimits } from './policies.js';
 
 /**
  * Request-rate limits of a tenant and of its API keys (issue 25 point 1; docs/decisions.md §
@@ -32,7 +32,10 @@ export const windowOf = (now: number): number => Math.floor(now / RATE_WINDOW_MS
 
 /** One counter a request adds to, and the most it may reach within the window. */
 export interface RateCounter {
-  /** `<owner>.<limit>`: `t` the tenant, `k.<key id>` a key; `r` requests, `v` reservations, `c` commits. */
+  /**
+   * `<owner>.<limit>`: `t` the tenant, `k.<key id>` a key, `p.<policy id>` a policy; `r`
+   * requests, `v` reservations, `c` commits.
+   */
   readonly name: string;
   readonly limit: number;
   /** The wire name of the limit, for the refusal's details: `key.max_requests_per_minute`. */
@@ -83,6 +86,52 @@ export function countersFor(
     }
   }
   return counters;
+}
+
+/**
+ * The counters of the policies in force at `nowMs` whose pattern matches any of `scopes` and
+ * that limit `rateClass` (a policy limits reservations and commits, not requests): one counter
+ * per policy, shared by every scope it matches (the reference's "maximum reserve requests per
+ * minute for matching scopes"; docs/decisions.md § Rate limits).
+ */
+export function policyCounters(
+  policies: readonly Policy[],
+  scopes: readonly string[],
+  rateClass: RateClass,
+  nowMs: number,
+): RateCounter[] {
+  const limit =
+    rateClass === 'reservation'
+      ? 'maxReservationsPerMinute'
+      : rateClass === 'commit'
+        ? 'maxCommitsPerMinute'
+        : undefined;
+  if (!limit) return [];
+  const counters: RateCounter[] = [];
+  for (const p of policies) {
+    const max = p.rateLimits?.[limit];
+    if (max === undefined || !inForce(p, nowMs)) continue;
+    if (!scopes.some((s) => patternMatches(p.scopePattern, s))) continue;
+    counters.push({
+      name: `p.${p.policyId}.${SHORT[limit]}`,
+      limit: max,
+      label: `policy.${p.policyId}.${RATE_LIMIT_FIELDS[limit]}`,
+    });
+  }
+  return counters;
+}
+
+/**
+ * One request's count, made by the edge (http/rate-limits.ts) with its key's and tenant's
+ * counters; a reserve's or a commit's use case adds the counters of the policies of its scopes
+ * once it knows them (before any budget write), and every counter is counted in one write.
+ */
+export interface RequestCount {
+  /**
+   * Counts the request against `policies`' counters and, the first time, the key's and tenant's
+   * (each counter once per request); throws 429 RATE_LIMIT when one is full.
+   */
+  add(policies: readonly RateCounter[]): Promise<void>;
 }
 
 /** What counting a request decided: admitted, with what is left; or the counter that was full. */

@@ -127,6 +127,12 @@ export function deriveScopes(
   return { scopes, scopePath: scopes[scopes.length - 1] ?? `tenant:${tenant}` };
 }
 
+/** The scopes a scope path lies under, itself last (its cumulative prefixes): what it affects. */
+export function scopePrefixes(path: string): string[] {
+  const segments = path.split('/');
+  return segments.map((_, i) => segments.slice(0, i + 1).join('/'));
+}
+
 /**
  * SPEC § Subject: the scopes a caller's subject affects; subject.tenant must be the key's (403).
  * Only the dimension keys the tenant budgets are levels; the others are tags.

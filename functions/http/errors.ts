@@ -80,7 +80,7 @@ const BUSY_MESSAGES = {
   CONCURRENCY:
     'the service has as many requests in flight as it takes; nothing was done, retry after Retry-After seconds',
   RATE_LIMIT:
-    'a request-rate limit of this API key or its tenant is reached; nothing was done, retry after Retry-After seconds',
+    'a request-rate limit of this API key, its tenant or a policy is reached; nothing was done, retry after Retry-After seconds',
   // A write may have landed before the table went quiet: the same idempotency key replays it.
   TIMEOUT:
     'the table did not answer in time; retry shortly with the same idempotency key (a write that landed is replayed, never applied twice)',

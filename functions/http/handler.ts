@@ -3,6 +3,7 @@ import type * as z from 'zod/mini';
 import { config } from '../config/settings.js';
 import { invalidRequest } from '../domain/errors.js';
 import { illFormedStringAt, parseExactJson } from '../domain/json.js';
+import type { RequestCount } from '../domain/rate-limits.js';
 import type { Trace } from '../domain/trace.js';
 import type { RouteId, routes } from '../routes.js';
 import type { Invocation } from '../telemetry/invocation.js';
@@ -74,6 +75,12 @@ export interface RouteInput<R extends RouteId, S extends Schemas> {
   /** The request's W3C trace (echoed on the answer, stamped on what it writes). */
   readonly trace: Trace;
   readonly now: number;
+  /**
+   * The request's rate count, for a reserve, event, commit or charge of a tenant key to add the
+   * counters of its policies to once it knows its scopes (http/rate-limits.ts); absent: nothing
+   * left to count.
+   */
+  readonly rate: RequestCount | undefined;
   /** Who writes, in which request, when: what an audited change records. */
   readonly context: WriteContext;
   readonly event: Event;
@@ -99,28 +106,40 @@ export function httpHandler<R extends RouteId>(
     const caller = await authenticate(headers, route.auth, now);
     if (invocation) identify(invocation, caller);
     // Before the body is even parsed: a limited caller costs one counter write, no budget work.
-    const limit = await admitRequest(caller, route.rate ?? 'request', now);
+    const rate = await admitRequest(caller, route.rate ?? 'request', now);
     const s: Schemas = schemas;
     const requestId = invocation?.requestId ?? randomUUID();
-    const input = {
-      body: s.body ? parseBody(s.body, event, headers) : undefined,
-      query: s.query
-        ? parse(s.query, event.queryStringParameters ?? {}, 'query parameter ')
-        : undefined,
-      params: s.params ? parse(s.params, event.pathParameters ?? {}, 'path parameter ') : undefined,
-      caller,
-      requestId,
-      trace: invocation?.trace ?? requestTrace(headers),
-      now,
-      context: {
-        now,
+    const answer = await (async () => {
+      const input = {
+        body: s.body ? parseBody(s.body, event, headers) : undefined,
+        query: s.query
+          ? parse(s.query, event.queryStringParameters ?? {}, 'query parameter ')
+          : undefined,
+        params: s.params
+          ? parse(s.params, event.pathParameters ?? {}, 'path parameter ')
+          : undefined,
+        caller,
         requestId,
-        ...(caller.kind !== 'anonymous' && { actor: actorOf(caller) }),
-      },
-      event,
-    } as RouteInput<R, RouteSchemas<R>>;
-    const result = respond(await run(input), route.status);
-    return { ...result, headers: { ...result.headers, ...rateLimitHeaders(limit) } };
+        trace: invocation?.trace ?? requestTrace(headers),
+        now,
+        rate: rate && !rate.done ? rate : undefined,
+        context: {
+          now,
+          requestId,
+          ...(caller.kind !== 'anonymous' && { actor: actorOf(caller) }),
+        },
+        event,
+      } as RouteInput<R, RouteSchemas<R>>;
+      return run(input);
+    })().catch(async (error: unknown) => {
+      // Failed before its use case counted it (a 400, a 404): counted all the same.
+      if (rate && !rate.done) await rate.add([]);
+      throw error;
+    });
+    // Every route that takes `rate` counts it before its write; this only backs a missed one.
+    if (rate && !rate.done) await rate.add([]).catch(() => undefined);
+    const result = respond(answer, route.status);
+    return { ...result, headers: { ...result.headers, ...rateLimitHeaders(rate?.applied) } };
   });
 }
 

@@ -7,6 +7,6 @@ import { chargeReservation } from '../use-cases/charges.js';
 export const handler = httpHandler(
   'chargeReservation',
   { params: ReservationIdParams, body: ChargeBody },
-  async ({ caller, params, body, now }) =>
-    chargedView(await chargeReservation(caller, params.reservation_id, body, now)),
+  async ({ caller, params, body, now, rate }) =>
+    chargedView(await chargeReservation(caller, params.reservation_id, body, now, rate)),
 );

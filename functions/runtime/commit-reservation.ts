@@ -6,6 +6,6 @@ import { commitReservation } from '../use-cases/settlements.js';
 export const handler = httpHandler(
   'commitReservation',
   { params: ReservationIdParams, body: CommitBody },
-  async ({ caller, params, body, now }) =>
-    committedView(await commitReservation(caller, params.reservation_id, body, now)),
+  async ({ caller, params, body, now, rate }) =>
+    committedView(await commitReservation(caller, params.reservation_id, body, now, rate)),
 );

@@ -6,5 +6,5 @@ import { createEvent } from '../use-cases/events.js';
 export const handler = httpHandler(
   'createEvent',
   { body: CreateEventBody },
-  async ({ caller, body, now }) => eventView(await createEvent(caller, body, now)),
+  async ({ caller, body, now, rate }) => eventView(await createEvent(caller, body, now, rate)),
 );

@@ -6,6 +6,6 @@ import { createReservation } from '../use-cases/reservations.js';
 export const handler = httpHandler(
   'createReservation',
   { body: CreateReservationBody },
-  async ({ caller, body, now, requestId }) =>
-    reservationCreatedView(await createReservation(caller, body, now, requestId)),
+  async ({ caller, body, now, requestId, rate }) =>
+    reservationCreatedView(await createReservation(caller, body, now, requestId, rate)),
 );

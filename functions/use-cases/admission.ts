@@ -8,6 +8,7 @@ import { type Caps, capsFor, mergeCaps } from '../domain/caps.js';
 import { DomainError } from '../domain/errors.js';
 import type { LedgerChange, OveragePolicy } from '../domain/ledger.js';
 import { policyEffect, termsOf } from '../domain/policies.js';
+import { policyCounters, type RequestCount } from '../domain/rate-limits.js';
 import {
   admissionRefusal,
   budgetRefusal,
@@ -73,7 +74,14 @@ export const denyReason = (j: Judgement): ReasonCode | undefined =>
  * policies are read at most once per TENANT_STATE_TTL_MS per process, store/tenants.ts), and the
  * steps of its loop.
  */
-export async function admit(caller: Caller, work: NewWork, now: number, requestId?: string) {
+export async function admit(
+  caller: Caller,
+  work: NewWork,
+  now: number,
+  requestId?: string,
+  /** A reserve's or event's rate count: its policies' counters join it before any read. */
+  rate?: RequestCount,
+) {
   const state = await tenantState(caller.tenant, now);
   const named = Object.keys(work.subject.dimensions ?? {}).length > 0;
   const { scopes, scopePath } = callerScopes(
@@ -83,6 +91,7 @@ export async function admit(caller: Caller, work: NewWork, now: number, requestI
   );
   const { unit, amount } = work.amount;
   const effect = policyEffect(state.policies, scopes, now);
+  await rate?.add(policyCounters(state.policies, scopes, 'reservation', now));
   const eventPolicy = work.event && termsOf(work.event, state.settings, effect).overagePolicy;
   // The tenant's option: scopes without a budget are skipped, not zero allocation (SPEC's rule).
   const skip = state.settings.unbudgetedScopes === 'SKIP';

@@ -6,6 +6,7 @@ import { chargeIntoParent, settlesIntoParent } from '../domain/delegation.js';
 import { DomainError } from '../domain/errors.js';
 import { derivedId } from '../domain/fingerprint.js';
 import { type LedgerChange, ledgersAfter } from '../domain/ledger.js';
+import type { RequestCount } from '../domain/rate-limits.js';
 import {
   type Charge,
   chargeCount,
@@ -70,8 +71,10 @@ export function chargeReservation(
   reservationId: string,
   request: ChargeRequest,
   now: number,
+  rate?: RequestCount,
 ): Promise<Charged> {
   return changeReservation(caller, reservationId, 'charge', request, now, {
+    rate,
     decide: (r, budgets, parent): ChargePlan => {
       const { unit, amount } = request.amount;
       let into: ChargePlan['parent'];

@@ -5,6 +5,7 @@ import { RetryLaterError } from '../domain/errors.js';
 import { derivedId, fingerprint } from '../domain/fingerprint.js';
 import { inPeriodsOf, ledgersAfter, type OveragePolicy } from '../domain/ledger.js';
 import { DEFAULT_OVERAGE_POLICY } from '../domain/policies.js';
+import type { RequestCount } from '../domain/rate-limits.js';
 import { budgetRefusal, refusalError } from '../domain/refusals.js';
 import type { Action } from '../domain/reservation.js';
 import type { Subject } from '../domain/scopes.js';
@@ -45,9 +46,10 @@ export async function createEvent(
   caller: Caller,
   request: EventRequest,
   now: number,
+  rate?: RequestCount,
 ): Promise<EventApplied> {
   const work = { ...request, amount: request.actual, event: request };
-  const admission = await admit(caller, work, now);
+  const admission = await admit(caller, work, now, undefined, rate);
   const eventId = derivedId('evt', caller.tenant, request.idempotencyKey);
   // Of what was sent, SPEC's default filled in (as reservations.ts does).
   const print = fingerprint({

@@ -11,6 +11,7 @@ import {
   presentLedgers,
 } from '../domain/ledger.js';
 import { DEFAULT_OVERAGE_POLICY, DEFAULT_TTL_MS, type Terms } from '../domain/policies.js';
+import type { RequestCount } from '../domain/rate-limits.js';
 import { isRefusal, type ReasonCode, refusalError } from '../domain/refusals.js';
 import { type Action, affectedScopes, type Reservation } from '../domain/reservation.js';
 import { reservationIdOf } from '../domain/reservation-id.js';
@@ -69,8 +70,10 @@ export async function createReservation(
   request: ReservationRequest,
   now: number,
   requestId?: string,
+  rate?: RequestCount,
 ): Promise<(Reserved & Lease) | DryRun> {
-  const admission = await admit(caller, { ...request, amount: request.estimate }, now, requestId);
+  const work = { ...request, amount: request.estimate };
+  const admission = await admit(caller, work, now, requestId, rate);
   if (request.dryRun) return dryRun(admission, request);
   const reservationId = derivedId('rsv', caller.tenant, request.idempotencyKey);
   // Of what was sent, SPEC's defaults filled in: a retry matches whatever the tenant's settings

@@ -12,6 +12,7 @@ import { DomainError } from '../domain/errors.js';
 import { derivedId, fingerprint } from '../domain/fingerprint.js';
 import type { LedgerChange } from '../domain/ledger.js';
 import { ledgersAfter, presentLedgers } from '../domain/ledger.js';
+import type { RequestCount } from '../domain/rate-limits.js';
 import {
   affectedScopes,
   expiredError,
@@ -39,6 +40,7 @@ import { expireReservation } from './expiry.js';
 import { guardedWrite, type Plan } from './guarded-write.js';
 import { outcomeToStore, type ResultCodec } from './outcomes.js';
 import { type Lease, leaseAt } from './reservations.js';
+import { countedRead } from './settling-rates.js';
 
 export interface CommitRequest {
   readonly idempotencyKey: string;
@@ -87,8 +89,10 @@ export function commitReservation(
   reservationId: string,
   request: CommitRequest,
   now: number,
+  rate?: RequestCount,
 ): Promise<Committed> {
   return changeReservation(caller, reservationId, 'commit', request, now, {
+    rate,
     codec: committedCodec,
     settled: (r) => ({ ...r, status: 'COMMITTED', committed: request.actual }),
     decide: (r, budgets, parent) => {
@@ -353,6 +357,8 @@ function requireExtensionLeft(r: Reservation): void {
  * its write.
  */
 export interface ReservationChange<P extends Plan<unknown>> {
+  /** A commit's or charge's rate count: its policies' counters join it (settling-rates.ts). */
+  readonly rate?: RequestCount | undefined;
   /** How the result is stored compactly on the reservation (commit, release). */
   readonly codec?: ResultCodec<P['result']>;
   /** The reservation as the write leaves it: the record its compact result is rebuilt from. */
@@ -416,7 +422,7 @@ export function changeReservation<P extends Plan<unknown>>(
     fingerprint: print,
     codec: change.codec,
     recheckReplayBeforeRefusing: true,
-    read: source.read,
+    read: countedRead(caller, reservationId, change.rate, now, source.read),
     // Only our own expiry proves that it expired: if something settled or extended it first,
     // read again.
     repair: async (snapshot) => {

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import {
   createServer,
   type Server as HttpServer,
+  type IncomingHttpHeaders,
   type IncomingMessage,
   type ServerResponse,
 } from 'node:http';
@@ -15,6 +16,7 @@ import type {
 import { config } from '../../functions/config/settings.js';
 import { invalidRequest, RetryLaterError } from '../../functions/domain/errors.js';
 import { errorResponse } from '../../functions/http/errors.js';
+import { isKeyShaped, KEY_HEADERS } from '../../functions/http/unknown-keys.js';
 import { log } from '../../functions/log.js';
 import {
   placesOf,
@@ -24,6 +26,7 @@ import {
   type Server,
 } from '../../functions/routes.js';
 import { type Admission, laneOf, localAdmission } from './admission.js';
+import { FairShare } from './fair-share.js';
 import { localWaf } from './waf.js';
 
 /**
@@ -218,9 +221,19 @@ function write(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): 
   res.end(body);
 }
 
+/** The API key a request names, when one of our shape: its fair share's key. */
+const keyOf = (headers: IncomingHttpHeaders): string | undefined =>
+  KEY_HEADERS.map((name) => headers[name])
+    .filter((v): v is string => typeof v === 'string')
+    .find(isKeyShaped);
+
 export function createLocalServer(server: Server): HttpServer {
   const routes = compile(server);
   const admission = admissionOf(server, config);
+  const share =
+    config.LOCAL_FAIR_SHARE_PER_KEY > 0
+      ? new FairShare(config.LOCAL_FAIR_SHARE_PER_KEY)
+      : undefined;
   const waf = localWaf();
   const http = createServer((req, res) => {
     const target = requestTarget(req.url);
@@ -236,14 +249,22 @@ export function createLocalServer(server: Server): HttpServer {
       return write(res, blocked);
     }
     const matched = target && match(routes, req.method ?? 'GET', target.path);
-    // As a function's concurrency caps it in AWS: admitted, kept waiting a moment (settling
-    // first), or 429 at once with nothing done; health always answers.
-    const ticket =
-      matched && matched.route.path !== '/actuator/health'
-        ? admission.admit(laneOf(matched.route.id))
-        : undefined;
+    const key = share && matched ? keyOf(req.headers) : undefined;
+    const turn = key === undefined ? undefined : share?.enter(key);
+    if (turn === 'refused') {
+      req.resume();
+      return write(res, errorResponse(new RetryLaterError('CONCURRENCY', 1_000), randomUUID()));
+    }
     void (async () => {
-      const admitted = await ticket;
+      // One key's burst waits behind its own share while others have work (fair-share.ts).
+      const ended = await turn;
+      if (ended) res.once('close', ended);
+      // As a function's concurrency caps it in AWS: admitted, kept waiting a moment (settling
+      // first), or 429 at once with nothing done; health always answers.
+      const admitted =
+        matched && matched.route.path !== '/actuator/health'
+          ? await admission.admit(laneOf(matched.route.id))
+          : undefined;
       if (admitted?.kind === 'shed') {
         req.resume();
         const busy = new RetryLaterError('CONCURRENCY', admitted.retryAfterMs);

@@ -864,6 +864,10 @@ describe('CDK app', () => {
       for (const stack of ['BudgetReservationsRuntimeApi', 'BudgetReservationsAdminApi'])
         expect(body).toContain(`MetricName=\\\\\\"Throttles\\\\\\" \\\\\\"${stack}\\\\\\"`);
       expect(body).toContain('TransactionConflict');
+      // The functions' rate-limit refusals: their busy answers of reason RATE_LIMIT, a line.
+      expect(body).toMatch(
+        /\\"BusyAnswers\\",\\"Reason\\",\\"RATE_LIMIT\\"[^\]]*429: a key's, tenant's or policy's rate limit/,
+      );
       // The alarm widget lists every alarm.
       for (const alarm of Object.keys(monitoring().findResources('AWS::CloudWatch::Alarm')))
         expect(body, alarm).toContain(alarm);

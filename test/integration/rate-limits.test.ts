@@ -4,13 +4,13 @@ import { testClock } from '../helpers/clock.js';
 import { expectError } from '../helpers/errors.js';
 import {
   adminHeaders,
-  type GivenTenant,
   givenBudgets,
   givenClosableTenant,
   reserveBody,
 } from '../helpers/fixtures.js';
-import { type Json, type Response, request } from '../helpers/http.js';
+import { type Json, request } from '../helpers/http.js';
 import { captureOutput } from '../helpers/output.js';
+import { rateLimitHelpers } from '../helpers/rate-limits.js';
 import { useTestStack } from '../helpers/scaffold.js';
 
 // Per-key and per-tenant request-rate limits (issue 25 point 1; docs/decisions.md § Rate
@@ -22,62 +22,14 @@ const stack = useTestStack({
   clock,
   env: { LOG_LEVEL: 'info', API_KEY_CACHE_TTL_MS: String(CACHE_MS) },
 });
-const linesDuring = captureOutput();
 
 beforeEach(() => {
   // A fresh window, and past every cache of the previous test.
   clock.advanceTo((Math.floor(clock.now() / MINUTE) + 1) * MINUTE);
 });
 
-type Limits = Json;
-
-const introspect = (headers: Record<string, string>) =>
-  request('GET', `${stack.runtimeUrl}/v1/auth/introspect`, { headers });
-
-async function newKey(t: GivenTenant, rateLimits?: Limits) {
-  const res = await request('POST', `${stack.adminUrl}/v1/admin/api-keys`, {
-    headers: adminHeaders,
-    body: { tenant_id: t.tenant, name: 'agent', ...(rateLimits && { rate_limits: rateLimits }) },
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return {
-    keyId: String(res.body.key_id),
-    headers: { 'x-service-api-key': String(res.body.key_secret) },
-    body: res.body,
-  };
-}
-
-const patchTenant = (t: GivenTenant, body: Json) =>
-  request('PATCH', `${stack.adminUrl}/v1/admin/tenants/${t.tenant}`, {
-    headers: adminHeaders,
-    body,
-  });
-
-const patchKey = (keyId: string, body: Json, headers: Record<string, string> = adminHeaders) =>
-  request('PATCH', `${stack.adminUrl}/v1/admin/api-keys/${keyId}`, { headers, body });
-
-/** A 429 of a rate limit: SPEC's body, details naming the limit, and the three headers. */
-function expectRateLimited(res: Response, limit: string) {
-  expectError(res, 429, 'LIMIT_EXCEEDED', 'runtime');
-  const details = res.body.details as Json;
-  expect(details.reason).toBe('RATE_LIMIT');
-  expect(details.limit).toBe(limit);
-  const windowEnd = (Math.floor(clock.now() / MINUTE) + 1) * MINUTE;
-  expect(details.retry_after_ms).toBe(windowEnd - clock.now());
-  expect(res.headers.get('retry-after')).toBe(String(Math.ceil((windowEnd - clock.now()) / 1000)));
-  expect(res.headers.get('x-ratelimit-remaining')).toBe('0');
-  expect(res.headers.get('x-ratelimit-reset')).toBe(String(windowEnd / 1000));
-}
-
-async function dynamoCallsOf(act: () => Promise<Response>) {
-  let res: Response | undefined;
-  const lines = await linesDuring(async () => {
-    res = await act();
-  });
-  const line = lines.find((l) => l.msg === 'request' || l.message === 'request');
-  if (!res) throw new Error('no answer');
-  return { res, calls: line?.dynamodb_calls };
-}
+const { introspect, newKey, patchTenant, patchKey, expectRateLimited, dynamoCallsOf } =
+  rateLimitHelpers(stack, clock, captureOutput());
 
 describe('rate limits', () => {
   it('limits a key per minute: 429 with Retry-After and X-RateLimit-*, then a new window admits it', async () => {

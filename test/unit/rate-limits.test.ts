@@ -1,8 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { Policy } from '../../functions/domain/policies.js';
 import {
   countersFor,
   decide,
+  policyCounters,
   RATE_WINDOW_MS,
   type RateClass,
   type RequestRateLimits,
@@ -81,5 +83,40 @@ describe('rate limits (domain)', () => {
         expect(now - w).toBeLessThan(RATE_WINDOW_MS);
       }),
     );
+  });
+
+  it('counts a policy once, for the class it limits, when in force and matching a scope', () => {
+    const policy = (id: string, over: Partial<Policy>): Policy => ({
+      policyId: id,
+      tenant: 'acme',
+      name: id,
+      scopePattern: 'workspace:w',
+      priority: 0,
+      status: 'ACTIVE',
+      createdAt: '2026-01-01T00:00:00Z',
+      owner: 'operator',
+      rateLimits: { maxReservationsPerMinute: 12, maxCommitsPerMinute: 3 },
+      ...over,
+    });
+    const policies = [
+      policy('pol_a', {}),
+      policy('pol_all', { scopePattern: 'tenant:acme/*' }),
+      policy('pol_x', { scopePattern: 'workspace:x' }),
+      policy('pol_off', { status: 'DISABLED' }),
+      policy('pol_later', { effectiveFrom: '2027-01-01T00:00:00Z' }),
+      policy('pol_caps', { rateLimits: undefined }),
+    ];
+    const scopes = ['tenant:acme', 'tenant:acme/workspace:w', 'tenant:acme/workspace:w/agent:a'];
+    const now = Date.parse('2026-06-01T00:00:00Z');
+    expect(policyCounters(policies, scopes, 'reservation', now)).toEqual([
+      { name: 'p.pol_a.v', limit: 12, label: 'policy.pol_a.max_reservations_per_minute' },
+      { name: 'p.pol_all.v', limit: 12, label: 'policy.pol_all.max_reservations_per_minute' },
+    ]);
+    expect(policyCounters(policies, scopes, 'commit', now).map((c) => c.name)).toEqual([
+      'p.pol_a.c',
+      'p.pol_all.c',
+    ]);
+    expect(policyCounters(policies, scopes, 'request', now)).toEqual([]);
+    expect(policyCounters(policies, scopes, 'settle', now)).toEqual([]);
   });
 });
