@@ -3,6 +3,7 @@ import type { Budgets } from '../domain/budget.js';
 import type { Reservation } from '../domain/reservation.js';
 import type { UsageEvent } from '../domain/settlement.js';
 import { budgetsOf, ledgerKeys, readHeldShards } from './budgets/read.js';
+import { mark } from './budgets/shard-cache.js';
 import { eventOf, isEventItem } from './entities/event.js';
 import { type IdempotencyScope, idempotencyKey } from './entities/idempotency.js';
 import type { StoredOutcome } from './entities/outcome.js';
@@ -53,6 +54,7 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
   if (record) wanted.push(idempotencyKey(record));
   const mode = r.atomic === true ? 'atomic' : 'batch';
   if (r.budgets) wanted.push(...ledgerKeys(r.budgets.scopes, r.budgets.unit, mode));
+  const readAt = mark();
   const items = await getItems(wanted);
   const reservationItem = r.reservationId
     ? items.get(keys.reservation(r.reservationId).pk)
@@ -61,7 +63,7 @@ export async function readSnapshot(r: SnapshotRequest): Promise<Snapshot> {
     ? reservationOf(reservationItem)
     : undefined;
   if (reservation && mode === 'batch') await readHeldShards(items, reservation);
-  const { budgets, atomic } = await budgetsOf(items, mode);
+  const { budgets, atomic } = await budgetsOf(items, mode, readAt);
   const eventItem = r.eventId ? items.get(keys.event(r.eventId).pk) : undefined;
   const recordItem = r.idempotency
     ? record && items.get(idempotencyKey(record).pk)

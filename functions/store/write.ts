@@ -2,7 +2,7 @@ import type { AuditEntry } from '../domain/audit.js';
 import type { Budget } from '../domain/budget.js';
 import type { Reservation } from '../domain/reservation.js';
 import type { ShardTouches } from './budgets/placement.js';
-import { applyToCachedShard, forgetShards } from './budgets/shard-cache.js';
+import { applyToCachedShard, forgetShards, mark } from './budgets/shard-cache.js';
 import { auditItem } from './entities/audit.js';
 import { budgetOfItem, isLedgerItem, shardCountOf } from './entities/ledger.js';
 import type { StoredOutcome } from './entities/outcome.js';
@@ -72,8 +72,13 @@ export async function transactWrite(
     if (next) sent = next;
     return next?.items;
   };
-  const outcome = await transact(sent.items, priority, retarget);
-  followInCache(sent.layout.touches, outcome.kind === 'committed');
+  const writeAt = mark();
+  const outcome = await transact(sent.items, priority, retarget).catch((error: unknown) => {
+    // Whether it landed is unknown: its shards are read afresh next time.
+    followInCache(sent.layout.touches, false, writeAt);
+    throw error;
+  });
+  followInCache(sent.layout.touches, outcome.kind === 'committed', writeAt);
   return outcome.kind === 'committed'
     ? { kind: 'written' }
     : classifyCancellation(outcome.reasons, sent.layout);
@@ -84,11 +89,11 @@ export async function transactWrite(
  * cached shard along; a budget rewritten whole, or one whose write did not go through (a shard
  * moved under it), is read afresh next time.
  */
-function followInCache(touches: ShardTouches | undefined, written: boolean): void {
+function followInCache(touches: ShardTouches | undefined, written: boolean, writeAt: number): void {
   if (!touches) return;
   for (const ref of touches.whole) forgetShards(ref);
   for (const { ref, shard, delta } of touches.fast) {
-    if (written) applyToCachedShard(ref, shard, delta);
+    if (written) applyToCachedShard(ref, shard, delta, writeAt);
     else forgetShards(ref);
   }
 }

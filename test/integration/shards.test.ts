@@ -176,7 +176,7 @@ describe('a budget split into shards', () => {
   it('answers a settlement with whole balances when its hold’s shard was cached before the hold', async () => {
     // As when another process took the holds: this process's shard cache still shows the shards
     // as they were before them (store/budgets/shard-cache.ts), and a commit gives a hold back.
-    const { rememberShard } = await import('../../functions/store/budgets/shard-cache.js');
+    const { mark, rememberShard } = await import('../../functions/store/budgets/shard-cache.js');
     const t = await shardedTenant(10_000, 4);
     const before = await shardsOf(t, '', 4);
     const held = await Promise.all(
@@ -186,7 +186,7 @@ describe('a budget split into shards', () => {
     const ref = { scope: scopeOf(t, ''), unit: 'USD_MICROCENTS' as const };
     for (let k = 1; k < 4; k++) {
       const stale = before[k];
-      if (stale) rememberShard(ref, k, stale);
+      if (stale) rememberShard(ref, k, stale, mark());
     }
 
     for (const r of held) {
@@ -204,7 +204,7 @@ describe('a budget split into shards', () => {
     // As when another process took the holds and charged them: this process's shard cache shows
     // the shards as they were before (store/budgets/shard-cache.ts). A charge gives part of a
     // hold back on its shard, a refund takes spent back there.
-    const { rememberShard } = await import('../../functions/store/budgets/shard-cache.js');
+    const { mark, rememberShard } = await import('../../functions/store/budgets/shard-cache.js');
     const { readHeldShards } = await import('../../functions/store/budgets/read.js');
     const { readReservation } = await import('../../functions/store/reservation-queries.js');
     const { shardKey } = await import('../../functions/store/entities/ledger.js');
@@ -213,7 +213,7 @@ describe('a budget split into shards', () => {
     const cache = (shards: readonly (Json | undefined)[]) => {
       for (let k = 1; k < 4; k++) {
         const stale = shards[k];
-        if (stale) rememberShard(ref, k, stale);
+        if (stale) rememberShard(ref, k, stale, mark());
       }
     };
     const root = (res: { body: Json }) =>
@@ -420,7 +420,7 @@ describe('a budget given more shards (PATCH shards)', () => {
     // An agent name long enough that the reservation id cannot carry its hint (over 128
     // characters): commit reads the reservation first, then its budgets (use-cases/
     // budget-reader.ts settlingSource). The holds' shard must be read afresh there too.
-    const { rememberShard } = await import('../../functions/store/budgets/shard-cache.js');
+    const { mark, rememberShard } = await import('../../functions/store/budgets/shard-cache.js');
     const { hintedBudgets } = await import('../../functions/domain/reservation-id.js');
     const agent = 'a'.repeat(100);
     const t = await shardedTenant(10_000, 2);
@@ -440,7 +440,7 @@ describe('a budget given more shards (PATCH shards)', () => {
 
     expect((await patch(t, '', { shards: 4 })).status).toBe(200);
     // As when another process took the holds: this one still has shard 1 from before them.
-    if (before[1]) rememberShard(ref, 1, before[1]);
+    if (before[1]) rememberShard(ref, 1, before[1], mark());
     for (const id of ids) {
       const committed = await commit(t, id, { actual: usd(60) });
       expect(committed.status).toBe(200);

@@ -12,6 +12,7 @@ import {
   cachedShard,
   cachedWhole,
   forgetShards,
+  mark,
   rememberShard,
   SHARD_CACHE_MS,
 } from '../../functions/store/budgets/shard-cache.js';
@@ -119,11 +120,11 @@ describe('the shards a write reads from the last second', () => {
     const budget = ref('tenant:cached');
     const at = 5_000_000;
     const shard = { allocated: 10, spent: 0, reserved: 0, debt: 0, remaining: 10 };
-    rememberShard(budget, 1, shard, at);
-    rememberShard(budget, 2, shard, at);
-    rememberShard(budget, 0, shard, at);
+    rememberShard(budget, 1, shard, mark(), at);
+    rememberShard(budget, 2, shard, mark(), at);
+    rememberShard(budget, 0, shard, mark(), at);
 
-    applyToCachedShard(budget, 1, { reserved: 4, remaining: -4 });
+    applyToCachedShard(budget, 1, { reserved: 4, remaining: -4 }, mark());
 
     expect(cachedShard(budget, 1, at + 10)).toMatchObject({ reserved: 4, remaining: 6 });
     expect(cachedShard(budget, 0, at)).toBeUndefined();
@@ -132,5 +133,41 @@ describe('the shards a write reads from the last second', () => {
     expect(cachedShard(budget, 2, at + SHARD_CACHE_MS)).toBeUndefined();
     forgetShards(budget);
     expect(cachedShard(budget, 1, at)).toBeUndefined();
+  });
+
+  it('never applies a write to a read that may already show it, nor keeps a read that may predate one', () => {
+    // Requests overlap in one process (the local server): a commit's write of shard 1 and
+    // another request's read of it. Their order is unknown when they overlap.
+    const budget = ref('tenant:overlap');
+    const at = Date.now();
+    const held = { allocated: 10, spent: 0, reserved: 4, debt: 0, remaining: 6 };
+    const given = { allocated: 10, spent: 4, reserved: 0, debt: 0, remaining: 6 };
+    const commit = { spent: 4, reserved: -4 };
+
+    // The read began before the commit's write and came back after it began: it may show the
+    // hold given back already, so the write forgets it rather than giving the hold back twice
+    // (the `reserved` of −4 a commit once answered with).
+    rememberShard(budget, 1, held, mark(), at);
+    const writeAt = mark();
+    rememberShard(budget, 1, given, mark() - 1, at);
+    applyToCachedShard(budget, 1, commit, writeAt);
+    expect(cachedShard(budget, 1, at)).toBeUndefined();
+
+    // The read began before the write finished and comes back after: it may predate the write,
+    // so it is not remembered over the entry the write moved.
+    rememberShard(budget, 1, held, mark(), at);
+    const readAt = mark();
+    applyToCachedShard(budget, 1, commit, mark());
+    rememberShard(budget, 1, held, readAt, at);
+    expect(cachedShard(budget, 1, at)).toMatchObject({ spent: 4, reserved: 0 });
+
+    // A read begun after the write finished is remembered.
+    rememberShard(budget, 1, given, mark(), at);
+    expect(cachedShard(budget, 1, at)).toMatchObject({ spent: 4, reserved: 0 });
+    // Nor after a budget rewritten whole (growth, evening out) while the read was out.
+    const before = mark();
+    forgetShards(budget);
+    rememberShard(budget, 2, held, before, at);
+    expect(cachedShard(budget, 2, at)).toBeUndefined();
   });
 });

@@ -25,7 +25,7 @@ import {
 import type { Item, Key } from '../expressions.js';
 import { keys } from '../keys.js';
 import { getItems } from '../transact.js';
-import { cachedShard, rememberShard } from './shard-cache.js';
+import { cachedShard, mark, rememberShard } from './shard-cache.js';
 
 // Budgets as stored (use-cases/budget-reader.ts is their one reader above the store). A sharded
 // budget is its ledger item (shard 0: the count, the gate, the settings) and shards 1..n−1; a
@@ -80,7 +80,7 @@ export const ledgerKeys = (
  * sharded: from this process's recent reads (store/budgets/shard-cache.ts), else read — one
  * more BatchGetItem the first time a process meets a sharded budget. Shards read are remembered.
  */
-export async function completeShards(items: Map<string, Item>): Promise<void> {
+export async function completeShards(items: Map<string, Item>, readAt: number): Promise<void> {
   const missing: Key[] = [];
   const at = Date.now();
   for (const item of [...items.values()]) {
@@ -93,13 +93,14 @@ export async function completeShards(items: Map<string, Item>): Promise<void> {
       const key = shardKey(ref.scope, ref.unit, k);
       const read = items.get(key.pk);
       const cached = read ? undefined : cachedShard(ref, k, at);
-      if (read) rememberShard(ref, k, read, at);
+      if (read) rememberShard(ref, k, read, readAt, at);
       else if (cached) items.set(key.pk, cached);
       else missing.push(key);
     }
   }
   if (missing.length === 0) return;
-  addRead(items, await getItems(missing));
+  const missingAt = mark();
+  addRead(items, await getItems(missing), missingAt);
 }
 
 /**
@@ -128,16 +129,21 @@ export async function readHeldShards(items: Map<string, Item>, r: Reservation): 
       return Number(cached.reserved) < held || Number(cached.spent) < spentHere;
     })
     .map((h) => shardKey(h.scope, unit, h.shard));
-  if (stale.length > 0) addRead(items, await getItems(stale));
+  if (stale.length === 0) return;
+  const staleAt = mark();
+  addRead(items, await getItems(stale), staleAt);
 }
 
-/** Items just read, added to `items`; the shards among them remembered (shard-cache.ts). */
-function addRead(items: Map<string, Item>, read: ReadonlyMap<string, Item>): void {
+/**
+ * Items just read by a read begun at `readAt` (mark()), added to `items`; the shards among them
+ * remembered (shard-cache.ts).
+ */
+function addRead(items: Map<string, Item>, read: ReadonlyMap<string, Item>, readAt: number): void {
   for (const [pk, item] of read) {
     items.set(pk, item);
     if (!isShardItem(item)) continue;
     const ref = { scope: String(item.scope), unit: item.unit as Unit };
-    rememberShard(ref, Number(item.shard), item);
+    rememberShard(ref, Number(item.shard), item, readAt);
   }
 }
 
@@ -215,16 +221,18 @@ const GROWN_ROUNDS = 3;
 export async function budgetsOf(
   items: Map<string, Item>,
   mode: ReadMode,
+  readAt: number,
 ): Promise<{ budgets: Map<string, Budget>; atomic: boolean }> {
   if (mode === 'batch') {
-    await completeShards(items);
+    await completeShards(items, readAt);
     const budgets = budgetsFrom(items);
     return { budgets, atomic: shardedOf(budgets).length === 0 };
   }
   for (let round = 0, wanted = shardedItems(items); wanted.size > 0; round++) {
+    const atomicAt = mark();
     const read = await readShardsAtomically([...wanted.values()].flat(), mode);
     if (read === undefined) break;
-    addRead(items, read);
+    addRead(items, read, atomicAt);
     const counted = shardedItems(items);
     const grown = [...counted].some(
       ([key, shards]) => shards.length > (wanted.get(key)?.length ?? 1),
@@ -237,7 +245,7 @@ export async function budgetsOf(
     wanted = counted;
   }
   // Not one instant: the view falls back to reading the shards one by one.
-  await completeShards(items);
+  await completeShards(items, readAt);
   const budgets = budgetsFrom(items);
   return { budgets, atomic: shardedOf(budgets).length === 0 };
 }
@@ -297,9 +305,10 @@ export async function getBudgets(
   mode: ReadMode = 'batch',
   held?: Reservation,
 ): Promise<{ readonly budgets: Budgets; readonly atomic: boolean }> {
+  const readAt = mark();
   const items = await getItems(ledgerKeys(scopes, unit, mode));
   if (held && mode === 'batch') await readHeldShards(items, held);
-  return budgetsOf(items, mode);
+  return budgetsOf(items, mode, readAt);
 }
 
 /**
@@ -310,8 +319,9 @@ export async function getBudgetRecords(
   refs: readonly BudgetRef[],
   mode: ReadMode,
 ): Promise<BudgetRecord[]> {
+  const readAt = mark();
   const items = await getItems(budgetKeys(refs, mode));
-  const { budgets } = await budgetsOf(items, mode);
+  const { budgets } = await budgetsOf(items, mode, readAt);
   return refs.flatMap((ref) => {
     const main = items.get(keys.ledger(ref.scope, ref.unit).pk);
     const budget = budgets.get(budgetKey(ref));
